@@ -1,0 +1,95 @@
+package dev.nupa.device;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A node attached to a fabric: the contract every backend (shm, uio, later vfio) fulfils and the
+ * link layer uses. Sending is safe from many threads; receiving ({@link #poll}, {@link #awaitFrames})
+ * belongs to one thread, the node's datapath loop.
+ *
+ * <p>Send results are codes, not exceptions, because back-pressure and a departed peer are normal
+ * events on the datapath; misuse (a bad address, an oversized frame) throws {@link FabricException}.
+ */
+public interface FabricDevice extends AutoCloseable {
+    /** The frame was published. */
+    int OK = 0;
+    /** The destination ring is full: nothing was sent; poll or wait, then try again. */
+    int BACK_PRESSURED = -1;
+    /** The destination node is not up: nothing was sent. */
+    int PEER_DOWN = -2;
+    /** The claim was held past the stall timeout and the consumer skipped it: the frame was not delivered. */
+    int LATE = -3;
+    /** This node has been closed or evicted from the fabric: nothing was sent. */
+    int DETACHED = -4;
+
+    static String describe(int code) {
+        return switch (code) {
+            case OK -> "ok";
+            case BACK_PRESSURED -> "back-pressured (destination ring full)";
+            case PEER_DOWN -> "peer down";
+            case LATE -> "late (claim held past the stall timeout)";
+            case DETACHED -> "detached";
+            default -> "unknown code " + code;
+        };
+    }
+
+    int address();
+
+    int generation();
+
+    FabricGeometry geometry();
+
+    /** Largest frame, in bytes, that one slot holds. */
+    default int maxFrame() {
+        return geometry().maxFrame();
+    }
+
+    /** Claims a slot of {@code length} bytes in ring 0 of {@code destination}, to be written in place and published. */
+    default int tryClaim(int destination, int length, FrameClaim claim) {
+        return tryClaim(destination, 0, length, claim);
+    }
+
+    int tryClaim(int destination, int ring, int length, FrameClaim claim);
+
+    /** Copies {@code length} bytes of {@code source} at {@code offset} into a frame to ring 0 of {@code destination}. */
+    default int offer(int destination, MemorySegment source, long offset, int length) {
+        return offer(destination, 0, source, offset, length);
+    }
+
+    int offer(int destination, int ring, MemorySegment source, long offset, int length);
+
+    /** Hands up to {@code limit} received frames, read in place, to {@code handler}; returns how many. */
+    int poll(FrameHandler handler, int limit);
+
+    /**
+     * Arms this node's interrupt and sleeps until a frame arrives, the timeout passes, or the node
+     * closes. Returns whether frames are ready. Call {@link #poll} afterwards either way.
+     */
+    boolean awaitFrames(long timeoutNs);
+
+    /** Whether {@code address} is a node that is up now. */
+    boolean isUp(int address);
+
+    /** Exports {@code bytes} (rounded up to a page) of window space that peers may open by id and key. */
+    FabricWindow exportWindow(long bytes, int access);
+
+    /** Opens a window a peer exported. */
+    FabricWindow openWindow(int id, int key);
+
+    /** Publishes up to {@link FabricLayout#ATTR_BYTES} bytes that travel with this node's table entry (e.g. its IP address). */
+    void publishAttributes(MemorySegment attributes);
+
+    /** Copies a node's published attributes into {@code into}; returns false if it has published none. */
+    boolean readAttributes(int address, MemorySegment into);
+
+    /** Liveness events; see {@link PeerEvent}. Peers already up are reported on the first heartbeat after attach. */
+    void addPeerListener(PeerListener listener);
+
+    void removePeerListener(PeerListener listener);
+
+    FabricCounters counters();
+
+    /** Detaches: the address becomes free, this node's windows are withdrawn, waiting threads wake. */
+    @Override
+    void close();
+}

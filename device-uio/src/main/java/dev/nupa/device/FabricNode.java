@@ -1,0 +1,375 @@
+package dev.nupa.device;
+
+import static dev.nupa.device.FabricLayout.*;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.CopyOnWriteArrayList;
+
+/** A node attached to a mapped {@link Fabric}: the datapath of every memory-mapped backend. */
+public final class FabricNode implements FabricDevice {
+    private final Fabric fabric;
+    private final MemorySegment mem;
+    private final int address;
+    private final int generation;
+    private final long self;
+    private final int ringsPerNode;
+    private final Ring[] out;
+    private final Ring[] in;
+    private final Futex futex = new Futex();
+    private final CopyOnWriteArrayList<PeerListener> listeners = new CopyOnWriteArrayList<>();
+    private final Liveness liveness;
+    private final Thread livenessThread;
+    private volatile boolean attached = true;
+    private volatile boolean evicted;
+    private boolean closeFabric;
+
+    FabricNode(Fabric fabric, int address, int generation) {
+        this.fabric = fabric;
+        this.mem = fabric.mem;
+        this.address = address;
+        this.generation = generation;
+        this.self = fabric.nodeOffset(address);
+        this.ringsPerNode = fabric.geometry.ringsPerNode();
+        this.out = new Ring[fabric.geometry.maxNodes() * ringsPerNode];
+        // We hold the address in state JOINING: set up the entry, then go UP with a release store.
+        mem.set(ValueLayout.JAVA_LONG, self + N_PID, ProcessHandle.current().pid());
+        mem.set(ValueLayout.JAVA_LONG, self + N_HOST_ID, Fabric.HOST_ID);
+        mem.set(ValueLayout.JAVA_LONG, self + N_JOINED_MILLIS, System.currentTimeMillis());
+        mem.asSlice(self + N_FRAMES_SENT, N_ATTRS - N_FRAMES_SENT).fill((byte) 0);
+        INT.setRelease(mem, self + N_ARMED, 0);
+        long discarded = 0;
+        this.in = new Ring[ringsPerNode];
+        for (int r = 0; r < ringsPerNode; r++) {
+            long base = fabric.ringOffset(address, r);
+            discarded += Ring.drain(mem, base); // frames sent to an earlier incarnation
+            in[r] = new Ring(mem, base, fabric.geometry.ringSlots(), fabric.slotBytes, fabric.geometry.maxFrame(),
+                    fabric.geometry.stallTimeoutNs(), self);
+        }
+        mem.set(ValueLayout.JAVA_LONG, self + N_DISCARDED, discarded);
+        LONG.getAndAdd(mem, self + N_HEARTBEAT, 1L);
+        LONG.setRelease(mem, self + N_STATE, Fabric.word(STATE_UP, generation));
+        this.liveness = new Liveness(fabric, this);
+        this.livenessThread = Thread.ofPlatform().daemon().name("nupa-liveness-" + address).start(liveness);
+    }
+
+    void closeFabricOnClose() {
+        closeFabric = true;
+    }
+
+    public Fabric fabric() {
+        return fabric;
+    }
+
+    @Override
+    public int address() {
+        return address;
+    }
+
+    @Override
+    public int generation() {
+        return generation;
+    }
+
+    @Override
+    public FabricGeometry geometry() {
+        return fabric.geometry;
+    }
+
+    private Ring outRing(int destination, int ring) {
+        if (destination < 0 || destination >= fabric.geometry.maxNodes()) {
+            fabric.checkAddress(destination);
+        }
+        if (ring < 0 || ring >= ringsPerNode) {
+            throw new FabricException("ring " + ring + " is outside 0.." + (ringsPerNode - 1)
+                    + "; the fabric was created with " + ringsPerNode + " ring(s) per node");
+        }
+        int i = destination * ringsPerNode + ring;
+        Ring r = out[i];
+        if (r == null) {
+            r = new Ring(mem, fabric.ringOffset(destination, ring), fabric.geometry.ringSlots(), fabric.slotBytes,
+                    fabric.geometry.maxFrame(), fabric.geometry.stallTimeoutNs(), -1);
+            out[i] = r;
+        }
+        return r;
+    }
+
+    private void checkLength(int length) {
+        if (length < 0 || length > fabric.geometry.maxFrame()) {
+            throw new FabricException("frame of " + length + " bytes does not fit a slot of fabric " + fabric.name()
+                    + " (maximum " + fabric.geometry.maxFrame() + " bytes, set when the fabric was created)");
+        }
+    }
+
+    /** Common checks before a claim; returns OK or the code that stops the send. */
+    private int admit(int destination) {
+        if (!attached || evicted) {
+            return DETACHED;
+        }
+        if (Fabric.state(fabric.stateWord(destination)) != STATE_UP) {
+            LONG.getAndAdd(mem, self + N_PEER_DOWN, 1L);
+            return PEER_DOWN;
+        }
+        return OK;
+    }
+
+    @Override
+    public int tryClaim(int destination, int ring, int length, FrameClaim claim) {
+        Ring r = outRing(destination, ring);
+        checkLength(length);
+        if (claim.position >= 0) {
+            throw new IllegalStateException("frame claim still holds an unpublished slot: publish() or abort() it first");
+        }
+        int admitted = admit(destination);
+        if (admitted != OK) {
+            return admitted;
+        }
+        long p = r.claim();
+        if (p < 0) {
+            LONG.getAndAdd(mem, self + N_BACK_PRESSURED, 1L);
+            return BACK_PRESSURED;
+        }
+        claim.node = this;
+        claim.ring = r;
+        claim.destination = destination;
+        claim.ctrlBefore = r.ctrlBefore(p);
+        claim.offset = r.slotOffset(p) + SLOT_HEADER;
+        claim.length = length;
+        claim.position = p;
+        return OK;
+    }
+
+    int publish(FrameClaim claim, long position, long flags) {
+        boolean ok = claim.ring.publish(position, claim.ctrlBefore, claim.length, address, generation, flags);
+        return published(claim.destination, ok, flags == 0 ? claim.length : -1);
+    }
+
+    @Override
+    public int offer(int destination, int ring, MemorySegment source, long offset, int length) {
+        Ring r = outRing(destination, ring);
+        checkLength(length);
+        int admitted = admit(destination);
+        if (admitted != OK) {
+            return admitted;
+        }
+        long p = r.claim();
+        if (p < 0) {
+            LONG.getAndAdd(mem, self + N_BACK_PRESSURED, 1L);
+            return BACK_PRESSURED;
+        }
+        long before = r.ctrlBefore(p);
+        MemorySegment.copy(source, offset, mem, r.slotOffset(p) + SLOT_HEADER, length);
+        return published(destination, r.publish(p, before, length, address, generation, 0), length);
+    }
+
+    /** After a publish: ring the destination's doorbell if it sleeps, then count. */
+    private int published(int destination, boolean ok, int length) {
+        // The publish CAS is a full fence, so this load cannot pass it (the Dekker pair of awaitFrames).
+        long peer = fabric.nodeOffset(destination);
+        if ((int) INT.getVolatile(mem, peer + N_ARMED) != 0 && INT.compareAndSet(mem, peer + N_ARMED, 1, 0)) {
+            // One wake per sleep, however many producers: the moderation the doorbell needs.
+            INT.getAndAdd(mem, peer + N_DOORBELL, 1);
+            Futex.wake(mem.address() + peer + N_DOORBELL, 1);
+        }
+        if (!ok) {
+            LONG.getAndAdd(mem, self + N_LATE_DROPS, 1L);
+            return LATE;
+        }
+        if (length >= 0) {
+            LONG.getAndAdd(mem, self + N_FRAMES_SENT, 1L);
+            LONG.getAndAdd(mem, self + N_BYTES_SENT, (long) length);
+        }
+        return OK;
+    }
+
+    @Override
+    public int poll(FrameHandler handler, int limit) {
+        if (evicted || !attached) {
+            return 0;
+        }
+        int n = 0;
+        long bytes = 0;
+        for (Ring r : in) {
+            if (n >= limit) {
+                break;
+            }
+            n += r.poll(handler, limit - n, 0);
+            bytes += r.lastBatchBytes;
+        }
+        if (n > 0) {
+            // Single writer (the polling thread): plain read-modify-write, published opaquely for readers.
+            LONG.setOpaque(mem, self + N_FRAMES_RECEIVED, (long) LONG.getOpaque(mem, self + N_FRAMES_RECEIVED) + n);
+            LONG.setOpaque(mem, self + N_BYTES_RECEIVED, (long) LONG.getOpaque(mem, self + N_BYTES_RECEIVED) + bytes);
+        }
+        return n;
+    }
+
+    private boolean anyReady() {
+        for (Ring r : in) {
+            if (r.ready()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Sleeping on the doorbell futex. Measured here (see README "Figures"): a futex wake reaches a
+     * sleeping process in a few microseconds, dominated by the scheduler's wake-up and context
+     * switch, so callers spin first and only sleep when idle (see {@link BackoffIdleStrategy}).
+     */
+    @Override
+    public boolean awaitFrames(long timeoutNs) {
+        if (evicted || !attached) {
+            return false;
+        }
+        int seen = (int) INT.getVolatile(mem, self + N_DOORBELL);
+        INT.setVolatile(mem, self + N_ARMED, 1);
+        if (anyReady()) {
+            INT.setVolatile(mem, self + N_ARMED, 0);
+            return true;
+        }
+        long now = System.nanoTime();
+        boolean claimPending = false;
+        for (Ring r : in) {
+            claimPending |= r.checkStall(now); // a stalled claim at the head is noticed even while idle
+        }
+        long wait = claimPending ? Math.min(timeoutNs, fabric.geometry.stallTimeoutNs() / 4 + 1) : timeoutNs;
+        futex.await(mem.address() + self + N_DOORBELL, seen, wait);
+        INT.setVolatile(mem, self + N_ARMED, 0);
+        boolean ready = anyReady();
+        if (ready) {
+            LONG.setOpaque(mem, self + N_WAKEUPS, (long) LONG.getOpaque(mem, self + N_WAKEUPS) + 1);
+        }
+        return ready;
+    }
+
+    @Override
+    public boolean isUp(int address) {
+        fabric.checkAddress(address);
+        return Fabric.state(fabric.stateWord(address)) == STATE_UP;
+    }
+
+    @Override
+    public FabricWindow exportWindow(long bytes, int access) {
+        requireAttached();
+        return fabric.exportWindow(address, generation, bytes, access);
+    }
+
+    @Override
+    public FabricWindow openWindow(int id, int key) {
+        requireAttached();
+        return fabric.openWindow(id, key);
+    }
+
+    @Override
+    public void publishAttributes(MemorySegment attributes) {
+        requireAttached();
+        if (attributes.byteSize() > ATTR_BYTES) {
+            throw new FabricException("node attributes of " + attributes.byteSize() + " bytes exceed the "
+                    + ATTR_BYTES + " bytes a node table entry holds");
+        }
+        // A seqlock: odd while writing, so readers retry instead of seeing half a record.
+        long v = (long) LONG.getAcquire(mem, self + N_ATTR_VERSION);
+        long next = (v | 1) + 1;
+        LONG.setVolatile(mem, self + N_ATTR_VERSION, next - 1);
+        MemorySegment dst = mem.asSlice(self + N_ATTRS, ATTR_BYTES);
+        dst.fill((byte) 0);
+        MemorySegment.copy(attributes, 0, dst, 0, attributes.byteSize());
+        LONG.setRelease(mem, self + N_ATTR_VERSION, next + 1);
+    }
+
+    @Override
+    public boolean readAttributes(int address, MemorySegment into) {
+        fabric.checkAddress(address);
+        long node = fabric.nodeOffset(address);
+        long n = Math.min(into.byteSize(), ATTR_BYTES);
+        while (true) {
+            long v1 = (long) LONG.getAcquire(mem, node + N_ATTR_VERSION);
+            if (v1 == 0) {
+                return false;
+            }
+            if ((v1 & 1) != 0) {
+                Thread.onSpinWait();
+                continue;
+            }
+            MemorySegment.copy(mem, node + N_ATTRS, into, 0, n);
+            java.lang.invoke.VarHandle.loadLoadFence();
+            if ((long) LONG.getAcquire(mem, node + N_ATTR_VERSION) == v1) {
+                return true;
+            }
+        }
+    }
+
+    @Override
+    public void addPeerListener(PeerListener listener) {
+        listeners.add(listener);
+    }
+
+    @Override
+    public void removePeerListener(PeerListener listener) {
+        listeners.remove(listener);
+    }
+
+    void fire(PeerEvent event) {
+        for (PeerListener l : listeners) {
+            try {
+                l.onPeerEvent(event);
+            } catch (RuntimeException e) {
+                // a listener's bug must not stop liveness for everyone
+            }
+        }
+    }
+
+    void evict() {
+        if (!evicted) {
+            evicted = true;
+            fire(new PeerEvent(PeerEvent.Kind.EVICTED, address, generation));
+            Futex.wake(mem.address() + self + N_DOORBELL, 1);
+        }
+    }
+
+    boolean isEvicted() {
+        return evicted;
+    }
+
+    @Override
+    public FabricCounters counters() {
+        return fabric.counters(address);
+    }
+
+    private void requireAttached() {
+        if (!attached || evicted) {
+            throw new FabricException("node " + address + " is " + (evicted ? "evicted from" : "detached from")
+                    + " fabric " + fabric.name() + "; attach again");
+        }
+    }
+
+    @Override
+    public void close() {
+        if (!attached) {
+            return;
+        }
+        attached = false;
+        liveness.stop();
+        livenessThread.interrupt();
+        try {
+            livenessThread.join(5_000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        if (!evicted) {
+            fabric.reclaim(address, Fabric.word(STATE_UP, generation));
+        }
+        INT.getAndAdd(mem, self + N_DOORBELL, 1);
+        Futex.wake(mem.address() + self + N_DOORBELL, Integer.MAX_VALUE);
+        if (closeFabric) {
+            fabric.close();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "FabricNode[" + address + "/" + generation + " on " + fabric.name() + "]";
+    }
+}

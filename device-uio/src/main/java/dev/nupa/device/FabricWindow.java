@@ -1,0 +1,73 @@
+package dev.nupa.device;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A region of fabric memory that a node exported for its peers to read and write in place
+ * (the fabric's DMA channel). Peers open it by id and key; the key guards against stale ids and
+ * bugs, not against hostile nodes (everyone who maps the fabric is trusted, see DESIGN.md).
+ */
+public final class FabricWindow implements AutoCloseable {
+    public static final int REMOTE_READ = 1;
+    public static final int REMOTE_WRITE = 2;
+
+    private final Fabric fabric;
+    private final int id;
+    private final int key;
+    private final int owner;
+    private final int access;
+    private final MemorySegment memory;
+    private final boolean exported;
+    private boolean closed;
+
+    FabricWindow(Fabric fabric, int id, int key, int owner, int access, MemorySegment memory, boolean exported) {
+        this.fabric = fabric;
+        this.id = id;
+        this.key = key;
+        this.owner = owner;
+        this.access = access;
+        this.memory = memory;
+        this.exported = exported;
+    }
+
+    public int id() {
+        return id;
+    }
+
+    public int key() {
+        return key;
+    }
+
+    public int owner() {
+        return owner;
+    }
+
+    public int access() {
+        return access;
+    }
+
+    public long length() {
+        return memory.byteSize();
+    }
+
+    /** The window's bytes; read-only when opened from a window that does not grant REMOTE_WRITE. */
+    public MemorySegment memory() {
+        return memory;
+    }
+
+    /** Whether this window is still exported by a live owner with the same key (peers should check before use). */
+    public boolean isValid() {
+        return !closed && fabric.windowValid(id, key, owner);
+    }
+
+    /** For the exporter: withdraws the window and frees its space. For a peer: forgets it. */
+    @Override
+    public void close() {
+        if (!closed) {
+            closed = true;
+            if (exported) {
+                fabric.freeWindow(id, key);
+            }
+        }
+    }
+}

@@ -1,0 +1,197 @@
+package dev.nupa.device;
+
+import static dev.nupa.device.FabricLayout.CTRL_PADDING;
+import static dev.nupa.device.FabricLayout.CTRL_SKIPPED;
+import static dev.nupa.device.FabricLayout.LONG;
+import static dev.nupa.device.FabricLayout.RING_HEADER;
+import static dev.nupa.device.FabricLayout.R_HEAD;
+import static dev.nupa.device.FabricLayout.R_TAIL;
+import static dev.nupa.device.FabricLayout.SLOT_HEADER;
+import static dev.nupa.device.FabricLayout.S_CTRL;
+import static dev.nupa.device.FabricLayout.S_LENGTH;
+import static dev.nupa.device.FabricLayout.S_SOURCE;
+import static dev.nupa.device.FabricLayout.S_SOURCE_GEN;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * One many-producer, one-consumer ring of fixed slots in fabric memory (docs/fabric-layout.md, "Rings").
+ *
+ * <p>Producers claim a position with a CAS on the tail, write the frame in place and publish it with
+ * a CAS on the slot's ctrl word; the consumer polls the ctrl word of the slot at its head with an
+ * acquire load and returns slots by advancing the head with a release store. The consumer never
+ * writes slot memory, so a slot's lines move only from producer to consumer (the cheapest direction),
+ * and producers read the head only when their cached copy says the ring is full (Aeron's idea).
+ *
+ * <p>An object of this class is a view for one side: producer state ({@link #headCache}) is a hint
+ * shared by a node's sending threads; consumer state is owned by the single consuming thread.
+ */
+final class Ring {
+    final MemorySegment mem;
+    final long base;
+    final int slots;
+    final long mask;
+    final int slotBytes;
+    final int maxFrame;
+    final long stallTimeoutNs;
+    /** The consumer's node entry, where rare events are counted; -1 for a producer's view. */
+    private final long counters;
+
+    /** Producer side: the last head seen; positions below headCache + slots are known to be free. */
+    private long headCache;
+
+    // Consumer side.
+    private long head;
+    private long stallPosition = -1;
+    private long stallSince;
+    private int idlePolls;
+    long lastBatchBytes;
+
+    Ring(MemorySegment mem, long base, int slots, int slotBytes, int maxFrame, long stallTimeoutNs, long counters) {
+        this.mem = mem;
+        this.base = base;
+        this.slots = slots;
+        this.mask = slots - 1;
+        this.slotBytes = slotBytes;
+        this.maxFrame = maxFrame;
+        this.stallTimeoutNs = stallTimeoutNs;
+        this.counters = counters;
+        this.head = (long) LONG.getAcquire(mem, base + R_HEAD);
+        this.headCache = head;
+    }
+
+    long slotOffset(long position) {
+        return base + RING_HEADER + (position & mask) * slotBytes;
+    }
+
+    /** Claims the next position, or returns -1 when the ring is full (back-pressure, nothing lost). */
+    long claim() {
+        long tail = base + R_TAIL;
+        while (true) {
+            long p = (long) LONG.getVolatile(mem, tail);
+            if (p - headCache >= slots) {
+                headCache = (long) LONG.getAcquire(mem, base + R_HEAD);
+                if (p - headCache >= slots) {
+                    return -1;
+                }
+            }
+            if (LONG.compareAndSet(mem, tail, p, p + 1)) {
+                return p;
+            }
+        }
+    }
+
+    /** The ctrl word a producer must replace to publish {@code position}; read right after the claim. */
+    long ctrlBefore(long position) {
+        return (long) LONG.getAcquire(mem, slotOffset(position) + S_CTRL);
+    }
+
+    /**
+     * Publishes a claimed position. Returns false when the consumer already skipped it as stalled
+     * (the producer took longer than the stall timeout), so the frame was not delivered.
+     */
+    boolean publish(long position, long ctrlBefore, int length, int source, int sourceGen, long flags) {
+        long slot = slotOffset(position);
+        mem.set(ValueLayout.JAVA_INT, slot + S_LENGTH, length);
+        mem.set(ValueLayout.JAVA_SHORT, slot + S_SOURCE, (short) source);
+        mem.set(ValueLayout.JAVA_SHORT, slot + S_SOURCE_GEN, (short) sourceGen);
+        return LONG.compareAndSet(mem, slot + S_CTRL, ctrlBefore, ((position + 1) << 2) | flags);
+    }
+
+    /** Whether a frame (or padding) is ready at the head. */
+    boolean ready() {
+        long c = (long) LONG.getVolatile(mem, slotOffset(head) + S_CTRL);
+        return (c >>> 2) == head + 1;
+    }
+
+    /**
+     * Hands up to {@code limit} ready frames to the handler in order, then returns their slots with
+     * one release store of the head. Returns the number of frames delivered.
+     */
+    int poll(FrameHandler handler, int limit, long nowIfIdle) {
+        long h = head;
+        int n = 0;
+        long bytes = 0;
+        while (n < limit) {
+            long slot = base + RING_HEADER + (h & mask) * slotBytes;
+            long c = (long) LONG.getAcquire(mem, slot + S_CTRL);
+            if ((c >>> 2) != h + 1) {
+                break;
+            }
+            h++;
+            if ((c & (CTRL_PADDING | CTRL_SKIPPED)) != 0) {
+                continue;
+            }
+            int length = mem.get(ValueLayout.JAVA_INT, slot + S_LENGTH);
+            if (length < 0 || length > maxFrame) {
+                count(FabricLayout.N_CORRUPT); // only a foreign writer could do this; never trust it with a bad length
+                continue;
+            }
+            int source = mem.get(ValueLayout.JAVA_SHORT, slot + S_SOURCE) & 0xFFFF;
+            try {
+                handler.onFrame(source, mem, slot + SLOT_HEADER, length);
+            } catch (RuntimeException e) {
+                count(FabricLayout.N_HANDLER_ERRORS); // the datapath goes on; the owner sees the count
+            }
+            n++;
+            bytes += length;
+        }
+        lastBatchBytes = bytes;
+        if (h != head) {
+            head = h;
+            LONG.setRelease(mem, base + R_HEAD, h);
+            idlePolls = 0;
+        } else if (nowIfIdle != 0 || (++idlePolls & 0xFFF) == 0) {
+            checkStall(nowIfIdle != 0 ? nowIfIdle : System.nanoTime());
+        }
+        return n;
+    }
+
+    /**
+     * A producer that died between claim and publish would block the ring forever; after the stall
+     * timeout the consumer marks that slot skipped (a CAS, so a late publish fails visibly) and counts it.
+     * Returns true while a claimed position is pending at the head.
+     */
+    boolean checkStall(long now) {
+        long tail = (long) LONG.getAcquire(mem, base + R_TAIL);
+        if (tail <= head) {
+            stallPosition = -1;
+            return false;
+        }
+        long slot = slotOffset(head);
+        long c = (long) LONG.getAcquire(mem, slot + S_CTRL);
+        if ((c >>> 2) == head + 1) {
+            return true;
+        }
+        if (stallPosition != head) {
+            stallPosition = head;
+            stallSince = now;
+        } else if (now - stallSince >= stallTimeoutNs) {
+            if (LONG.compareAndSet(mem, slot + S_CTRL, c, ((head + 1) << 2) | CTRL_SKIPPED)) {
+                count(FabricLayout.N_STALL_SKIPS);
+            }
+            stallPosition = -1;
+        }
+        return true;
+    }
+
+    private void count(long field) {
+        LONG.getAndAdd(mem, counters + field, 1L);
+    }
+
+    /** Frames published or claimed but not yet consumed (for info; racy by nature). */
+    static long occupancy(MemorySegment mem, long base) {
+        long tail = (long) LONG.getAcquire(mem, base + R_TAIL);
+        long head = (long) LONG.getAcquire(mem, base + R_HEAD);
+        return Math.max(0, tail - head);
+    }
+
+    /** Discards everything in the ring; only its consumer, or a reclaimer of a dead consumer, may call it. */
+    static long drain(MemorySegment mem, long base) {
+        long tail = (long) LONG.getAcquire(mem, base + R_TAIL);
+        long head = (long) LONG.getAcquire(mem, base + R_HEAD);
+        LONG.setRelease(mem, base + R_HEAD, tail);
+        return Math.max(0, tail - head);
+    }
+}

@@ -1,0 +1,2 @@
+/** TAP device, Ethernet, ARP and RoCEv2 on the wire. Not built yet. */
+package dev.nupa.gateway;

@@ -1,0 +1,2 @@
+/** IPv4, ICMP, UDP and UDP sockets. Not built yet (issue 3). */
+package dev.nupa.ip;
