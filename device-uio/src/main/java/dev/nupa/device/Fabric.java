@@ -127,7 +127,8 @@ public final class Fabric implements AutoCloseable {
                 }
                 continue;
             }
-            if (provablyDead(address)) {
+            // A RECLAIMING entry carries the dead node's pid: leave it to its reclaimer unless that one stalls too.
+            if (state(w) != STATE_RECLAIMING && provablyDead(address)) {
                 reclaim(address, w);
                 continue;
             }
@@ -175,11 +176,12 @@ public final class Fabric implements AutoCloseable {
             long dropped = Ring.drain(mem, ringOffset(address, r));
             LONG.getAndAdd(mem, node + N_DISCARDED, dropped);
         }
-        freeWindowsOf(address);
+        freeWindowsOf(address, gen);
         LONG.compareAndSet(mem, H_LOCK, lockValue(address, gen), 0L);
         LONG.setRelease(mem, node + N_ATTR_VERSION, 0L);
         INT.setRelease(mem, node + N_ARMED, 0);
-        LONG.setRelease(mem, node + N_STATE, word(STATE_FREE, gen));
+        // A CAS, not a store: a second reclaimer that took over a stuck RECLAIMING entry may have finished first.
+        LONG.compareAndSet(mem, node + N_STATE, word(STATE_RECLAIMING, gen), word(STATE_FREE, gen));
         return true;
     }
 
@@ -308,7 +310,7 @@ public final class Fabric implements AutoCloseable {
         if ((int) INT.getAcquire(mem, e + W_STATE) != WINDOW_ACTIVE || mem.get(ValueLayout.JAVA_INT, e + W_KEY) != key) {
             return false;
         }
-        return state(stateWord(owner)) == STATE_UP;
+        return stateWord(owner) == word(STATE_UP, mem.get(ValueLayout.JAVA_INT, e + W_OWNER_GEN));
     }
 
     void freeWindow(int id, int key) {
@@ -319,10 +321,11 @@ public final class Fabric implements AutoCloseable {
         }
     }
 
-    private void freeWindowsOf(int address) {
+    private void freeWindowsOf(int address, int generation) {
         for (int id = 0; id < geometry.maxWindows(); id++) {
             long e = windowEntry(id);
-            if ((int) INT.getAcquire(mem, e + W_STATE) == WINDOW_ACTIVE && mem.get(ValueLayout.JAVA_INT, e + W_OWNER) == address) {
+            if ((int) INT.getAcquire(mem, e + W_STATE) == WINDOW_ACTIVE && mem.get(ValueLayout.JAVA_INT, e + W_OWNER) == address
+                    && mem.get(ValueLayout.JAVA_INT, e + W_OWNER_GEN) == generation) {
                 mem.set(ValueLayout.JAVA_INT, e + W_KEY, 0);
                 INT.setRelease(mem, e + W_STATE, WINDOW_FREE);
             }

@@ -103,6 +103,12 @@ public final class FabricLayout {
     public static final int WINDOW_FREE = 0;
     public static final int WINDOW_ACTIVE = 1;
 
+    static {
+        if (java.nio.ByteOrder.nativeOrder() != java.nio.ByteOrder.LITTLE_ENDIAN) {
+            throw new FabricException("the fabric layout is little-endian and this build maps it natively; run on a little-endian CPU");
+        }
+    }
+
     public static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     public static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
@@ -198,8 +204,17 @@ public final class FabricLayout {
             throw new FabricException(where + " has a damaged header: " + e.getMessage());
         }
         long declared = s.get(ValueLayout.JAVA_LONG, H_TOTAL_BYTES);
-        if (declared != g.totalBytes() || s.get(ValueLayout.JAVA_LONG, H_WINDOW_AREA)
-                != windowAreaOffset(g.maxNodes(), g.ringsPerNode(), g.ringSlots(), g.maxFrame(), g.maxWindows())) {
+        if (declared != g.totalBytes()
+                || s.get(ValueLayout.JAVA_INT, H_HEADER_BYTES) != PAGE
+                || s.get(ValueLayout.JAVA_LONG, H_NODE_BYTES) != NODE_BYTES
+                || s.get(ValueLayout.JAVA_INT, H_SLOT_BYTES) != slotBytes(g.maxFrame())
+                || s.get(ValueLayout.JAVA_LONG, H_RING_BYTES) != ringBytes(g.ringSlots(), g.maxFrame())
+                || s.get(ValueLayout.JAVA_LONG, H_NODE_TABLE) != nodeTableOffset()
+                || s.get(ValueLayout.JAVA_LONG, H_RINGS) != ringsOffset(g.maxNodes())
+                || s.get(ValueLayout.JAVA_LONG, H_WINDOW_TABLE)
+                        != windowTableOffset(g.maxNodes(), g.ringsPerNode(), g.ringSlots(), g.maxFrame())
+                || s.get(ValueLayout.JAVA_LONG, H_WINDOW_AREA)
+                        != windowAreaOffset(g.maxNodes(), g.ringsPerNode(), g.ringSlots(), g.maxFrame(), g.maxWindows())) {
             throw new FabricException(where + " has a damaged header: its offsets do not follow from its geometry");
         }
         if (s.byteSize() != declared) {

@@ -148,6 +148,10 @@ public final class FabricNode implements FabricDevice {
     public int offer(int destination, int ring, MemorySegment source, long offset, int length) {
         Ring r = outRing(destination, ring);
         checkLength(length);
+        if (offset < 0 || offset > source.byteSize() - length) {
+            throw new FabricException("offer of " + length + " bytes at offset " + offset + " lies outside its source of "
+                    + source.byteSize() + " bytes");
+        }
         int admitted = admit(destination);
         if (admitted != OK) {
             return admitted;
@@ -158,7 +162,12 @@ public final class FabricNode implements FabricDevice {
             return BACK_PRESSURED;
         }
         long before = r.ctrlBefore(p);
-        MemorySegment.copy(source, offset, mem, r.slotOffset(p) + SLOT_HEADER, length);
+        try {
+            MemorySegment.copy(source, offset, mem, r.slotOffset(p) + SLOT_HEADER, length);
+        } catch (RuntimeException e) {
+            r.publish(p, before, 0, address, generation, CTRL_PADDING); // never leave a claim to stall the ring
+            throw e;
+        }
         return published(destination, r.publish(p, before, length, address, generation, 0), length);
     }
 
@@ -276,7 +285,7 @@ public final class FabricNode implements FabricDevice {
         MemorySegment dst = mem.asSlice(self + N_ATTRS, ATTR_BYTES);
         dst.fill((byte) 0);
         MemorySegment.copy(attributes, 0, dst, 0, attributes.byteSize());
-        LONG.setRelease(mem, self + N_ATTR_VERSION, next + 1);
+        LONG.setRelease(mem, self + N_ATTR_VERSION, next);
     }
 
     @Override
@@ -325,6 +334,7 @@ public final class FabricNode implements FabricDevice {
         if (!evicted) {
             evicted = true;
             fire(new PeerEvent(PeerEvent.Kind.EVICTED, address, generation));
+            INT.getAndAdd(mem, self + N_DOORBELL, 1);
             Futex.wake(mem.address() + self + N_DOORBELL, 1);
         }
     }
@@ -359,10 +369,11 @@ public final class FabricNode implements FabricDevice {
             Thread.currentThread().interrupt();
         }
         if (!evicted) {
+            // Wake our own sleepers first; once reclaimed, the doorbell may belong to the next holder.
+            INT.getAndAdd(mem, self + N_DOORBELL, 1);
+            Futex.wake(mem.address() + self + N_DOORBELL, Integer.MAX_VALUE);
             fabric.reclaim(address, Fabric.word(STATE_UP, generation));
         }
-        INT.getAndAdd(mem, self + N_DOORBELL, 1);
-        Futex.wake(mem.address() + self + N_DOORBELL, Integer.MAX_VALUE);
         if (closeFabric) {
             fabric.close();
         }

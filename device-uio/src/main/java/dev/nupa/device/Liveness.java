@@ -84,7 +84,7 @@ final class Liveness implements Runnable {
                 beatChanged[a] = now;
             } else {
                 long still = now - beatChanged[a];
-                boolean dead = (still > 2 * period && fabric.provablyDead(a))
+                boolean dead = (still > 2 * period && state != FabricLayout.STATE_RECLAIMING && fabric.provablyDead(a))
                         || (still > timeout && !fabric.provablyAlive(a));
                 if (dead) {
                     fabric.reclaim(a, w);

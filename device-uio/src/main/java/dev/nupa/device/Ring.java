@@ -24,6 +24,10 @@ import java.lang.foreign.ValueLayout;
  * writes slot memory, so a slot's lines move only from producer to consumer (the cheapest direction),
  * and producers read the head only when their cached copy says the ring is full (Aeron's idea).
  *
+ * <p>A claim must be published well within the stall timeout: a producer stalled past it has lost its
+ * frame (its publish returns false), and the payload bytes it may still write land in a slot that
+ * another frame may already use. The default timeout (1 s) is far beyond any real claim.
+ *
  * <p>An object of this class is a view for one side: producer state ({@link #headCache}) is a hint
  * shared by a node's sending threads; consumer state is owned by the single consuming thread.
  */
@@ -93,6 +97,10 @@ final class Ring {
      */
     boolean publish(long position, long ctrlBefore, int length, int source, int sourceGen, long flags) {
         long slot = slotOffset(position);
+        // Already skipped (seen at claim time), or skipped or reused since: touch nothing.
+        if ((ctrlBefore >>> 2) == position + 1 || (long) LONG.getAcquire(mem, slot + S_CTRL) != ctrlBefore) {
+            return false;
+        }
         mem.set(ValueLayout.JAVA_INT, slot + S_LENGTH, length);
         mem.set(ValueLayout.JAVA_SHORT, slot + S_SOURCE, (short) source);
         mem.set(ValueLayout.JAVA_SHORT, slot + S_SOURCE_GEN, (short) sourceGen);

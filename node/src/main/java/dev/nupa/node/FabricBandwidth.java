@@ -1,0 +1,163 @@
+package dev.nupa.node;
+
+import dev.nupa.device.FrameHandler;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * `nupa perf fabric-bw`: one process streams frames into another's ring; the receiver reads every
+ * cache line of each frame in place (or copies it out), so the data really crosses. The floor,
+ * measured in the same run, is single-thread MemorySegment.copy of the same size.
+ */
+@Command(name = "fabric-bw", mixinStandardHelpOptions = true,
+        description = "Ring throughput between two processes, with single-thread MemorySegment.copy as the floor and the ratio.")
+final class FabricBandwidth implements Callable<Integer> {
+    private static final int ROUNDS = 3;
+
+    @Mixin
+    PerfOptions o;
+
+    @Option(names = "--receive", paramLabel = "read|copy", defaultValue = "read",
+            description = "What the receiver does with each frame: read every cache line in place, or copy it out (default: ${DEFAULT-VALUE}).")
+    String receive;
+
+    private long count;
+    private long sum;
+    private boolean acked;
+    private long ackCount;
+
+    @Override
+    public Integer call() throws Exception {
+        o.validate(64, 16 << 20);
+        if (!receive.equals("read") && !receive.equals("copy")) {
+            throw new IllegalArgumentException("--receive must be read or copy, not " + receive);
+        }
+        int size = o.size != null ? o.size : 65536;
+        if (o.server) {
+            return server();
+        }
+        if (o.client) {
+            return client(size, o.iterations != null ? o.iterations : Math.max(1000, (8L << 30) / size));
+        }
+        return PerfRunner.runBoth(o, "fabric-bw", o.freshGeometry(size, 64), List.of("--receive", receive));
+    }
+
+    private int server() {
+        try (PerfSession s = new PerfSession(o, true, false)) {
+            s.exportFloorWindow();
+            MemorySegment sink = Arena.ofAuto().allocate(s.node.maxFrame(), 64);
+            boolean copy = receive.equals("copy");
+            System.out.println(PerfRunner.READY);
+            System.out.flush();
+            boolean[] done = {false};
+            FrameHandler h = (src, mem, off, len) -> {
+                long seq = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off);
+                if (seq >= 0) {
+                    if (copy) {
+                        MemorySegment.copy(mem, off, sink, 0, len);
+                        sum += sink.get(ValueLayout.JAVA_LONG, len - 8);
+                    } else {
+                        long x = 0;
+                        for (long p = 0; p + 8 <= len; p += 64) {
+                            x += mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + p);
+                        }
+                        sum += x;
+                    }
+                    count++;
+                } else if (seq == PerfSession.END) {
+                    s.sendControl(PerfSession.ACK, count, sum);
+                    count = 0;
+                } else if (seq == PerfSession.BYE) {
+                    done[0] = true;
+                }
+            };
+            while (!done[0]) {
+                s.pollOnce(h, 64);
+            }
+        }
+        return 0;
+    }
+
+    private final FrameHandler ack = (src, mem, off, len) -> {
+        if (mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == PerfSession.ACK) {
+            ackCount = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8);
+            acked = true;
+        }
+    };
+
+    private long stream(PerfSession s, MemorySegment frame, int size, long n) {
+        long t0 = System.nanoTime();
+        for (long i = 0; i < n; i++) {
+            frame.set(ValueLayout.JAVA_LONG, 0, i);
+            s.send(frame, 0, size);
+        }
+        acked = false;
+        s.sendControl(PerfSession.END, n, 0);
+        while (!acked) {
+            s.pollOnce(ack, 16);
+        }
+        long t = System.nanoTime() - t0;
+        if (ackCount != n) {
+            throw new IllegalStateException("receiver counted " + ackCount + " frames of " + n + " sent");
+        }
+        return t;
+    }
+
+    private static long copies(MemorySegment a, MemorySegment b, int size, long n) {
+        long t0 = System.nanoTime();
+        for (long i = 0; i < n; i++) {
+            a.set(ValueLayout.JAVA_LONG, 0, i);
+            MemorySegment.copy(a, 0, b, 0, size);
+        }
+        return System.nanoTime() - t0;
+    }
+
+    private int client(int size, long n) {
+        try (PerfSession s = new PerfSession(o, false, false)) {
+            s.awaitServer(30_000);
+            if (size > s.node.maxFrame()) {
+                throw new IllegalArgumentException("--size " + size + " exceeds the fabric's maximum frame of " + s.node.maxFrame());
+            }
+            MemorySegment frame = Arena.ofAuto().allocate(size, 64);
+            MemorySegment copyDst = Arena.ofAuto().allocate(size, 64);
+            frame.fill((byte) 0x5A);
+            long warm = Math.max(100, n / 10);
+            copies(frame, copyDst, size, warm);
+            stream(s, frame, size, warm);
+            long ours = 0;
+            long floor = 0;
+            long per = Math.max(1, n / ROUNDS);
+            long total = 0;
+            for (int r = 0; r < ROUNDS; r++) {
+                long k = r == ROUNDS - 1 ? n - per * (ROUNDS - 1) : per;
+                floor += copies(frame, copyDst, size, k);
+                ours += stream(s, frame, size, k);
+                total += k;
+            }
+            s.sendControl(PerfSession.BYE, 0, 0);
+            double oursGbit = total * (double) size * 8 / ours;
+            double floorGbit = total * (double) size * 8 / floor;
+            double ratio = oursGbit / floorGbit;
+            System.out.println("fabric-bw: ring throughput, " + size + "-byte frames, receiver " + receive
+                    + "s in place" + (receive.equals("copy") ? " (copies out)" : "") + ", fabric " + s.node.fabric().name());
+            System.out.printf(Locale.ROOT, "%8s %12s %12s %14s%n", "#bytes", "#iterations", "BW[Gbit/s]", "MsgRate[Mpps]");
+            System.out.printf(Locale.ROOT, "%8d %12d %12.2f %14.4f%n", size, total, oursGbit, total * 1e3 / ours);
+            System.out.println("floor: single-thread MemorySegment.copy of the same size");
+            System.out.printf(Locale.ROOT, "%8d %12d %12.2f %14.4f%n", size, total, floorGbit, total * 1e3 / floor);
+            System.out.printf(Locale.ROOT, "ratio (ours / floor): %.2f%n", ratio);
+            if (o.json) {
+                System.out.printf(Locale.ROOT, "{\"test\":\"fabric-bw\",\"bytes\":%d,\"iterations\":%d,\"receive\":\"%s\","
+                                + "\"gbit_s\":%.3f,\"msgs_s\":%.1f,\"floor\":{\"gbit_s\":%.3f,\"msgs_s\":%.1f},\"ratio\":%.3f}%n",
+                        size, total, receive, oursGbit, total * 1e9 / ours, floorGbit, total * 1e9 / floor, ratio);
+            }
+        }
+        return 0;
+    }
+}

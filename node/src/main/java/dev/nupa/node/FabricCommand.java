@@ -1,0 +1,125 @@
+package dev.nupa.node;
+
+import dev.nupa.device.Fabric;
+import dev.nupa.device.FabricCounters;
+import dev.nupa.device.FabricException;
+import dev.nupa.device.FabricGeometry;
+import dev.nupa.device.NodeInfo;
+import dev.nupa.device.ShmFabric;
+import dev.nupa.device.WindowInfo;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+@Command(name = "fabric", mixinStandardHelpOptions = true, description = "Create, inspect and remove fabric files.",
+        subcommands = {FabricCommand.Create.class, FabricCommand.Info.class, FabricCommand.Remove.class})
+final class FabricCommand {
+
+    @Command(name = "create", mixinStandardHelpOptions = true, description = "Create a fabric file with the given geometry.")
+    static final class Create implements Callable<Integer> {
+        @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric", description = "Fabric file (default: ${DEFAULT-VALUE}).")
+        Path path;
+        @Option(names = "--nodes", defaultValue = "64", description = "Node addresses, 1..1024 (default: ${DEFAULT-VALUE}).")
+        int nodes;
+        @Option(names = "--rings", defaultValue = "1", description = "Receive rings per node (default: ${DEFAULT-VALUE}).")
+        int rings;
+        @Option(names = "--slots", defaultValue = "256", description = "Slots per ring, a power of two (default: ${DEFAULT-VALUE}).")
+        int slots;
+        @Option(names = "--max-frame", paramLabel = "BYTES", defaultValue = "9216", description = "Largest frame (default: ${DEFAULT-VALUE}).")
+        int maxFrame;
+        @Option(names = "--windows", defaultValue = "256", description = "Window table entries (default: ${DEFAULT-VALUE}).")
+        int windows;
+        @Option(names = "--window-space", paramLabel = "MIB", defaultValue = "64", description = "Window space in MiB (default: ${DEFAULT-VALUE}).")
+        long windowMiB;
+        @Option(names = "--heartbeat-ms", defaultValue = "100", description = "Heartbeat period (default: ${DEFAULT-VALUE}).")
+        long heartbeatMs;
+        @Option(names = "--timeout-ms", defaultValue = "1000", description = "Heartbeat timeout before a node is declared dead (default: ${DEFAULT-VALUE}).")
+        long timeoutMs;
+        @Option(names = "--stall-ms", defaultValue = "1000", description = "How long a claimed, unpublished slot may block a ring (default: ${DEFAULT-VALUE}).")
+        long stallMs;
+        @Option(names = "--force", description = "Replace an existing file, even one with nodes attached.")
+        boolean force;
+
+        @Override
+        public Integer call() throws Exception {
+            FabricGeometry g = new FabricGeometry(nodes, rings, slots, maxFrame, windows, windowMiB << 20,
+                    heartbeatMs * 1_000_000L, timeoutMs * 1_000_000L, stallMs * 1_000_000L);
+            if (force) {
+                Files.deleteIfExists(path);
+            }
+            try (Fabric f = ShmFabric.create(path, g)) {
+                System.out.printf("created %s: %d bytes, %d nodes x %d ring(s) x %d slots of %d-byte frames, %d windows in %d MiB%n",
+                        f.name(), g.totalBytes(), nodes, rings, slots, maxFrame, windows, windowMiB);
+            }
+            return 0;
+        }
+    }
+
+    @Command(name = "info", mixinStandardHelpOptions = true, description = "Show a fabric's geometry, nodes, rings, windows and counters.")
+    static final class Info implements Callable<Integer> {
+        @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric", description = "Fabric file (default: ${DEFAULT-VALUE}).")
+        Path path;
+
+        @Override
+        public Integer call() {
+            try (Fabric f = ShmFabric.inspect(path)) {
+                print(f);
+            }
+            return 0;
+        }
+    }
+
+    static void print(Fabric f) {
+        FabricGeometry g = f.geometry();
+        System.out.printf("fabric %s (layout v1, created %s)%n", f.name(), Instant.ofEpochMilli(f.createdMillis()));
+        System.out.printf("  geometry: %d nodes, %d ring(s)/node, %d slots/ring, max frame %d B, %d windows, %d MiB window space, %d bytes%n",
+                g.maxNodes(), g.ringsPerNode(), g.ringSlots(), g.maxFrame(), g.maxWindows(), g.windowBytes() >> 20, g.totalBytes());
+        System.out.printf("  liveness: heartbeat %d ms, timeout %d ms, stall timeout %d ms%n",
+                g.heartbeatPeriodNs() / 1_000_000, g.heartbeatTimeoutNs() / 1_000_000, g.stallTimeoutNs() / 1_000_000);
+        var nodes = f.nodes();
+        if (nodes.isEmpty()) {
+            System.out.println("  nodes: none has joined yet");
+        } else {
+            System.out.printf("  %4s %-10s %4s %8s %10s %6s %12s %14s %12s %14s %8s %6s %6s%n", "node", "state", "gen", "pid",
+                    "heartbeat", "queued", "frames-out", "bytes-out", "frames-in", "bytes-in", "backprs", "stalls", "down");
+            for (NodeInfo n : nodes) {
+                FabricCounters c = n.counters();
+                System.out.printf("  %4d %-10s %4d %8d %10d %6d %12d %14d %12d %14d %8d %6d %6d%n", n.address(), n.state(),
+                        n.generation(), n.pid(), n.heartbeat(), n.ringOccupancy(), c.framesSent(), c.bytesSent(),
+                        c.framesReceived(), c.bytesReceived(), c.backPressured(), c.stallSkips(), c.sendsToDownPeers());
+            }
+        }
+        var windows = f.windows();
+        System.out.println("  windows: " + (windows.isEmpty() ? "none" : windows.size()));
+        for (WindowInfo w : windows) {
+            System.out.printf("    id %d owner %d/%d offset %d length %d access %s%n", w.id(), w.owner(), w.ownerGeneration(),
+                    w.offset(), w.length(), (w.access() & 1) != 0 ? ((w.access() & 2) != 0 ? "rw" : "r") : ((w.access() & 2) != 0 ? "w" : "-"));
+        }
+    }
+
+    @Command(name = "remove", mixinStandardHelpOptions = true, description = "Remove a fabric file, refusing while nodes are up.")
+    static final class Remove implements Callable<Integer> {
+        @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric", description = "Fabric file (default: ${DEFAULT-VALUE}).")
+        Path path;
+        @Option(names = "--force", description = "Remove even with nodes up.")
+        boolean force;
+
+        @Override
+        public Integer call() throws Exception {
+            if (!force) {
+                try (Fabric f = ShmFabric.inspect(path)) {
+                    long up = f.nodes().stream().filter(n -> n.state().equals("UP")).count();
+                    if (up > 0) {
+                        throw new FabricException(up + " node(s) are up on " + path + "; stop them or use --force");
+                    }
+                }
+            }
+            Files.deleteIfExists(path);
+            System.out.println("removed " + path);
+            return 0;
+        }
+    }
+}

@@ -1,0 +1,160 @@
+package dev.nupa.node;
+
+import dev.nupa.device.FabricLayout;
+import dev.nupa.device.FrameHandler;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.concurrent.Callable;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * `nupa perf fabric-lat`: ping-pong of frames through two rings between two processes, half round
+ * trip reported as perftest does, beside the floor measured in the same run by the same processes:
+ * a counter bounced through one cache line of a fabric window with nothing in between.
+ * Floor and frames alternate in rounds so that drift on a busy machine hits both alike.
+ */
+@Command(name = "fabric-lat", mixinStandardHelpOptions = true,
+        description = "Ring one-way latency between two processes (half round trip), with the cache-line floor and the ratio.")
+final class FabricLatency implements Callable<Integer> {
+    private static final int ROUNDS = 5;
+
+    @Mixin
+    PerfOptions o;
+
+    @Option(names = "--wait", paramLabel = "spin|interrupt", defaultValue = "spin",
+            description = "How each side waits for a frame: busy-poll, or sleep on the armed interrupt (measures wake-up).")
+    String wait;
+
+    @Option(names = "--warmup", paramLabel = "N", defaultValue = "200000", description = "Unmeasured iterations first (default: ${DEFAULT-VALUE}).")
+    long warmup;
+
+    private long expected;
+    private boolean received;
+
+    @Override
+    public Integer call() throws Exception {
+        o.validate(8, 16 << 20);
+        if (!wait.equals("spin") && !wait.equals("interrupt")) {
+            throw new IllegalArgumentException("--wait must be spin or interrupt, not " + wait);
+        }
+        int size = o.size != null ? o.size : 64;
+        if (o.server) {
+            return server();
+        }
+        if (o.client) {
+            return client(size, o.iterations != null ? o.iterations : defaultIterations());
+        }
+        return PerfRunner.runBoth(o, "fabric-lat", o.freshGeometry(size, 256),
+                List.of("--wait", wait, "--warmup", Long.toString(warmup)));
+    }
+
+    private long defaultIterations() {
+        return wait.equals("spin") ? 1_000_000 : 20_000;
+    }
+
+    private int server() {
+        try (PerfSession s = new PerfSession(o, true, wait.equals("interrupt"))) {
+            s.exportFloorWindow();
+            System.out.println(PerfRunner.READY);
+            System.out.flush();
+            boolean[] done = {false};
+            FrameHandler echo = (src, mem, off, len) -> {
+                long seq = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off);
+                if (seq >= 0) {
+                    s.send(mem, off, len);
+                } else if (seq == PerfSession.FLOOR) {
+                    s.floorEcho(mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8), mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 16));
+                } else if (seq == PerfSession.BYE) {
+                    done[0] = true;
+                }
+            };
+            while (!done[0]) {
+                s.pollOnce(echo, 16);
+            }
+        }
+        return 0;
+    }
+
+    private int client(int size, long iterations) {
+        try (PerfSession s = new PerfSession(o, false, wait.equals("interrupt"))) {
+            s.awaitServer(30_000);
+            if (size > s.node.maxFrame()) {
+                throw new IllegalArgumentException("--size " + size + " exceeds the fabric's maximum frame of " + s.node.maxFrame());
+            }
+            MemorySegment frame = Arena.ofAuto().allocate(size, 64);
+            Histogram ours = LatencyStats.newHistogram();
+            Histogram floor = LatencyStats.newHistogram();
+            long warm = Math.min(warmup, Math.max(1000, iterations));
+            long counter = 0;
+            counter = floor(s, counter, warm, null);
+            frames(s, frame, size, warm, null);
+            long per = Math.max(1, iterations / ROUNDS);
+            for (int r = 0; r < ROUNDS; r++) {
+                long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
+                counter = floor(s, counter, n, floor);
+                frames(s, frame, size, n, ours);
+            }
+            s.sendControl(PerfSession.BYE, 0, 0);
+            LatencyStats a = LatencyStats.ofRoundTrips(ours);
+            LatencyStats f = LatencyStats.ofRoundTrips(floor);
+            double ratio = a.p50() / f.p50();
+            System.out.println("fabric-lat: ring one-way latency, " + size + "-byte frames, wait=" + wait
+                    + ", fabric " + s.node.fabric().name());
+            System.out.println(LatencyStats.header());
+            System.out.println(a.row(size));
+            System.out.println("floor: one cache line handed off between the same two processes");
+            System.out.println(f.row(8));
+            System.out.printf(java.util.Locale.ROOT, "ratio (p50 ours / p50 floor): %.2f%n", ratio);
+            if (o.json) {
+                System.out.printf(java.util.Locale.ROOT, "{\"test\":\"fabric-lat\",\"bytes\":%d,\"wait\":\"%s\",%s,"
+                        + "\"floor\":{\"bytes\":8,%s},\"ratio\":%.3f}%n", size, wait, a.json(), f.json(), ratio);
+            }
+        }
+        return 0;
+    }
+
+    private long floor(PerfSession s, long start, long n, Histogram h) {
+        s.sendControl(PerfSession.FLOOR, start, n);
+        MemorySegment m = s.floorWindow.memory();
+        for (long i = start + 1; i <= start + n; i++) {
+            long t0 = System.nanoTime();
+            FabricLayout.LONG.setRelease(m, PerfSession.PING, i);
+            while ((long) FabricLayout.LONG.getAcquire(m, PerfSession.PONG) != i) {
+                Thread.onSpinWait();
+            }
+            long t1 = System.nanoTime();
+            if (h != null) {
+                h.recordValue(t1 - t0);
+            }
+        }
+        return start + n;
+    }
+
+    private final FrameHandler reply = (src, mem, off, len) -> {
+        if (mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == expected) {
+            received = true;
+        }
+    };
+
+    private void frames(PerfSession s, MemorySegment frame, int size, long n, Histogram h) {
+        for (long i = 0; i < n; i++) {
+            frame.set(ValueLayout.JAVA_LONG, 0, i);
+            expected = i;
+            received = false;
+            long t0 = System.nanoTime();
+            s.send(frame, 0, size);
+            while (!received) {
+                s.pollOnce(reply, 16);
+            }
+            long t1 = System.nanoTime();
+            if (h != null) {
+                h.recordValue(t1 - t0);
+            }
+        }
+    }
+}

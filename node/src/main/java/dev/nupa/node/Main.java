@@ -1,0 +1,33 @@
+package dev.nupa.node;
+
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The `nupa` command line. Errors print one line and exit non-zero; there are no stack traces for users. */
+@Command(name = "nupa", mixinStandardHelpOptions = true, version = "nupa 0.1.0",
+        description = "NUPA for the JVM: a userspace network stack over a CXL/PCIe memory fabric.",
+        subcommands = {FabricCommand.class, PerfCommand.class, DemoCommand.class, DemoNode.class,
+                CommandLine.HelpCommand.class})
+public final class Main {
+    public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    static int run(String... args) {
+        CommandLine cl = new CommandLine(new Main());
+        cl.setParameterExceptionHandler((e, a) -> {
+            System.err.println("nupa: " + e.getMessage() + " (see: " + e.getCommandLine().getCommandSpec().qualifiedName()
+                    + " --help)");
+            return 2;
+        });
+        cl.setExecutionExceptionHandler((e, commandLine, parsed) -> {
+            String msg = e.getMessage() != null ? e.getMessage() : e.toString();
+            System.err.println("nupa: " + msg);
+            if (System.getenv("NUPA_DEBUG") != null) {
+                e.printStackTrace();
+            }
+            return e instanceof IllegalArgumentException ? 2 : 1;
+        });
+        return cl.execute(args);
+    }
+}

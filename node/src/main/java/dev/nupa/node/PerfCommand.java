@@ -1,0 +1,11 @@
+package dev.nupa.node;
+
+import picocli.CommandLine.Command;
+
+@Command(name = "perf", mixinStandardHelpOptions = true,
+        description = {"Latency and bandwidth tests, each beside a floor or peer measured in the same run.",
+                "With no role a test starts both sides as two processes on a fresh fabric file and removes it after;",
+                "--server / --client run one side; --json prints one JSON object on the last line."},
+        subcommands = {FabricLatency.class, FabricBandwidth.class})
+final class PerfCommand {
+}

@@ -1,0 +1,92 @@
+package dev.nupa.node;
+
+import dev.nupa.device.FabricGeometry;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import picocli.CommandLine.Option;
+
+/**
+ * Options every `nupa perf` command shares, and the perf contract: with no role, run both sides as
+ * two processes on a fresh fabric file and clean up; with --server / --client, run one side.
+ */
+final class PerfOptions {
+    @Option(names = "--server", description = "Run only the server side (on --fabric, creating it if missing).")
+    boolean server;
+
+    @Option(names = "--client", description = "Run only the client side against a server on the same --fabric.")
+    boolean client;
+
+    @Option(names = "--fabric", paramLabel = "PATH",
+            description = "Fabric file for --server/--client (default: ${DEFAULT-VALUE}); with no role a fresh one is made and removed.",
+            defaultValue = "/dev/shm/nupa-fabric")
+    Path fabric;
+
+    @Option(names = "--server-address", paramLabel = "N", defaultValue = "0", description = "Server node address (default: ${DEFAULT-VALUE}).")
+    int serverAddress;
+
+    @Option(names = "--client-address", paramLabel = "N", defaultValue = "1", description = "Client node address (default: ${DEFAULT-VALUE}).")
+    int clientAddress;
+
+    @Option(names = {"-s", "--size"}, paramLabel = "BYTES", description = "Frame size in bytes.")
+    Integer size;
+
+    @Option(names = {"-n", "--iterations"}, paramLabel = "N", description = "Measured iterations.")
+    Long iterations;
+
+    @Option(names = "--slots", paramLabel = "N", description = "Ring slots of a fresh fabric (power of two).")
+    Integer slots;
+
+    @Option(names = "--cpu", paramLabel = "CPU", defaultValue = "-1",
+            description = "Pin this side's polling thread to CPU (default: with no role, server on 0 and client on 1).")
+    int cpu;
+
+    @Option(names = "--no-pin", description = "With no role, do not pin the two sides to separate CPUs.")
+    boolean noPin;
+
+    @Option(names = "--json", description = "Print one JSON object with the results on the last line.")
+    boolean json;
+
+    void validate(int minSize, int maxSize) {
+        if (server && client) {
+            throw new IllegalArgumentException("--server and --client are exclusive; give one, or neither to run both sides");
+        }
+        if (size != null && (size < minSize || size > maxSize)) {
+            throw new IllegalArgumentException("--size " + size + " is outside " + minSize + ".." + maxSize);
+        }
+        if (iterations != null && iterations < 1) {
+            throw new IllegalArgumentException("--iterations must be at least 1");
+        }
+        if (serverAddress == clientAddress) {
+            throw new IllegalArgumentException("--server-address and --client-address must differ");
+        }
+    }
+
+    /** Geometry of the fresh fabric made with no role: room for the frame size asked for. */
+    FabricGeometry freshGeometry(int frameSize, int defaultSlots) {
+        FabricGeometry d = FabricGeometry.defaults();
+        int frame = Math.max(frameSize, d.maxFrame());
+        return d.withMaxNodes(Math.max(4, Math.max(serverAddress, clientAddress) + 1))
+                .withRing(slots != null ? slots : defaultSlots, frame).withWindows(16, 1L << 20);
+    }
+
+    /** The arguments that give a child the same test with one role. */
+    List<String> childArgs(String command, String role, Path path, int childCpu, List<String> extra) {
+        List<String> a = new ArrayList<>(List.of("perf", command, role, "--fabric", path.toString(),
+                "--server-address", Integer.toString(serverAddress), "--client-address", Integer.toString(clientAddress)));
+        if (size != null) {
+            a.addAll(List.of("--size", size.toString()));
+        }
+        if (iterations != null) {
+            a.addAll(List.of("--iterations", iterations.toString()));
+        }
+        if (childCpu >= 0) {
+            a.addAll(List.of("--cpu", Integer.toString(childCpu)));
+        }
+        if (json) {
+            a.add("--json");
+        }
+        a.addAll(extra);
+        return a;
+    }
+}

@@ -1,0 +1,121 @@
+package dev.nupa.node;
+
+import dev.nupa.device.FabricDevice;
+import dev.nupa.device.FabricLayout;
+import dev.nupa.device.FabricNode;
+import dev.nupa.device.FabricWindow;
+import dev.nupa.device.ShmFabric;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * What both sides of a fabric perf test share: attaching, finding the peer, control frames, the
+ * floor window, and sending with back-pressure. Control frames start with a negative u64; data
+ * frames start with their non-negative sequence number.
+ */
+final class PerfSession implements AutoCloseable {
+    static final long FLOOR = -1;
+    static final long BYE = -2;
+    static final long END = -3;
+    static final long ACK = -4;
+    static final long PING = 0;
+    static final long PONG = 256; // a separate line, as ../shared/tools/shm-floor.c does
+
+    final FabricNode node;
+    final int peer;
+    final boolean interrupts;
+    final MemorySegment control = Arena.ofAuto().allocate(64, 64);
+    FabricWindow floorWindow;
+
+    PerfSession(PerfOptions o, boolean server, boolean interrupts) {
+        if (o.cpu >= 0 && !Affinity.pin(o.cpu)) {
+            System.err.println("nupa: could not pin to CPU " + o.cpu + "; running unpinned");
+        }
+        this.node = ShmFabric.attach(o.fabric, server ? o.serverAddress : o.clientAddress, null);
+        this.peer = server ? o.clientAddress : o.serverAddress;
+        this.interrupts = interrupts;
+    }
+
+    /** Server: export the floor window and tell clients where it is through the node attributes. */
+    void exportFloorWindow() {
+        floorWindow = node.exportWindow(4096, FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE);
+        MemorySegment attrs = Arena.ofAuto().allocate(8);
+        attrs.set(ValueLayout.JAVA_INT, 0, floorWindow.id());
+        attrs.set(ValueLayout.JAVA_INT, 4, floorWindow.key());
+        node.publishAttributes(attrs);
+    }
+
+    /** Client: wait for the server to be up, then open its floor window. */
+    void awaitServer(long timeoutMs) {
+        long deadline = System.currentTimeMillis() + timeoutMs;
+        MemorySegment attrs = Arena.ofAuto().allocate(8);
+        while (!(node.isUp(peer) && node.readAttributes(peer, attrs))) {
+            if (System.currentTimeMillis() > deadline) {
+                throw new IllegalStateException("no perf server at node " + peer + " of " + node.fabric().name()
+                        + " after " + timeoutMs / 1000 + " s; start one with --server");
+            }
+            sleep(10);
+        }
+        floorWindow = node.openWindow(attrs.get(ValueLayout.JAVA_INT, 0), attrs.get(ValueLayout.JAVA_INT, 4));
+    }
+
+    /** Sends, spinning (or polling nothing) while the ring is full. Fails loudly if the peer went away. */
+    void send(MemorySegment src, long offset, int length) {
+        int rc;
+        while ((rc = node.offer(peer, src, offset, length)) == FabricDevice.BACK_PRESSURED) {
+            Thread.onSpinWait();
+        }
+        if (rc != FabricDevice.OK) {
+            throw new IllegalStateException("send to node " + peer + " failed: " + FabricDevice.describe(rc));
+        }
+    }
+
+    void sendControl(long code, long a, long b) {
+        control.set(ValueLayout.JAVA_LONG, 0, code);
+        control.set(ValueLayout.JAVA_LONG, 8, a);
+        control.set(ValueLayout.JAVA_LONG, 16, b);
+        send(control, 0, 24);
+    }
+
+    /** One poll, then idles as the wait mode says. */
+    int pollOnce(dev.nupa.device.FrameHandler handler, int limit) {
+        int n = node.poll(handler, limit);
+        if (n == 0) {
+            if (interrupts) {
+                node.awaitFrames(100_000_000L);
+            } else {
+                Thread.onSpinWait();
+            }
+        }
+        return n;
+    }
+
+    /** Server side of the floor: echo the ping counter through the pong line, nothing else in between. */
+    void floorEcho(long start, long count) {
+        MemorySegment m = floorWindow.memory();
+        for (long i = start + 1; i <= start + count; i++) {
+            while ((long) FabricLayout.LONG.getAcquire(m, PING) != i) {
+                Thread.onSpinWait();
+            }
+            FabricLayout.LONG.setRelease(m, PONG, i);
+        }
+    }
+
+    static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (floorWindow != null) {
+            floorWindow.close();
+        }
+        node.close();
+    }
+}
