@@ -3,8 +3,9 @@ package dev.nupa.device;
 /**
  * Spin, then yield, then sleep on the node's armed interrupt (NAPI's shape: poll while busy, take
  * an interrupt only when idle). Any work resets it to spinning. The defaults spin for tens of
- * microseconds before yielding and sleep only after about a millisecond idle, because a futex wake
- * costs microseconds (README "Figures") while a spin costs nanoseconds.
+ * microseconds before yielding and sleep only after about a millisecond idle: a wake from the
+ * interrupt was measured at about 22 us p50 here, against 0.1-0.3 us for a busy-polled frame, so
+ * sleeping pays only once a loop has been idle for far longer than one wake costs.
  */
 public final class BackoffIdleStrategy implements IdleStrategy {
     private final FabricDevice device;

@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricLayout;
 import dev.nupa.device.FabricNode;
@@ -32,7 +33,19 @@ final class PerfSession implements AutoCloseable {
         if (o.cpu >= 0 && !Affinity.pin(o.cpu)) {
             System.err.println("nupa: could not pin to CPU " + o.cpu + "; running unpinned");
         }
-        this.node = ShmFabric.attach(o.fabric, server ? o.serverAddress : o.clientAddress, null);
+        // The server may create the fabric; a client only joins one, so a typo in --fabric fails fast.
+        if (server) {
+            this.node = ShmFabric.attach(o.fabric, o.serverAddress, null);
+        } else {
+            Fabric fabric = ShmFabric.join(o.fabric);
+            try {
+                this.node = fabric.attach(o.clientAddress);
+            } catch (RuntimeException e) {
+                fabric.close();
+                throw e;
+            }
+            node.closeFabricOnClose();
+        }
         this.peer = server ? o.clientAddress : o.serverAddress;
         this.interrupts = interrupts;
     }
