@@ -102,8 +102,8 @@ public final class FabricNode implements FabricDevice {
         }
     }
 
-    /** Common checks before a claim; returns OK or the code that stops the send. */
-    private int admit(int destination) {
+    /** Claims a position in {@code r} of {@code destination}, or returns the (negative) code that stops the send. */
+    private long claim(Ring r, int destination) {
         if (!attached || evicted) {
             return DETACHED;
         }
@@ -111,7 +111,12 @@ public final class FabricNode implements FabricDevice {
             LONG.getAndAdd(mem, self + N_PEER_DOWN, 1L);
             return PEER_DOWN;
         }
-        return OK;
+        long p = r.claim();
+        if (p < 0) {
+            LONG.getAndAdd(mem, self + N_BACK_PRESSURED, 1L);
+            return BACK_PRESSURED;
+        }
+        return p;
     }
 
     @Override
@@ -121,14 +126,9 @@ public final class FabricNode implements FabricDevice {
         if (claim.position >= 0) {
             throw new IllegalStateException("frame claim still holds an unpublished slot: publish() or abort() it first");
         }
-        int admitted = admit(destination);
-        if (admitted != OK) {
-            return admitted;
-        }
-        long p = r.claim();
+        long p = claim(r, destination);
         if (p < 0) {
-            LONG.getAndAdd(mem, self + N_BACK_PRESSURED, 1L);
-            return BACK_PRESSURED;
+            return (int) p;
         }
         claim.node = this;
         claim.ring = r;
@@ -153,14 +153,9 @@ public final class FabricNode implements FabricDevice {
             throw new FabricException("offer of " + length + " bytes at offset " + offset + " lies outside its source of "
                     + source.byteSize() + " bytes");
         }
-        int admitted = admit(destination);
-        if (admitted != OK) {
-            return admitted;
-        }
-        long p = r.claim();
+        long p = claim(r, destination);
         if (p < 0) {
-            LONG.getAndAdd(mem, self + N_BACK_PRESSURED, 1L);
-            return BACK_PRESSURED;
+            return (int) p;
         }
         long before = r.ctrlBefore(p);
         try {

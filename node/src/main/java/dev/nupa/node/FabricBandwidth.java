@@ -121,10 +121,7 @@ final class FabricBandwidth implements Callable<Integer> {
 
     private int client(int size, long n) {
         try (PerfSession s = new PerfSession(o, false, false)) {
-            s.awaitServer(30_000);
-            if (size > s.node.maxFrame()) {
-                throw new IllegalArgumentException("--size " + size + " exceeds the fabric's maximum frame of " + s.node.maxFrame());
-            }
+            s.awaitServer(30_000, size);
             MemorySegment frame = Arena.ofAuto().allocate(size, 64);
             MemorySegment copyDst = Arena.ofAuto().allocate(size, 64);
             frame.fill((byte) 0x5A);

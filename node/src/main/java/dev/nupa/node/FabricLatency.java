@@ -82,10 +82,7 @@ final class FabricLatency implements Callable<Integer> {
 
     private int client(int size, long iterations) {
         try (PerfSession s = new PerfSession(o, false, wait.equals("interrupt"))) {
-            s.awaitServer(30_000);
-            if (size > s.node.maxFrame()) {
-                throw new IllegalArgumentException("--size " + size + " exceeds the fabric's maximum frame of " + s.node.maxFrame());
-            }
+            s.awaitServer(30_000, size);
             MemorySegment frame = Arena.ofAuto().allocate(size, 64);
             Histogram ours = LatencyStats.newHistogram();
             Histogram floor = LatencyStats.newHistogram();

@@ -59,8 +59,12 @@ final class PerfSession implements AutoCloseable {
         node.publishAttributes(attrs);
     }
 
-    /** Client: wait for the server to be up, then open its floor window. */
-    void awaitServer(long timeoutMs) {
+    /** Client: wait for the server to be up, open its floor window, and check frames of {@code size} fit. */
+    void awaitServer(long timeoutMs, int size) {
+        if (size > node.maxFrame()) {
+            throw new IllegalArgumentException("--size " + size + " exceeds the maximum frame of " + node.fabric().name()
+                    + " (" + node.maxFrame() + " bytes); create the fabric with a larger --max-frame");
+        }
         long deadline = System.currentTimeMillis() + timeoutMs;
         MemorySegment attrs = Arena.ofAuto().allocate(8);
         while (!(node.isUp(peer) && node.readAttributes(peer, attrs))) {

@@ -1,0 +1,139 @@
+package dev.nupa.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The `nupa` command line as a user meets it: real processes, exit codes, one-line errors, the perf contract. */
+class NupaCommandLineTest {
+    private final Path fabric = ChildJvm.newFabricPath();
+
+    record Run(int status, String out, String err) {
+        String lastLine() {
+            String[] lines = out.strip().split("\n");
+            return lines[lines.length - 1];
+        }
+    }
+
+    static Run nupa(String... args) throws IOException, InterruptedException {
+        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main"));
+        cmd.addAll(List.of(args));
+        Path out = Files.createTempFile("nupa-out", ".txt");
+        Path err = Files.createTempFile("nupa-err", ".txt");
+        try {
+            Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
+            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                throw new AssertionError("nupa " + String.join(" ", args) + " did not finish in 120 s");
+            }
+            return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
+        } finally {
+            Files.deleteIfExists(out);
+            Files.deleteIfExists(err);
+        }
+    }
+
+    @AfterEach
+    void removeFabric() throws IOException {
+        Files.deleteIfExists(fabric);
+    }
+
+    private static List<Path> perfFiles() throws IOException {
+        try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
+            return s.filter(p -> p.getFileName().toString().startsWith("nupa-perf-")).toList();
+        }
+    }
+
+    private static void assertOneLineError(Run r, int status, String mentions) {
+        assertEquals(status, r.status(), r.err());
+        String err = r.err().strip();
+        assertFalse(err.contains("\n"), "one line, no stack trace: " + err);
+        assertTrue(err.startsWith("nupa: ") && err.contains(mentions), err);
+    }
+
+    @Test
+    void fabricCreateInfoRemove() throws Exception {
+        Run created = nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8", "--slots", "64", "--max-frame", "1024");
+        assertEquals(0, created.status(), created.err());
+        Run info = nupa("fabric", "info", "--fabric", fabric.toString());
+        assertEquals(0, info.status(), info.err());
+        assertTrue(info.out().contains("8 nodes, 1 ring(s)/node, 64 slots/ring, max frame 1024 B"), info.out());
+        assertOneLineError(nupa("fabric", "create", "--fabric", fabric.toString()), 1, "already exists");
+        assertEquals(0, nupa("fabric", "remove", "--fabric", fabric.toString()).status());
+        assertFalse(Files.exists(fabric));
+    }
+
+    @Test
+    void errorsAreOneLineWithAStatus() throws Exception {
+        assertOneLineError(nupa("perf", "fabric-lat", "--bogus"), 2, "--bogus");
+        assertOneLineError(nupa("fabric", "create", "--fabric", fabric.toString(), "--slots", "3"), 1, "power of two");
+        assertOneLineError(nupa("fabric", "info", "--fabric", fabric.toString()), 1, "no fabric file");
+        assertOneLineError(nupa("perf", "fabric-lat", "--server", "--client"), 2, "exclusive");
+        byte[] junk = new byte[8192];
+        new java.util.Random(7).nextBytes(junk);
+        Files.write(fabric, junk);
+        assertOneLineError(nupa("fabric", "remove", "--fabric", fabric.toString()), 1, "not a NUPA fabric");
+        assertTrue(Files.exists(fabric), "a file that is not a fabric is never removed");
+    }
+
+    @Test
+    void perfFabricLatKeepsThePerfContract() throws Exception {
+        List<Path> before = perfFiles();
+        Run r = nupa("perf", "fabric-lat", "-n", "5000", "--warmup", "1000", "--json");
+        assertEquals(0, r.status(), r.err());
+        String json = r.lastLine();
+        for (String field : List.of("\"min_ns\":", "\"p50_ns\":", "\"p99_ns\":", "\"p999_ns\":", "\"max_ns\":", "\"floor\":{",
+                "\"ratio\":")) {
+            assertTrue(json.contains(field), field + " in " + json);
+        }
+        assertTrue(Pattern.compile("\"iterations\":5000.*\"floor\":\\{\"bytes\":8,\"iterations\":5000").matcher(json).find(), json);
+        assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
+    }
+
+    @Test
+    void perfFabricBwKeepsThePerfContract() throws Exception {
+        Run r = nupa("perf", "fabric-bw", "-s", "4096", "-n", "3000", "--json");
+        assertEquals(0, r.status(), r.err());
+        String json = r.lastLine();
+        assertTrue(Pattern.compile("^\\{\"test\":\"fabric-bw\",\"bytes\":4096,\"iterations\":3000,.*\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+,"
+                + "\"floor\":\\{\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+\\},\"ratio\":[0-9.]+\\}$").matcher(json).find(), json);
+    }
+
+    @Test
+    void perfRolesRunSeparately() throws Exception {
+        Process server = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "perf", "fabric-lat", "--server", "--fabric", fabric.toString()).redirectErrorStream(true).start();
+        try {
+            var serverOut = new java.io.BufferedReader(new java.io.InputStreamReader(server.getInputStream()));
+            assertEquals("ready", serverOut.readLine(), "the server says when it is ready");
+            Run client = nupa("perf", "fabric-lat", "--client", "--fabric", fabric.toString(), "-n", "3000", "--warmup", "1000", "--json");
+            assertEquals(0, client.status(), client.err());
+            assertTrue(client.lastLine().startsWith("{\"test\":\"fabric-lat\""), client.out());
+            assertTrue(server.waitFor(30, TimeUnit.SECONDS), "the server ends when its client says goodbye");
+            assertEquals(0, server.exitValue());
+        } finally {
+            server.destroyForcibly();
+        }
+    }
+
+    @Test
+    void demoRunsAndCleansUp() throws Exception {
+        Run r = nupa("demo", "--frames", "3000");
+        assertEquals(0, r.status(), r.err());
+        assertTrue(r.out().contains("received 3000 in order, 0 bad"), r.out());
+        assertTrue(r.out().contains("demo ok"), r.out());
+    }
+}
