@@ -198,7 +198,7 @@ public final class FabricNode implements FabricDevice {
             if (n >= limit) {
                 break;
             }
-            n += r.poll(handler, limit - n, 0);
+            n += r.poll(handler, limit - n);
             bytes += r.lastBatchBytes;
         }
         if (n > 0) {

@@ -117,7 +117,7 @@ final class Ring {
      * Hands up to {@code limit} ready frames to the handler in order, then returns their slots with
      * one release store of the head. Returns the number of frames delivered.
      */
-    int poll(FrameHandler handler, int limit, long nowIfIdle) {
+    int poll(FrameHandler handler, int limit) {
         long h = head;
         int n = 0;
         long bytes = 0;
@@ -150,8 +150,8 @@ final class Ring {
             head = h;
             LONG.setRelease(mem, base + R_HEAD, h);
             idlePolls = 0;
-        } else if (nowIfIdle != 0 || (++idlePolls & 0xFFF) == 0) {
-            checkStall(nowIfIdle != 0 ? nowIfIdle : System.nanoTime());
+        } else if ((++idlePolls & 0xFFF) == 0) {
+            checkStall(System.nanoTime()); // now and then, so a dead producer's claim is noticed while busy-polling
         }
         return n;
     }
