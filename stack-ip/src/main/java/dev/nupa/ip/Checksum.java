@@ -1,0 +1,142 @@
+package dev.nupa.ip;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/**
+ * The Internet checksum (RFC 1071): the 16-bit one's complement of the one's complement sum of
+ * the data taken as big-endian 16-bit words, an odd last byte padded with zero.
+ *
+ * <p>A "sum" here is a folded partial sum in 0..0xFFFF, not complemented; {@link #finish} turns a
+ * sum into the checksum field value. Sums combine in any order (RFC 1071 2(B)), so a checksum can
+ * be built from pieces ({@link #combine}) or updated in place ({@link #update}, RFC 1624).
+ * Nothing here allocates.
+ */
+public final class Checksum {
+    private Checksum() {
+    }
+
+    static final ValueLayout.OfLong BE_LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    static final ValueLayout.OfShort BE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    private static final long LOW32 = 0xFFFF_FFFFL;
+    /** Bytes summed between folds: each 32-byte step adds below 2^35, so 2^30 bytes stay far below 2^63. */
+    private static final long CHUNK = 1L << 30;
+
+    /**
+     * The folded one's complement sum of {@code length} bytes at {@code offset}. Reads 32 bytes per
+     * step as big-endian longs and adds their 32-bit halves into a long; since 2^32 = 1 (mod 0xFFFF)
+     * this equals the sum of 16-bit words (RFC 1071 2(C), "deferred carries").
+     */
+    public static int sum(MemorySegment seg, long offset, long length) {
+        long acc = 0;
+        long i = offset;
+        long end = offset + length;
+        while (end - i >= 32) {
+            long stop = i + Math.min(CHUNK, (end - i) & ~31L);
+            while (i < stop) {
+                long a = seg.get(BE_LONG, i);
+                long b = seg.get(BE_LONG, i + 8);
+                long c = seg.get(BE_LONG, i + 16);
+                long d = seg.get(BE_LONG, i + 24);
+                acc += (a >>> 32) + (a & LOW32) + (b >>> 32) + (b & LOW32)
+                        + (c >>> 32) + (c & LOW32) + (d >>> 32) + (d & LOW32);
+                i += 32;
+            }
+            acc = (acc >>> 32) + (acc & LOW32);
+        }
+        while (end - i >= 8) {
+            long a = seg.get(BE_LONG, i);
+            acc += (a >>> 32) + (a & LOW32);
+            i += 8;
+        }
+        if (end - i >= 4) {
+            acc += seg.get(BE_INT, i) & LOW32;
+            i += 4;
+        }
+        if (end - i >= 2) {
+            acc += seg.get(BE_SHORT, i) & 0xFFFF;
+            i += 2;
+        }
+        if (end - i == 1) {
+            // RFC 1071 4.1: an odd last byte is the high byte of a word whose low byte is zero.
+            acc += (seg.get(ValueLayout.JAVA_BYTE, i) & 0xFF) << 8;
+        }
+        return fold(acc);
+    }
+
+    /** Continues {@code initial} (a sum of an even number of bytes, or any 16-bit sum such as a pseudo header) over more bytes. */
+    public static int sum(MemorySegment seg, long offset, long length, int initial) {
+        return add(initial, sum(seg, offset, length));
+    }
+
+    /** Folds a non-negative accumulator to 16 bits with end-around carry. */
+    public static int fold(long acc) {
+        acc = (acc >>> 32) + (acc & LOW32);
+        acc = (acc >>> 16) + (acc & 0xFFFF);
+        acc = (acc >>> 16) + (acc & 0xFFFF);
+        acc = (acc >>> 16) + (acc & 0xFFFF);
+        return (int) acc;
+    }
+
+    /** One's complement addition of two sums. */
+    public static int add(int a, int b) {
+        int s = (a & 0xFFFF) + (b & 0xFFFF);
+        return (s & 0xFFFF) + (s >>> 16);
+    }
+
+    /**
+     * The sum of the concatenation A||B from the sums of A and B. When A has an odd length, B's
+     * bytes fall in swapped word positions, and RFC 1071 2(B) lets us swap B's sum instead.
+     */
+    public static int combine(int sumA, int sumB, long lengthA) {
+        return add(sumA, (lengthA & 1) == 0 ? sumB : swap(sumB));
+    }
+
+    /** Byte-swaps a 16-bit sum. */
+    public static int swap(int sum) {
+        return ((sum & 0xFF) << 8) | ((sum >>> 8) & 0xFF);
+    }
+
+    /** The checksum field value for a sum: its one's complement. */
+    public static int finish(int sum) {
+        return ~sum & 0xFFFF;
+    }
+
+    /** The Internet checksum of a range (field value to store). */
+    public static int compute(MemorySegment seg, long offset, long length) {
+        return finish(sum(seg, offset, length));
+    }
+
+    /** True when a range that includes its own checksum field sums to 0xFFFF (RFC 1071 1, "check"). */
+    public static boolean verifies(MemorySegment seg, long offset, long length) {
+        return sum(seg, offset, length) == 0xFFFF;
+    }
+
+    /**
+     * The sum of the IPv4 pseudo header (RFC 768, also TCP per RFC 793 3.1): source, destination,
+     * zero, protocol, and the transport length.
+     */
+    public static int pseudoHeaderSum(int source, int destination, int protocol, int length) {
+        long acc = (source >>> 16) + (source & 0xFFFF) + (destination >>> 16) + (destination & 0xFFFF)
+                + (protocol & 0xFF) + (length & 0xFFFF);
+        return fold(acc);
+    }
+
+    /**
+     * Incremental update of a stored checksum when one 16-bit word changes, RFC 1624 eqn. 3:
+     * HC' = ~(~HC + ~m + m'). Unlike eqn. 2 it never produces the -0 (0xFFFF) that a full
+     * recomputation could not.
+     */
+    public static int update(int checksum, int oldWord, int newWord) {
+        int s = add(add(~checksum & 0xFFFF, ~oldWord & 0xFFFF), newWord & 0xFFFF);
+        return ~s & 0xFFFF;
+    }
+
+    /** {@link #update} for a 32-bit field (an address): two words at once. */
+    public static int update32(int checksum, int oldValue, int newValue) {
+        return update(update(checksum, oldValue >>> 16, newValue >>> 16), oldValue & 0xFFFF, newValue & 0xFFFF);
+    }
+}
