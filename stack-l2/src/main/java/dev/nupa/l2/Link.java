@@ -64,6 +64,7 @@ public final class Link implements AutoCloseable {
     private final FrameClaim sendClaim = new FrameClaim();
     private final FrameHandler receiver = this::onFrame;
 
+    private long now;
     private volatile PacketCapture capture;
     private volatile LongSupplier captureClock = epochClock();
 
@@ -177,7 +178,22 @@ public final class Link implements AutoCloseable {
 
     /** Reads up to {@code limit} frames in place and dispatches them; returns how many frames were taken (dropped ones included). */
     public int poll(int limit) {
+        return poll(limit, System.nanoTime());
+    }
+
+    /**
+     * {@link #poll(int)} at time {@code now} (nanoseconds on the caller's clock): handlers read it with
+     * {@link #now()}, so protocol code never reads a clock itself (DESIGN.md section 4) and tests run on
+     * virtual time.
+     */
+    public int poll(int limit, long now) {
+        this.now = now;
         return device.poll(receiver, limit);
+    }
+
+    /** The time given to the poll that is dispatching now (or the last one); for handlers on the datapath thread. */
+    public long now() {
+        return now;
     }
 
     /** Sleeps until frames arrive or {@code timeoutNs} passes (see {@link FabricDevice#awaitFrames}); poll afterwards either way. */

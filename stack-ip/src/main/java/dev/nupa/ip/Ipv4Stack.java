@@ -1,0 +1,654 @@
+package dev.nupa.ip;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.concurrent.locks.ReentrantLock;
+
+import dev.nupa.device.FabricDevice;
+import dev.nupa.l2.Datapath;
+import dev.nupa.l2.EtherType;
+import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkClaim;
+import dev.nupa.l2.NeighborDirectory;
+import dev.nupa.l2.ProtocolHandler;
+
+/**
+ * One node's IPv4 (RFC 791, RFC 1122), ICMP (RFC 792) and UDP (RFC 768) over a {@link Link}.
+ *
+ * <p><b>Receiving</b> runs on the datapath thread, in place in ring memory: the link calls
+ * {@link #onPacket}; the header is validated once, fragments are reassembled, and the datagram goes
+ * to ICMP, UDP or a registered upper protocol by direct calls. Malformed input is counted
+ * ({@link IpCounter}) and dropped or answered with ICMP; nothing received throws.
+ *
+ * <p><b>Sending</b> may happen on any thread: datagrams are written straight into the destination's
+ * ring (one copy from the caller's buffer), fragmented when they exceed the MTU. Sends are serialized
+ * by one lock, so the fragments of a datagram leave together. A full destination ring is waited on
+ * for at most {@link IpConfig#sendWaitNs}; then the send fails with a {@link SendStatus} code.
+ *
+ * <p><b>Time</b> comes from the link's poll ({@link Link#now()}) and {@link #poll(long)}; the stack
+ * reads no clock except to bound a wait on a full ring.
+ */
+public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
+    /** First ephemeral UDP port (RFC 6335 6: 49152-65535). */
+    public static final int EPHEMERAL_FIRST = 49152;
+
+    private final Link link;
+    private final NeighborDirectory neighbors;
+    private final IpConfig config;
+    private final RouteTable routes = new RouteTable();
+    private final Counters counters = new Counters();
+    private final Reassembler reassembler;
+    private final TokenBucket icmpErrors;
+    private final int broadcast;
+
+    private final IpProtocolHandler[] protocols = new IpProtocolHandler[256];
+    private final AtomicReferenceArray<UdpReceiver> ports = new AtomicReferenceArray<>(65536);
+    private final AtomicReferenceArray<EchoListener> echoes = new AtomicReferenceArray<>(65536);
+    private int nextEphemeral = EPHEMERAL_FIRST + ThreadLocalRandom.current().nextInt(65536 - EPHEMERAL_FIRST);
+
+    // Receive side: owned by the datapath thread.
+    private final Ipv4Header rxIp = new Ipv4Header();
+    private final Ipv4Header rxWhole = new Ipv4Header();
+    private final Ipv4Header rxQuoted = new Ipv4Header();
+    private final IcmpHeader rxIcmp = new IcmpHeader();
+    private final UdpHeader rxUdp = new UdpHeader();
+    private final Reassembler.TimeoutHandler onReassemblyTimeout = this::reassemblyTimedOut;
+    private long reassemblyDeadline = Long.MAX_VALUE;
+
+    // Send side: guarded by txLock.
+    private final ReentrantLock txLock = new ReentrantLock();
+    private final LinkClaim txClaim = new LinkClaim();
+    private final Ipv4Header txIp = new Ipv4Header();
+    private final IcmpHeader txIcmp = new IcmpHeader();
+    private final UdpHeader txUdp = new UdpHeader();
+    private final MemorySegment txHead = Arena.ofAuto().allocate(64);
+    private final MemorySegment empty = MemorySegment.NULL;
+    private int identification = ThreadLocalRandom.current().nextInt(65536);
+
+    /**
+     * Builds the stack over {@code link}, registers it for IPv4 frames, publishes its address in
+     * the fabric's neighbor directory, and adds the on-link route of its subnet.
+     */
+    public Ipv4Stack(Link link, NeighborDirectory neighbors, IpConfig config) {
+        if (link.mtu() < Link.MIN_MTU) {
+            throw new IllegalArgumentException("link MTU " + link.mtu() + " is below the IPv4 minimum of " + Link.MIN_MTU);
+        }
+        this.link = link;
+        this.neighbors = neighbors;
+        this.config = config;
+        this.reassembler = new Reassembler(config.reassemblySlots(), config.reassemblyTimeoutNs(), counters);
+        this.icmpErrors = new TokenBucket(config.icmpErrorsPerSecond(), config.icmpErrorBurst());
+        this.broadcast = config.subnetBroadcast();
+        int mask = Route.mask(config.prefixLength());
+        routes.add(new Route(config.address() & mask, config.prefixLength(), 0));
+        link.register(EtherType.IPV4, this);
+        neighbors.publish(java.util.List.of(new NeighborDirectory.Binding(config.address(), config.prefixLength(),
+                link.address())));
+    }
+
+    public IpConfig config() {
+        return config;
+    }
+
+    public int address() {
+        return config.address();
+    }
+
+    public Link link() {
+        return link;
+    }
+
+    public NeighborDirectory neighbors() {
+        return neighbors;
+    }
+
+    public RouteTable routes() {
+        return routes;
+    }
+
+    /** Largest UDP payload that leaves in one frame, without fragmentation. */
+    public int maxUnfragmentedUdpPayload() {
+        return link.mtu() - Ipv4Header.MIN_HEADER - UdpHeader.HEADER;
+    }
+
+    public long counter(IpCounter c) {
+        return counters.get(c);
+    }
+
+    public Map<IpCounter, Long> counters() {
+        return counters.snapshot();
+    }
+
+    /** Registers an upper protocol (e.g. TCP, 6); throws IllegalStateException if it has a handler or is built in. */
+    public synchronized void register(int protocol, IpProtocolHandler handler) {
+        if (protocol == Ipv4Header.PROTOCOL_ICMP || protocol == Ipv4Header.PROTOCOL_UDP) {
+            throw new IllegalStateException("IP protocol " + protocol + " is built into the stack; register another");
+        }
+        if (protocol < 0 || protocol > 255) {
+            throw new IllegalArgumentException("IP protocol " + protocol + " is outside 0..255");
+        }
+        if (protocols[protocol] != null) {
+            throw new IllegalStateException("IP protocol " + protocol + " already has a handler: " + protocols[protocol]);
+        }
+        protocols[protocol] = handler;
+    }
+
+    // ---- UDP ports -------------------------------------------------------------------------
+
+    /**
+     * Binds {@code port} (0: an ephemeral one) to {@code receiver}; returns the port. Throws
+     * IllegalStateException naming the port when it is taken or no ephemeral port is free.
+     */
+    public int bindUdp(int port, UdpReceiver receiver) {
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("UDP port " + port + " is outside 0..65535");
+        }
+        if (port != 0) {
+            if (!ports.compareAndSet(port, null, receiver)) {
+                throw new IllegalStateException("UDP port " + port + " is already in use on " + Ipv4Address.toString(address())
+                        + "; close the socket that holds it or choose another port (0 picks a free one)");
+            }
+            return port;
+        }
+        synchronized (ports) {
+            int span = 65536 - EPHEMERAL_FIRST;
+            for (int i = 0; i < span; i++) {
+                int p = EPHEMERAL_FIRST + (nextEphemeral - EPHEMERAL_FIRST + i) % span;
+                if (ports.compareAndSet(p, null, receiver)) {
+                    nextEphemeral = p + 1 > 65535 ? EPHEMERAL_FIRST : p + 1;
+                    return p;
+                }
+            }
+        }
+        throw new IllegalStateException("no ephemeral UDP port is free on " + Ipv4Address.toString(address())
+                + " (all " + (65536 - EPHEMERAL_FIRST) + " in use); close some sockets");
+    }
+
+    /** Unbinds {@code port} if {@code receiver} holds it. */
+    public boolean unbindUdp(int port, UdpReceiver receiver) {
+        return port >= 0 && port <= 65535 && ports.compareAndSet(port, receiver, null);
+    }
+
+    /** Registers the receiver of echo replies with {@code identifier}; throws if one is registered. */
+    public void addEchoListener(int identifier, EchoListener listener) {
+        if (!echoes.compareAndSet(identifier & 0xFFFF, null, listener)) {
+            throw new IllegalStateException("ICMP echo identifier " + identifier + " is in use; choose another");
+        }
+    }
+
+    public void removeEchoListener(int identifier, EchoListener listener) {
+        echoes.compareAndSet(identifier & 0xFFFF, listener, null);
+    }
+
+    // ---- timers ----------------------------------------------------------------------------
+
+    /** Expires reassemblies; returns when it wants to be polled next. Datapath thread. */
+    @Override
+    public long poll(long now) {
+        if (now - reassemblyDeadline >= 0) {
+            reassemblyDeadline = reassembler.poll(now, onReassemblyTimeout);
+        }
+        return reassemblyDeadline;
+    }
+
+    private void reassemblyTimedOut(Ipv4Header first) {
+        // RFC 792 / RFC 1122 3.3.2: time exceeded, code 1, only when fragment zero came.
+        sendIcmpError(first, IcmpHeader.TYPE_TIME_EXCEEDED, IcmpHeader.TIME_EXCEEDED_REASSEMBLY, 0, false,
+                link.now());
+    }
+
+    // ---- receiving -------------------------------------------------------------------------
+
+    @Override
+    public void onPacket(int sourceNode, MemorySegment mem, long off, int len) {
+        long now = link.now();
+        counters.inc(IpCounter.IN_RECEIVES);
+        Ipv4Header ip = rxIp;
+        int status = ip.wrap(mem, off, len, config.verifyChecksums());
+        if (status != WireStatus.OK) {
+            counters.inc(status == WireStatus.TRUNCATED ? IpCounter.IN_TRUNCATED : IpCounter.IN_HDR_ERRORS);
+            return;
+        }
+        int src = ip.sourceAddress();
+        int dst = ip.destinationAddress();
+        // RFC 1122 3.2.1.3: silently discard a datagram whose source is broadcast or multicast.
+        if (Ipv4Address.isBroadcast(src) || Ipv4Address.isMulticast(src) || (broadcast != 0 && src == broadcast)) {
+            counters.inc(IpCounter.IN_ADDR_ERRORS);
+            return;
+        }
+        boolean toBroadcast = dst == Ipv4Address.BROADCAST || (broadcast != 0 && dst == broadcast);
+        if (dst != config.address() && !toBroadcast) {
+            if (config.forwarding()) {
+                forward(ip, now);
+            } else {
+                counters.inc(IpCounter.IN_ADDR_ERRORS);
+            }
+            return;
+        }
+        // RFC 1122 3.2.1.7: a host must not discard a datagram for itself because of its TTL.
+        if (ip.isFragment()) {
+            int slot = reassembler.accept(ip, now);
+            if (reassembler.inProgress() > 0 && reassemblyDeadline == Long.MAX_VALUE) {
+                reassemblyDeadline = now + config.reassemblyTimeoutNs();
+            }
+            if (slot < 0) {
+                return;
+            }
+            try {
+                if (rxWhole.wrap(reassembler.datagram(slot), reassembler.datagramOffset(slot),
+                        reassembler.datagramLength(slot), false) == WireStatus.OK) {
+                    deliver(rxWhole, toBroadcast, now);
+                }
+            } finally {
+                reassembler.release(slot);
+            }
+            return;
+        }
+        deliver(ip, toBroadcast, now);
+    }
+
+    private void deliver(Ipv4Header ip, boolean toBroadcast, long now) {
+        int protocol = ip.protocol();
+        if (protocol == Ipv4Header.PROTOCOL_ICMP) {
+            counters.inc(IpCounter.IN_DELIVERS);
+            icmpInput(ip, toBroadcast, now);
+        } else if (protocol == Ipv4Header.PROTOCOL_UDP) {
+            counters.inc(IpCounter.IN_DELIVERS);
+            udpInput(ip, toBroadcast, now);
+        } else {
+            IpProtocolHandler h = protocols[protocol];
+            if (h == null) {
+                counters.inc(IpCounter.IN_UNKNOWN_PROTOS);
+                if (!toBroadcast) {
+                    sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_PROTOCOL, 0, false, now);
+                }
+                return;
+            }
+            counters.inc(IpCounter.IN_DELIVERS);
+            h.onDatagram(ip, now);
+        }
+    }
+
+    private void udpInput(Ipv4Header ip, boolean toBroadcast, long now) {
+        UdpHeader udp = rxUdp;
+        if (udp.wrap(ip.segment(), ip.payloadOffset(), ip.payloadLength(), ip.sourceAddress(), ip.destinationAddress(),
+                config.verifyChecksums()) != WireStatus.OK) {
+            counters.inc(IpCounter.UDP_IN_ERRORS);
+            return;
+        }
+        UdpReceiver r = ports.get(udp.destinationPort());
+        if (r == null) {
+            counters.inc(IpCounter.UDP_NO_PORTS);
+            if (!toBroadcast) {
+                sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_PORT, 0, false, now);
+            }
+            return;
+        }
+        counters.inc(IpCounter.UDP_IN_DATAGRAMS);
+        r.onDatagram(ip.sourceAddress(), udp.sourcePort(), ip.destinationAddress(), udp.segment(), udp.payloadOffset(),
+                udp.payloadLength());
+    }
+
+    private void icmpInput(Ipv4Header ip, boolean toBroadcast, long now) {
+        IcmpHeader icmp = rxIcmp;
+        counters.inc(IpCounter.ICMP_IN_MSGS);
+        if (icmp.wrap(ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.verifyChecksums()) != WireStatus.OK) {
+            counters.inc(IpCounter.ICMP_IN_ERRORS);
+            return;
+        }
+        switch (icmp.type()) {
+            case IcmpHeader.TYPE_ECHO_REQUEST -> {
+                counters.inc(IpCounter.ICMP_IN_ECHOS);
+                if (!toBroadcast) { // as Linux's icmp_echo_ignore_broadcasts (RFC 1122 3.2.2.6 allows it)
+                    echoReply(ip, icmp);
+                }
+            }
+            case IcmpHeader.TYPE_ECHO_REPLY -> {
+                counters.inc(IpCounter.ICMP_IN_ECHO_REPS);
+                EchoListener l = echoes.get(icmp.echoIdentifier());
+                if (l != null) {
+                    l.onEchoReply(ip.sourceAddress(), icmp.echoSequence(), ip.ttl(), icmp.segment(), icmp.dataOffset(),
+                            icmp.dataLength(), now);
+                }
+            }
+            case IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.TYPE_TIME_EXCEEDED -> {
+                counters.inc(icmp.type() == IcmpHeader.TYPE_TIME_EXCEEDED ? IpCounter.ICMP_IN_TIME_EXCDS
+                        : IpCounter.ICMP_IN_DEST_UNREACHS);
+                icmpErrorInput(ip, icmp, now);
+            }
+            default -> {
+                // Other types (timestamp, router discovery, ...) are counted and otherwise ignored.
+            }
+        }
+    }
+
+    /** Hands an ICMP error to whoever sent the datagram it quotes (RFC 1122 3.2.2: pass it to the transport). */
+    private void icmpErrorInput(Ipv4Header ip, IcmpHeader icmp, long now) {
+        Ipv4Header q = rxQuoted;
+        if (q.wrapQuoted(icmp.segment(), icmp.dataOffset(), icmp.dataLength()) != WireStatus.OK
+                || q.sourceAddress() != config.address() || q.availablePayloadLength() < 8) {
+            counters.inc(IpCounter.ICMP_IN_ERRORS);
+            return;
+        }
+        MemorySegment s = q.segment();
+        long p = q.payloadOffset();
+        switch (q.protocol()) {
+            case Ipv4Header.PROTOCOL_UDP -> {
+                int srcPort = s.get(Checksum.BE_SHORT, p) & 0xFFFF;
+                int dstPort = s.get(Checksum.BE_SHORT, p + 2) & 0xFFFF;
+                UdpReceiver r = ports.get(srcPort);
+                if (r != null) {
+                    r.onIcmpError(icmp.type(), icmp.code(), q.destinationAddress(), dstPort);
+                }
+            }
+            case Ipv4Header.PROTOCOL_ICMP -> {
+                int type = s.get(ValueLayout.JAVA_BYTE, p) & 0xFF;
+                EchoListener l = echoes.get(s.get(Checksum.BE_SHORT, p + 4) & 0xFFFF);
+                if (type == IcmpHeader.TYPE_ECHO_REQUEST && l != null) {
+                    l.onError(ip.sourceAddress(), icmp.type(), icmp.code(), s.get(Checksum.BE_SHORT, p + 6) & 0xFFFF, now);
+                }
+            }
+            default -> {
+                IpProtocolHandler h = protocols[q.protocol()];
+                if (h != null) {
+                    h.onIcmpError(icmp.type(), icmp.code(), icmp.restOfHeader(), q, now);
+                }
+            }
+        }
+    }
+
+    // ---- forwarding (RFC 1812 5.2 / 5.3) ---------------------------------------------------
+
+    private void forward(Ipv4Header ip, long now) {
+        if (ip.ttl() <= 1) {
+            counters.inc(IpCounter.FORW_TTL_EXCEEDED);
+            sendIcmpError(ip, IcmpHeader.TYPE_TIME_EXCEEDED, IcmpHeader.TIME_EXCEEDED_TTL, 0, false, now);
+            return;
+        }
+        txLock.lock();
+        try {
+            int node = resolve(ip.destinationAddress());
+            if (node < 0) {
+                counters.inc(IpCounter.OUT_NO_ROUTES);
+                sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE,
+                        node == SendStatus.NO_ROUTE ? IcmpHeader.UNREACHABLE_NET : IcmpHeader.UNREACHABLE_HOST, 0, false, now);
+                return;
+            }
+            int total = ip.totalLength();
+            if (total <= link.mtu()) {
+                int rc = claim(node, total);
+                if (rc == SendStatus.OK) {
+                    MemorySegment.copy(ip.segment(), ip.offset(), txClaim.memory(), txClaim.payloadOffset(), total);
+                    txIp.wrapForWrite(txClaim.memory(), txClaim.payloadOffset(), total);
+                    txIp.decrementTtl();
+                    rc = txClaim.publish();
+                }
+                counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
+                return;
+            }
+            if (ip.dontFragment()) {
+                counters.inc(IpCounter.FRAG_FAILS);
+                sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_FRAGMENTATION_NEEDED,
+                        link.mtu() & 0xFFFF, false, now);
+                return;
+            }
+            // Refragment: options are not copied (RFC 791 lets a router drop the ones not marked "copied").
+            int rc = emit(node, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl() - 1,
+                    ip.typeOfService(), false, ip.identification(), ip.fragmentOffset(), ip.moreFragments(),
+                    empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength());
+            counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    // ---- sending ---------------------------------------------------------------------------
+
+    /**
+     * Sends a UDP datagram from {@code sourcePort} to {@code destination}:{@code destinationPort} with
+     * {@code length} bytes of {@code data} at {@code offset}, fragmented if it exceeds the MTU.
+     * Returns {@link SendStatus#OK} or a negative {@link SendStatus} code. Any thread; allocation-free.
+     */
+    public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length) {
+        if (length < 0 || length > Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER) {
+            throw new IllegalArgumentException("UDP payload of " + length + " bytes is outside 0.."
+                    + (Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER) + " (RFC 768 / RFC 791 limit)");
+        }
+        checkPort(destinationPort, "destination");
+        checkPort(sourcePort, "source");
+        txLock.lock();
+        try {
+            int udpLength = UdpHeader.HEADER + length;
+            UdpHeader h = txUdp;
+            h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
+            h.setSourcePort(sourcePort).setDestinationPort(destinationPort).setLength(udpLength).setChecksum(0);
+            if (config.computeChecksums()) {
+                int sum = Checksum.pseudoHeaderSum(config.address(), destination, Ipv4Header.PROTOCOL_UDP, udpLength);
+                sum = Checksum.add(sum, Checksum.sum(txHead, 0, UdpHeader.HEADER));
+                sum = Checksum.add(sum, Checksum.sum(data, offset, length)); // the 8-byte header keeps the data word-aligned
+                int c = Checksum.finish(sum);
+                h.setChecksum(c == 0 ? 0xFFFF : c);
+            }
+            int rc = send(destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
+            if (rc == SendStatus.OK) {
+                counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
+            }
+            return rc;
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /** Sends an ICMP echo request (RFC 792) with {@code length} bytes of data. Returns a {@link SendStatus} code. */
+    public int sendEchoRequest(int destination, int identifier, int sequence, MemorySegment data, long offset, int length) {
+        txLock.lock();
+        try {
+            IcmpHeader h = txIcmp;
+            h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
+            h.setType(IcmpHeader.TYPE_ECHO_REQUEST).setCode(0).setChecksum(0).setEcho(identifier, sequence);
+            h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
+                    Checksum.sum(data, offset, length))));
+            return send(destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data, offset, length);
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /**
+     * Sends a datagram of an upper protocol whose payload is {@code head} followed by {@code body}
+     * (e.g. a TCP header and data, checksum already filled). Returns a {@link SendStatus} code.
+     */
+    public int sendDatagram(int destination, int protocol, boolean dontFragment, MemorySegment head, long headOffset,
+                            int headLength, MemorySegment body, long bodyOffset, int bodyLength) {
+        txLock.lock();
+        try {
+            return send(destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    private int send(int destination, int protocol, boolean df, MemorySegment head, long headOff, int headLen,
+                     MemorySegment body, long bodyOff, int bodyLen) {
+        counters.inc(IpCounter.OUT_REQUESTS);
+        int node = resolve(destination);
+        if (node < 0) {
+            counters.inc(IpCounter.OUT_NO_ROUTES);
+            return node;
+        }
+        int rc = emit(node, config.address(), destination, protocol, config.defaultTtl(), 0, df, nextId(), 0, false,
+                head, headOff, headLen, body, bodyOff, bodyLen);
+        if (rc != SendStatus.OK && rc != SendStatus.TOO_BIG) {
+            counters.inc(IpCounter.OUT_DISCARDS);
+        }
+        return rc;
+    }
+
+    private int nextId() {
+        identification = (identification + 1) & 0xFFFF;
+        return identification;
+    }
+
+    /** The fabric node to send to for {@code destination}, or NO_ROUTE / NO_NEIGHBOR. */
+    private int resolve(int destination) {
+        if (destination == config.address()) {
+            return link.address(); // to ourselves: through our own ring, so the datapath thread receives it
+        }
+        long hop = routes.nextHop(destination);
+        if (hop == RouteTable.NO_ROUTE) {
+            return SendStatus.NO_ROUTE;
+        }
+        int node = neighbors.lookup((int) hop);
+        return node < 0 ? SendStatus.NO_NEIGHBOR : node;
+    }
+
+    /**
+     * Emits one datagram whose payload is head ++ body, in fragments when it exceeds the MTU.
+     * {@code fragmentBase} and {@code finalMore} carry an incoming fragment's place when refragmenting.
+     */
+    private int emit(int node, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
+                     int fragmentBase, boolean finalMore, MemorySegment head, long headOff, int headLen,
+                     MemorySegment body, long bodyOff, int bodyLen) {
+        int payload = headLen + bodyLen;
+        int mtu = link.mtu();
+        if (Ipv4Header.MIN_HEADER + payload > Ipv4Header.MAX_TOTAL_LENGTH) {
+            return SendStatus.TOO_BIG;
+        }
+        if (Ipv4Header.MIN_HEADER + payload <= mtu) {
+            return frame(node, src, dst, protocol, ttl, tos, df, id, fragmentBase, finalMore, head, headOff, headLen,
+                    body, bodyOff, bodyLen, 0, payload);
+        }
+        if (df) {
+            counters.inc(IpCounter.FRAG_FAILS);
+            return SendStatus.TOO_BIG;
+        }
+        int per = (mtu - Ipv4Header.MIN_HEADER) & ~7; // RFC 791: fragment data in multiples of 8
+        for (int at = 0; at < payload; at += per) {
+            int n = Math.min(per, payload - at);
+            int rc = frame(node, src, dst, protocol, ttl, tos, false, id, fragmentBase + at,
+                    at + n < payload || finalMore, head, headOff, headLen, body, bodyOff, bodyLen, at, n);
+            if (rc != SendStatus.OK) {
+                return rc; // the receiver times out what came
+            }
+            counters.inc(IpCounter.FRAG_CREATES);
+        }
+        counters.inc(IpCounter.FRAG_OKS);
+        return SendStatus.OK;
+    }
+
+    /** One frame: a 20-byte header and bytes [from, from + n) of head ++ body. */
+    private int frame(int node, int src, int dst, int protocol, int ttl, int tos, boolean df, int id, int fragmentOffset,
+                      boolean more, MemorySegment head, long headOff, int headLen, MemorySegment body, long bodyOff,
+                      int bodyLen, int from, int n) {
+        int total = Ipv4Header.MIN_HEADER + n;
+        int rc = claim(node, total);
+        if (rc != SendStatus.OK) {
+            return rc;
+        }
+        MemorySegment m = txClaim.memory();
+        long p = txClaim.payloadOffset();
+        Ipv4Header h = txIp;
+        h.wrapForWrite(m, p, total);
+        h.setVersionAndHeaderLength(Ipv4Header.MIN_HEADER).setTypeOfService(tos).setTotalLength(total)
+                .setIdentification(id).setFlagsAndFragmentOffset(df, more, fragmentOffset).setTtl(ttl)
+                .setProtocol(protocol).setSourceAddress(src).setDestinationAddress(dst).fillChecksum();
+        long out = p + Ipv4Header.MIN_HEADER;
+        int fromHead = Math.max(0, Math.min(headLen - from, n));
+        if (fromHead > 0) {
+            MemorySegment.copy(head, headOff + from, m, out, fromHead);
+        }
+        if (n > fromHead) {
+            MemorySegment.copy(body, bodyOff + Math.max(0, from - headLen), m, out + fromHead, n - fromHead);
+        }
+        return txClaim.publish();
+    }
+
+    /** Claims a link frame, waiting up to the send wait while the destination's ring is full. */
+    private int claim(int node, int length) {
+        int rc = link.tryClaim(node, EtherType.IPV4, length, txClaim);
+        if (rc != FabricDevice.BACK_PRESSURED || config.sendWaitNs() == 0) {
+            return rc;
+        }
+        // Back-pressure is how the lossless fabric says "wait" (DESIGN.md section 3): wait, bounded.
+        long start = System.nanoTime();
+        for (int spins = 0; ; spins++) {
+            if (spins < 1000) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+            rc = link.tryClaim(node, EtherType.IPV4, length, txClaim);
+            if (rc != FabricDevice.BACK_PRESSURED || System.nanoTime() - start > config.sendWaitNs()) {
+                return rc;
+            }
+        }
+    }
+
+    // ---- ICMP out --------------------------------------------------------------------------
+
+    private void echoReply(Ipv4Header ip, IcmpHeader request) {
+        txLock.lock();
+        try {
+            IcmpHeader h = txIcmp;
+            h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
+            MemorySegment.copy(request.segment(), request.offset(), txHead, 0, IcmpHeader.HEADER);
+            h.echoRequestToReply();
+            int rc = send(ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+                    request.segment(), request.dataOffset(), request.dataLength());
+            if (rc == SendStatus.OK) {
+                counters.inc(IpCounter.ICMP_OUT_MSGS);
+                counters.inc(IpCounter.ICMP_OUT_ECHO_REPS);
+            }
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    /**
+     * Sends an ICMP error about {@code original} unless RFC 1122 3.2.2 forbids it (never about an
+     * ICMP error, a non-first fragment, a broadcast, or a source that is not one host) or the rate
+     * limit says no.
+     */
+    private void sendIcmpError(Ipv4Header original, int type, int code, int rest, boolean receivedAsBroadcast, long now) {
+        if (!IcmpHeader.mayAnswerWithError(original, receivedAsBroadcast)) {
+            return;
+        }
+        if (!icmpErrors.tryTake(now)) {
+            counters.inc(IpCounter.ICMP_OUT_RATE_LIMITED);
+            return;
+        }
+        txLock.lock();
+        try {
+            int quoted = IcmpHeader.quotedLength(original);
+            IcmpHeader h = txIcmp;
+            h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
+            h.setType(type).setCode(code).setChecksum(0).setRestOfHeader(rest);
+            h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
+                    Checksum.sum(original.segment(), original.offset(), quoted))));
+            int rc = send(original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+                    original.segment(), original.offset(), quoted);
+            if (rc == SendStatus.OK) {
+                counters.inc(IpCounter.ICMP_OUT_MSGS);
+                counters.inc(type == IcmpHeader.TYPE_TIME_EXCEEDED ? IpCounter.ICMP_OUT_TIME_EXCDS
+                        : IpCounter.ICMP_OUT_DEST_UNREACHS);
+            }
+        } finally {
+            txLock.unlock();
+        }
+    }
+
+    private static void checkPort(int port, String which) {
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException(which + " UDP port " + port + " is outside 0..65535");
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "Ipv4Stack[" + config + " on node " + link.address() + "]";
+    }
+}

@@ -1,0 +1,198 @@
+package dev.nupa.l2;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+import dev.nupa.device.FabricDevice;
+import dev.nupa.device.FabricLayout;
+import dev.nupa.device.PeerEvent;
+import dev.nupa.device.PeerListener;
+
+/**
+ * The fabric's replacement for ARP: which fabric node holds which IPv4 address. Each node
+ * publishes its addresses in its node table entry (the attribute record of docs/link-layer.md);
+ * peers read them when the device reports the node UP or RESTARTED and forget them when it goes
+ * DOWN. A lookup that misses rescans the fabric (misses rescan at most once per {@link #RESCAN_INTERVAL_NS}), so a
+ * peer that published its address just after joining is found without waiting for an event.
+ *
+ * <p>Lookups are allocation-free and safe from any thread: the table is an immutable open-addressing
+ * map replaced as a whole (copy on write) when a binding changes.
+ */
+public final class NeighborDirectory implements AutoCloseable {
+    /** Record magic "NB" and version of the attribute layout (docs/link-layer.md). */
+    static final int MAGIC = 0x4E42;
+    static final int VERSION = 1;
+    static final int HEADER = 4;
+    static final int ENTRY = 8;
+    /** Addresses one node may publish: what fits the node table entry. */
+    public static final int MAX_ADDRESSES = (FabricLayout.ATTR_BYTES - HEADER) / ENTRY;
+    static final long RESCAN_INTERVAL_NS = 1_000_000L;
+
+    private static final ValueLayout.OfShort BE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    /** One binding: {@code ipv4/prefixLength} lives on fabric node {@code node}. */
+    public record Binding(int ipv4, int prefixLength, int node) {
+        @Override
+        public String toString() {
+            return (ipv4 >>> 24) + "." + ((ipv4 >>> 16) & 0xFF) + "." + ((ipv4 >>> 8) & 0xFF) + "." + (ipv4 & 0xFF)
+                    + "/" + prefixLength + " at node " + node;
+        }
+    }
+
+    /** An immutable int-to-int map; keys are IPv4 addresses, values node addresses. */
+    private record Table(int[] keys, int[] values, boolean[] used, List<Binding> bindings) {
+        static Table of(List<Binding> bindings) {
+            int cap = Integer.highestOneBit(Math.max(4, bindings.size() * 2)) * 2;
+            int[] k = new int[cap];
+            int[] v = new int[cap];
+            boolean[] u = new boolean[cap];
+            for (Binding b : bindings) {
+                int i = slot(b.ipv4(), cap);
+                while (u[i] && k[i] != b.ipv4()) {
+                    i = (i + 1) & (cap - 1);
+                }
+                k[i] = b.ipv4();
+                v[i] = b.node();
+                u[i] = true;
+            }
+            return new Table(k, v, u, List.copyOf(bindings));
+        }
+
+        int get(int ipv4) {
+            int cap = keys.length;
+            for (int i = slot(ipv4, cap); used[i]; i = (i + 1) & (cap - 1)) {
+                if (keys[i] == ipv4) {
+                    return values[i];
+                }
+            }
+            return -1;
+        }
+
+        private static int slot(int key, int cap) {
+            int h = key * 0x9E3779B9;
+            return (h ^ (h >>> 16)) & (cap - 1);
+        }
+    }
+
+    private final FabricDevice device;
+    private final PeerListener listener = this::onPeerEvent;
+    private final MemorySegment scratch = Arena.ofAuto().allocate(FabricLayout.ATTR_BYTES);
+    private volatile Table table = Table.of(List.of());
+    private volatile long lastMissRescan = Long.MIN_VALUE / 2;
+    private volatile long rescans;
+
+    public NeighborDirectory(FabricDevice device) {
+        this.device = device;
+        device.addPeerListener(listener);
+        rescan();
+    }
+
+    /**
+     * Publishes this node's own addresses (replacing any published before) and binds them locally.
+     * Throws IllegalArgumentException if there are more than {@link #MAX_ADDRESSES} or a prefix is outside 0..32.
+     */
+    public synchronized void publish(List<Binding> own) {
+        if (own.size() > MAX_ADDRESSES) {
+            throw new IllegalArgumentException(own.size() + " addresses do not fit a node table entry; at most "
+                    + MAX_ADDRESSES + " may be published per node");
+        }
+        MemorySegment rec = Arena.ofAuto().allocate(HEADER + (long) ENTRY * own.size());
+        rec.set(BE_SHORT, 0, (short) MAGIC);
+        rec.set(ValueLayout.JAVA_BYTE, 2, (byte) VERSION);
+        rec.set(ValueLayout.JAVA_BYTE, 3, (byte) own.size());
+        for (int i = 0; i < own.size(); i++) {
+            Binding b = own.get(i);
+            if (b.prefixLength() < 0 || b.prefixLength() > 32) {
+                throw new IllegalArgumentException("prefix length " + b.prefixLength() + " of " + b + " is outside 0..32");
+            }
+            rec.set(BE_INT, HEADER + (long) ENTRY * i, b.ipv4());
+            rec.set(ValueLayout.JAVA_BYTE, HEADER + (long) ENTRY * i + 4, (byte) b.prefixLength());
+        }
+        device.publishAttributes(rec);
+        rescan();
+    }
+
+    /** The fabric node holding {@code ipv4}, or -1 if none is known (after one rate-limited rescan). Allocation-free. */
+    public int lookup(int ipv4) {
+        int node = table.get(ipv4);
+        if (node >= 0) {
+            return node;
+        }
+        long now = System.nanoTime();
+        if (now - lastMissRescan >= RESCAN_INTERVAL_NS) {
+            lastMissRescan = now;
+            rescan();
+            node = table.get(ipv4);
+        }
+        return node;
+    }
+
+    /** The bindings known now, this node's own included. */
+    public List<Binding> bindings() {
+        return table.bindings();
+    }
+
+    /** How often the fabric was rescanned (on misses and events). */
+    public long rescans() {
+        return rescans;
+    }
+
+    /** Reads every up node's published addresses and replaces the table. */
+    public synchronized void rescan() {
+        rescans++;
+        List<Binding> all = new ArrayList<>();
+        int max = device.geometry().maxNodes();
+        for (int node = 0; node < max; node++) {
+            if (device.isUp(node)) {
+                readInto(node, all);
+            }
+        }
+        if (!all.equals(table.bindings())) {
+            table = Table.of(all);
+        }
+    }
+
+    private void readInto(int node, List<Binding> out) {
+        scratch.fill((byte) 0);
+        if (!device.readAttributes(node, scratch)) {
+            return;
+        }
+        if ((scratch.get(BE_SHORT, 0) & 0xFFFF) != MAGIC || scratch.get(ValueLayout.JAVA_BYTE, 2) != VERSION) {
+            return; // not a record of ours (or a later version): no bindings from it
+        }
+        int count = Math.min(scratch.get(ValueLayout.JAVA_BYTE, 3) & 0xFF, MAX_ADDRESSES);
+        for (int i = 0; i < count; i++) {
+            int ip = scratch.get(BE_INT, HEADER + (long) ENTRY * i);
+            int prefix = scratch.get(ValueLayout.JAVA_BYTE, HEADER + (long) ENTRY * i + 4) & 0xFF;
+            out.add(new Binding(ip, Math.min(prefix, 32), node));
+        }
+    }
+
+    private void onPeerEvent(PeerEvent e) {
+        switch (e.kind()) {
+            case UP, RESTARTED, DOWN -> rescan();
+            case EVICTED -> {
+                synchronized (this) {
+                    table = Table.of(List.of());
+                }
+            }
+        }
+    }
+
+    /** Stops listening to peer events. */
+    @Override
+    public void close() {
+        device.removePeerListener(listener);
+    }
+
+    @Override
+    public String toString() {
+        return "NeighborDirectory" + Arrays.toString(bindings().toArray());
+    }
+}
