@@ -61,13 +61,14 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     // Send side: guarded by txLock.
     private final ReentrantLock txLock = new ReentrantLock();
-    private final LinkClaim txClaim = new LinkClaim();
+    private final LinkClaim[] txClaims;
     private final Ipv4Header txIp = new Ipv4Header();
     private final IcmpHeader txIcmp = new IcmpHeader();
     private final UdpHeader txUdp = new UdpHeader();
     private final MemorySegment txHead = Arena.ofAuto().allocate(64);
     private final MemorySegment empty = MemorySegment.NULL;
     private int identification = ThreadLocalRandom.current().nextInt(65536);
+    private long sendWaitNs;
 
     /**
      * Builds the stack over {@code link}, registers it for IPv4 frames, publishes its address in
@@ -83,6 +84,12 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         this.reassembler = new Reassembler(config.reassemblySlots(), config.reassemblyTimeoutNs(), counters);
         this.icmpErrors = new TokenBucket(config.icmpErrorsPerSecond(), config.icmpErrorBurst());
         this.broadcast = config.subnetBroadcast();
+        this.sendWaitNs = config.sendWaitNs();
+        int per = (link.mtu() - Ipv4Header.MIN_HEADER) & ~7;
+        this.txClaims = new LinkClaim[(Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER + per - 1) / per];
+        for (int i = 0; i < txClaims.length; i++) {
+            txClaims[i] = new LinkClaim();
+        }
         int mask = Route.mask(config.prefixLength());
         routes.add(new Route(config.address() & mask, config.prefixLength(), 0));
         link.register(EtherType.IPV4, this);
@@ -110,6 +117,21 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         return routes;
     }
 
+    /**
+     * Adds a route after checking that its gateway is on-link (reachable without a gateway);
+     * throws IllegalArgumentException naming the route otherwise.
+     */
+    public void addRoute(Route route) {
+        if (!route.onLink()) {
+            Route via = routes.lookup(route.gateway());
+            if (via == null || !via.onLink()) {
+                throw new IllegalArgumentException("route " + route + ": gateway " + Ipv4Address.toString(route.gateway())
+                        + " is not on-link (outside " + config + " and every on-link route); give a gateway inside the subnet");
+            }
+        }
+        routes.add(route);
+    }
+
     /** Largest UDP payload that leaves in one frame, without fragmentation. */
     public int maxUnfragmentedUdpPayload() {
         return link.mtu() - Ipv4Header.MIN_HEADER - UdpHeader.HEADER;
@@ -117,6 +139,11 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     public long counter(IpCounter c) {
         return counters.get(c);
+    }
+
+    /** For sockets that drop a datagram because their receive queue is full. */
+    void countReceiveQueueDrop() {
+        counters.inc(IpCounter.UDP_RCVBUF_ERRORS);
     }
 
     public Map<IpCounter, Long> counters() {
@@ -380,12 +407,13 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             }
             int total = ip.totalLength();
             if (total <= link.mtu()) {
-                int rc = claim(node, total);
+                int rc = claimAll(node, 1, total - Ipv4Header.MIN_HEADER, total - Ipv4Header.MIN_HEADER);
                 if (rc == SendStatus.OK) {
-                    MemorySegment.copy(ip.segment(), ip.offset(), txClaim.memory(), txClaim.payloadOffset(), total);
-                    txIp.wrapForWrite(txClaim.memory(), txClaim.payloadOffset(), total);
+                    LinkClaim c = txClaims[0];
+                    MemorySegment.copy(ip.segment(), ip.offset(), c.memory(), c.payloadOffset(), total);
+                    txIp.wrapForWrite(c.memory(), c.payloadOffset(), total);
                     txIp.decrementTtl();
-                    rc = txClaim.publish();
+                    rc = c.publish();
                 }
                 counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
                 return;
@@ -414,6 +442,15 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * Returns {@link SendStatus#OK} or a negative {@link SendStatus} code. Any thread; allocation-free.
      */
     public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length) {
+        return sendUdp(sourcePort, destination, destinationPort, data, offset, length, config.sendWaitNs());
+    }
+
+    /**
+     * {@link #sendUdp(int, int, int, MemorySegment, long, int)} that waits at most {@code waitNs} on a
+     * full ring (0: not at all, for event loops that retry later on BACK_PRESSURED).
+     */
+    public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length,
+                       long waitNs) {
         if (length < 0 || length > Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER) {
             throw new IllegalArgumentException("UDP payload of " + length + " bytes is outside 0.."
                     + (Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER) + " (RFC 768 / RFC 791 limit)");
@@ -433,12 +470,14 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
                 int c = Checksum.finish(sum);
                 h.setChecksum(c == 0 ? 0xFFFF : c);
             }
+            sendWaitNs = waitNs;
             int rc = send(destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
             if (rc == SendStatus.OK) {
                 counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
             }
             return rc;
         } finally {
+            sendWaitNs = config.sendWaitNs();
             txLock.unlock();
         }
     }
@@ -509,6 +548,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     /**
      * Emits one datagram whose payload is head ++ body, in fragments when it exceeds the MTU.
      * {@code fragmentBase} and {@code finalMore} carry an incoming fragment's place when refragmenting.
+     * All or nothing: every fragment's slot is claimed before any is written, so a full ring leaves
+     * no partial datagram behind for the receiver to time out.
      */
     private int emit(int node, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
                      int fragmentBase, boolean finalMore, MemorySegment head, long headOff, int headLen,
@@ -518,39 +559,76 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         if (Ipv4Header.MIN_HEADER + payload > Ipv4Header.MAX_TOTAL_LENGTH) {
             return SendStatus.TOO_BIG;
         }
-        if (Ipv4Header.MIN_HEADER + payload <= mtu) {
-            return frame(node, src, dst, protocol, ttl, tos, df, id, fragmentBase, finalMore, head, headOff, headLen,
-                    body, bodyOff, bodyLen, 0, payload);
-        }
-        if (df) {
+        boolean fragmented = Ipv4Header.MIN_HEADER + payload > mtu;
+        if (fragmented && df) {
             counters.inc(IpCounter.FRAG_FAILS);
             return SendStatus.TOO_BIG;
         }
-        int per = (mtu - Ipv4Header.MIN_HEADER) & ~7; // RFC 791: fragment data in multiples of 8
-        for (int at = 0; at < payload; at += per) {
-            int n = Math.min(per, payload - at);
-            int rc = frame(node, src, dst, protocol, ttl, tos, false, id, fragmentBase + at,
-                    at + n < payload || finalMore, head, headOff, headLen, body, bodyOff, bodyLen, at, n);
-            if (rc != SendStatus.OK) {
-                return rc; // the receiver times out what came
-            }
-            counters.inc(IpCounter.FRAG_CREATES);
-        }
-        counters.inc(IpCounter.FRAG_OKS);
-        return SendStatus.OK;
-    }
-
-    /** One frame: a 20-byte header and bytes [from, from + n) of head ++ body. */
-    private int frame(int node, int src, int dst, int protocol, int ttl, int tos, boolean df, int id, int fragmentOffset,
-                      boolean more, MemorySegment head, long headOff, int headLen, MemorySegment body, long bodyOff,
-                      int bodyLen, int from, int n) {
-        int total = Ipv4Header.MIN_HEADER + n;
-        int rc = claim(node, total);
+        int per = fragmented ? (mtu - Ipv4Header.MIN_HEADER) & ~7 : payload; // RFC 791: multiples of 8
+        int count = fragmented ? (payload + per - 1) / per : 1;
+        int rc = claimAll(node, count, per, payload);
         if (rc != SendStatus.OK) {
             return rc;
         }
-        MemorySegment m = txClaim.memory();
-        long p = txClaim.payloadOffset();
+        for (int k = 0, at = 0; k < count; k++, at += per) {
+            int n = Math.min(per, payload - at);
+            LinkClaim c = txClaims[k];
+            fill(c, src, dst, protocol, ttl, tos, df, id, fragmentBase + at, at + n < payload || finalMore,
+                    head, headOff, headLen, body, bodyOff, at, n);
+            int published = c.publish();
+            if (published != SendStatus.OK) {
+                rc = published; // LATE: held past the stall timeout; the rest still go out, the receiver times out
+            }
+        }
+        if (fragmented) {
+            counters.add(IpCounter.FRAG_CREATES, count);
+            counters.inc(IpCounter.FRAG_OKS);
+        }
+        return rc;
+    }
+
+    /** Claims the slots of all {@code count} frames, waiting (bounded by the send wait) while the ring is full. */
+    private int claimAll(int node, int count, int per, int payload) {
+        long start = 0;
+        for (int round = 0; ; round++) {
+            int k = 0;
+            int rc = SendStatus.OK;
+            for (int at = 0; k < count; k++, at += per) {
+                rc = link.tryClaim(node, EtherType.IPV4, Ipv4Header.MIN_HEADER + Math.min(per, payload - at), txClaims[k]);
+                if (rc != SendStatus.OK) {
+                    break;
+                }
+            }
+            if (rc == SendStatus.OK) {
+                return rc;
+            }
+            for (int j = 0; j < k; j++) {
+                txClaims[j].abort(); // the receiver skips aborted slots
+            }
+            // Back-pressure is how the lossless fabric says "wait" (DESIGN.md section 3): wait, bounded.
+            if (rc != FabricDevice.BACK_PRESSURED || sendWaitNs == 0) {
+                return rc;
+            }
+            if (round == 0) {
+                start = System.nanoTime();
+            } else if (System.nanoTime() - start > sendWaitNs) {
+                return rc;
+            }
+            if (round < 1000) {
+                Thread.onSpinWait();
+            } else {
+                Thread.yield();
+            }
+        }
+    }
+
+    /** Writes one claimed frame: a 20-byte header and bytes [from, from + n) of head ++ body. */
+    private void fill(LinkClaim c, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
+                      int fragmentOffset, boolean more, MemorySegment head, long headOff, int headLen,
+                      MemorySegment body, long bodyOff, int from, int n) {
+        int total = Ipv4Header.MIN_HEADER + n;
+        MemorySegment m = c.memory();
+        long p = c.payloadOffset();
         Ipv4Header h = txIp;
         h.wrapForWrite(m, p, total);
         h.setVersionAndHeaderLength(Ipv4Header.MIN_HEADER).setTypeOfService(tos).setTotalLength(total)
@@ -563,28 +641,6 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
         if (n > fromHead) {
             MemorySegment.copy(body, bodyOff + Math.max(0, from - headLen), m, out + fromHead, n - fromHead);
-        }
-        return txClaim.publish();
-    }
-
-    /** Claims a link frame, waiting up to the send wait while the destination's ring is full. */
-    private int claim(int node, int length) {
-        int rc = link.tryClaim(node, EtherType.IPV4, length, txClaim);
-        if (rc != FabricDevice.BACK_PRESSURED || config.sendWaitNs() == 0) {
-            return rc;
-        }
-        // Back-pressure is how the lossless fabric says "wait" (DESIGN.md section 3): wait, bounded.
-        long start = System.nanoTime();
-        for (int spins = 0; ; spins++) {
-            if (spins < 1000) {
-                Thread.onSpinWait();
-            } else {
-                Thread.yield();
-            }
-            rc = link.tryClaim(node, EtherType.IPV4, length, txClaim);
-            if (rc != FabricDevice.BACK_PRESSURED || System.nanoTime() - start > config.sendWaitNs()) {
-                return rc;
-            }
         }
     }
 
