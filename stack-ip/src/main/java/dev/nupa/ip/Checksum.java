@@ -127,12 +127,24 @@ public final class Checksum {
 
     /**
      * Incremental update of a stored checksum when one 16-bit word changes, RFC 1624 eqn. 3:
-     * HC' = ~(~HC + ~m + m'). Unlike eqn. 2 it never produces the -0 (0xFFFF) that a full
-     * recomputation could not.
+     * HC' = ~(~HC + ~m + m'), which agrees with a full recomputation, except that it gives 0x0000
+     * where the covered words are now all zero (a full computation gives 0xFFFF): callers whose
+     * data can be all zero map 0x0000 to 0xFFFF, which verifies either way.
      */
     public static int update(int checksum, int oldWord, int newWord) {
         int s = add(add(~checksum & 0xFFFF, ~oldWord & 0xFFFF), newWord & 0xFFFF);
         return ~s & 0xFFFF;
+    }
+
+    /**
+     * The checksum field value for a range whose own checksum field (at {@code fieldOffset}, even)
+     * is taken as zero: the range is summed around the field, not through it, so a read-only view
+     * works and an all-zero range gives 0xFFFF as a full computation does.
+     */
+    public static int computeAround(MemorySegment seg, long offset, long length, long fieldOffset, int initial) {
+        int sum = add(initial, sum(seg, offset, fieldOffset));
+        sum = add(sum, sum(seg, offset + fieldOffset + 2, length - fieldOffset - 2));
+        return finish(sum);
     }
 
     /** {@link #update} for a 32-bit field (an address): two words at once. */

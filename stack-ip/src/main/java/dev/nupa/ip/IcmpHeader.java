@@ -157,8 +157,7 @@ public final class IcmpHeader {
 
     /** The checksum the message should carry, computed with the field taken as zero. */
     public int computeChecksum() {
-        int sum = Checksum.sum(seg, base, length);
-        return Checksum.finish(Checksum.add(sum, ~checksum() & 0xFFFF));
+        return Checksum.computeAround(seg, base, length, CHECKSUM, 0);
     }
 
     public boolean verifyChecksum() {
@@ -209,7 +208,10 @@ public final class IcmpHeader {
         int oldWord = u16(TYPE);
         int newWord = (TYPE_ECHO_REPLY << 8) | (oldWord & 0xFF);
         seg.set(BE_SHORT, base + TYPE, (short) newWord);
-        setChecksum(Checksum.update(checksum(), oldWord, newWord));
+        // A reply of type 0 with id, sequence and data all zero covers only zero words: its
+        // checksum is 0xFFFF, where RFC 1624 eqn. 3 gives 0x0000 (found by fuzzing).
+        int c = Checksum.update(checksum(), oldWord, newWord);
+        setChecksum(c == 0 ? 0xFFFF : c);
         return this;
     }
 

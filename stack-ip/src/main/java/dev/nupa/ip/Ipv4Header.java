@@ -237,10 +237,7 @@ public final class Ipv4Header {
 
     /** The checksum the header should carry (computed with the field taken as zero). */
     public int computeChecksum() {
-        int hl = headerLength();
-        int sum = Checksum.sum(seg, base, hl);
-        // Remove the stored field from the sum rather than writing it: the view may be read-only.
-        return Checksum.finish(Checksum.add(sum, ~headerChecksum() & 0xFFFF));
+        return Checksum.computeAround(seg, base, headerLength(), CHECKSUM, 0);
     }
 
     public boolean verifyChecksum() {

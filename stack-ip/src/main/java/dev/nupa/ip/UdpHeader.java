@@ -107,8 +107,8 @@ public final class UdpHeader {
      */
     public int computeChecksum(int source, int destination) {
         int len = length();
-        int sum = Checksum.sum(seg, base, len, Checksum.pseudoHeaderSum(source, destination, Ipv4Header.PROTOCOL_UDP, len));
-        int c = Checksum.finish(Checksum.add(sum, ~checksum() & 0xFFFF));
+        int c = Checksum.computeAround(seg, base, len, CHECKSUM,
+                Checksum.pseudoHeaderSum(source, destination, Ipv4Header.PROTOCOL_UDP, len));
         return c == 0 ? 0xFFFF : c;
     }
 

@@ -108,17 +108,20 @@ class UdpSocketTest {
         }
         subscriber.awaitCount(2);
         long deadline = System.nanoTime() + 5_000_000_000L;
-        while (b.counter(IpCounter.UDP_IN_DATAGRAMS) < 20 && System.nanoTime() < deadline) {
+        while (b.counter(IpCounter.UDP_IN_DATAGRAMS) + b.counter(IpCounter.UDP_RCVBUF_ERRORS) < 20
+                && System.nanoTime() < deadline) {
             Thread.sleep(5);
         }
         Thread.sleep(50);
         assertEquals(2, subscriber.values().size(), "only the requested two arrive");
         assertEquals("m0", subscriber.values().get(0).data().toString());
-        // 2 delivered + 5 queued; the other 13 were dropped and counted.
-        assertEquals(13, b.counter(IpCounter.UDP_RCVBUF_ERRORS));
+        // At most 5 wait in the queue beside the 2 requested; the rest were dropped and counted.
+        long dropped = b.counter(IpCounter.UDP_RCVBUF_ERRORS);
+        assertTrue(dropped >= 13 && dropped <= 15, "dropped " + dropped);
         subscriber.requestMore(100);
-        subscriber.awaitCount(7);
-        assertEquals(7, subscriber.values().size());
+        subscriber.awaitCount((int) (20 - dropped));
+        Thread.sleep(50);
+        assertEquals(20 - dropped, subscriber.values().size(), "every queued datagram is delivered once asked for");
         subscriber.cancel();
     }
 

@@ -18,6 +18,11 @@ public final class EtherType {
      */
     public static final int NUPA_RDMA = 0x8915;
 
+    /** NUPA control messages between nodes (capture start/stop); IEEE 802 "local experimental 1". */
+    public static final int NUPA_CONTROL = 0x88B5;
+    /** Mirrored frames for a remote capture; IEEE 802 "local experimental 2". */
+    public static final int NUPA_MIRROR = 0x88B6;
+
     private EtherType() {
     }
 
@@ -28,6 +33,8 @@ public final class EtherType {
             case ARP -> "ARP";
             case IPV6 -> "IPv6";
             case NUPA_RDMA -> "RDMA";
+            case NUPA_CONTROL -> "NUPA-control";
+            case NUPA_MIRROR -> "NUPA-mirror";
             default -> String.format("0x%04x", protocol);
         };
     }

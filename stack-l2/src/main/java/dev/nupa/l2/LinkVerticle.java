@@ -47,7 +47,9 @@ public final class LinkVerticle extends VerticleBase {
     }
 
     private void open() {
-        fabric = ShmFabric.openOrCreate(fabricPath, geometry);
+        // An existing fabric is joined whatever its geometry; `geometry` only shapes a new one.
+        fabric = java.nio.file.Files.exists(fabricPath) ? ShmFabric.join(fabricPath)
+                : ShmFabric.openOrCreate(fabricPath, geometry);
         try {
             device = address < 0 ? fabric.attachAny() : fabric.attach(address);
             link = new Link(device, mtu);
