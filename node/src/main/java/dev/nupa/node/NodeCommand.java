@@ -1,0 +1,80 @@
+package dev.nupa.node;
+
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import dev.nupa.ip.IpCounter;
+import dev.nupa.ip.UdpSocket;
+import io.vertx.core.Vertx;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+@Command(name = "node", mixinStandardHelpOptions = true,
+        description = {"Run a node in the foreground until interrupted: it answers ping, serves UDP echo if asked,",
+                "forwards if asked, and mirrors its frames to `nupa capture`. Prints its counters on exit."})
+final class NodeCommand implements Callable<Integer> {
+    @Mixin
+    NodeOptions options;
+
+    @Option(names = "--udp-echo", paramLabel = "PORT", description = "Serve UDP echo on PORT (e.g. 7).")
+    Integer udpEcho;
+
+    @Option(names = "--capture", paramLabel = "FILE", description = "Write this node's frames to a pcap file.")
+    Path capture;
+
+    @Option(names = "--run-for", paramLabel = "SECONDS", description = "Stop after this many seconds (default: until interrupted).")
+    Double runFor;
+
+    @Override
+    public Integer call() throws Exception {
+        NodeConfig config = options.config().withCapture(capture);
+        Vertx vertx = Vertx.vertx();
+        NupaNode node;
+        try {
+            node = NupaNode.start(vertx, config).await(30, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            vertx.close();
+            throw e;
+        }
+        if (udpEcho != null) {
+            UdpSocket echo = node.createUdpSocket();
+            echo.handler(d -> echo.send(d.data(), d.senderPort(), d.senderHost()));
+            echo.listen(udpEcho, "0.0.0.0").await(5, TimeUnit.SECONDS);
+        }
+        System.out.println("nupa node: " + node + " on " + config.fabric()
+                + (udpEcho != null ? ", UDP echo on port " + udpEcho : "") + (capture != null ? ", capturing to " + capture : "")
+                + "; Ctrl-C to stop");
+        System.out.flush();
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread hook = new Thread(() -> {
+            stop(node, vertx);
+            stopped.countDown();
+        });
+        Runtime.getRuntime().addShutdownHook(hook);
+        if (runFor != null) {
+            Thread.sleep((long) (runFor * 1000));
+            Runtime.getRuntime().removeShutdownHook(hook);
+            hook.run();
+        }
+        stopped.await();
+        return 0;
+    }
+
+    private static void stop(NupaNode node, Vertx vertx) {
+        Map<IpCounter, Long> c = node.ip().counters();
+        StringBuilder sb = new StringBuilder("nupa node: stopping; counters:");
+        c.forEach((k, v) -> {
+            if (v != 0) {
+                sb.append(' ').append(k.label()).append('=').append(v);
+            }
+        });
+        System.out.println(sb);
+        System.out.flush();
+        node.closeAndWait();
+        vertx.close();
+    }
+}

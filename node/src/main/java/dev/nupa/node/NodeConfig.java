@@ -1,0 +1,63 @@
+package dev.nupa.node;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import dev.nupa.device.FabricGeometry;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.Route;
+import dev.nupa.l2.Datapath;
+import dev.nupa.l2.Link;
+
+/**
+ * How a {@link NupaNode} is assembled.
+ *
+ * @param fabric   the fabric file (created with {@code geometry} if missing)
+ * @param address  the fabric address, or -1 for the first free one
+ * @param ip       the IPv4 configuration, or null for the default plan: 10.0.0.(address + 1)/24
+ * @param mtu      link MTU (default {@link Link#DEFAULT_MTU})
+ * @param routes   routes beyond the on-link subnet
+ * @param idle     how the datapath loop waits
+ * @param capture  a pcap file for this node's own frames, or null
+ */
+public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Route> routes, FabricGeometry geometry,
+                         Datapath.Idle idle, Path capture) {
+    public NodeConfig {
+        routes = List.copyOf(routes);
+    }
+
+    public static NodeConfig defaults(Path fabric, int address) {
+        return new NodeConfig(fabric, address, null, Link.DEFAULT_MTU, List.of(), FabricGeometry.defaults(),
+                Datapath.Idle.backoff(), null);
+    }
+
+    public NodeConfig withIp(IpConfig ip) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+    }
+
+    public NodeConfig withMtu(int mtu) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+    }
+
+    public NodeConfig withRoutes(List<Route> routes) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+    }
+
+    public NodeConfig withIdle(Datapath.Idle idle) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+    }
+
+    public NodeConfig withCapture(Path capture) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+    }
+
+    /** The default address plan: fabric node N is 10.0.0.(N + 1)/24 (nodes 0..253). */
+    public static IpConfig defaultIp(int fabricAddress) {
+        if (fabricAddress < 0 || fabricAddress > 253) {
+            throw new IllegalArgumentException("fabric address " + fabricAddress + " has no default IPv4 address "
+                    + "(10.0.0.(N+1)/24 covers nodes 0..253); give one with --ip");
+        }
+        return IpConfig.of(Ipv4Address.of(10, 0, 0, fabricAddress + 1), 24);
+    }
+}

@@ -1,0 +1,69 @@
+package dev.nupa.node;
+
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+
+import dev.nupa.device.FabricGeometry;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Route;
+import dev.nupa.l2.Datapath;
+import dev.nupa.l2.Link;
+import picocli.CommandLine.Option;
+
+/** The options that say how a node joins the fabric: shared by `nupa node`, `ping`, and the demo's nodes. */
+final class NodeOptions {
+    @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric",
+            description = "Fabric file; created if missing (default: ${DEFAULT-VALUE}).")
+    Path fabric;
+
+    @Option(names = "--address", paramLabel = "N", defaultValue = "-1",
+            description = "Fabric address of this node (default: the first free one).")
+    int address;
+
+    @Option(names = "--ip", paramLabel = "A.B.C.D/LEN",
+            description = "IPv4 address and prefix (default: 10.0.0.(address+1)/24).")
+    String ip;
+
+    @Option(names = "--route", paramLabel = "ROUTE",
+            description = "A route, e.g. \"10.9.0.0/16 via 10.0.0.254\" or \"default via 10.0.0.254\"; repeatable.")
+    List<String> routes = new ArrayList<>();
+
+    @Option(names = "--mtu", paramLabel = "BYTES", defaultValue = "9000",
+            description = "Link MTU, " + Link.MIN_MTU + " up to the fabric's max frame - 8 (default: ${DEFAULT-VALUE}).")
+    int mtu;
+
+    @Option(names = "--no-checksums", description = "Neither verify nor compute UDP checksums (the fabric is lossless); IP header checksums stay.")
+    boolean noChecksums;
+
+    @Option(names = "--forwarding", description = "Forward datagrams not addressed to this node (act as a router).")
+    boolean forwarding;
+
+    @Option(names = "--spin", description = "Busy-poll the datapath without ever sleeping (lowest latency, one core).")
+    boolean spin;
+
+    @Option(names = "--nodes", paramLabel = "N", defaultValue = "64", description = "Nodes of a fabric created here (default: ${DEFAULT-VALUE}).")
+    int nodes;
+
+    NodeConfig config() {
+        List<Route> rs = new ArrayList<>();
+        for (String r : routes) {
+            rs.add(Route.parse(r));
+        }
+        NodeConfig c = NodeConfig.defaults(fabric, address).withMtu(mtu).withRoutes(rs)
+                .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.backoff());
+        c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
+                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture());
+        if (ip != null || noChecksums || forwarding) {
+            IpConfig base = ip != null ? IpConfig.parse(ip) : null;
+            if (base == null) {
+                if (address < 0) {
+                    throw new IllegalArgumentException("--no-checksums and --forwarding need --ip or --address (for the default 10.0.0.(N+1)/24)");
+                }
+                base = NodeConfig.defaultIp(address);
+            }
+            c = c.withIp(base.withChecksums(!noChecksums, !noChecksums).withForwarding(forwarding));
+        }
+        return c;
+    }
+}
