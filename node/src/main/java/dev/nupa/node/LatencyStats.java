@@ -13,6 +13,13 @@ record LatencyStats(long iterations, double min, double p50, double p99, double 
                 rtt.getMean() / 2.0, rtt.getStdDeviation() / 2.0);
     }
 
+    /** From a histogram of whole round trips, reported as they are. */
+    static LatencyStats of(Histogram rtt) {
+        return new LatencyStats(rtt.getTotalCount(), rtt.getMinValue(), rtt.getValueAtPercentile(50),
+                rtt.getValueAtPercentile(99), rtt.getValueAtPercentile(99.9), rtt.getMaxValue(), rtt.getMean(),
+                rtt.getStdDeviation());
+    }
+
     static Histogram newHistogram() {
         return new Histogram(60_000_000_000L, 3);
     }

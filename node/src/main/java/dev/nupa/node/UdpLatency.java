@@ -1,0 +1,251 @@
+package dev.nupa.node;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+import org.HdrHistogram.Histogram;
+
+import dev.nupa.device.Fabric;
+import dev.nupa.device.FabricNode;
+import dev.nupa.device.ShmFabric;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.SendStatus;
+import dev.nupa.ip.UdpReceiver;
+import dev.nupa.l2.Link;
+import dev.nupa.l2.NeighborDirectory;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * `nupa perf udp-lat`: UDP echo round trips between two processes over the fabric, beside the peer
+ * measured in the same run by the same two processes: Linux UDP over loopback with busy-polling
+ * non-blocking sockets. Each side runs its stack on its own thread with no datapath thread (the
+ * sans-IO stack is polled in line), so neither side hops threads; rounds of ours and the peer's
+ * alternate so drift hits both alike. Round trips are reported whole (not halved).
+ */
+@Command(name = "udp-lat", mixinStandardHelpOptions = true,
+        description = "UDP echo round trip over the fabric, with Linux UDP over loopback (busy-polling) as the peer and the ratio.")
+final class UdpLatency implements Callable<Integer> {
+    static final int ECHO_PORT = 7;
+    static final int CONTROL_PORT = 9;
+    private static final int ROUNDS = 5;
+    private static final byte HELLO = 1;
+    private static final byte LINUX = 2;
+    private static final byte BYE = 3;
+
+    @Mixin
+    PerfOptions o;
+
+    @Option(names = "--warmup", paramLabel = "N", defaultValue = "20000", description = "Unmeasured round trips first, each kind (default: ${DEFAULT-VALUE}).")
+    long warmup;
+
+    private Ipv4Stack stack;
+    private Link link;
+    private final MemorySegment control = Arena.ofAuto().allocate(16);
+    // Server state
+    private long linuxToEcho;
+    private boolean done;
+    private int linuxPort;
+    // Client state
+    private long expected = -1;
+    private boolean answered;
+    private int helloPort = -1;
+
+    @Override
+    public Integer call() throws Exception {
+        o.validate(8, 65_507);
+        int size = o.size != null ? o.size : 64;
+        if (o.server) {
+            return server();
+        }
+        if (o.client) {
+            return client(size, o.iterations != null ? o.iterations : 200_000);
+        }
+        return PerfRunner.runBoth(o, "udp-lat", o.freshGeometry(size, 256), List.of("--warmup", Long.toString(warmup)));
+    }
+
+    private FabricNode attach(boolean server) {
+        if (o.cpu >= 0 && !Affinity.pin(o.cpu)) {
+            System.err.println("nupa: could not pin to CPU " + o.cpu + "; running unpinned");
+        }
+        if (server) {
+            return ShmFabric.attach(o.fabric, o.serverAddress, null);
+        }
+        Fabric f = ShmFabric.join(o.fabric);
+        try {
+            FabricNode n = f.attach(o.clientAddress);
+            n.closeFabricOnClose();
+            return n;
+        } catch (RuntimeException e) {
+            f.close();
+            throw e;
+        }
+    }
+
+    private Ipv4Stack stack(FabricNode node) {
+        link = new Link(node);
+        NeighborDirectory nd = new NeighborDirectory(node);
+        return new Ipv4Stack(link, nd, NodeConfig.defaultIp(node.address()).withSendWait(1_000_000_000L));
+    }
+
+    private int server() throws IOException {
+        try (FabricNode node = attach(true); DatagramChannel linux = DatagramChannel.open()) {
+            stack = stack(node);
+            linux.bind(new InetSocketAddress("127.0.0.1", 0));
+            linux.configureBlocking(false);
+            linuxPort = ((InetSocketAddress) linux.getLocalAddress()).getPort();
+            ByteBuffer buf = ByteBuffer.allocateDirect(65_536);
+            stack.bindUdp(ECHO_PORT, (src, srcPort, dst, mem, off, len) -> stack.sendUdp(ECHO_PORT, src, srcPort, mem, off, len));
+            stack.bindUdp(CONTROL_PORT, this::serverControl);
+            System.out.println(PerfRunner.READY);
+            System.out.flush();
+            while (!done) {
+                link.poll(16, System.nanoTime());
+                while (linuxToEcho > 0) {
+                    SocketAddress from = linux.receive(buf.clear());
+                    if (from != null) {
+                        linux.send(buf.flip(), from);
+                        linuxToEcho--;
+                    } else {
+                        Thread.onSpinWait();
+                    }
+                }
+            }
+        }
+        return 0;
+    }
+
+    private void serverControl(int src, int srcPort, int dst, MemorySegment mem, long off, int len) {
+        byte op = len > 0 ? mem.get(ValueLayout.JAVA_BYTE, off) : 0;
+        if (op == HELLO) {
+            control.set(ValueLayout.JAVA_INT_UNALIGNED, 0, linuxPort);
+            stack.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 4);
+        } else if (op == LINUX && len >= 9) {
+            linuxToEcho = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 1);
+        } else if (op == BYE) {
+            done = true;
+        }
+    }
+
+    private int client(int size, long iterations) throws IOException {
+        try (FabricNode node = attach(false); DatagramChannel linux = DatagramChannel.open()) {
+            stack = stack(node);
+            int server = NodeConfig.defaultIp(o.serverAddress).address();
+            UdpReceiver replies = (src, srcPort, dst, mem, off, len) -> {
+                if (srcPort == CONTROL_PORT && len >= 4) {
+                    helloPort = mem.get(ValueLayout.JAVA_INT_UNALIGNED, off);
+                } else if (len >= 8 && mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == expected) {
+                    answered = true;
+                }
+            };
+            int port = stack.bindUdp(0, replies);
+            hello(server, port);
+            linux.connect(new InetSocketAddress("127.0.0.1", helloPort));
+            linux.configureBlocking(false);
+            MemorySegment payload = Arena.ofAuto().allocate(size, 64);
+            ByteBuffer out = ByteBuffer.allocateDirect(size);
+            ByteBuffer in = ByteBuffer.allocateDirect(65_536);
+            Histogram ours = LatencyStats.newHistogram();
+            Histogram peer = LatencyStats.newHistogram();
+            long seq = 0;
+            seq = fabric(server, port, payload, size, seq, Math.min(warmup, iterations), null);
+            linuxRounds(server, port, linux, out, in, size, Math.min(warmup, iterations), null);
+            long per = Math.max(1, iterations / ROUNDS);
+            for (int r = 0; r < ROUNDS; r++) {
+                long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
+                seq = fabric(server, port, payload, size, seq, n, ours);
+                linuxRounds(server, port, linux, out, in, size, n, peer);
+            }
+            control.set(ValueLayout.JAVA_BYTE, 0, BYE);
+            stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            LatencyStats a = LatencyStats.of(ours);
+            LatencyStats p = LatencyStats.of(peer);
+            double ratio = a.p50() / p.p50();
+            System.out.println("udp-lat: UDP echo round trip, " + size + "-byte payload, fabric " + o.fabric);
+            System.out.println(LatencyStats.header());
+            System.out.println(a.row(size));
+            System.out.println("peer: Linux UDP over loopback, busy-polling non-blocking sockets, the same two processes");
+            System.out.println(p.row(size));
+            System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer): %.2f%n", ratio);
+            if (o.json) {
+                System.out.printf(Locale.ROOT, "{\"test\":\"udp-lat\",\"bytes\":%d,\"round_trip\":true,%s,\"peer\":{\"bytes\":%d,%s},"
+                        + "\"ratio\":%.3f}%n", size, a.json(), size, p.json(), ratio);
+            }
+        }
+        return 0;
+    }
+
+    /** Asks the server for its loopback port, retrying while its address is not yet bound in the directory. */
+    private void hello(int server, int port) {
+        long deadline = System.nanoTime() + 30_000_000_000L;
+        control.set(ValueLayout.JAVA_BYTE, 0, HELLO);
+        while (helloPort < 0) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("no udp-lat server at node " + o.serverAddress + " of " + o.fabric
+                        + " after 30 s; start one with --server");
+            }
+            stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            long until = System.nanoTime() + 10_000_000L;
+            while (helloPort < 0 && System.nanoTime() < until) {
+                link.poll(16, System.nanoTime());
+            }
+        }
+    }
+
+    private long fabric(int server, int port, MemorySegment payload, int size, long seq, long n, Histogram h) {
+        for (long i = 0; i < n; i++, seq++) {
+            payload.set(ValueLayout.JAVA_LONG, 0, seq);
+            expected = seq;
+            answered = false;
+            long t0 = System.nanoTime();
+            int rc = stack.sendUdp(port, server, ECHO_PORT, payload, 0, size);
+            if (rc != SendStatus.OK) {
+                throw new IllegalStateException("UDP send failed: " + SendStatus.describe(rc));
+            }
+            while (!answered) {
+                link.poll(16, System.nanoTime());
+            }
+            long t1 = System.nanoTime();
+            if (h != null) {
+                h.recordValue(t1 - t0);
+            }
+        }
+        return seq;
+    }
+
+    private void linuxRounds(int server, int port, DatagramChannel linux, ByteBuffer out, ByteBuffer in, int size, long n,
+                             Histogram h) throws IOException {
+        control.set(ValueLayout.JAVA_BYTE, 0, LINUX);
+        control.set(ValueLayout.JAVA_LONG_UNALIGNED, 1, n);
+        stack.sendUdp(port, server, CONTROL_PORT, control, 0, 9);
+        for (long i = 0; i < n; i++) {
+            out.clear().putLong(0, i);
+            out.limit(size);
+            long t0 = System.nanoTime();
+            while (linux.write(out) == 0) {
+                Thread.onSpinWait();
+            }
+            int got;
+            while ((got = linux.read(in.clear())) <= 0 || in.getLong(0) != i) {
+                if (got <= 0) {
+                    Thread.onSpinWait();
+                }
+            }
+            long t1 = System.nanoTime();
+            if (h != null) {
+                h.recordValue(t1 - t0);
+            }
+        }
+    }
+}
