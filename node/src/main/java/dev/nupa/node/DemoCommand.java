@@ -10,15 +10,59 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 @Command(name = "demo", mixinStandardHelpOptions = true,
-        description = "Start two node processes on a fresh fabric file, stream checked frames both ways, report, and clean up.")
+        description = {"Show the fabric and the IP stack on a fresh fabric file, then clean up:",
+                "1. two node processes stream checked frames both ways through the rings;",
+                "2. a node process serves ping and UDP echo; `nupa ping` and `nupa udp-check` (two more processes) use it."})
 final class DemoCommand implements Callable<Integer> {
     @Option(names = "--frames", defaultValue = "100000", description = "Frames each node sends (default: ${DEFAULT-VALUE}).")
     long frames;
 
+    @Option(names = "--datagrams", defaultValue = "2000", description = "UDP datagrams (12..60000 bytes) echoed (default: ${DEFAULT-VALUE}).")
+    int datagrams;
+
+    /** Part 2: a node serving ping and UDP echo, and two client processes using it. */
+    private int ip(Path path) throws Exception {
+        System.out.println("nupa demo, part 2: IPv4, ICMP and UDP between node processes (10.0.0.1 serves, 10.0.0.2 and 10.0.0.3 ask)");
+        Process server = Children.start(List.of("node", "--fabric", path.toString(), "--address", "0", "--udp-echo", "7"));
+        try {
+            var out = Children.stdout(server);
+            String first = out.readLine();
+            if (first == null || !first.startsWith("nupa node:")) {
+                System.out.println("  the serving node did not start (status " + Children.waitFor(server, 5) + ")");
+                return 1;
+            }
+            System.out.println("  " + first);
+            int rc = relay(List.of("ping", "-c", "3", "-i", "0.2", "--fabric", path.toString(), "--address", "1", "10.0.0.1"));
+            if (rc == 0) {
+                rc = relay(List.of("udp-check", "--fabric", path.toString(), "--address", "2", "--count",
+                        Integer.toString(datagrams), "10.0.0.1"));
+            }
+            server.toHandle().destroy(); // SIGTERM, streams left open: the node prints its counters and leaves
+            String line;
+            while ((line = out.readLine()) != null) {
+                System.out.println("  " + line);
+            }
+            Children.waitFor(server, 30);
+            return rc;
+        } finally {
+            Children.kill(server);
+        }
+    }
+
+    private static int relay(List<String> args) throws Exception {
+        Process p = Children.start(args);
+        var out = Children.stdout(p);
+        String line;
+        while ((line = out.readLine()) != null) {
+            System.out.println("  " + line);
+        }
+        return Children.waitFor(p, 300);
+    }
+
     @Override
     public Integer call() throws Exception {
-        if (frames < 1) {
-            throw new IllegalArgumentException("--frames must be at least 1");
+        if (frames < 1 || datagrams < 1) {
+            throw new IllegalArgumentException("--frames and --datagrams must be at least 1");
         }
         Path path = PerfRunner.freshFabricPath("demo");
         FabricGeometry g = FabricGeometry.defaults().withMaxNodes(4);
@@ -45,8 +89,13 @@ final class DemoCommand implements Callable<Integer> {
             try (Fabric f = ShmFabric.inspect(path)) {
                 FabricCommand.print(f);
             }
-            System.out.println(status == 0 ? "demo ok: every frame arrived complete, in order and checksum-equal"
-                    : "demo FAILED (status " + status + ")");
+            System.out.println(status == 0 ? "part 1 ok: every frame arrived complete, in order and checksum-equal"
+                    : "part 1 FAILED (status " + status + ")");
+            if (status != 0) {
+                return status;
+            }
+            status = ip(path);
+            System.out.println(status == 0 ? "demo ok: frames, ping and UDP echo all checked" : "demo FAILED (status " + status + ")");
             return status;
         } finally {
             Children.kill(a);

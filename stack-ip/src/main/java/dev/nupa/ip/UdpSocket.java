@@ -13,7 +13,10 @@ import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.internal.buffer.BufferInternal;
 import io.vertx.core.streams.ReadStream;
 
 /**
@@ -107,7 +110,7 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
             if (this.port < 0) {
                 bind(0);
             }
-            PendingSend p = new PendingSend(data.getBytes(), dst, port, host, Promise.promise(), System.nanoTime());
+            PendingSend p = new PendingSend(segmentOf(data), dst, port, host, Promise.promise(), System.nanoTime());
             synchronized (pending) {
                 if (pending.isEmpty() && trySend(p)) {
                     return p.promise.future();
@@ -126,19 +129,36 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
     /** How long a datagram waits for room in a full destination ring before its send fails. */
     public static final long SEND_TIMEOUT_MS = 1000;
 
-    private record PendingSend(byte[] bytes, int destination, int port, String host, Promise<Void> promise, long since) {
+    /**
+     * How long one attempt may wait on the event loop for room in a full ring before the datagram is
+     * queued for retry: short enough not to stall the loop, long enough to ride out a burst.
+     */
+    static final long BRIEF_WAIT_NS = 200_000;
+
+    private record PendingSend(MemorySegment bytes, int destination, int port, String host, Promise<Void> promise,
+                               long since) {
+    }
+
+    /** The buffer's bytes, in place when it is backed by an array (no copy); the caller must not change it. */
+    private static MemorySegment segmentOf(Buffer data) {
+        if (data instanceof BufferInternal bi && bi.getByteBuf().hasArray()) {
+            ByteBuf b = bi.getByteBuf();
+            return MemorySegment.ofArray(b.array()).asSlice(b.arrayOffset() + b.readerIndex(), b.readableBytes());
+        }
+        return MemorySegment.ofArray(data.getBytes());
     }
 
     /** Tries once without waiting; completes the promise unless the ring is full (then returns false). */
     private boolean trySend(PendingSend p) {
-        int rc = stack.sendUdp(this.port, p.destination, p.port, MemorySegment.ofArray(p.bytes), 0, p.bytes.length, 0);
+        int length = (int) p.bytes.byteSize();
+        int rc = stack.sendUdp(this.port, p.destination, p.port, p.bytes, 0, length, BRIEF_WAIT_NS);
         if (rc == FabricDevice.BACK_PRESSURED && System.nanoTime() - p.since < SEND_TIMEOUT_MS * 1_000_000L) {
             return false;
         }
         if (rc == SendStatus.OK) {
             p.promise.complete();
         } else {
-            p.promise.fail(new IOException("UDP send of " + p.bytes.length + " bytes to " + p.host + ":" + p.port
+            p.promise.fail(new IOException("UDP send of " + length + " bytes to " + p.host + ":" + p.port
                     + " failed: " + SendStatus.describe(rc)));
         }
         return true;
@@ -288,10 +308,9 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
                 stack.countReceiveQueueDrop();
                 return;
             }
-            Buffer b = Buffer.buffer(length);
             byte[] bytes = new byte[length];
             MemorySegment.copy(data, offset, MemorySegment.ofArray(bytes), 0, length);
-            b.appendBytes(bytes);
+            Buffer b = BufferInternal.buffer(Unpooled.wrappedBuffer(bytes)); // one copy, out of the ring
             queued.incrementAndGet();
             queue.add(new UdpDatagram(Ipv4Address.toString(sourceAddress), sourcePort, b));
             scheduleDrain();

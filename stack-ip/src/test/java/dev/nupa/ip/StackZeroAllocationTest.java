@@ -1,0 +1,54 @@
+package dev.nupa.ip;
+
+import static dev.nupa.ip.IpFixture.ip;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * DESIGN.md section 4 for the whole stack: in steady state, a UDP echo (sent, received, echoed in
+ * place, received back), a fragmented one, and an ICMP echo allocate nothing. Everything runs on
+ * the test thread (no datapath threads), so its allocation counter sees all of it.
+ */
+class StackZeroAllocationTest {
+
+    @Test
+    void udpAndIcmpEchoesIncludingFragmentsAllocateNothingInSteadyState() {
+        var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        try (IpFixture f = new IpFixture(2)) {
+            Ipv4Stack a = f.node(0);
+            Ipv4Stack b = f.node(1);
+            long[] echoes = {0};
+            b.bindUdp(7, (src, srcPort, dst, mem, off, len) -> b.sendUdp(7, src, srcPort, mem, off, len));
+            a.bindUdp(5000, (src, srcPort, dst, mem, off, len) -> echoes[0]++);
+            a.addEchoListener(9, (from, seq, ttl, mem, off, len, now) -> echoes[0]++);
+            MemorySegment small = Arena.ofAuto().allocate(64);
+            MemorySegment big = Arena.ofAuto().allocate(20_000);
+            long expected = 0;
+            for (int round = 0; round < 3; round++) {
+                long before = threads.getCurrentThreadAllocatedBytes();
+                for (int i = 0; i < 5_000; i++) {
+                    a.sendUdp(5000, ip(1), 7, small, 0, 64);
+                    a.sendEchoRequest(ip(1), 9, i, small, 0, 56);
+                    if (i % 10 == 0) {
+                        a.sendUdp(5000, ip(1), 7, big, 0, 20_000);
+                        expected++;
+                    }
+                    expected += 2;
+                    while (f.links.get(1).poll(64, f.now) + f.links.get(0).poll(64, f.now) > 0) {
+                        // until both are quiet
+                    }
+                }
+                long allocated = threads.getCurrentThreadAllocatedBytes() - before;
+                if (round == 2) {
+                    assertEquals(0, allocated, "bytes allocated by 5,000 rounds of UDP and ICMP echoes");
+                }
+            }
+            assertEquals(expected, echoes[0]);
+        }
+    }
+}
