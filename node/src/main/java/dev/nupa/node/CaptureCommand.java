@@ -46,67 +46,74 @@ final class CaptureCommand implements Callable<Integer> {
         if ((count != null && count < 1) || (duration != null && duration <= 0)) {
             throw new IllegalArgumentException("-c must be >= 1 and --duration > 0");
         }
-        try (Fabric f = ShmFabric.join(fabric); FabricNode self = f.attachAny(); PcapWriter pcap = PcapWriter.open(file)) {
-            Link link = new Link(self);
-            long[] frames = {0};
-            link.register(EtherType.NUPA_MIRROR, (src, mem, off, len) -> {
-                if (len < CaptureMirror.MIRROR_HEADER) {
-                    return;
-                }
-                long ts = mem.get(CaptureMirror.BE_LONG, off);
-                int s = mem.get(CaptureMirror.BE_SHORT, off + 8) & 0xFFFF;
-                int d = mem.get(CaptureMirror.BE_SHORT, off + 10) & 0xFFFF;
-                int proto = mem.get(CaptureMirror.BE_SHORT, off + 12) & 0xFFFF;
-                boolean out = (mem.get(java.lang.foreign.ValueLayout.JAVA_BYTE, off + 14) & CaptureMirror.FLAG_OUTBOUND) != 0;
-                // A frame seen by two watched nodes arrives twice (sent, then received): keep the sender's copy.
-                if (!out && watching(s)) {
-                    return;
-                }
-                pcap.capture(ts, out, s, d, proto, mem, off + CaptureMirror.MIRROR_HEADER, len - CaptureMirror.MIRROR_HEADER);
-                frames[0]++;
-            });
+        try (Fabric f = ShmFabric.join(fabric); FabricNode self = f.attachAny()) {
             List<Integer> targets = nodes.isEmpty() ? upNodes(self) : nodes;
-            for (int t : targets) {
-                if (t == self.address()) {
-                    continue;
-                }
-                int rc = CaptureMirror.request(link, t, CaptureMirror.START);
-                if (rc != 0) {
-                    throw new IllegalStateException("cannot reach node " + t + " to start capture: "
-                            + dev.nupa.device.FabricDevice.describe(rc));
-                }
-            }
-            watched = targets;
-            System.err.println("nupa capture: node " + self.address() + " capturing nodes " + targets + " to " + file
-                    + "; Ctrl-C to stop");
-            Thread main = Thread.currentThread();
-            Thread hook = new Thread(() -> {
-                stop = true;
-                try {
-                    main.join(5000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
-            Runtime.getRuntime().addShutdownHook(hook);
-            long end = duration != null ? System.nanoTime() + (long) (duration * 1e9) : Long.MAX_VALUE;
-            while (!stop && System.nanoTime() < end && (count == null || frames[0] < count)) {
-                if (link.poll(64) == 0) {
-                    link.awaitFrames(10_000_000L);
-                }
-            }
-            for (int t : targets) {
-                if (t != self.address()) {
-                    CaptureMirror.request(link, t, CaptureMirror.STOP);
-                }
-            }
-            pcap.flush();
-            System.err.println("nupa capture: " + frames[0] + " frames written to " + file);
-            if (!stop) {
-                Runtime.getRuntime().removeShutdownHook(hook);
+            try (PcapWriter pcap = PcapWriter.open(file)) {
+                capture(self, targets, pcap);
             }
         }
         return 0;
+    }
+
+    private void capture(FabricNode self, List<Integer> targets, PcapWriter pcap) {
+        Link link = new Link(self);
+        long[] frames = {0};
+        link.register(EtherType.NUPA_MIRROR, (src, mem, off, len) -> {
+            if (len < CaptureMirror.MIRROR_HEADER) {
+                return;
+            }
+            long ts = mem.get(CaptureMirror.BE_LONG, off);
+            int s = mem.get(CaptureMirror.BE_SHORT, off + 8) & 0xFFFF;
+            int d = mem.get(CaptureMirror.BE_SHORT, off + 10) & 0xFFFF;
+            int proto = mem.get(CaptureMirror.BE_SHORT, off + 12) & 0xFFFF;
+            boolean out = (mem.get(java.lang.foreign.ValueLayout.JAVA_BYTE, off + 14) & CaptureMirror.FLAG_OUTBOUND) != 0;
+            // A frame seen by two watched nodes arrives twice (sent, then received): keep the sender's copy.
+            if (!out && watching(s)) {
+                return;
+            }
+            pcap.capture(ts, out, s, d, proto, mem, off + CaptureMirror.MIRROR_HEADER, len - CaptureMirror.MIRROR_HEADER);
+            frames[0]++;
+        });
+        for (int t : targets) {
+            if (t == self.address()) {
+                continue;
+            }
+            int rc = CaptureMirror.request(link, t, CaptureMirror.START);
+            if (rc != 0) {
+                throw new IllegalStateException("cannot reach node " + t + " to start capture: "
+                        + dev.nupa.device.FabricDevice.describe(rc));
+            }
+        }
+        watched = targets;
+        System.err.println("nupa capture: node " + self.address() + " capturing nodes " + targets + " to " + file
+                + "; Ctrl-C to stop");
+        java.util.concurrent.CountDownLatch written = new java.util.concurrent.CountDownLatch(1);
+        Thread hook = new Thread(() -> {
+            stop = true;
+            try {
+                written.await(5, java.util.concurrent.TimeUnit.SECONDS); // until the file is complete
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Runtime.getRuntime().addShutdownHook(hook);
+        long end = duration != null ? System.nanoTime() + (long) (duration * 1e9) : Long.MAX_VALUE;
+        while (!stop && System.nanoTime() < end && (count == null || frames[0] < count)) {
+            if (link.poll(64) == 0) {
+                link.awaitFrames(10_000_000L);
+            }
+        }
+        for (int t : targets) {
+            if (t != self.address()) {
+                CaptureMirror.request(link, t, CaptureMirror.STOP);
+            }
+        }
+        pcap.flush();
+        System.err.println("nupa capture: " + frames[0] + " frames written to " + file);
+        written.countDown();
+        if (!stop) {
+            Runtime.getRuntime().removeShutdownHook(hook);
+        }
     }
 
     private List<Integer> watched = List.of();

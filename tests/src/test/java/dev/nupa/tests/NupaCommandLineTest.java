@@ -130,10 +130,40 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void perfUdpLatKeepsThePerfContractWithLinuxUdpAsThePeer() throws Exception {
+        List<Path> before = perfFiles();
+        Run r = nupa("perf", "udp-lat", "-n", "3000", "--warmup", "1000", "-s", "100", "--json");
+        assertEquals(0, r.status(), r.err());
+        String json = r.lastLine();
+        assertTrue(Pattern.compile("^\\{\"test\":\"udp-lat\",\"bytes\":100,\"round_trip\":true,\"iterations\":3000,\"min_ns\":[0-9.]+,"
+                + "\"p50_ns\":[0-9.]+,.*\"peer\":\\{\"bytes\":100,\"iterations\":3000,.*\"ratio\":[0-9.]+\\}$").matcher(json).find(), json);
+        assertTrue(r.out().contains("peer: Linux UDP over loopback"), r.out());
+        assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
+    }
+
+    @Test
+    void ipCommandsGiveOneLineErrors() throws Exception {
+        assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
+        assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "3", "10.0.0.1"), 2, "-s 3 is outside");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--ip", "10.0.0.0/24", "--run-for", "1"), 2,
+                "network or broadcast address");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--mtu", "100", "--run-for", "1"), 2,
+                "below the IPv4 minimum");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--route", "10.9.0.0/16 via 192.168.1.1",
+                "--run-for", "1"), 2, "is not on-link");
+        Path pcap = Path.of("/tmp/nupa-cli-test-" + ProcessHandle.current().pid() + ".pcap");
+        assertOneLineError(nupa("capture", "-w", pcap.toString(), "--fabric", fabric.toString()), 1, "no node is up");
+        assertOneLineError(nupa("capture", "-w", pcap.toString(), "--fabric", fabric + "-none"), 1, "no fabric file");
+        assertFalse(Files.exists(pcap), "a capture that cannot start leaves no file");
+    }
+
+    @Test
     void demoRunsAndCleansUp() throws Exception {
-        Run r = nupa("demo", "--frames", "3000");
+        Run r = nupa("demo", "--frames", "3000", "--datagrams", "200");
         assertEquals(0, r.status(), r.err());
         assertTrue(r.out().contains("received 3000 in order, 0 bad"), r.out());
+        assertTrue(r.out().contains("3 packets transmitted, 3 received, 0% packet loss"), r.out());
+        assertTrue(r.out().contains("200 echoed intact, 0 missing"), r.out());
         assertTrue(r.out().contains("demo ok"), r.out());
     }
 }
