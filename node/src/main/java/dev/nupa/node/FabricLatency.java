@@ -1,6 +1,5 @@
 package dev.nupa.node;
 
-import dev.nupa.device.FabricLayout;
 import dev.nupa.device.FrameHandler;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -117,19 +116,7 @@ final class FabricLatency implements Callable<Integer> {
 
     private long floor(PerfSession s, long start, long n, Histogram h) {
         s.sendControl(PerfSession.FLOOR, start, n);
-        MemorySegment m = s.floorWindow.memory();
-        for (long i = start + 1; i <= start + n; i++) {
-            long t0 = System.nanoTime();
-            FabricLayout.LONG.setRelease(m, PerfSession.PING, i);
-            while ((long) FabricLayout.LONG.getAcquire(m, PerfSession.PONG) != i) {
-                Thread.onSpinWait();
-            }
-            long t1 = System.nanoTime();
-            if (h != null) {
-                h.recordValue(t1 - t0);
-            }
-        }
-        return start + n;
+        return FloorLine.measure(s.floorWindow.memory(), start, n, h);
     }
 
     private final FrameHandler reply = (src, mem, off, len) -> {

@@ -2,7 +2,6 @@ package dev.nupa.node;
 
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricDevice;
-import dev.nupa.device.FabricLayout;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.device.ShmFabric;
@@ -20,8 +19,6 @@ final class PerfSession implements AutoCloseable {
     static final long BYE = -2;
     static final long END = -3;
     static final long ACK = -4;
-    static final long PING = 0;
-    static final long PONG = 256; // a separate line, as ../shared/tools/shm-floor.c does
 
     final FabricNode node;
     final int peer;
@@ -110,13 +107,7 @@ final class PerfSession implements AutoCloseable {
 
     /** Server side of the floor: echo the ping counter through the pong line, nothing else in between. */
     void floorEcho(long start, long count) {
-        MemorySegment m = floorWindow.memory();
-        for (long i = start + 1; i <= start + count; i++) {
-            while ((long) FabricLayout.LONG.getAcquire(m, PING) != i) {
-                Thread.onSpinWait();
-            }
-            FabricLayout.LONG.setRelease(m, PONG, i);
-        }
+        FloorLine.echo(floorWindow.memory(), start, count);
     }
 
     static void sleep(long ms) {

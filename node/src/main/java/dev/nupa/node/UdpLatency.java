@@ -16,6 +16,7 @@ import org.HdrHistogram.Histogram;
 
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricNode;
+import dev.nupa.device.FabricWindow;
 import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Ipv4Stack;
@@ -30,7 +31,7 @@ import picocli.CommandLine.Option;
 /**
  * `nupa perf udp-lat`: UDP echo round trips between two processes over the fabric, beside the peer
  * measured in the same run by the same two processes: Linux UDP over loopback with busy-polling
- * non-blocking sockets. Each side runs its stack on its own thread with no datapath thread (the
+ * non-blocking sockets, and the floor: one cache line bounced through a fabric window. Each side runs its stack on its own thread with no datapath thread (the
  * sans-IO stack is polled in line), so neither side hops threads; rounds of ours and the peer's
  * alternate so drift hits both alike. Round trips are reported whole (not halved).
  */
@@ -43,6 +44,7 @@ final class UdpLatency implements Callable<Integer> {
     private static final byte HELLO = 1;
     private static final byte LINUX = 2;
     private static final byte BYE = 3;
+    private static final byte FLOOR = 4;
 
     @Mixin
     PerfOptions o;
@@ -50,9 +52,14 @@ final class UdpLatency implements Callable<Integer> {
     @Option(names = "--warmup", paramLabel = "N", defaultValue = "20000", description = "Unmeasured round trips first, each kind (default: ${DEFAULT-VALUE}).")
     long warmup;
 
+    @Option(names = "--checksums", paramLabel = "on|off", defaultValue = "on",
+            description = "Compute and verify UDP checksums (default: ${DEFAULT-VALUE}); off is the lossless-fabric link policy, "
+                    + "and what Linux does on loopback (checksum offload).")
+    String checksums;
+
     private Ipv4Stack stack;
     private Link link;
-    private final MemorySegment control = Arena.ofAuto().allocate(16);
+    private final MemorySegment control = Arena.ofAuto().allocate(32);
     // Server state
     private long linuxToEcho;
     private boolean done;
@@ -61,10 +68,18 @@ final class UdpLatency implements Callable<Integer> {
     private long expected = -1;
     private boolean answered;
     private int helloPort = -1;
+    private int windowId;
+    private int windowKey;
+    private long floorStart;
+    private long floorCount;
+    private FabricWindow floorWindow;
 
     @Override
     public Integer call() throws Exception {
         o.validate(8, 65_507);
+        if (!checksums.equals("on") && !checksums.equals("off")) {
+            throw new IllegalArgumentException("--checksums must be on or off, not " + checksums);
+        }
         int size = o.size != null ? o.size : 64;
         if (o.server) {
             return server();
@@ -72,7 +87,8 @@ final class UdpLatency implements Callable<Integer> {
         if (o.client) {
             return client(size, o.iterations != null ? o.iterations : 200_000);
         }
-        return PerfRunner.runBoth(o, "udp-lat", o.freshGeometry(size, 256), List.of("--warmup", Long.toString(warmup)));
+        return PerfRunner.runBoth(o, "udp-lat", o.freshGeometry(size, 256),
+                List.of("--warmup", Long.toString(warmup), "--checksums", checksums));
     }
 
     private FabricNode attach(boolean server) {
@@ -96,7 +112,8 @@ final class UdpLatency implements Callable<Integer> {
     private Ipv4Stack stack(FabricNode node) {
         link = new Link(node);
         NeighborDirectory nd = new NeighborDirectory(node);
-        return new Ipv4Stack(link, nd, NodeConfig.defaultIp(node.address()).withSendWait(1_000_000_000L));
+        boolean on = checksums.equals("on");
+        return new Ipv4Stack(link, nd, NodeConfig.defaultIp(node.address()).withSendWait(1_000_000_000L).withChecksums(on, on));
     }
 
     private int server() throws IOException {
@@ -108,10 +125,15 @@ final class UdpLatency implements Callable<Integer> {
             ByteBuffer buf = ByteBuffer.allocateDirect(65_536);
             stack.bindUdp(ECHO_PORT, (src, srcPort, dst, mem, off, len) -> stack.sendUdp(ECHO_PORT, src, srcPort, mem, off, len));
             stack.bindUdp(CONTROL_PORT, this::serverControl);
+            floorWindow = node.exportWindow(4096, FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE);
             System.out.println(PerfRunner.READY);
             System.out.flush();
             while (!done) {
                 link.poll(16, System.nanoTime());
+                if (floorCount > 0) {
+                    FloorLine.echo(floorWindow.memory(), floorStart, floorCount);
+                    floorCount = 0;
+                }
                 while (linuxToEcho > 0) {
                     SocketAddress from = linux.receive(buf.clear());
                     if (from != null) {
@@ -130,7 +152,12 @@ final class UdpLatency implements Callable<Integer> {
         byte op = len > 0 ? mem.get(ValueLayout.JAVA_BYTE, off) : 0;
         if (op == HELLO) {
             control.set(ValueLayout.JAVA_INT_UNALIGNED, 0, linuxPort);
-            stack.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 4);
+            control.set(ValueLayout.JAVA_INT_UNALIGNED, 4, floorWindow.id());
+            control.set(ValueLayout.JAVA_INT_UNALIGNED, 8, floorWindow.key());
+            stack.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 12);
+        } else if (op == FLOOR && len >= 17) {
+            floorStart = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 1);
+            floorCount = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 9);
         } else if (op == LINUX && len >= 9) {
             linuxToEcho = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 1);
         } else if (op == BYE) {
@@ -143,7 +170,9 @@ final class UdpLatency implements Callable<Integer> {
             stack = stack(node);
             int server = NodeConfig.defaultIp(o.serverAddress).address();
             UdpReceiver replies = (src, srcPort, dst, mem, off, len) -> {
-                if (srcPort == CONTROL_PORT && len >= 4) {
+                if (srcPort == CONTROL_PORT && len >= 12) {
+                    windowId = mem.get(ValueLayout.JAVA_INT_UNALIGNED, off + 4);
+                    windowKey = mem.get(ValueLayout.JAVA_INT_UNALIGNED, off + 8);
                     helloPort = mem.get(ValueLayout.JAVA_INT_UNALIGNED, off);
                 } else if (len >= 8 && mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == expected) {
                     answered = true;
@@ -158,29 +187,42 @@ final class UdpLatency implements Callable<Integer> {
             ByteBuffer in = ByteBuffer.allocateDirect(65_536);
             Histogram ours = LatencyStats.newHistogram();
             Histogram peer = LatencyStats.newHistogram();
+            Histogram floor = LatencyStats.newHistogram();
+            floorWindow = node.openWindow(windowId, windowKey);
             long seq = 0;
-            seq = fabric(server, port, payload, size, seq, Math.min(warmup, iterations), null);
-            linuxRounds(server, port, linux, out, in, size, Math.min(warmup, iterations), null);
+            long counter = 0;
+            long warm = Math.min(warmup, iterations);
+            seq = fabric(server, port, payload, size, seq, warm, null);
+            linuxRounds(server, port, linux, out, in, size, warm, null);
+            counter = floor(server, port, counter, warm, null);
             long per = Math.max(1, iterations / ROUNDS);
             for (int r = 0; r < ROUNDS; r++) {
                 long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
                 seq = fabric(server, port, payload, size, seq, n, ours);
                 linuxRounds(server, port, linux, out, in, size, n, peer);
+                counter = floor(server, port, counter, n, floor);
             }
+            floorWindow.close();
             control.set(ValueLayout.JAVA_BYTE, 0, BYE);
             stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
             LatencyStats a = LatencyStats.of(ours);
             LatencyStats p = LatencyStats.of(peer);
+            LatencyStats fl = LatencyStats.of(floor);
             double ratio = a.p50() / p.p50();
-            System.out.println("udp-lat: UDP echo round trip, " + size + "-byte payload, fabric " + o.fabric);
+            double floorRatio = a.p50() / fl.p50();
+            System.out.println("udp-lat: UDP echo round trip, " + size + "-byte payload, checksums " + checksums + ", fabric "
+                    + o.fabric);
             System.out.println(LatencyStats.header());
             System.out.println(a.row(size));
             System.out.println("peer: Linux UDP over loopback, busy-polling non-blocking sockets, the same two processes");
             System.out.println(p.row(size));
-            System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer): %.2f%n", ratio);
+            System.out.println("floor: one cache line bounced between the same two processes (round trip)");
+            System.out.println(fl.row(8));
+            System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer): %.2f; to the floor: %.1f%n", ratio, floorRatio);
             if (o.json) {
-                System.out.printf(Locale.ROOT, "{\"test\":\"udp-lat\",\"bytes\":%d,\"round_trip\":true,%s,\"peer\":{\"bytes\":%d,%s},"
-                        + "\"ratio\":%.3f}%n", size, a.json(), size, p.json(), ratio);
+                System.out.printf(Locale.ROOT, "{\"test\":\"udp-lat\",\"bytes\":%d,\"round_trip\":true,\"checksums\":\"%s\",%s,\"peer\":{\"bytes\":%d,%s},"
+                        + "\"ratio\":%.3f,\"floor\":{\"bytes\":8,%s},\"floor_ratio\":%.3f}%n", size, checksums, a.json(), size,
+                        p.json(), ratio, fl.json(), floorRatio);
             }
         }
         return 0;
@@ -222,6 +264,14 @@ final class UdpLatency implements Callable<Integer> {
             }
         }
         return seq;
+    }
+
+    private long floor(int server, int port, long start, long n, Histogram h) {
+        control.set(ValueLayout.JAVA_BYTE, 0, FLOOR);
+        control.set(ValueLayout.JAVA_LONG_UNALIGNED, 1, start);
+        control.set(ValueLayout.JAVA_LONG_UNALIGNED, 9, n);
+        stack.sendUdp(port, server, CONTROL_PORT, control, 0, 17);
+        return FloorLine.measure(floorWindow.memory(), start, n, h);
     }
 
     private void linuxRounds(int server, int port, DatagramChannel linux, ByteBuffer out, ByteBuffer in, int size, long n,
