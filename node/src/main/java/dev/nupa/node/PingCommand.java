@@ -46,6 +46,10 @@ final class PingCommand implements Callable<Integer> {
     @Option(names = "-q", description = "Quiet: only the summary.")
     boolean quiet;
 
+    @Option(names = "-A", description = "Adaptive: send the next request as soon as a reply comes (at most one unanswered), "
+            + "or after -i if none does.")
+    boolean adaptive;
+
     @Mixin
     NodeOptions options;
 
@@ -141,6 +145,9 @@ final class PingCommand implements Callable<Integer> {
                     seen[e.sequence] = true;
                     if (!dup) {
                         received++;
+                    }
+                    if (adaptive && e.sequence == (int) (transmitted & 0xFFFF)) {
+                        nextSend = System.nanoTime(); // the latest request is answered: the next goes now
                     }
                     double ms = e.rttNs / 1e6;
                     min = Math.min(min, ms);

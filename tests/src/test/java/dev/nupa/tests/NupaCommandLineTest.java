@@ -135,10 +135,19 @@ class NupaCommandLineTest {
         Run r = nupa("perf", "udp-lat", "-n", "3000", "--warmup", "1000", "-s", "100", "--json");
         assertEquals(0, r.status(), r.err());
         String json = r.lastLine();
-        assertTrue(Pattern.compile("^\\{\"test\":\"udp-lat\",\"bytes\":100,\"round_trip\":true,\"iterations\":3000,\"min_ns\":[0-9.]+,"
-                + "\"p50_ns\":[0-9.]+,.*\"peer\":\\{\"bytes\":100,\"iterations\":3000,.*\"ratio\":[0-9.]+\\}$").matcher(json).find(), json);
+        assertTrue(Pattern.compile("^\\{\"test\":\"udp-lat\",\"bytes\":100,\"round_trip\":true,\"checksums\":\"on\",\"iterations\":3000,\"min_ns\":[0-9.]+,"
+                + "\"p50_ns\":[0-9.]+,.*\"peer\":\\{\"bytes\":100,\"iterations\":3000,.*\"ratio\":[0-9.]+,"
+                + "\"floor\":\\{\"bytes\":8,\"iterations\":3000,.*\"floor_ratio\":[0-9.]+\\}$").matcher(json).find(), json);
         assertTrue(r.out().contains("peer: Linux UDP over loopback"), r.out());
         assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
+    }
+
+    @Test
+    void perfIcmpLatReportsTheFloorRatio() throws Exception {
+        Run r = nupa("perf", "icmp-lat", "-n", "2000", "--warmup", "1000", "--json");
+        assertEquals(0, r.status(), r.err());
+        assertTrue(Pattern.compile("^\\{\"test\":\"icmp-lat\",\"bytes\":64,.*\"p50_ns\":[0-9.]+,.*\"floor\":\\{\"bytes\":8,.*"
+                + "\"floor_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
     }
 
     @Test

@@ -29,17 +29,41 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * `nupa perf udp-lat`: UDP echo round trips between two processes over the fabric, beside the peer
+ * `nupa perf udp-lat` and `nupa perf icmp-lat`: UDP echo (or ICMP echo, as `ping -A` sends them back
+ * to back) round trips between two processes over the fabric, beside the peer
  * measured in the same run by the same two processes: Linux UDP over loopback with busy-polling
  * non-blocking sockets, and the floor: one cache line bounced through a fabric window. Each side runs its stack on its own thread with no datapath thread (the
  * sans-IO stack is polled in line), so neither side hops threads; rounds of ours and the peer's
  * alternate so drift hits both alike. Round trips are reported whole (not halved).
  */
-@Command(name = "udp-lat", mixinStandardHelpOptions = true,
-        description = "UDP echo round trip over the fabric, with Linux UDP over loopback (busy-polling) as the peer and the ratio.")
-final class UdpLatency implements Callable<Integer> {
+abstract class IpLatency implements Callable<Integer> {
+    @Command(name = "udp-lat", mixinStandardHelpOptions = true,
+            description = "UDP echo round trip over the fabric, beside Linux UDP over loopback (busy-polling) and the cache-line floor.")
+    static final class Udp extends IpLatency {
+        Udp() {
+            super("udp-lat", false);
+        }
+    }
+
+    @Command(name = "icmp-lat", mixinStandardHelpOptions = true,
+            description = "ICMP echo round trip over the fabric, back to back as `ping -A`, beside the cache-line floor.")
+    static final class Icmp extends IpLatency {
+        Icmp() {
+            super("icmp-lat", true);
+        }
+    }
+
+    private final String name;
+    private final boolean icmp;
+
+    IpLatency(String name, boolean icmp) {
+        this.name = name;
+        this.icmp = icmp;
+    }
+
     static final int ECHO_PORT = 7;
     static final int CONTROL_PORT = 9;
+    static final int ECHO_ID = 0x4e50;
     private static final int ROUNDS = 5;
     private static final byte HELLO = 1;
     private static final byte LINUX = 2;
@@ -87,7 +111,7 @@ final class UdpLatency implements Callable<Integer> {
         if (o.client) {
             return client(size, o.iterations != null ? o.iterations : 200_000);
         }
-        return PerfRunner.runBoth(o, "udp-lat", o.freshGeometry(size, 256),
+        return PerfRunner.runBoth(o, name, o.freshGeometry(size, 256),
                 List.of("--warmup", Long.toString(warmup), "--checksums", checksums));
     }
 
@@ -179,6 +203,11 @@ final class UdpLatency implements Callable<Integer> {
                 }
             };
             int port = stack.bindUdp(0, replies);
+            stack.addEchoListener(ECHO_ID, (from, sequence, ttl, mem, off, len, now) -> {
+                if (len >= 8 && mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == expected) {
+                    answered = true;
+                }
+            });
             hello(server, port);
             linux.connect(new InetSocketAddress("127.0.0.1", helloPort));
             linux.configureBlocking(false);
@@ -193,36 +222,45 @@ final class UdpLatency implements Callable<Integer> {
             long counter = 0;
             long warm = Math.min(warmup, iterations);
             seq = fabric(server, port, payload, size, seq, warm, null);
-            linuxRounds(server, port, linux, out, in, size, warm, null);
+            if (!icmp) {
+                linuxRounds(server, port, linux, out, in, size, warm, null);
+            }
             counter = floor(server, port, counter, warm, null);
             long per = Math.max(1, iterations / ROUNDS);
             for (int r = 0; r < ROUNDS; r++) {
                 long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
                 seq = fabric(server, port, payload, size, seq, n, ours);
-                linuxRounds(server, port, linux, out, in, size, n, peer);
+                if (!icmp) {
+                    linuxRounds(server, port, linux, out, in, size, n, peer);
+                }
                 counter = floor(server, port, counter, n, floor);
             }
             floorWindow.close();
             control.set(ValueLayout.JAVA_BYTE, 0, BYE);
             stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
             LatencyStats a = LatencyStats.of(ours);
-            LatencyStats p = LatencyStats.of(peer);
             LatencyStats fl = LatencyStats.of(floor);
-            double ratio = a.p50() / p.p50();
             double floorRatio = a.p50() / fl.p50();
-            System.out.println("udp-lat: UDP echo round trip, " + size + "-byte payload, checksums " + checksums + ", fabric "
-                    + o.fabric);
+            System.out.println(name + ": " + (icmp ? "ICMP echo round trip, back to back, " + size + " data bytes"
+                    : "UDP echo round trip, " + size + "-byte payload") + ", checksums " + checksums + ", fabric " + o.fabric);
             System.out.println(LatencyStats.header());
             System.out.println(a.row(size));
-            System.out.println("peer: Linux UDP over loopback, busy-polling non-blocking sockets, the same two processes");
-            System.out.println(p.row(size));
+            String peerJson = "";
+            if (!icmp) {
+                LatencyStats p = LatencyStats.of(peer);
+                double ratio = a.p50() / p.p50();
+                System.out.println("peer: Linux UDP over loopback, busy-polling non-blocking sockets, the same two processes");
+                System.out.println(p.row(size));
+                System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer): %.2f%n", ratio);
+                peerJson = String.format(Locale.ROOT, ",\"peer\":{\"bytes\":%d,%s},\"ratio\":%.3f", size, p.json(), ratio);
+            }
             System.out.println("floor: one cache line bounced between the same two processes (round trip)");
             System.out.println(fl.row(8));
-            System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer): %.2f; to the floor: %.1f%n", ratio, floorRatio);
+            System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 floor): %.2f%n", floorRatio);
             if (o.json) {
-                System.out.printf(Locale.ROOT, "{\"test\":\"udp-lat\",\"bytes\":%d,\"round_trip\":true,\"checksums\":\"%s\",%s,\"peer\":{\"bytes\":%d,%s},"
-                        + "\"ratio\":%.3f,\"floor\":{\"bytes\":8,%s},\"floor_ratio\":%.3f}%n", size, checksums, a.json(), size,
-                        p.json(), ratio, fl.json(), floorRatio);
+                System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"round_trip\":true,\"checksums\":\"%s\",%s%s,"
+                        + "\"floor\":{\"bytes\":8,%s},\"floor_ratio\":%.3f}%n", name, size, checksums, a.json(), peerJson,
+                        fl.json(), floorRatio);
             }
         }
         return 0;
@@ -234,7 +272,7 @@ final class UdpLatency implements Callable<Integer> {
         control.set(ValueLayout.JAVA_BYTE, 0, HELLO);
         while (helloPort < 0) {
             if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("no udp-lat server at node " + o.serverAddress + " of " + o.fabric
+                throw new IllegalStateException("no " + name + " server at node " + o.serverAddress + " of " + o.fabric
                         + " after 30 s; start one with --server");
             }
             stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
@@ -251,9 +289,10 @@ final class UdpLatency implements Callable<Integer> {
             expected = seq;
             answered = false;
             long t0 = System.nanoTime();
-            int rc = stack.sendUdp(port, server, ECHO_PORT, payload, 0, size);
+            int rc = icmp ? stack.sendEchoRequest(server, ECHO_ID, (int) seq, payload, 0, size)
+                    : stack.sendUdp(port, server, ECHO_PORT, payload, 0, size);
             if (rc != SendStatus.OK) {
-                throw new IllegalStateException("UDP send failed: " + SendStatus.describe(rc));
+                throw new IllegalStateException((icmp ? "ICMP" : "UDP") + " send failed: " + SendStatus.describe(rc));
             }
             while (!answered) {
                 link.poll(16, System.nanoTime());
