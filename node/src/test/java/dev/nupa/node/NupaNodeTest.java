@@ -1,0 +1,68 @@
+package dev.nupa.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.Test;
+
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Route;
+import dev.nupa.ip.UdpSocket;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+
+/** The embedding API of docs/embedding.md: two nodes in one application, a UDP echo service and a client. */
+class NupaNodeTest {
+
+    @Test
+    void embeddedUdpEchoServiceAnswersAClientOnAnotherNode() throws Exception {
+        Path fabric = Path.of("/dev/shm/nupa-node-test-" + UUID.randomUUID());
+        Vertx vertx = Vertx.vertx();
+        try {
+            // --- as in docs/embedding.md ---
+            NupaNode server = NupaNode.start(vertx, NodeConfig.defaults(fabric, 0)).await(10, TimeUnit.SECONDS);
+            UdpSocket echo = server.createUdpSocket();
+            echo.handler(d -> echo.send(d.data(), d.senderPort(), d.senderHost()));
+            echo.listen(7, "0.0.0.0").await(5, TimeUnit.SECONDS);
+
+            NupaNode client = NupaNode.start(vertx, NodeConfig.defaults(fabric, 1)).await(10, TimeUnit.SECONDS);
+            UdpSocket socket = client.createUdpSocket();
+            var reply = io.vertx.core.Promise.<String>promise();
+            socket.handler(d -> reply.tryComplete(d.data().toString()));
+            socket.send(Buffer.buffer("hello, fabric"), 7, "10.0.0.1");
+            // --- end ---
+            assertEquals("hello, fabric", reply.future().await(10, TimeUnit.SECONDS));
+            assertEquals("node 1 10.0.0.2/24 mtu 9000", client.toString());
+            client.close().await(10, TimeUnit.SECONDS);
+            server.close().await(10, TimeUnit.SECONDS);
+        } finally {
+            vertx.close().await(10, TimeUnit.SECONDS);
+            Files.deleteIfExists(fabric);
+        }
+    }
+
+    @Test
+    void misconfigurationFailsTheStartWithTheReasonAndLeavesNoNodeBehind() throws Exception {
+        Path fabric = Path.of("/dev/shm/nupa-node-test-" + UUID.randomUUID());
+        Vertx vertx = Vertx.vertx();
+        try {
+            Future<NupaNode> bad = NupaNode.start(vertx, NodeConfig.defaults(fabric, 0)
+                    .withIp(IpConfig.parse("10.0.0.1/24")).withRoutes(List.of(Route.parse("default via 192.168.9.1"))));
+            Throwable t = bad.transform(ar -> Future.succeededFuture(ar.cause())).await(10, TimeUnit.SECONDS);
+            assertTrue(t != null && t.getMessage().contains("is not on-link"), String.valueOf(t));
+            // The address is free again: a correct node takes it.
+            NupaNode ok = NupaNode.start(vertx, NodeConfig.defaults(fabric, 0)).await(10, TimeUnit.SECONDS);
+            ok.close().await(10, TimeUnit.SECONDS);
+        } finally {
+            vertx.close().await(10, TimeUnit.SECONDS);
+            Files.deleteIfExists(fabric);
+        }
+    }
+}
