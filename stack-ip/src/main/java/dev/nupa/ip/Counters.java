@@ -5,7 +5,11 @@ import java.lang.invoke.VarHandle;
 import java.util.EnumMap;
 import java.util.Map;
 
-/** The live counters of one stack: atomic adds on a long array (senders and the datapath both count); allocation-free. */
+/**
+ * The live counters of one stack, allocation-free and without locked instructions: each counter has
+ * one writer at a time (the datapath thread for what it receives, or a sender holding the stack's
+ * send lock), so an opaque load and store suffice and readers on other threads see whole values.
+ */
 final class Counters {
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
     private static final IpCounter[] ALL = IpCounter.values();
@@ -13,15 +17,16 @@ final class Counters {
     private final long[] values = new long[ALL.length];
 
     void inc(IpCounter c) {
-        LONGS.getAndAdd(values, c.ordinal(), 1L);
+        add(c, 1L);
     }
 
     void add(IpCounter c, long delta) {
-        LONGS.getAndAdd(values, c.ordinal(), delta);
+        int i = c.ordinal();
+        LONGS.setOpaque(values, i, (long) LONGS.getOpaque(values, i) + delta);
     }
 
     long get(IpCounter c) {
-        return (long) LONGS.getVolatile(values, c.ordinal());
+        return (long) LONGS.getOpaque(values, c.ordinal());
     }
 
     Map<IpCounter, Long> snapshot() {

@@ -631,9 +631,14 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         long p = c.payloadOffset();
         Ipv4Header h = txIp;
         h.wrapForWrite(m, p, total);
+        int flags = (df ? 0x4000 : 0) | (more ? 0x2000 : 0) | (fragmentOffset >>> 3);
         h.setVersionAndHeaderLength(Ipv4Header.MIN_HEADER).setTypeOfService(tos).setTotalLength(total)
                 .setIdentification(id).setFlagsAndFragmentOffset(df, more, fragmentOffset).setTtl(ttl)
-                .setProtocol(protocol).setSourceAddress(src).setDestinationAddress(dst).fillChecksum();
+                .setProtocol(protocol).setSourceAddress(src).setDestinationAddress(dst);
+        // The checksum from the values just written, not by reading the header back (RFC 1071).
+        long words = (0x4500 | tos) + total + id + flags + ((ttl << 8) | protocol)
+                + (src >>> 16) + (src & 0xFFFF) + (dst >>> 16) + (dst & 0xFFFF);
+        h.setHeaderChecksum(Checksum.finish(Checksum.fold(words)));
         long out = p + Ipv4Header.MIN_HEADER;
         int fromHead = Math.max(0, Math.min(headLen - from, n));
         if (fromHead > 0) {
