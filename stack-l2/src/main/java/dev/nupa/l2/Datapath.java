@@ -40,12 +40,12 @@ public final class Datapath implements AutoCloseable {
          * to a node that has a core to itself.
          */
         public static Idle backoff() {
-            return new Idle(5_000L, 10_000L, 100_000_000L);
+            return new Idle(5_000L, 10_000L, 10_000_000L);
         }
 
         /** Never sleeps: lowest latency, one core per node. */
         public static Idle busySpin() {
-            return new Idle(Long.MAX_VALUE, Long.MAX_VALUE, 100_000_000L);
+            return new Idle(Long.MAX_VALUE, Long.MAX_VALUE, 10_000_000L);
         }
     }
 
@@ -58,6 +58,7 @@ public final class Datapath implements AutoCloseable {
     private final Idle idle;
     private volatile Timer[] timers = new Timer[0];
     private volatile boolean running;
+    private volatile boolean timersChanged;
     private volatile long errorCount;
     private Thread thread;
 
@@ -75,6 +76,15 @@ public final class Datapath implements AutoCloseable {
         Timer[] t = Arrays.copyOf(timers, timers.length + 1);
         t[t.length - 1] = timer;
         timers = t;
+    }
+
+    /**
+     * Tells the loop that a timer's deadline moved earlier from another thread (a socket call set a
+     * retransmission timer): every timer is polled on the next round, and a sleep lasts at most
+     * {@link Idle#maxSleepNs}.
+     */
+    public void timersChanged() {
+        timersChanged = true;
     }
 
     /** Starts the loop on its own thread, named after the node. */
@@ -117,6 +127,10 @@ public final class Datapath implements AutoCloseable {
                 seen = t;
                 deadlines = d;
                 next = Long.MIN_VALUE;
+            }
+            if (timersChanged) {
+                timersChanged = false;
+                next = Long.MIN_VALUE; // another thread moved a deadline: poll every timer now
             }
             if (work > 0 || now >= next) {
                 // After work too: a frame may have started something with a deadline (a reassembly).

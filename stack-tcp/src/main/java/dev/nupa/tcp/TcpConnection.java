@@ -1,0 +1,1196 @@
+package dev.nupa.tcp;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * One TCP connection as a sans-IO state machine (RFC 9293): fed segments with {@link #onSegment},
+ * asked for its output and timers with {@link #poll}, given data with {@link #write} and asked for
+ * it with {@link #read}. It reads no clock (every entry takes {@code now}, nanoseconds) and does no
+ * I/O: segments leave through {@link Output}, user-visible changes through {@link Events}. Not
+ * thread-safe: its owner serializes the calls.
+ *
+ * <p>What it implements: the RFC 9293 state machine with simultaneous open and close, half-close and
+ * TIME-WAIT; the acceptability test of 3.10.7.4; MSS; RFC 7323 window scaling, timestamps and PAWS;
+ * RFC 2018 SACK (blocks sent from the out-of-order ranges, received blocks steering retransmission in
+ * recovery); the RFC 6298 retransmission timer with Karn's rule; RFC 5681 fast retransmit with RFC
+ * 6582 NewReno recovery over a pluggable {@link CongestionControl}; delayed ACK and Nagle; zero-window
+ * probing; receiver and sender silly-window avoidance; keep-alive; user timeout; RFC 5961 challenge
+ * ACKs for in-window RSTs and SYNs.
+ */
+public final class TcpConnection {
+    /** Where segments leave. The payload of an outgoing segment is {@code payloadLength} bytes of {@code payload} at {@code payloadOffset}. */
+    @FunctionalInterface
+    public interface Output {
+        void transmit(TcpConnection connection, Segment segment);
+    }
+
+    /** What the owner hears about; called from within the calls into the connection. */
+    public interface Events {
+        default void onEstablished(TcpConnection c) {
+        }
+
+        default void onReadable(TcpConnection c) {
+        }
+
+        default void onWritable(TcpConnection c) {
+        }
+
+        /** The peer sent FIN: no more data will come (half-close, RFC 9293 3.6). */
+        default void onPeerClosed(TcpConnection c) {
+        }
+
+        /** The connection is gone: {@code error} null for an orderly close. */
+        default void onClosed(TcpConnection c, TcpError error) {
+        }
+    }
+
+    /** RFC 5961 section 7: at most this many challenge ACKs per second. */
+    static final int CHALLENGE_ACKS_PER_SECOND = 1000;
+    private static final long NEVER = Long.MAX_VALUE;
+    private static final long SECOND = 1_000_000_000L;
+    /** RFC 7323 5.5: a timestamp older than 24 days is not trusted for PAWS. */
+    private static final long PAWS_IDLE_NS = 24L * 24 * 3600 * SECOND;
+
+    public final int localIp;
+    public final int localPort;
+    public final int remoteIp;
+    public final int remotePort;
+    private final TcpConfig config;
+    private final Output output;
+    private Events events;
+    private final ByteRing sendBuf;
+    private final ByteRing recvBuf;
+    private final Assembler outOfOrder;
+    private final RttEstimator rtt;
+    private final CongestionControl cc;
+    private final Segment tx = new Segment();
+    private final int[] sackedLeft;
+    private final int[] sackedRight;
+    private int sackedCount;
+
+    private TcpState state = TcpState.CLOSED;
+    private TcpError error;
+    private boolean passive;
+
+    // Send sequence space (RFC 9293 3.3.1).
+    private int iss;
+    private int sndUna;
+    private int sndNxt;
+    private int sndMax;
+    private int sndWnd;
+    private int sndWl1;
+    private int sndWl2;
+    private int sndShift;
+    private int maxSndWnd;
+    /** Sequence number of the first byte in the send buffer. */
+    private int bufSeq;
+    private boolean finQueued;
+    private boolean finSent;
+    private int sendMss;
+
+    // Receive sequence space.
+    private int irs;
+    private int rcvNxt;
+    private int rcvShift;
+    /** The right edge of the window last advertised: never moved left (RFC 9293 3.8.6.2.2). */
+    private int rcvAdvertised;
+    private boolean finReceived;
+
+    // Options agreed.
+    private boolean tsOk;
+    private int tsRecent;
+    private long tsRecentAt;
+    private int lastAckSent;
+    private boolean sackOk;
+    private boolean scalingOk;
+    private long tsBase;
+
+    // Timers (absolute times, NEVER when off).
+    private long rtoAt = NEVER;
+    private long delayedAckAt = NEVER;
+    private long persistAt = NEVER;
+    private long keepAliveAt = NEVER;
+    private long timeWaitAt = NEVER;
+    private long unackedSince = NEVER;
+    private int retries;
+    private int keepAliveProbes;
+    private int persistBackoff;
+
+    // RTT timing of one segment at a time when there are no timestamps (Karn: never a retransmitted one).
+    private boolean timing;
+    private int timedSeq;
+    private long timedAt;
+
+    // Loss recovery (RFC 5681, RFC 6582).
+    private int dupAcks;
+    private boolean inRecovery;
+    private int recover;
+    private int highRxt;
+
+    private boolean ackNow;
+    private int unackedSegments;
+    private long challengeWindowStart;
+    private int challengeAcks;
+    private long lastActivity;
+
+    // Counters of this connection (read by tools; single writer: the owner).
+    private long retransmits;
+    private long fastRetransmits;
+    private long timeouts;
+    private long challengeAcksSent;
+    private long pawsDrops;
+    private long outOfOrderSegments;
+
+    public TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Output output,
+                         Events events) {
+        this.localIp = localIp;
+        this.localPort = localPort;
+        this.remoteIp = remoteIp;
+        this.remotePort = remotePort;
+        this.config = config;
+        this.output = output;
+        this.events = events != null ? events : new Events() {
+        };
+        this.sendBuf = new ByteRing(config.sendBuffer());
+        this.recvBuf = new ByteRing(config.receiveBuffer());
+        this.outOfOrder = new Assembler(config.maxOutOfOrderRanges());
+        // 1 us granularity: the datapath loop polls timers far more often than every millisecond.
+        this.rtt = new RttEstimator(RttEstimator.DEFAULT_INITIAL_RTO_NS, config.minRtoNs(), config.maxRtoNs(), 1_000L);
+        this.cc = CongestionControls.create(config.congestionControl(), config.mss());
+        this.sackedLeft = new int[config.maxOutOfOrderRanges()];
+        this.sackedRight = new int[config.maxOutOfOrderRanges()];
+        this.sendMss = Math.min(536, config.mss()); // RFC 9293 3.7.1: 536 until the peer says otherwise
+    }
+
+    public void setEvents(Events events) {
+        this.events = events;
+    }
+
+    public Events events() {
+        return events;
+    }
+
+    public TcpState state() {
+        return state;
+    }
+
+    /** Why the connection failed, or null. */
+    public TcpError error() {
+        return error;
+    }
+
+    public TcpConfig config() {
+        return config;
+    }
+
+    /** The MSS used for sending: the least of the peer's and ours. */
+    public int sendMss() {
+        return sendMss;
+    }
+
+    public CongestionControl congestionControl() {
+        return cc;
+    }
+
+    public long retransmits() {
+        return retransmits;
+    }
+
+    public long fastRetransmits() {
+        return fastRetransmits;
+    }
+
+    public long timeouts() {
+        return timeouts;
+    }
+
+    public long challengeAcks() {
+        return challengeAcksSent;
+    }
+
+    public long pawsDrops() {
+        return pawsDrops;
+    }
+
+    public long outOfOrderSegments() {
+        return outOfOrderSegments;
+    }
+
+    public long smoothedRttNs() {
+        return rtt.srtt();
+    }
+
+    // ---- opening ---------------------------------------------------------------------------
+
+    /** Active open (RFC 9293 3.10.1): sends SYN with initial sequence number {@code iss}. */
+    public void connect(int iss, long now) {
+        requireState(TcpState.CLOSED, "connect");
+        initSend(iss, now);
+        state = TcpState.SYN_SENT;
+        poll(now);
+    }
+
+    /**
+     * Passive open for a SYN that reached a listener (RFC 9293 3.10.7.2): the connection starts in
+     * SYN-RECEIVED and answers with SYN-ACK.
+     */
+    public void accept(Segment syn, int iss, long now) {
+        requireState(TcpState.CLOSED, "accept");
+        passive = true;
+        initSend(iss, now);
+        irs = syn.seq;
+        rcvNxt = syn.seq + 1;
+        negotiate(syn, now);
+        sndWnd = syn.window; // never scaled in a SYN (RFC 7323 2.2)
+        sndWl1 = syn.seq;
+        sndWl2 = iss;
+        state = TcpState.SYN_RECEIVED;
+        poll(now);
+    }
+
+    /**
+     * Passive open completed by a valid SYN cookie (RFC 4987 3.6): no SYN-RECEIVED state existed, so
+     * the connection starts ESTABLISHED with the MSS the cookie carried and no other options.
+     */
+    public void acceptCookie(Segment ack, int iss, int irs, int mss, long now) {
+        requireState(TcpState.CLOSED, "accept");
+        passive = true;
+        initSend(iss, now);
+        this.irs = irs;
+        rcvNxt = irs + 1;
+        sndUna = iss + 1;
+        sndNxt = iss + 1;
+        sndMax = iss + 1;
+        sendMss = Math.min(config.mss(), mss);
+        rcvShift = 0;
+        sndShift = 0;
+        cc.reset(sendMss, initialWindow(sendMss));
+        sndWnd = ack.window;
+        sndWl1 = ack.seq;
+        sndWl2 = ack.ack;
+        maxSndWnd = sndWnd;
+        rcvAdvertised = rcvNxt + Math.min(recvBuf.free(), 65_535);
+        establish();
+        onSegment(ack, now); // data may ride on the ACK
+    }
+
+    private void initSend(int iss, long now) {
+        this.iss = iss;
+        sndUna = iss;
+        sndNxt = iss;
+        sndMax = iss;
+        bufSeq = iss + 1;
+        recover = iss;
+        rcvShift = config.windowScaling() ? config.receiveWindowShift() : 0;
+        tsBase = now;
+        lastActivity = now;
+        cc.reset(sendMss, initialWindow(sendMss));
+    }
+
+    private static int initialWindow(int mss) {
+        return CongestionControls.initialWindow(mss);
+    }
+
+    /** Options of the peer's SYN: MSS, and the ones that count only if both ends offer them. */
+    private void negotiate(Segment syn, long now) {
+        sendMss = Math.min(config.mss(), syn.mss > 0 ? syn.mss : 536);
+        scalingOk = config.windowScaling() && syn.windowScale >= 0;
+        if (scalingOk) {
+            sndShift = Math.min(14, syn.windowScale); // RFC 7323 2.3: larger shifts are used as 14
+        } else {
+            sndShift = 0; // RFC 7323 2.2: both ends must offer it, else neither scales
+            rcvShift = 0;
+        }
+        tsOk = config.timestamps() && syn.timestamps;
+        if (tsOk) {
+            tsRecent = syn.tsVal;
+            tsRecentAt = now;
+        }
+        sackOk = config.sack() && syn.sackPermitted;
+        cc.reset(sendMss, initialWindow(sendMss));
+    }
+
+    // ---- the user side ---------------------------------------------------------------------
+
+    /** Queues up to {@code length} bytes for sending; returns how many fit the send buffer. Sends what it can at once. */
+    public int write(MemorySegment src, long offset, int length, long now) {
+        if (finQueued || !(state == TcpState.ESTABLISHED || state == TcpState.CLOSE_WAIT || state == TcpState.SYN_SENT
+                || state == TcpState.SYN_RECEIVED)) {
+            throw new IllegalStateException("cannot write in state " + state + (finQueued ? " after close()" : "")
+                    + ": the connection is not open for sending");
+        }
+        int n = sendBuf.write(src, offset, length);
+        if (n > 0) {
+            poll(now);
+        }
+        return n;
+    }
+
+    /** Bytes that {@link #write} accepts now. */
+    public int writable() {
+        return finQueued ? 0 : sendBuf.free();
+    }
+
+    /** Bytes queued and not yet acknowledged. */
+    public int unacknowledged() {
+        return sendBuf.size();
+    }
+
+    /** Bytes ready for {@link #read}. */
+    public int readable() {
+        return recvBuf.size();
+    }
+
+    /** Whether the peer has closed its side and every byte it sent has been read. */
+    public boolean atEnd() {
+        return finReceived && recvBuf.size() == 0;
+    }
+
+    /** Takes up to {@code length} received bytes; a window update goes out when the window opened enough. */
+    public int read(MemorySegment dst, long offset, int length, long now) {
+        int n = recvBuf.peek(0, dst, offset, length);
+        recvBuf.consume(n);
+        if (n > 0 && state.synchronizedState() && windowUpdateWorthSending()) {
+            ackNow = true; // never delay a window update that matters
+            poll(now);
+        }
+        return n;
+    }
+
+    /**
+     * Closes this end for sending (RFC 9293 3.10.4): FIN follows the data already queued. Reading
+     * goes on until the peer closes too (half-close).
+     */
+    public void close(long now) {
+        switch (state) {
+            case CLOSED, TIME_WAIT, LAST_ACK, CLOSING, FIN_WAIT_1, FIN_WAIT_2 -> {
+                return;
+            }
+            case LISTEN, SYN_SENT -> {
+                finish(null);
+                return;
+            }
+            default -> {
+            }
+        }
+        finQueued = true;
+        poll(now);
+    }
+
+    /** Aborts (RFC 9293 3.10.5): RST to the peer if synchronized, everything dropped. */
+    public void abort(long now) {
+        if (state == TcpState.SYN_RECEIVED || state.synchronizedState() && state != TcpState.TIME_WAIT) {
+            sendRst(sndNxt, 0, false);
+        }
+        finish(TcpError.ABORTED);
+    }
+
+    // ---- segment arrival (RFC 9293 3.10.7) ---------------------------------------------------
+
+    /** Processes one incoming segment. Hostile or stale segments are dropped (and maybe answered), never thrown on. */
+    public void onSegment(Segment in, long now) {
+        lastActivity = now;
+        keepAliveProbes = 0;
+        switch (state) {
+            case CLOSED, LISTEN -> {
+                return; // the owner answers these (RST from the layer)
+            }
+            case SYN_SENT -> synSent(in, now);
+            default -> synchronizedOrSynReceived(in, now);
+        }
+        if (state != TcpState.CLOSED) {
+            poll(now);
+        }
+    }
+
+    private void synSent(Segment in, long now) {
+        boolean ack = in.has(Segment.ACK);
+        if (ack && (Seq.le(in.ack, iss) || Seq.gt(in.ack, sndMax))) {
+            if (!in.has(Segment.RST)) {
+                sendRst(in.ack, 0, false);
+            }
+            return;
+        }
+        if (in.has(Segment.RST)) {
+            if (ack) {
+                finish(TcpError.REFUSED);
+            }
+            return;
+        }
+        if (!in.has(Segment.SYN)) {
+            return;
+        }
+        irs = in.seq;
+        rcvNxt = in.seq + 1;
+        rcvAdvertised = rcvNxt + Math.min(recvBuf.free(), 65_535); // what our SYN offered, now anchored
+        negotiate(in, now);
+        if (ack) {
+            ackAdvance(in.ack, now);
+            sndWnd = in.window; // SYN: never scaled
+            sndWl1 = in.seq;
+            sndWl2 = in.ack;
+            maxSndWnd = Math.max(maxSndWnd, sndWnd);
+            establish();
+            ackNow = true;
+        } else {
+            // Simultaneous open (RFC 9293 3.5, figure 8): answer SYN-ACK from SYN-RECEIVED.
+            sndNxt = iss;
+            state = TcpState.SYN_RECEIVED;
+            sndWnd = in.window;
+            sndWl1 = in.seq;
+        }
+    }
+
+    private void synchronizedOrSynReceived(Segment in, long now) {
+        if (state == TcpState.SYN_RECEIVED && in.has(Segment.SYN) && in.seq == irs) {
+            // Simultaneous open (RFC 9293 figure 8): the peer's SYN-ACK repeats the SYN we already
+            // have; only its new part, the ACK, is processed (3.10.7.4: "straddle" the boundary).
+            in.flags &= ~Segment.SYN;
+            in.seq++;
+        }
+        int len = in.segmentLength();
+        // RFC 7323 5.3 (PAWS), before the window check.
+        if (tsOk && in.timestamps && !in.has(Segment.RST) && tsRecentAt != NEVER && Seq.lt(in.tsVal, tsRecent)
+                && now - tsRecentAt < PAWS_IDLE_NS) {
+            pawsDrops++;
+            ackNow = true;
+            return;
+        }
+        if (!acceptable(in.seq, len)) {
+            if (!in.has(Segment.RST)) {
+                ackNow = true; // RFC 9293 3.10.7.4: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>
+                if (state == TcpState.TIME_WAIT && in.has(Segment.FIN)) {
+                    timeWaitAt = now + config.timeWaitNs(); // a retransmitted FIN: restart 2 MSL
+                }
+            }
+            return;
+        }
+        if (in.has(Segment.RST)) {
+            // RFC 5961 3.2: only an exact match resets; in-window otherwise draws a challenge ACK.
+            if (in.seq != rcvNxt) {
+                challengeAck(now);
+                return;
+            }
+            boolean quiet = state == TcpState.CLOSING || state == TcpState.LAST_ACK || state == TcpState.TIME_WAIT;
+            finish(quiet ? null : TcpError.RESET);
+            return;
+        }
+        if (in.has(Segment.SYN)) {
+            challengeAck(now); // RFC 5961 4.2: a SYN in a synchronized state
+            return;
+        }
+        if (!in.has(Segment.ACK)) {
+            return;
+        }
+        if (state == TcpState.SYN_RECEIVED) {
+            if (Seq.gt(in.ack, sndUna) && Seq.le(in.ack, sndMax)) {
+                ackAdvance(in.ack, now);
+                sndWnd = in.window << sndShift;
+                sndWl1 = in.seq;
+                sndWl2 = in.ack;
+                maxSndWnd = Math.max(maxSndWnd, sndWnd);
+                establish();
+            } else {
+                sendRst(in.ack, 0, false);
+                return;
+            }
+        } else if (!processAck(in, now)) {
+            return;
+        }
+        if (in.urgentPointer != 0 && in.has(Segment.URG)) {
+            // RFC 6093: urgent data is delivered inline like any other; nothing to do.
+        }
+        if (in.payloadLength > 0 && (state == TcpState.ESTABLISHED || state == TcpState.FIN_WAIT_1
+                || state == TcpState.FIN_WAIT_2)) {
+            receiveText(in, now);
+        }
+        if (tsOk && in.timestamps && Seq.le(in.seq, lastAckSent) && Seq.lt(lastAckSent, in.seq + Math.max(1, len))) {
+            tsRecent = in.tsVal; // RFC 7323 4.3
+            tsRecentAt = now;
+        }
+        if (in.has(Segment.FIN) && in.seq + in.payloadLength == rcvNxt && !finReceived) {
+            receiveFin(now);
+        }
+    }
+
+    /** The acceptability test of RFC 9293 3.10.7.4 (the table of four cases). */
+    private boolean acceptable(int seq, int len) {
+        int wnd = Math.max(0, rcvAdvertised - rcvNxt);
+        if (len == 0) {
+            return wnd == 0 ? seq == rcvNxt : Seq.le(rcvNxt, seq) && Seq.lt(seq, rcvNxt + wnd);
+        }
+        if (wnd == 0) {
+            return false;
+        }
+        return Seq.le(rcvNxt, seq) && Seq.lt(seq, rcvNxt + wnd)
+                || Seq.le(rcvNxt, seq + len - 1) && Seq.lt(seq + len - 1, rcvNxt + wnd);
+    }
+
+    /** ACK processing in a synchronized state; returns false when the segment is to be dropped. */
+    private boolean processAck(Segment in, long now) {
+        int ack = in.ack;
+        if (Seq.gt(ack, sndMax)) {
+            ackNow = true; // acknowledges something not yet sent (RFC 9293 3.10.7.4 fifth check)
+            return false;
+        }
+        if (Seq.lt(ack, sndUna - Math.max(maxSndWnd, 1))) {
+            challengeAck(now); // RFC 5961 5.2: far too old
+            return false;
+        }
+        if (sackOk && in.sackBlocks > 0) {
+            recordSack(in);
+        }
+        int flightBefore = sndMax - sndUna;
+        if (Seq.gt(ack, sndUna)) {
+            int acked = ack - sndUna;
+            long rttNs = rttSample(in, ack, now);
+            ackAdvance(ack, now);
+            if (inRecovery) {
+                if (Seq.ge(ack, recover)) {
+                    inRecovery = false; // RFC 6582 3.2 step 3: full acknowledgment
+                    cc.onExitRecovery(now);
+                } else {
+                    // RFC 6582 3.2 step 3 partial ACK: retransmit the next hole at once.
+                    retransmitHole(now);
+                }
+            } else {
+                cc.onAck(now, acked, rttNs, flightBefore);
+            }
+            dupAcks = 0;
+        } else if (ack == sndUna && in.segmentLength() == 0 && flightBefore > 0
+                && (in.window << sndShift) == sndWnd && !in.has(Segment.FIN)) {
+            // RFC 5681 section 2: a duplicate acknowledgment.
+            dupAcks++;
+            if (dupAcks == 3 && !inRecovery && Seq.gt(ack, recover)) { // RFC 6582 3.2 step 2
+                inRecovery = true;
+                recover = sndMax;
+                highRxt = sndUna;
+                fastRetransmits++;
+                cc.onEnterRecovery(now, flightBefore);
+                retransmitHole(now);
+            } else if (inRecovery && sackOk) {
+                retransmitHole(now); // RFC 6675 style: each ACK in recovery may release the next hole
+            }
+        }
+        // Window update (RFC 9293 3.10.7.4: SND.WL1 / SND.WL2 rule).
+        if (Seq.lt(sndWl1, in.seq) || sndWl1 == in.seq && Seq.le(sndWl2, ack)) {
+            sndWnd = in.window << sndShift;
+            sndWl1 = in.seq;
+            sndWl2 = ack;
+            maxSndWnd = Math.max(maxSndWnd, sndWnd);
+            if (sndWnd > 0) {
+                persistAt = NEVER;
+                persistBackoff = 0;
+            }
+        }
+        switch (state) {
+            case FIN_WAIT_1 -> {
+                if (finAcked()) {
+                    state = TcpState.FIN_WAIT_2;
+                }
+            }
+            case CLOSING -> {
+                if (finAcked()) {
+                    enterTimeWait(now);
+                }
+            }
+            case LAST_ACK -> {
+                if (finAcked()) {
+                    finish(null);
+                    return false;
+                }
+            }
+            default -> {
+            }
+        }
+        return true;
+    }
+
+    /** The sequence number of our FIN: fixed once close() was called, since no data is added after it. */
+    private int finSeq() {
+        return bufSeq + sendBuf.size();
+    }
+
+    private boolean finAcked() {
+        return finQueued && finSent && Seq.gt(sndUna, finSeq());
+    }
+
+    /** SND.UNA moves to {@code ack}: free acknowledged bytes, restart or stop the retransmission timer. */
+    private void ackAdvance(int ack, long now) {
+        if (Seq.gt(ack, bufSeq)) {
+            int dataAcked = Math.min(ack - bufSeq, sendBuf.size());
+            sendBuf.consume(dataAcked);
+            bufSeq += dataAcked;
+            if (dataAcked > 0) {
+                events.onWritable(this);
+            }
+        }
+        sndUna = ack;
+        if (Seq.lt(sndNxt, sndUna)) {
+            sndNxt = sndUna;
+        }
+        dropSackedBelow(ack);
+        retries = 0;
+        persistBackoff = 0;
+        if (sndUna == sndMax) {
+            rtoAt = NEVER;
+            unackedSince = NEVER;
+        } else {
+            rtoAt = now + rtt.rto(); // RFC 6298 5.3
+            unackedSince = now;
+        }
+    }
+
+    /** An RTT sample from the timestamp echo (RFC 7323 4) or the one timed segment (Karn); -1 if none. */
+    private long rttSample(Segment in, int ack, long now) {
+        // One timed segment per round trip (RFC 6298 3); timestamps tick in milliseconds (RFC 7323
+        // 5.4), far too coarse for fabric round trips of microseconds, so they serve PAWS only.
+        long sample = -1;
+        if (timing && Seq.gt(ack, timedSeq)) {
+            sample = now - timedAt;
+            timing = false;
+        }
+        if (sample >= 0) {
+            rtt.sample(sample);
+        }
+        return sample;
+    }
+
+    private void establish() {
+        state = TcpState.ESTABLISHED;
+        events.onEstablished(this);
+    }
+
+    private void receiveText(Segment in, long now) {
+        int seq = in.seq;
+        long off = in.payloadOffset;
+        int len = in.payloadLength;
+        if (Seq.lt(seq, rcvNxt)) { // trim what we already have
+            int skip = rcvNxt - seq;
+            if (skip >= len) {
+                ackNow = true; // a pure duplicate: tell the sender where we are
+                return;
+            }
+            seq += skip;
+            off += skip;
+            len -= skip;
+        }
+        int window = recvBuf.free();
+        int at = seq - rcvNxt;
+        if (at >= window) {
+            ackNow = true;
+            return;
+        }
+        len = Math.min(len, window - at); // trim what lies beyond the window
+        if (at == 0) {
+            recvBuf.writeAt(0, in.payload, off, len);
+            int more = outOfOrder.advance(len); // bytes held beyond the new RCV.NXT that are now in order
+            int gained = len + more;
+            recvBuf.commit(gained);
+            rcvNxt += gained;
+            if (more > 0 || !outOfOrder.isEmpty()) {
+                ackNow = true; // a hole filled: acknowledge at once (RFC 5681 4.2)
+            } else if (++unackedSegments >= 2 || config.delayedAckNs() == 0) {
+                ackNow = true; // every second full segment at once (RFC 1122 4.2.3.2)
+            } else if (delayedAckAt == NEVER) {
+                delayedAckAt = now + config.delayedAckNs();
+            }
+            events.onReadable(this);
+        } else {
+            outOfOrderSegments++;
+            if (outOfOrder.add(at, at + len)) {
+                recvBuf.writeAt(at, in.payload, off, len);
+            }
+            ackNow = true; // RFC 5681 4.2: out-of-order data gets an immediate (duplicate) ACK
+        }
+    }
+
+    private void receiveFin(long now) {
+        finReceived = true;
+        rcvNxt++;
+        ackNow = true;
+        switch (state) {
+            case SYN_RECEIVED, ESTABLISHED -> state = TcpState.CLOSE_WAIT;
+            case FIN_WAIT_1 -> {
+                if (finAcked()) {
+                    enterTimeWait(now);
+                } else {
+                    state = TcpState.CLOSING;
+                }
+            }
+            case FIN_WAIT_2 -> enterTimeWait(now);
+            default -> {
+            }
+        }
+        events.onPeerClosed(this);
+    }
+
+    private void enterTimeWait(long now) {
+        state = TcpState.TIME_WAIT;
+        timeWaitAt = now + config.timeWaitNs();
+        rtoAt = NEVER;
+        persistAt = NEVER;
+        keepAliveAt = NEVER;
+    }
+
+    private void challengeAck(long now) {
+        if (now - challengeWindowStart >= SECOND) {
+            challengeWindowStart = now;
+            challengeAcks = 0;
+        }
+        if (challengeAcks < CHALLENGE_ACKS_PER_SECOND) {
+            challengeAcks++;
+            challengeAcksSent++;
+            ackNow = true;
+        }
+    }
+
+    // ---- SACK scoreboard (sender side) -------------------------------------------------------
+
+    private void recordSack(Segment in) {
+        for (int i = 0; i < in.sackBlocks; i++) {
+            int l = in.sackLeft[i];
+            int r = in.sackRight[i];
+            // RFC 2018 / RFC 6675: only blocks above SND.UNA and within what was sent count.
+            if (!Seq.lt(l, r) || Seq.le(r, sndUna) || Seq.gt(r, sndMax)) {
+                continue;
+            }
+            addSacked(Seq.max(l, sndUna), r);
+        }
+    }
+
+    private void addSacked(int l, int r) {
+        int n = sackedCount;
+        for (int i = 0; i < n; i++) {
+            if (Seq.le(sackedLeft[i], r) && Seq.ge(sackedRight[i], l)) {
+                sackedLeft[i] = Seq.min(sackedLeft[i], l);
+                sackedRight[i] = Seq.max(sackedRight[i], r);
+                return;
+            }
+        }
+        if (n < sackedLeft.length) {
+            sackedLeft[n] = l;
+            sackedRight[n] = r;
+            sackedCount++;
+        }
+    }
+
+    private void dropSackedBelow(int una) {
+        int k = 0;
+        for (int i = 0; i < sackedCount; i++) {
+            if (Seq.gt(sackedRight[i], una)) {
+                sackedLeft[k] = Seq.max(sackedLeft[i], una);
+                sackedRight[k] = sackedRight[i];
+                k++;
+            }
+        }
+        sackedCount = k;
+    }
+
+    private boolean sacked(int seq) {
+        for (int i = 0; i < sackedCount; i++) {
+            if (Seq.le(sackedLeft[i], seq) && Seq.lt(seq, sackedRight[i])) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Retransmits the first segment at or after HighRxt that the peer has not SACKed (RFC 6675 NextSeg, rule 1). */
+    private void retransmitHole(long now) {
+        int seq = Seq.max(highRxt, sndUna);
+        while (Seq.lt(seq, sndMax) && sacked(seq)) {
+            int next = seq;
+            for (int i = 0; i < sackedCount; i++) {
+                if (Seq.le(sackedLeft[i], seq) && Seq.lt(seq, sackedRight[i])) {
+                    next = sackedRight[i];
+                }
+            }
+            seq = next;
+        }
+        if (!Seq.lt(seq, sndMax)) {
+            return;
+        }
+        int sent = transmitFrom(seq, sendMss, now, true);
+        if (sent > 0) {
+            highRxt = seq + sent;
+            retransmits++;
+        }
+    }
+
+    // ---- output and timers -------------------------------------------------------------------
+
+    /**
+     * Runs due timers and sends what may be sent now (data within the windows, FIN, ACKs). Returns
+     * the time it wants to be polled next ({@link Long#MAX_VALUE}: only when something happens).
+     */
+    public long poll(long now) {
+        deadline = pollTimers(now);
+        return deadline;
+    }
+
+    /** The time the last {@link #poll} asked to be polled again. */
+    public long deadline() {
+        return deadline;
+    }
+
+    private long deadline = NEVER;
+
+    private long pollTimers(long now) {
+        if (state == TcpState.CLOSED) {
+            return NEVER;
+        }
+        if (now >= timeWaitAt) {
+            finish(null);
+            return NEVER;
+        }
+        if (config.userTimeoutNs() > 0 && unackedSince != NEVER && now - unackedSince >= config.userTimeoutNs()) {
+            sendRst(sndNxt, 0, false);
+            finish(TcpError.USER_TIMEOUT);
+            return NEVER;
+        }
+        if (now >= rtoAt) {
+            if (!retransmitTimeout(now)) {
+                return NEVER;
+            }
+        }
+        if (now >= delayedAckAt) {
+            ackNow = true;
+        }
+        if (now >= persistAt) {
+            probeZeroWindow(now);
+        }
+        if (now >= keepAliveAt && !keepAlive(now)) {
+            return NEVER;
+        }
+        transmit(now);
+        scheduleKeepAlive(now);
+        return Math.min(Math.min(rtoAt, delayedAckAt), Math.min(Math.min(persistAt, keepAliveAt), timeWaitAt));
+    }
+
+    /** RFC 6298 5.4-5.7; returns false if the connection was dropped. */
+    private boolean retransmitTimeout(long now) {
+        boolean handshake = state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED;
+        int limit = handshake ? config.synRetries() : config.maxRetries();
+        if (retries >= limit) {
+            if (state.synchronizedState()) {
+                sendRst(sndNxt, 0, false);
+            }
+            finish(TcpError.TIMED_OUT);
+            return false;
+        }
+        retries++;
+        timeouts++;
+        rtt.backOff();
+        timing = false; // Karn: a retransmitted segment is never timed
+        if (!handshake) {
+            cc.onRetransmitTimeout(now, sndMax - sndUna);
+            inRecovery = false;
+            recover = sndMax; // RFC 6582 4: no fast retransmit for what was sent before the timeout
+            dupAcks = 0;
+            sackedCount = 0; // RFC 6675 5.1: SACK information may be reneged; start over
+        }
+        sndNxt = sndUna; // go back: resend from the first unacknowledged byte
+        retransmits++;
+        rtoAt = now + rtt.rto();
+        return true;
+    }
+
+    private void transmit(long now) {
+        if (state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED) {
+            if (sndNxt == iss) {
+                sendSyn(now);
+            }
+            if (!ackNow || state == TcpState.SYN_SENT) {
+                return;
+            }
+        }
+        boolean sent = false;
+        if (state.synchronizedState() && state != TcpState.TIME_WAIT) {
+            while (true) {
+                int n = sendData(now);
+                if (n <= 0) {
+                    break;
+                }
+                sent = true;
+            }
+            if (finQueued && sndNxt == finSeq()) {
+                sent |= sendFin(now); // all data out, FIN not (or, after going back, no longer)
+            }
+        }
+        if (!sent && (ackNow || windowUpdateWorthSending() && state.synchronizedState())) {
+            sendAck(now);
+        }
+    }
+
+    /** Sends one segment of new (or gone-back) data if the windows, Nagle and SWS avoidance allow; returns its length. */
+    private int sendData(long now) {
+        int offset = sndNxt - bufSeq;
+        int unsent = sendBuf.size() - offset;
+        if (unsent <= 0) {
+            return 0;
+        }
+        int inFlight = sndNxt - sndUna;
+        int window = Math.min(sndWnd, cc.cwnd());
+        int room = window - inFlight;
+        if (sndWnd == 0 || room <= 0) {
+            if (sndWnd == 0 && inFlight == 0 && persistAt == NEVER) {
+                persistAt = now + rtt.rto(); // RFC 9293 3.8.6.1: probe a zero window
+            }
+            return 0;
+        }
+        int n = Math.min(Math.min(unsent, sendMss), room);
+        // Nagle (RFC 9293 3.7.4) and sender SWS avoidance (3.8.6.2.1): hold a small segment while data is in flight.
+        if (n < sendMss && n < unsent && n < maxSndWnd / 2) {
+            return 0; // RFC 9293 3.8.6.2.1: wait for a full segment or half the largest window
+        }
+        if (n < sendMss && !config.noDelay() && inFlight > 0 && !finQueued) {
+            return 0;
+        }
+        return transmitFrom(sndNxt, n, now, false);
+    }
+
+    /**
+     * Sends up to {@code max} bytes of buffered data starting at {@code seq} (a piece that does not
+     * wrap the ring); FIN rides along when it is the end and queued. Returns the bytes sent.
+     */
+    private int transmitFrom(int seq, int max, long now, boolean retransmission) {
+        int at = seq - bufSeq;
+        int n = Math.min(max, sendBuf.contiguous(at));
+        if (n <= 0) {
+            return 0;
+        }
+        Segment s = header(Segment.ACK, seq);
+        s.payload = sendBuf.memory();
+        s.payloadOffset = sendBuf.offsetOf(at);
+        s.payloadLength = n;
+        if (at + n == sendBuf.size()) {
+            s.flags |= Segment.PSH | (finQueued ? Segment.FIN : 0); // FIN rides on the last data
+        }
+        emit(s, now);
+        int end = seq + n + (s.has(Segment.FIN) ? 1 : 0);
+        if (s.has(Segment.FIN)) {
+            finSent = true;
+            finState();
+        }
+        if (!retransmission) {
+            if (Seq.gt(end, sndNxt)) {
+                sndNxt = end;
+            }
+            if (!timing && Seq.ge(seq, sndMax)) {
+                timing = true; // time this one (RFC 6298 and Karn: new data only)
+                timedSeq = seq;
+                timedAt = now;
+            }
+        }
+        if (Seq.gt(end, sndMax)) {
+            sndMax = end;
+        }
+        if (rtoAt == NEVER) {
+            rtoAt = now + rtt.rto();
+        }
+        if (unackedSince == NEVER) {
+            unackedSince = now;
+        }
+        return n;
+    }
+
+    private boolean sendFin(long now) {
+        Segment s = header(Segment.ACK | Segment.FIN, sndNxt);
+        emit(s, now);
+        finSent = true;
+        sndNxt++;
+        if (Seq.gt(sndNxt, sndMax)) {
+            sndMax = sndNxt;
+        }
+        finState();
+        if (rtoAt == NEVER) {
+            rtoAt = now + rtt.rto();
+        }
+        return true;
+    }
+
+    private void finState() {
+        if (state == TcpState.ESTABLISHED) {
+            state = TcpState.FIN_WAIT_1;
+        } else if (state == TcpState.CLOSE_WAIT) {
+            state = TcpState.LAST_ACK;
+        }
+    }
+
+    private void sendSyn(long now) {
+        boolean synAck = state == TcpState.SYN_RECEIVED;
+        Segment s = header(synAck ? Segment.SYN | Segment.ACK : Segment.SYN, iss);
+        s.mss = config.mss();
+        if (synAck ? scalingOk : config.windowScaling()) {
+            s.windowScale = rcvShift; // RFC 7323 2.2: a SYN-ACK carries it only if the SYN did
+        }
+        s.sackPermitted = config.sack() && (!synAck || sackOk);
+        if (config.timestamps() && (!synAck || tsOk)) {
+            s.timestamps = true;
+            s.tsVal = tsValue(now);
+            s.tsEcr = synAck ? tsRecent : 0;
+        }
+        s.window = Math.min(recvBuf.free(), 65_535); // RFC 7323 2.2: the window in a SYN is never scaled
+        rcvAdvertised = rcvNxt + s.window;
+        emitRaw(s);
+        sndNxt = iss + 1;
+        if (Seq.gt(sndNxt, sndMax)) {
+            sndMax = sndNxt;
+        }
+        if (rtoAt == NEVER) {
+            rtoAt = now + rtt.rto();
+        }
+    }
+
+    private void sendAck(long now) {
+        emit(header(Segment.ACK, sndNxt), now);
+    }
+
+    private void probeZeroWindow(long now) {
+        persistAt = NEVER;
+        int offset = sndNxt - bufSeq;
+        if (sndWnd == 0 && sendBuf.size() - offset > 0 && state.synchronizedState()) {
+            // RFC 9293 3.8.6.1: one byte beyond the window; its ACK carries the window.
+            transmitFrom(sndNxt, 1, now, false);
+            persistBackoff = Math.min(persistBackoff + 1, 16);
+            persistAt = now + Math.min(config.maxRtoNs(), rtt.rto() << persistBackoff);
+        }
+    }
+
+    private void scheduleKeepAlive(long now) {
+        if (config.keepAliveIdleNs() > 0 && state == TcpState.ESTABLISHED && keepAliveProbes == 0) {
+            keepAliveAt = lastActivity + config.keepAliveIdleNs();
+        }
+    }
+
+    /** RFC 1122 4.2.3.6: a segment with SEG.SEQ = SND.NXT - 1 and no data draws an ACK. Returns false if the connection was dropped. */
+    private boolean keepAlive(long now) {
+        if (state != TcpState.ESTABLISHED || config.keepAliveIdleNs() == 0) {
+            keepAliveAt = NEVER;
+            return true;
+        }
+        if (keepAliveProbes >= config.keepAliveProbes()) {
+            sendRst(sndNxt, 0, false);
+            finish(TcpError.KEEPALIVE);
+            return false;
+        }
+        keepAliveProbes++;
+        emit(header(Segment.ACK, sndNxt - 1), now);
+        keepAliveAt = now + config.keepAliveIntervalNs();
+        return true;
+    }
+
+    /** Whether opening the advertised window now moves its right edge by enough to tell the peer (RFC 9293 3.8.6.2.2). */
+    private boolean windowUpdateWorthSending() {
+        int newRight = rcvNxt + recvBuf.free();
+        int gain = newRight - rcvAdvertised;
+        return gain >= Math.min(config.receiveBuffer() / 2, sendMss) && rcvAdvertised - rcvNxt < sendMss * 2;
+    }
+
+    /** The window to advertise: the free buffer, kept from shrinking the right edge, moved only in useful steps. */
+    private int windowToAdvertise() {
+        int free = recvBuf.free();
+        int right = rcvNxt + free;
+        int current = rcvAdvertised - rcvNxt;
+        if (Seq.gt(right, rcvAdvertised)) {
+            int gain = right - rcvAdvertised;
+            // Receiver SWS avoidance: grow only by min(buffer/2, MSS) steps.
+            if (gain >= Math.min(config.receiveBuffer() / 2, sendMss) || current <= 0) {
+                rcvAdvertised = right;
+            }
+        }
+        return Math.max(0, rcvAdvertised - rcvNxt);
+    }
+
+    private Segment header(int flags, int seq) {
+        Segment s = tx.clear();
+        s.flags = flags;
+        s.seq = seq;
+        s.ack = rcvNxt;
+        return s;
+    }
+
+    /** Fills window and options of a non-SYN segment and sends it. */
+    private void emit(Segment s, long now) {
+        int wnd = windowToAdvertise();
+        s.window = Math.min(wnd >>> rcvShift, 65_535);
+        if (tsOk) {
+            s.timestamps = true;
+            s.tsVal = tsValue(now);
+            s.tsEcr = tsRecent;
+        }
+        if (sackOk && !outOfOrder.isEmpty()) {
+            int max = tsOk ? 3 : 4; // RFC 2018 3: 3 blocks fit beside timestamps
+            s.sackBlocks = outOfOrder.sackBlocks(rcvNxt, s.sackLeft, s.sackRight, max);
+        }
+        emitRaw(s);
+    }
+
+    private void emitRaw(Segment s) {
+        if (s.has(Segment.ACK)) {
+            lastAckSent = s.ack;
+            ackNow = false;
+            unackedSegments = 0;
+            delayedAckAt = NEVER;
+        }
+        output.transmit(this, s);
+    }
+
+    /** RFC 7323 5.4: a clock of 1 ms per tick (the fastest allowed, as Linux), from a random-free base plus 1 so 0 never appears. */
+    private int tsValue(long now) {
+        return (int) ((now - tsBase) / 1_000_000L) + 1;
+    }
+
+    private void sendRst(int seq, int ack, boolean withAck) {
+        Segment s = tx.clear();
+        s.flags = Segment.RST | (withAck ? Segment.ACK : 0);
+        s.seq = seq;
+        s.ack = ack;
+        output.transmit(this, s);
+    }
+
+    private void finish(TcpError why) {
+        if (state == TcpState.CLOSED) {
+            return;
+        }
+        state = TcpState.CLOSED;
+        error = why;
+        rtoAt = NEVER;
+        delayedAckAt = NEVER;
+        persistAt = NEVER;
+        keepAliveAt = NEVER;
+        timeWaitAt = NEVER;
+        events.onClosed(this, why);
+    }
+
+    private void requireState(TcpState wanted, String what) {
+        if (state != wanted) {
+            throw new IllegalStateException("cannot " + what + " a connection in state " + state);
+        }
+    }
+
+    /** Sequence numbers of the two ends, for tests and tools. */
+    public int sndUna() {
+        return sndUna;
+    }
+
+    public int sndNxt() {
+        return sndNxt;
+    }
+
+    public int rcvNxt() {
+        return rcvNxt;
+    }
+
+    public int sendWindow() {
+        return sndWnd;
+    }
+
+    @Override
+    public String toString() {
+        return "TcpConnection[" + (localIp >>> 24) + "." + ((localIp >>> 16) & 255) + "." + ((localIp >>> 8) & 255) + "."
+                + (localIp & 255) + ":" + localPort + " > " + (remoteIp >>> 24) + "." + ((remoteIp >>> 16) & 255) + "."
+                + ((remoteIp >>> 8) & 255) + "." + (remoteIp & 255) + ":" + remotePort + " " + state + "]";
+    }
+}

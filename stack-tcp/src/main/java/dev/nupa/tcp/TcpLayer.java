@@ -1,0 +1,483 @@
+package dev.nupa.tcp;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.concurrent.locks.ReentrantLock;
+
+import dev.nupa.ip.Checksum;
+import dev.nupa.ip.IpProtocolHandler;
+import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.Ipv4Header;
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.WireStatus;
+import dev.nupa.l2.Datapath;
+
+/**
+ * TCP for one node: registered with the {@link Ipv4Stack} for protocol 6, it demultiplexes
+ * segments to connections by (remote address, remote port, local port), answers SYNs for
+ * listeners (with SYN cookies once a listener's SYN backlog is full, RFC 4987), resets segments for
+ * which there is no connection (RFC 9293 3.10.7.1), builds and checksums outgoing segments, and
+ * runs the connections' timers from the datapath loop.
+ *
+ * <p><b>Threading.</b> Every call into the layer or its connections happens under {@link #lock}:
+ * the datapath thread takes it per segment and per timer round, sockets take it for their calls.
+ * Segments are sent on the caller's thread (no hop), through the IP stack's own send lock.
+ */
+public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
+    /** Receives connections a listener accepted, once established; called under the lock. */
+    @FunctionalInterface
+    public interface Acceptor {
+        void onAccept(TcpConnection connection);
+    }
+
+    public enum Counter {
+        SEGMENTS_IN, SEGMENTS_OUT, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
+        SYN_BACKLOG_FULL, SYN_COOKIES_SENT, SYN_COOKIES_ACCEPTED, SYN_COOKIES_REJECTED, ACCEPT_QUEUE_FULL,
+        CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED
+    }
+
+    /** One listening port. */
+    private static final class Listener {
+        final int port;
+        final int backlog;
+        final TcpConfig config;
+        final Acceptor acceptor;
+        int halfOpen;
+
+        Listener(int port, int backlog, TcpConfig config, Acceptor acceptor) {
+            this.port = port;
+            this.backlog = backlog;
+            this.config = config;
+            this.acceptor = acceptor;
+        }
+    }
+
+    /** Per-connection glue: forwards events to the user's handler and keeps the tables right. */
+    private final class Hooks implements TcpConnection.Events {
+        final Listener listener;
+        TcpConnection.Events user;
+        boolean counted;
+
+        Hooks(Listener listener, TcpConnection.Events user) {
+            this.listener = listener;
+            this.user = user;
+        }
+
+        @Override
+        public void onEstablished(TcpConnection c) {
+            if (listener != null && !counted) {
+                counted = true;
+                listener.halfOpen--;
+                count(Counter.CONNECTIONS_ACCEPTED);
+                listener.acceptor.onAccept(c);
+            }
+            if (user != null) {
+                user.onEstablished(c);
+            }
+        }
+
+        @Override
+        public void onReadable(TcpConnection c) {
+            if (user != null) {
+                user.onReadable(c);
+            }
+        }
+
+        @Override
+        public void onWritable(TcpConnection c) {
+            if (user != null) {
+                user.onWritable(c);
+            }
+        }
+
+        @Override
+        public void onPeerClosed(TcpConnection c) {
+            if (user != null) {
+                user.onPeerClosed(c);
+            }
+        }
+
+        @Override
+        public void onClosed(TcpConnection c, TcpError error) {
+            table.remove(ConnectionTable.key(c.remoteIp, c.remotePort, c.localPort), c);
+            if (listener != null && !counted) {
+                counted = true;
+                listener.halfOpen--;
+            }
+            count(error == null ? Counter.CONNECTIONS_CLOSED : Counter.CONNECTIONS_FAILED);
+            if (user != null) {
+                user.onClosed(c, error);
+            }
+        }
+    }
+
+    public final ReentrantLock lock = new ReentrantLock();
+    private final Ipv4Stack ip;
+    private final TcpConfig defaults;
+    private final ConnectionTable table = new ConnectionTable();
+    private final Listener[] listeners = new Listener[65536];
+    private final IsnGenerator isn;
+    private final SynCookies cookies;
+    private final long[] counters = new long[Counter.values().length];
+
+    private final TcpHeader rxHeader = new TcpHeader();
+    private final TcpOptions rxOptions = new TcpOptions();
+    private final Segment rx = new Segment();
+    private final TcpHeader txHeader = new TcpHeader();
+    private final TcpOptions txOptions = new TcpOptions();
+    private final MemorySegment txScratch = Arena.ofAuto().allocate(TcpHeader.MAX_HEADER, 8);
+    private final Segment rstOut = new Segment();
+    private final TcpConnection.Output output = this::transmit;
+    private int nextEphemeral = Ipv4Stack.EPHEMERAL_FIRST;
+    /** The earliest time any connection asked to be polled (its deadline after its last call). */
+    private volatile long nextDeadline = Long.MAX_VALUE;
+
+    /** TCP over {@code ip}; connections get {@code defaults} unless a call says otherwise. Registers protocol 6. */
+    public TcpLayer(Ipv4Stack ip, TcpConfig defaults) {
+        this.ip = ip;
+        this.defaults = defaults;
+        this.isn = new IsnGenerator();
+        this.cookies = new SynCookies();
+        ip.register(Ipv4Header.PROTOCOL_TCP, this);
+    }
+
+    public Ipv4Stack ip() {
+        return ip;
+    }
+
+    public TcpConfig defaults() {
+        return defaults;
+    }
+
+    // ---- user calls (take the lock) --------------------------------------------------------
+
+    /**
+     * Listens on {@code port}; {@code backlog} bounds half-open connections (beyond it, SYN cookies
+     * answer). Throws IllegalStateException naming the port if it is taken.
+     */
+    public void listen(int port, int backlog, TcpConfig config, Acceptor acceptor) {
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("TCP port " + port + " is outside 1..65535");
+        }
+        if (backlog < 1) {
+            throw new IllegalArgumentException("listen backlog must be at least 1, got " + backlog);
+        }
+        lock.lock();
+        try {
+            if (listeners[port] != null) {
+                throw new IllegalStateException("TCP port " + port + " is already listening on "
+                        + Ipv4Address.toString(ip.address()) + "; close that server or choose another port");
+            }
+            listeners[port] = new Listener(port, backlog, config, acceptor);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public void unlisten(int port) {
+        lock.lock();
+        try {
+            listeners[port] = null;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once. */
+    public TcpConnection connect(int remoteIp, int remotePort, TcpConfig config, TcpConnection.Events events, long now) {
+        if (remotePort < 1 || remotePort > 65535) {
+            throw new IllegalArgumentException("TCP port " + remotePort + " is outside 1..65535");
+        }
+        lock.lock();
+        try {
+            int local = ephemeralPort(remoteIp, remotePort);
+            TcpConnection c = new TcpConnection(ip.address(), local, remoteIp, remotePort, config, output,
+                    new Hooks(null, events));
+            table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
+            count(Counter.CONNECTIONS_OPENED);
+            c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now);
+            touched(c);
+            return c;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** Sets the user's event handler of a connection the layer created (accepted ones start without). */
+    public void setEvents(TcpConnection c, TcpConnection.Events events) {
+        lock.lock();
+        try {
+            ((Hooks) hooksOf(c)).user = events;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private TcpConnection.Events hooksOf(TcpConnection c) {
+        return c.events();
+    }
+
+    private int ephemeralPort(int remoteIp, int remotePort) {
+        int span = 65536 - Ipv4Stack.EPHEMERAL_FIRST;
+        for (int i = 0; i < span; i++) {
+            int p = nextEphemeral;
+            nextEphemeral = p == 65535 ? Ipv4Stack.EPHEMERAL_FIRST : p + 1;
+            if (listeners[p] == null && table.get(ConnectionTable.key(remoteIp, remotePort, p)) == null) {
+                return p;
+            }
+        }
+        throw new IllegalStateException("no ephemeral TCP port is free toward " + Ipv4Address.toString(remoteIp) + ":"
+                + remotePort + " (all " + span + " in use); close some connections");
+    }
+
+    public int connections() {
+        lock.lock();
+        try {
+            return table.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    public long counter(Counter c) {
+        return counters[c.ordinal()];
+    }
+
+    public Map<Counter, Long> counters() {
+        Map<Counter, Long> m = new EnumMap<>(Counter.class);
+        for (Counter c : Counter.values()) {
+            m.put(c, counters[c.ordinal()]);
+        }
+        return m;
+    }
+
+    private void count(Counter c) {
+        counters[c.ordinal()]++;
+    }
+
+    // ---- receiving (datapath thread) -------------------------------------------------------
+
+    @Override
+    public void onDatagram(Ipv4Header ipHeader, long now) {
+        lock.lock();
+        try {
+            receive(ipHeader, now);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void receive(Ipv4Header iph, long now) {
+        count(Counter.SEGMENTS_IN);
+        TcpHeader h = rxHeader;
+        int status = h.wrap(iph.segment(), iph.payloadOffset(), iph.payloadLength(), iph.sourceAddress(),
+                iph.destinationAddress(), ip.config().verifyChecksums());
+        if (status != WireStatus.OK) {
+            count(status == WireStatus.BAD_CHECKSUM ? Counter.BAD_CHECKSUMS : Counter.BAD_SEGMENTS);
+            return;
+        }
+        if (iph.destinationAddress() != ip.address()) {
+            return; // RFC 1122 4.2.3.10: no TCP to broadcast or multicast addresses
+        }
+        Segment s = rx.clear();
+        s.flags = h.flags() & 0x3F;
+        s.seq = h.sequenceNumber();
+        s.ack = h.acknowledgmentNumber();
+        s.window = h.window();
+        s.urgentPointer = h.urgentPointer();
+        s.payload = h.segment();
+        s.payloadOffset = h.payloadOffset();
+        s.payloadLength = h.payloadLength();
+        TcpOptions o = rxOptions.clear();
+        o.parse(h); // a malformed option ends the options, not the segment (as Linux)
+        s.mss = o.hasMss() ? o.mss() : -1;
+        s.windowScale = o.hasWindowScale() ? o.windowScale() : -1;
+        s.sackPermitted = o.sackPermitted();
+        if (o.hasTimestamps()) {
+            s.timestamps = true;
+            s.tsVal = o.tsVal();
+            s.tsEcr = o.tsEcr();
+        }
+        s.sackBlocks = Math.min(o.sackBlockCount(), Segment.MAX_SACK_BLOCKS);
+        for (int i = 0; i < s.sackBlocks; i++) {
+            s.sackLeft[i] = o.sackLeft(i);
+            s.sackRight[i] = o.sackRight(i);
+        }
+        int remoteIp = iph.sourceAddress();
+        int remotePort = h.sourcePort();
+        int localPort = h.destinationPort();
+        TcpConnection c = table.get(ConnectionTable.key(remoteIp, remotePort, localPort));
+        if (c != null) {
+            c.onSegment(s, now);
+            nextDeadline = Math.min(nextDeadline, c.deadline());
+            return;
+        }
+        Listener l = listeners[localPort];
+        if (l != null && !s.has(Segment.RST)) {
+            if (s.has(Segment.ACK)) {
+                if (!s.has(Segment.SYN) && acceptCookie(l, remoteIp, remotePort, s, now)) {
+                    return;
+                }
+                reset(remoteIp, remotePort, localPort, s); // RFC 9293 3.10.7.2: an ACK to a listener
+                return;
+            }
+            if (s.has(Segment.SYN)) {
+                synToListener(l, remoteIp, remotePort, s, now);
+            }
+            return;
+        }
+        count(Counter.NO_CONNECTION);
+        reset(remoteIp, remotePort, localPort, s);
+    }
+
+    private void synToListener(Listener l, int remoteIp, int remotePort, Segment syn, long now) {
+        count(Counter.SYNS_RECEIVED);
+        if (l.halfOpen >= l.backlog) {
+            // RFC 4987 3.6: no state; the ISN carries what the ACK must prove.
+            count(Counter.SYN_BACKLOG_FULL);
+            int mss = Math.min(l.config.mss(), syn.mss > 0 ? syn.mss : 536);
+            int cookie = cookies.encode(now, ip.address(), l.port, remoteIp, remotePort, syn.seq, mss);
+            Segment out = rstOut.clear();
+            out.flags = Segment.SYN | Segment.ACK;
+            out.seq = cookie;
+            out.ack = syn.seq + 1;
+            out.window = Math.min(l.config.receiveBuffer(), 65_535);
+            out.mss = l.config.mss();
+            send(remoteIp, remotePort, l.port, out);
+            count(Counter.SYN_COOKIES_SENT);
+            return;
+        }
+        TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output,
+                new Hooks(l, null));
+        l.halfOpen++;
+        table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
+        c.accept(syn, isn.isn(now, ip.address(), l.port, remoteIp, remotePort), now);
+        nextDeadline = Math.min(nextDeadline, c.deadline());
+    }
+
+    /** The ACK completing a handshake answered with a SYN cookie: a valid cookie opens the connection. */
+    private boolean acceptCookie(Listener l, int remoteIp, int remotePort, Segment ack, long now) {
+        int mss = cookies.decode(now, ip.address(), l.port, remoteIp, remotePort, ack.seq - 1, ack.ack - 1);
+        if (mss <= 0) {
+            count(Counter.SYN_COOKIES_REJECTED);
+            return false;
+        }
+        count(Counter.SYN_COOKIES_ACCEPTED);
+        Hooks hooks = new Hooks(l, null);
+        l.halfOpen++; // balanced by onEstablished
+        TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output, hooks);
+        table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
+        c.acceptCookie(ack, ack.ack - 1, ack.seq - 1, mss, now);
+        nextDeadline = Math.min(nextDeadline, c.deadline());
+        return true;
+    }
+
+    /** RFC 9293 3.10.7.1: the reset for a segment that reached no connection (never for a reset). */
+    private void reset(int remoteIp, int remotePort, int localPort, Segment in) {
+        if (in.has(Segment.RST)) {
+            return;
+        }
+        Segment out = rstOut.clear();
+        if (in.has(Segment.ACK)) {
+            out.flags = Segment.RST;
+            out.seq = in.ack;
+        } else {
+            out.flags = Segment.RST | Segment.ACK;
+            out.seq = 0;
+            out.ack = in.seq + in.segmentLength();
+        }
+        count(Counter.RESETS_SENT);
+        send(remoteIp, remotePort, localPort, out);
+    }
+
+    // ---- timers ----------------------------------------------------------------------------
+
+
+    /** Runs the connections' timers that are due; returns the earliest next deadline. Datapath thread. */
+    @Override
+    public long poll(long now) {
+        if (now < nextDeadline) {
+            return nextDeadline;
+        }
+        lock.lock();
+        try {
+            long next = Long.MAX_VALUE;
+            // A connection that closes removes itself from the table: visit a copy.
+            for (TcpConnection c : table.all()) {
+                next = Math.min(next, c.poll(now));
+            }
+            nextDeadline = next;
+            return next;
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** After a user call into {@code c} (under the lock): its timers may have moved earlier. */
+    public void touched(TcpConnection c) {
+        long d = c.deadline();
+        if (d < nextDeadline) {
+            nextDeadline = d;
+            timerWakeup.run();
+        }
+    }
+
+    /** Given how to tell the datapath loop that a deadline moved earlier (its {@code timersChanged}). */
+    public void setTimerWakeup(Runnable wakeup) {
+        this.timerWakeup = wakeup;
+    }
+
+    private volatile Runnable timerWakeup = () -> { };
+
+    // ---- sending ---------------------------------------------------------------------------
+
+    private void transmit(TcpConnection c, Segment s) {
+        send(c.remoteIp, c.remotePort, c.localPort, s);
+    }
+
+    /** Builds the header (with options) and checksum, and hands header + payload to IP. */
+    private void send(int remoteIp, int remotePort, int localPort, Segment s) {
+        TcpOptions o = txOptions.clear();
+        if (s.mss > 0) {
+            o.setMss(s.mss);
+        }
+        if (s.sackPermitted) {
+            o.setSackPermitted(true);
+        }
+        if (s.timestamps) {
+            o.setTimestamps(s.tsVal, s.tsEcr);
+        }
+        if (s.windowScale >= 0) {
+            o.setWindowScale(s.windowScale);
+        }
+        for (int i = 0; i < s.sackBlocks; i++) {
+            o.addSackBlock(s.sackLeft[i], s.sackRight[i]);
+        }
+        int optionBytes = o.length();
+        int hl = TcpHeader.MIN_HEADER + optionBytes;
+        TcpHeader h = txHeader;
+        h.wrapForWrite(txScratch, 0, hl);
+        h.setSourcePort(localPort).setDestinationPort(remotePort).setSequenceNumber(s.seq).setAcknowledgmentNumber(s.ack)
+                .setHeaderLength(hl).setFlags(s.flags).setWindow(s.window).setChecksum(0).setUrgentPointer(0);
+        if (optionBytes > 0) {
+            o.emit(txScratch, TcpHeader.MIN_HEADER);
+        }
+        int payload = s.payloadLength;
+        int sum = Checksum.pseudoHeaderSum(ip.address(), remoteIp, Ipv4Header.PROTOCOL_TCP, hl + payload);
+        sum = Checksum.add(sum, Checksum.sum(txScratch, 0, hl)); // the header is a multiple of 4 bytes
+        if (payload > 0) {
+            sum = Checksum.add(sum, Checksum.sum(s.payload, s.payloadOffset, payload));
+        }
+        h.setChecksum(Checksum.finish(sum));
+        count(Counter.SEGMENTS_OUT);
+        ip.sendDatagram(remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
+                payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload);
+    }
+
+    @Override
+    public String toString() {
+        return "TcpLayer[" + Ipv4Address.toString(ip.address()) + ", " + table.size() + " connections]";
+    }
+}

@@ -1,0 +1,397 @@
+package dev.nupa.tcp;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+
+import dev.nupa.ip.Ipv4Address;
+import io.vertx.core.Context;
+import io.vertx.core.Future;
+import io.vertx.core.Handler;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.streams.ReadStream;
+import io.vertx.core.streams.WriteStream;
+
+/**
+ * A TCP connection over the fabric in the manner of Vert.x's {@code NetSocket}: a
+ * {@link ReadStream} and {@link WriteStream} of {@link Buffer}s, so {@code pipeTo} and back-pressure
+ * work (pause/resume/fetch reach the receive window; {@link #writeQueueFull} and the drain handler
+ * follow the send buffer). Handlers run on the Vert.x context that created the socket. {@link #end()}
+ * half-closes (FIN after the queued data); {@link #close()} closes; errors reach the exception handler
+ * as IOExceptions that say what happened (reset, timed out, refused).
+ */
+public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>, TcpConnection.Events {
+    /** Default bound of data queued beyond the send buffer before {@link #writeQueueFull()}. */
+    public static final int DEFAULT_WRITE_QUEUE = 256 * 1024;
+    private static final int READ_CHUNK = 64 * 1024;
+
+    private final TcpLayer layer;
+    private final Context context;
+    private TcpConnection connection;
+    private final ArrayDeque<Pending> pending = new ArrayDeque<>();
+    private long pendingBytes;
+    private int writeQueueMax = DEFAULT_WRITE_QUEUE;
+    private long demand = Long.MAX_VALUE;
+    private boolean readScheduled;
+    private boolean flushScheduled;
+    private boolean ending;
+    private boolean endSignalled;
+    private boolean closed;
+    private Promise<TcpSocket> connecting;
+    private Handler<Buffer> handler;
+    private Handler<Void> endHandler;
+    private Handler<Throwable> exceptionHandler;
+    private Handler<Void> drainHandler;
+    private Handler<Void> closeHandler;
+    private final MemorySegment readScratch = MemorySegment.ofArray(new byte[READ_CHUNK]);
+
+    private record Pending(MemorySegment data, long[] offset, Promise<Void> promise) {
+    }
+
+    TcpSocket(Vertx vertx, TcpLayer layer) {
+        this.layer = layer;
+        this.context = vertx.getOrCreateContext();
+    }
+
+    /** Connects to {@code host}:{@code port}; the Future fails with the reason (refused, timed out, no route). */
+    public static Future<TcpSocket> connect(Vertx vertx, TcpLayer layer, int port, String host, TcpConfig config) {
+        TcpSocket s = new TcpSocket(vertx, layer);
+        Promise<TcpSocket> p = Promise.promise();
+        s.connecting = p;
+        try {
+            int dst = Ipv4Address.parse(host);
+            TcpConnection c = layer.connect(dst, port, config, s, System.nanoTime());
+            synchronized (s) {
+                s.connection = c;
+            }
+        } catch (RuntimeException e) {
+            return Future.failedFuture(e);
+        }
+        return p.future();
+    }
+
+    /** Attaches to a connection a server accepted (under the layer's lock). */
+    static TcpSocket accepted(Vertx vertx, TcpLayer layer, TcpConnection c) {
+        TcpSocket s = new TcpSocket(vertx, layer);
+        s.connection = c;
+        c.setEvents(s);
+        return s;
+    }
+
+    public String remoteAddress() {
+        return Ipv4Address.toString(connection.remoteIp) + ":" + connection.remotePort;
+    }
+
+    public String localAddress() {
+        return Ipv4Address.toString(connection.localIp) + ":" + connection.localPort;
+    }
+
+    /** The connection core, for tools and tests (call only under {@code layer.lock}). */
+    public TcpConnection connection() {
+        return connection;
+    }
+
+    // ---- ReadStream ---------------------------------------------------------------------------
+
+    @Override
+    public TcpSocket handler(Handler<Buffer> handler) {
+        this.handler = handler;
+        scheduleRead();
+        return this;
+    }
+
+    @Override
+    public TcpSocket pause() {
+        demand = 0;
+        return this;
+    }
+
+    @Override
+    public TcpSocket resume() {
+        demand = Long.MAX_VALUE;
+        scheduleRead();
+        return this;
+    }
+
+    @Override
+    public TcpSocket fetch(long amount) {
+        if (amount < 0) {
+            throw new IllegalArgumentException("fetch amount must not be negative: " + amount);
+        }
+        demand = demand + amount < 0 ? Long.MAX_VALUE : demand + amount;
+        scheduleRead();
+        return this;
+    }
+
+    @Override
+    public TcpSocket endHandler(Handler<Void> endHandler) {
+        this.endHandler = endHandler;
+        scheduleRead();
+        return this;
+    }
+
+    @Override
+    public TcpSocket exceptionHandler(Handler<Throwable> handler) {
+        this.exceptionHandler = handler;
+        return this;
+    }
+
+    public TcpSocket closeHandler(Handler<Void> handler) {
+        this.closeHandler = handler;
+        return this;
+    }
+
+    private void scheduleRead() {
+        synchronized (this) {
+            if (readScheduled) {
+                return;
+            }
+            readScheduled = true;
+        }
+        context.runOnContext(v -> drainReads());
+    }
+
+    /** On the context: hand received bytes to the handler while there is demand; then the end. */
+    private void drainReads() {
+        synchronized (this) {
+            readScheduled = false;
+        }
+        while (handler != null && demand > 0 && connection != null) {
+            int n;
+            layer.lock.lock();
+            try {
+                n = connection.read(readScratch, 0, READ_CHUNK, System.nanoTime());
+                layer.touched(connection);
+            } finally {
+                layer.lock.unlock();
+            }
+            if (n == 0) {
+                break;
+            }
+            if (demand != Long.MAX_VALUE) {
+                demand--;
+            }
+            byte[] bytes = new byte[n];
+            MemorySegment.copy(readScratch, 0, MemorySegment.ofArray(bytes), 0, n);
+            handler.handle(Buffer.buffer(bytes));
+        }
+        boolean atEnd;
+        layer.lock.lock();
+        try {
+            atEnd = connection != null && connection.atEnd();
+        } finally {
+            layer.lock.unlock();
+        }
+        if (atEnd && !endSignalled && handler != null && demand > 0) {
+            endSignalled = true;
+            if (endHandler != null) {
+                endHandler.handle(null);
+            }
+        }
+    }
+
+    // ---- WriteStream --------------------------------------------------------------------------
+
+    @Override
+    public Future<Void> write(Buffer data) {
+        if (ending || closed) {
+            return Future.failedFuture(new IOException("socket " + (closed ? "is closed" : "was ended") + "; no more writes"));
+        }
+        byte[] bytes = data.getBytes();
+        Promise<Void> p = Promise.promise();
+        synchronized (this) {
+            pending.add(new Pending(MemorySegment.ofArray(bytes), new long[] {0}, p));
+            pendingBytes += bytes.length;
+        }
+        flush();
+        return p.future();
+    }
+
+    /** Moves queued writes into the send buffer as room allows; completes their Futures. */
+    private void flush() {
+        synchronized (this) {
+            flushScheduled = false;
+        }
+        boolean drained = false;
+        while (true) {
+            Pending next;
+            synchronized (this) {
+                next = pending.peek();
+            }
+            if (next == null || connection == null) {
+                break;
+            }
+            long size = next.data.byteSize();
+            int n;
+            layer.lock.lock();
+            try {
+                TcpState st = connection.state();
+                if (st == TcpState.CLOSED) {
+                    failPending(new IOException("connection closed before the data was sent"));
+                    return;
+                }
+                if (st == TcpState.SYN_SENT || st == TcpState.SYN_RECEIVED) {
+                    break; // sent once established (onEstablished flushes)
+                }
+                n = connection.write(next.data, next.offset[0], (int) Math.min(Integer.MAX_VALUE, size - next.offset[0]),
+                        System.nanoTime());
+                layer.touched(connection);
+            } finally {
+                layer.lock.unlock();
+            }
+            if (n == 0) {
+                break;
+            }
+            next.offset[0] += n;
+            synchronized (this) {
+                pendingBytes -= n;
+                if (next.offset[0] == size) {
+                    pending.poll();
+                    drained = pendingBytes < writeQueueMax / 2;
+                } else {
+                    continue;
+                }
+            }
+            next.promise.complete();
+        }
+        if (drained && drainHandler != null) {
+            Handler<Void> h = drainHandler;
+            h.handle(null);
+        }
+        finishEnd();
+    }
+
+    private void failPending(Throwable t) {
+        Pending p;
+        while (true) {
+            synchronized (this) {
+                p = pending.poll();
+                pendingBytes = 0;
+            }
+            if (p == null) {
+                return;
+            }
+            p.promise.tryFail(t);
+        }
+    }
+
+    /** Half-closes: FIN follows the data queued so far; reading goes on until the peer closes. */
+    @Override
+    public Future<Void> end() {
+        ending = true;
+        finishEnd();
+        return Future.succeededFuture();
+    }
+
+    private void finishEnd() {
+        boolean empty;
+        synchronized (this) {
+            empty = pending.isEmpty();
+        }
+        if (ending && empty && connection != null) {
+            layer.lock.lock();
+            try {
+                connection.close(System.nanoTime());
+                layer.touched(connection);
+            } finally {
+                layer.lock.unlock();
+            }
+        }
+    }
+
+    /** Closes both directions: FIN after the queued data; the close handler runs when the connection is gone. */
+    public Future<Void> close() {
+        return end();
+    }
+
+    /** Drops the connection with a reset (RFC 9293 ABORT). */
+    public void abort() {
+        layer.lock.lock();
+        try {
+            connection.abort(System.nanoTime());
+        } finally {
+            layer.lock.unlock();
+        }
+    }
+
+    @Override
+    public TcpSocket setWriteQueueMaxSize(int maxSize) {
+        if (maxSize < 1) {
+            throw new IllegalArgumentException("write queue size must be at least 1 byte, got " + maxSize);
+        }
+        this.writeQueueMax = maxSize;
+        return this;
+    }
+
+    @Override
+    public synchronized boolean writeQueueFull() {
+        return pendingBytes >= writeQueueMax;
+    }
+
+    @Override
+    public TcpSocket drainHandler(Handler<Void> handler) {
+        this.drainHandler = handler;
+        return this;
+    }
+
+    // ---- events from the connection (under the layer's lock, any thread) ----------------------
+
+    @Override
+    public void onEstablished(TcpConnection c) {
+        Promise<TcpSocket> p = connecting;
+        connecting = null;
+        context.runOnContext(v -> {
+            if (p != null) {
+                p.tryComplete(this);
+            }
+            flush();
+        });
+    }
+
+    @Override
+    public void onReadable(TcpConnection c) {
+        scheduleRead();
+    }
+
+    @Override
+    public void onWritable(TcpConnection c) {
+        synchronized (this) {
+            if (flushScheduled || pending.isEmpty()) {
+                return;
+            }
+            flushScheduled = true;
+        }
+        context.runOnContext(v -> flush());
+    }
+
+    @Override
+    public void onPeerClosed(TcpConnection c) {
+        scheduleRead();
+    }
+
+    @Override
+    public void onClosed(TcpConnection c, TcpError error) {
+        Promise<TcpSocket> p = connecting;
+        connecting = null;
+        context.runOnContext(v -> {
+            closed = true;
+            IOException e = error == null ? null : new IOException(error.message() + " (" + remoteAddress() + ")");
+            if (p != null) {
+                p.tryFail(e != null ? e : new IOException("connection closed during the handshake"));
+                return;
+            }
+            if (e != null) {
+                failPending(e);
+                if (exceptionHandler != null) {
+                    exceptionHandler.handle(e);
+                }
+            }
+            drainReads();
+            if (closeHandler != null) {
+                closeHandler.handle(null);
+            }
+        });
+    }
+}
