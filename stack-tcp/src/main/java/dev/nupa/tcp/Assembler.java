@@ -71,10 +71,7 @@ final class Assembler {
      * return how many bytes that were held out of order are now in order right after the new RCV.NXT.
      */
     int advance(int advance) {
-        for (int i = 0; i < count; i++) {
-            start[i] -= advance;
-            end[i] -= advance;
-        }
+        shift(advance);
         int k = 0;
         while (k < count && end[k] <= 0) {
             k++;
@@ -83,9 +80,17 @@ final class Assembler {
         if (count > 0 && start[0] <= 0) {
             int contiguous = end[0];
             drop(1);
+            shift(contiguous); // RCV.NXT moves past these bytes too: the rest stays relative to it
             return contiguous;
         }
         return 0;
+    }
+
+    private void shift(int by) {
+        for (int i = 0; i < count; i++) {
+            start[i] -= by;
+            end[i] -= by;
+        }
     }
 
     private void drop(int n) {

@@ -1179,6 +1179,10 @@ public final class TcpConnection {
         return sndNxt;
     }
 
+    public int sndMax() {
+        return sndMax;
+    }
+
     public int rcvNxt() {
         return rcvNxt;
     }
@@ -1191,6 +1195,8 @@ public final class TcpConnection {
     public String toString() {
         return "TcpConnection[" + (localIp >>> 24) + "." + ((localIp >>> 16) & 255) + "." + ((localIp >>> 8) & 255) + "."
                 + (localIp & 255) + ":" + localPort + " > " + (remoteIp >>> 24) + "." + ((remoteIp >>> 16) & 255) + "."
-                + ((remoteIp >>> 8) & 255) + "." + (remoteIp & 255) + ":" + remotePort + " " + state + "]";
+                + ((remoteIp >>> 8) & 255) + "." + (remoteIp & 255) + ":" + remotePort + " " + state + " una " + Integer.toUnsignedString(sndUna)
+                + " nxt " + Integer.toUnsignedString(sndNxt) + " max " + Integer.toUnsignedString(sndMax) + " wnd " + sndWnd
+                + " cwnd " + cc.cwnd() + " rcv.nxt " + Integer.toUnsignedString(rcvNxt) + " buffered " + sendBuf.size() + "]";
     }
 }

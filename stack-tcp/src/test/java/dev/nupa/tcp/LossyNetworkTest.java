@@ -135,7 +135,7 @@ class LossyNetworkTest {
             deadline[1] = ends[1].poll(now[0]);
             long next = Math.min(Math.min(deadline[0], deadline[1]), wire.isEmpty() ? Long.MAX_VALUE : wire.peek().at);
             if (next == Long.MAX_VALUE) {
-                throw new AssertionError("transfer stalled at " + received + " of " + bytes + " bytes: " + ends[0] + " "
+                throw new AssertionError("transfer stalled at " + received + " of " + bytes + " bytes: " + ends[0] + " " + ends[0].error() + " "
                         + ends[1]);
             }
             if (now[0] - start > 3_600_000_000_000L) {
@@ -150,6 +150,9 @@ class LossyNetworkTest {
                     to.accept(e.seg.into(in), 22, now[0]);
                 } else {
                     to.onSegment(e.seg.into(in), now[0]);
+                }
+                if (Seq.gt(ends[1].rcvNxt(), ends[0].sndMax())) { // the receiver never gets ahead of what was sent
+                    throw new AssertionError("B is ahead of A after " + e.seg + ": " + ends[0] + " " + ends[1]);
                 }
             }
         }
