@@ -12,6 +12,11 @@ import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkVerticle;
 import dev.nupa.l2.PcapWriter;
+import dev.nupa.tcp.TcpConfig;
+import dev.nupa.tcp.TcpLayer;
+import dev.nupa.tcp.TcpServer;
+import dev.nupa.tcp.TcpSocket;
+import dev.nupa.tcp.TcpVerticle;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 
@@ -30,16 +35,20 @@ public final class NupaNode {
     private final Vertx vertx;
     private final LinkVerticle linkVerticle;
     private final IpVerticle ipVerticle;
+    private final TcpVerticle tcpVerticle;
     private final CaptureMirror mirror;
     private final PcapWriter pcap;
     private final String linkId;
     private final String ipId;
+    private final String tcpId;
 
-    private NupaNode(Vertx vertx, LinkVerticle link, IpVerticle ip, CaptureMirror mirror, PcapWriter pcap, String linkId,
-                     String ipId) {
+    private NupaNode(Vertx vertx, LinkVerticle link, IpVerticle ip, TcpVerticle tcp, CaptureMirror mirror, PcapWriter pcap,
+                     String linkId, String ipId, String tcpId) {
         this.vertx = vertx;
         this.linkVerticle = link;
         this.ipVerticle = ip;
+        this.tcpVerticle = tcp;
+        this.tcpId = tcpId;
         this.mirror = mirror;
         this.pcap = pcap;
         this.linkId = linkId;
@@ -58,10 +67,18 @@ public final class NupaNode {
             } catch (RuntimeException e) {
                 return vertx.undeploy(linkId).transform(v -> Future.failedFuture(e));
             }
+            TcpVerticle tcp = new TcpVerticle(link, ip, TcpConfig.defaults(config.mtu()));
             return vertx.deployVerticle(ip).transform(ar -> {
                 if (ar.failed()) {
                     return vertx.undeploy(linkId).transform(v -> Future.failedFuture(ar.cause()));
                 }
+                return vertx.deployVerticle(tcp).map(tcpId -> new String[] {ar.result(), tcpId});
+            }).transform(ar -> {
+                if (ar.failed()) {
+                    return vertx.undeploy(linkId).transform(v -> Future.failedFuture(ar.cause()));
+                }
+                String ipId = ar.result()[0];
+                String tcpId = ar.result()[1];
                 PcapWriter pcap = null;
                 CaptureMirror mirror = new CaptureMirror(link.link());
                 try {
@@ -70,11 +87,11 @@ public final class NupaNode {
                         mirror.setLocal(pcap);
                     }
                 } catch (IOException e) {
-                    return vertx.undeploy(ar.result()).compose(v -> vertx.undeploy(linkId)).transform(v -> Future
-                            .failedFuture(new UncheckedIOException("cannot write capture " + config.capture() + ": "
-                                    + e.getMessage(), e)));
+                    return vertx.undeploy(tcpId).compose(v -> vertx.undeploy(ipId)).compose(v -> vertx.undeploy(linkId))
+                            .transform(v -> Future.failedFuture(new UncheckedIOException("cannot write capture "
+                                    + config.capture() + ": " + e.getMessage(), e)));
                 }
-                return Future.succeededFuture(new NupaNode(vertx, link, ip, mirror, pcap, linkId, ar.result()));
+                return Future.succeededFuture(new NupaNode(vertx, link, ip, tcp, mirror, pcap, linkId, ipId, tcpId));
             });
         });
     }
@@ -95,6 +112,20 @@ public final class NupaNode {
         return mirror;
     }
 
+    public TcpLayer tcp() {
+        return tcpVerticle.layer();
+    }
+
+    /** A TCP server (in the manner of Vert.x's NetServer) whose handlers run on the caller's context. */
+    public TcpServer createTcpServer() {
+        return TcpServer.create(vertx, tcp(), tcp().defaults());
+    }
+
+    /** Connects to {@code host}:{@code port} over the fabric; fails with the reason (refused, timed out). */
+    public Future<TcpSocket> connectTcp(int port, String host) {
+        return TcpSocket.connect(vertx, tcp(), port, host, tcp().defaults());
+    }
+
     /** A UDP socket whose handlers run on the caller's Vert.x context. */
     public UdpSocket createUdpSocket() {
         return UdpSocket.create(vertx, ip());
@@ -103,7 +134,7 @@ public final class NupaNode {
     /** Undeploys the verticles: the node leaves the fabric, its capture is flushed and closed. */
     public Future<Void> close() {
         mirror.close();
-        Future<Void> f = vertx.undeploy(ipId).compose(v -> vertx.undeploy(linkId));
+        Future<Void> f = vertx.undeploy(tcpId).compose(v -> vertx.undeploy(ipId)).compose(v -> vertx.undeploy(linkId));
         if (pcap != null) {
             f = f.andThen(v -> {
                 try {

@@ -38,17 +38,17 @@ final class ByteRing {
     /** Appends up to {@code length} bytes; returns how many fit. */
     int write(MemorySegment src, long offset, int length) {
         int n = Math.min(length, free());
-        writeAt(size(), src, offset, n);
+        writeAt(0, src, offset, n);
         tail += n;
         return n;
     }
 
     /**
-     * Writes {@code length} bytes at {@code at} bytes past the head without moving the tail (for
-     * out-of-order data); the caller keeps {@code at + length <= capacity}.
+     * Writes {@code length} bytes at {@code at} bytes past the tail without moving it (data that
+     * arrived out of order waits there); the caller keeps {@code at + length <= free()}.
      */
     void writeAt(int at, MemorySegment src, long offset, int length) {
-        int pos = (int) ((head + at) % capacity);
+        int pos = (int) ((tail + at) % capacity);
         int first = Math.min(length, capacity - pos);
         MemorySegment.copy(src, offset, memory, pos, first);
         if (length > first) {

@@ -811,7 +811,7 @@ public final class TcpConnection {
         if (!Seq.lt(seq, sndMax)) {
             return;
         }
-        int sent = transmitFrom(seq, sendMss, now, true);
+        int sent = transmitFrom(seq, maxPayload(), now, true);
         if (sent > 0) {
             highRxt = seq + sent;
             retransmits++;
@@ -939,12 +939,13 @@ public final class TcpConnection {
             }
             return 0;
         }
-        int n = Math.min(Math.min(unsent, sendMss), room);
+        int segmentMax = maxPayload();
+        int n = Math.min(Math.min(unsent, segmentMax), room);
         // Nagle (RFC 9293 3.7.4) and sender SWS avoidance (3.8.6.2.1): hold a small segment while data is in flight.
-        if (n < sendMss && n < unsent && n < maxSndWnd / 2) {
+        if (n < segmentMax && n < unsent && n < maxSndWnd / 2) {
             return 0; // RFC 9293 3.8.6.2.1: wait for a full segment or half the largest window
         }
-        if (n < sendMss && !config.noDelay() && inFlight > 0 && !finQueued) {
+        if (n < segmentMax && !config.noDelay() && inFlight > 0 && !finQueued) {
             return 0;
         }
         return transmitFrom(sndNxt, n, now, false);
@@ -993,6 +994,11 @@ public final class TcpConnection {
             unackedSince = now;
         }
         return n;
+    }
+
+    /** Data bytes per segment: the MSS less the options every segment carries (RFC 6691). */
+    private int maxPayload() {
+        return sendMss - (tsOk ? 12 : 0);
     }
 
     private boolean sendFin(long now) {
@@ -1122,7 +1128,12 @@ public final class TcpConnection {
         }
         if (sackOk && !outOfOrder.isEmpty()) {
             int max = tsOk ? 3 : 4; // RFC 2018 3: 3 blocks fit beside timestamps
-            s.sackBlocks = outOfOrder.sackBlocks(rcvNxt, s.sackLeft, s.sackRight, max);
+            if (s.payloadLength > 0) {
+                // Options count against the MSS (RFC 6691): only as many blocks as the segment has room for.
+                int room = sendMss - s.payloadLength - (tsOk ? 12 : 0) - 4;
+                max = Math.min(max, Math.max(0, room / 8));
+            }
+            s.sackBlocks = max == 0 ? 0 : outOfOrder.sackBlocks(rcvNxt, s.sackLeft, s.sackRight, max);
         }
         emitRaw(s);
     }

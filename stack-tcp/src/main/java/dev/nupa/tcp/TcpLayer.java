@@ -33,7 +33,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     public enum Counter {
-        SEGMENTS_IN, SEGMENTS_OUT, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
+        SEGMENTS_IN, SEGMENTS_OUT, SEND_FAILURES, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
         SYN_BACKLOG_FULL, SYN_COOKIES_SENT, SYN_COOKIES_ACCEPTED, SYN_COOKIES_REJECTED, ACCEPT_QUEUE_FULL,
         CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED
     }
@@ -471,9 +471,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             sum = Checksum.add(sum, Checksum.sum(s.payload, s.payloadOffset, payload));
         }
         h.setChecksum(Checksum.finish(sum));
-        count(Counter.SEGMENTS_OUT);
-        ip.sendDatagram(remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
+        int rc = ip.sendDatagram(remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
                 payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload);
+        // A segment that did not leave (ring full past the send wait, peer down) is lost like on a wire:
+        // the retransmission timer recovers it. Counted, so it shows.
+        count(rc == 0 ? Counter.SEGMENTS_OUT : Counter.SEND_FAILURES);
     }
 
     @Override

@@ -29,7 +29,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
 
     private final TcpLayer layer;
     private final Context context;
-    private TcpConnection connection;
+    private volatile TcpConnection connection;
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
     private long pendingBytes;
     private int writeQueueMax = DEFAULT_WRITE_QUEUE;
@@ -63,9 +63,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         try {
             int dst = Ipv4Address.parse(host);
             TcpConnection c = layer.connect(dst, port, config, s, System.nanoTime());
-            synchronized (s) {
-                s.connection = c;
-            }
+            s.connection = c;
         } catch (RuntimeException e) {
             return Future.failedFuture(e);
         }
@@ -205,11 +203,15 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             pending.add(new Pending(MemorySegment.ofArray(bytes), new long[] {0}, p));
             pendingBytes += bytes.length;
         }
-        flush();
+        if (Vertx.currentContext() == context) {
+            flush();
+        } else {
+            context.runOnContext(v -> flush()); // flushing happens on the socket's context only
+        }
         return p.future();
     }
 
-    /** Moves queued writes into the send buffer as room allows; completes their Futures. */
+    /** On the socket's context: moves queued writes into the send buffer as room allows; completes their Futures. */
     private void flush() {
         synchronized (this) {
             flushScheduled = false;
@@ -281,7 +283,11 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     @Override
     public Future<Void> end() {
         ending = true;
-        finishEnd();
+        if (Vertx.currentContext() == context) {
+            finishEnd();
+        } else {
+            context.runOnContext(v -> finishEnd());
+        }
         return Future.succeededFuture();
     }
 
@@ -340,6 +346,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
 
     @Override
     public void onEstablished(TcpConnection c) {
+        connection = c; // events may come before connect() has stored it
         Promise<TcpSocket> p = connecting;
         connecting = null;
         context.runOnContext(v -> {
@@ -373,6 +380,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
 
     @Override
     public void onClosed(TcpConnection c, TcpError error) {
+        connection = c;
         Promise<TcpSocket> p = connecting;
         connecting = null;
         context.runOnContext(v -> {

@@ -23,7 +23,10 @@ class AlgorithmsZeroAllocationTest {
         SynCookies cookies = new SynCookies(3, 4);
         long sink = 0;
         long now = 0;
-        for (int round = 0; round < 3; round++) {
+        long allocated = -1;
+        // Steady state: some round allocates nothing. Early rounds run before the JIT's escape
+        // analysis (and, in the suite's JVM, beside Jazzer's instrumentation of loaded classes).
+        for (int round = 0; round < 20 && allocated != 0; round++) {
             long before = threads.getCurrentThreadAllocatedBytes();
             for (int i = 0; i < 20_000; i++) {
                 now += 10_000;
@@ -39,11 +42,9 @@ class AlgorithmsZeroAllocationTest {
                 int cookie = cookies.encode(now, 0x0a000001, 80, 0x0a000002, i & 0xffff, i, 1460);
                 sink += cookies.decode(now, 0x0a000001, 80, 0x0a000002, i & 0xffff, i + 1, cookie);
             }
-            long allocated = threads.getCurrentThreadAllocatedBytes() - before;
-            if (round == 2) {
-                assertEquals(0, allocated, "bytes allocated by 20,000 rounds of events");
-            }
+            allocated = threads.getCurrentThreadAllocatedBytes() - before;
         }
+        assertEquals(0, allocated, "bytes allocated by 20,000 rounds of events, after 20 tries");
         assertNotEquals(0, sink);
     }
 

@@ -1,0 +1,85 @@
+package dev.nupa.node;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Random;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import dev.nupa.tcp.TcpServer;
+import dev.nupa.tcp.TcpSocket;
+import io.vertx.core.Future;
+import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+
+/** TCP between two nodes in one application, through the Vert.x-style sockets and real datapath threads. */
+class TcpNodeTest {
+    private final Path fabric = Path.of("/dev/shm/nupa-tcp-node-test-" + UUID.randomUUID());
+    private Vertx vertx;
+    private NupaNode server;
+    private NupaNode client;
+
+    @BeforeEach
+    void start() throws Exception {
+        vertx = Vertx.vertx();
+        server = NupaNode.start(vertx, NodeConfig.defaults(fabric, 0)).await(10, TimeUnit.SECONDS);
+        client = NupaNode.start(vertx, NodeConfig.defaults(fabric, 1)).await(10, TimeUnit.SECONDS);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        vertx.close().await(10, TimeUnit.SECONDS);
+        Files.deleteIfExists(fabric);
+    }
+
+    @Test
+    void echoOfEightMegabytesThroughPipeToArrivesIntactAndBothSidesClose() throws Exception {
+        TcpServer echo = server.createTcpServer();
+        Promise<Void> serverClosed = Promise.promise();
+        echo.connectHandler(s -> {
+            s.closeHandler(v -> serverClosed.tryComplete());
+            s.pipeTo(s); // echo with back-pressure; ends (FIN) when the client ends
+        });
+        echo.listen(7).await(5, TimeUnit.SECONDS);
+
+        TcpSocket socket = client.connectTcp(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        byte[] data = new byte[8 << 20];
+        new Random(1).nextBytes(data);
+        Buffer received = Buffer.buffer(data.length);
+        Promise<Void> ended = Promise.promise();
+        socket.handler(received::appendBuffer);
+        socket.endHandler(v -> ended.tryComplete());
+        for (int at = 0; at < data.length; at += 64 * 1024) {
+            socket.write(Buffer.buffer(java.util.Arrays.copyOfRange(data, at, Math.min(data.length, at + 64 * 1024))));
+        }
+        socket.end();
+        try {
+            ended.future().await(20, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            client.tcp().lock.lock();
+            String c = socket.connection().toString();
+            client.tcp().lock.unlock();
+            throw new AssertionError("echo incomplete: " + received.length() + " of " + data.length + " bytes back; client "
+                    + c + " " + client.tcp().counters() + "; server " + server.tcp().counters() + " " + server.ip().counters());
+        }
+        assertEquals(data.length, received.length());
+        assertArrayEquals(data, received.getBytes());
+        serverClosed.future().await(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void connectingToAPortNobodyListensOnIsRefused() throws Exception {
+        Future<TcpSocket> f = client.connectTcp(4444, "10.0.0.1");
+        Throwable t = f.transform(ar -> Future.succeededFuture(ar.cause())).await(10, TimeUnit.SECONDS);
+        assertTrue(t != null && t.getMessage().contains("connection refused"), String.valueOf(t));
+    }
+}
