@@ -14,16 +14,12 @@ import java.util.concurrent.Callable;
 
 import org.HdrHistogram.Histogram;
 
-import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.FabricWindow;
-import dev.nupa.device.ShmFabric;
-import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.UdpReceiver;
 import dev.nupa.l2.Link;
-import dev.nupa.l2.NeighborDirectory;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -115,34 +111,11 @@ abstract class IpLatency implements Callable<Integer> {
                 List.of("--warmup", Long.toString(warmup), "--checksums", checksums));
     }
 
-    private FabricNode attach(boolean server) {
-        if (o.cpu >= 0 && !Affinity.pin(o.cpu)) {
-            System.err.println("nupa: could not pin to CPU " + o.cpu + "; running unpinned");
-        }
-        if (server) {
-            return ShmFabric.attach(o.fabric, o.serverAddress, null);
-        }
-        Fabric f = ShmFabric.join(o.fabric);
-        try {
-            FabricNode n = f.attach(o.clientAddress);
-            n.closeFabricOnClose();
-            return n;
-        } catch (RuntimeException e) {
-            f.close();
-            throw e;
-        }
-    }
-
-    private Ipv4Stack stack(FabricNode node) {
-        link = new Link(node);
-        NeighborDirectory nd = new NeighborDirectory(node);
-        boolean on = checksums.equals("on");
-        return new Ipv4Stack(link, nd, NodeConfig.defaultIp(node.address()).withSendWait(1_000_000_000L).withChecksums(on, on));
-    }
-
     private int server() throws IOException {
-        try (FabricNode node = attach(true); DatagramChannel linux = DatagramChannel.open()) {
-            stack = stack(node);
+        try (PerfNode pn = new PerfNode(o, true, checksums.equals("on")); DatagramChannel linux = DatagramChannel.open()) {
+            FabricNode node = pn.node;
+            stack = pn.ip;
+            link = pn.link;
             linux.bind(new InetSocketAddress("127.0.0.1", 0));
             linux.configureBlocking(false);
             linuxPort = ((InetSocketAddress) linux.getLocalAddress()).getPort();
@@ -190,8 +163,10 @@ abstract class IpLatency implements Callable<Integer> {
     }
 
     private int client(int size, long iterations) throws IOException {
-        try (FabricNode node = attach(false); DatagramChannel linux = DatagramChannel.open()) {
-            stack = stack(node);
+        try (PerfNode pn = new PerfNode(o, false, checksums.equals("on")); DatagramChannel linux = DatagramChannel.open()) {
+            FabricNode node = pn.node;
+            stack = pn.ip;
+            link = pn.link;
             int server = NodeConfig.defaultIp(o.serverAddress).address();
             UdpReceiver replies = (src, srcPort, dst, mem, off, len) -> {
                 if (srcPort == CONTROL_PORT && len >= 12) {

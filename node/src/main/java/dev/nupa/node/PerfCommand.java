@@ -6,6 +6,7 @@ import picocli.CommandLine.Command;
         description = {"Latency and bandwidth tests, each beside a floor or peer measured in the same run.",
                 "With no role a test starts both sides as two processes on a fresh fabric file and removes it after;",
                 "--server / --client run one side; --json prints one JSON object on the last line."},
-        subcommands = {FabricLatency.class, FabricBandwidth.class, IpLatency.Udp.class, IpLatency.Icmp.class})
+        subcommands = {FabricLatency.class, FabricBandwidth.class, IpLatency.Udp.class, IpLatency.Icmp.class, TcpPerf.Lat.class,
+                TcpPerf.Bw.class, TcpPerf.Crr.class})
 final class PerfCommand {
 }

@@ -9,7 +9,7 @@ import java.lang.foreign.MemorySegment;
  * Allocation-free after construction. Not thread-safe: the connection's owner serializes access.
  */
 final class ByteRing {
-    private final MemorySegment memory;
+    private MemorySegment memory;
     private final int capacity;
     private long head;
     private long tail;
@@ -19,7 +19,19 @@ final class ByteRing {
             throw new IllegalArgumentException("buffer capacity must be positive, got " + capacity);
         }
         this.capacity = capacity;
-        this.memory = Arena.ofAuto().allocate(capacity, 64);
+    }
+
+    /**
+     * The memory, allocated on first use: a connection that never carries data (or one that only
+     * sends) does not pay for zeroing a buffer it does not use (connect-request-close rates).
+     */
+    private MemorySegment memory() {
+        MemorySegment m = memory;
+        if (m == null) {
+            m = Arena.ofAuto().allocate(capacity, 64);
+            memory = m;
+        }
+        return m;
     }
 
     int capacity() {
@@ -50,9 +62,13 @@ final class ByteRing {
     void writeAt(int at, MemorySegment src, long offset, int length) {
         int pos = (int) ((tail + at) % capacity);
         int first = Math.min(length, capacity - pos);
-        MemorySegment.copy(src, offset, memory, pos, first);
+        if (length == 0) {
+            return;
+        }
+        MemorySegment m = memory();
+        MemorySegment.copy(src, offset, m, pos, first);
         if (length > first) {
-            MemorySegment.copy(src, offset + first, memory, 0, length - first);
+            MemorySegment.copy(src, offset + first, m, 0, length - first);
         }
     }
 
@@ -66,6 +82,9 @@ final class ByteRing {
         int n = Math.max(0, Math.min(length, size() - at));
         int pos = (int) ((head + at) % capacity);
         int first = Math.min(n, capacity - pos);
+        if (n == 0) {
+            return 0;
+        }
         MemorySegment.copy(memory, pos, dst, offset, first);
         if (n > first) {
             MemorySegment.copy(memory, 0, dst, offset + first, n - first);
@@ -78,9 +97,9 @@ final class ByteRing {
         head += Math.min(length, size());
     }
 
-    /** The memory holding the byte {@code at} past the head; with {@link #contiguous} it names a range to send in place. */
-    MemorySegment memory() {
-        return memory;
+    /** The memory holding the buffer's bytes; with {@link #offsetOf} and {@link #contiguous} it names a range to send in place. */
+    MemorySegment segment() {
+        return memory();
     }
 
     long offsetOf(int at) {

@@ -962,7 +962,7 @@ public final class TcpConnection {
             return 0;
         }
         Segment s = header(Segment.ACK, seq);
-        s.payload = sendBuf.memory();
+        s.payload = sendBuf.segment();
         s.payloadOffset = sendBuf.offsetOf(at);
         s.payloadLength = n;
         if (at + n == sendBuf.size()) {

@@ -1,0 +1,451 @@
+package dev.nupa.node;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+import org.HdrHistogram.Histogram;
+
+import dev.nupa.ip.UdpReceiver;
+import dev.nupa.tcp.TcpConfig;
+import dev.nupa.tcp.TcpConnection;
+import dev.nupa.tcp.TcpLayer;
+import dev.nupa.tcp.TcpState;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * `nupa perf tcp-lat | tcp-bw | tcp-crr`: TCP between two processes over the fabric, each side
+ * polling its stack in line (no datapath thread), beside Linux TCP over loopback between the same
+ * two processes (JDK sockets) measured in the same run, rounds alternating. tcp-lat: request /
+ * response round trips of {@code -s} bytes (busy-polling on both); tcp-bw: one connection streaming
+ * for {@code -t} seconds; tcp-crr: connect, 1-byte request and response, close, as a rate.
+ */
+abstract class TcpPerf implements Callable<Integer> {
+    enum Mode { LAT, BW, CRR }
+
+    @Command(name = "tcp-lat", mixinStandardHelpOptions = true,
+            description = "TCP request/response round trip over the fabric beside Linux TCP over loopback (busy-polling).")
+    static final class Lat extends TcpPerf {
+        Lat() {
+            super("tcp-lat", Mode.LAT);
+        }
+    }
+
+    @Command(name = "tcp-bw", mixinStandardHelpOptions = true,
+            description = "One TCP connection's bulk throughput over the fabric beside Linux TCP over loopback.")
+    static final class Bw extends TcpPerf {
+        Bw() {
+            super("tcp-bw", Mode.BW);
+        }
+    }
+
+    @Command(name = "tcp-crr", mixinStandardHelpOptions = true,
+            description = "TCP connect, 1-byte request/response, close: the rate, beside Linux TCP over loopback.")
+    static final class Crr extends TcpPerf {
+        Crr() {
+            super("tcp-crr", Mode.CRR);
+        }
+    }
+
+    static final int TCP_PORT = 5001;
+    private static final int CONTROL_PORT = 9;
+    private static final byte HELLO = 1;
+    private static final byte LINUX = 2;
+    private static final byte BYE = 3;
+    private static final int ROUNDS = 3;
+
+    @Mixin
+    PerfOptions o;
+
+    @Option(names = {"-t", "--time"}, paramLabel = "SECONDS", defaultValue = "2", description = "tcp-bw: seconds per round (default: ${DEFAULT-VALUE}).")
+    double seconds;
+
+    @Option(names = "--checksums", paramLabel = "on|off", defaultValue = "on",
+            description = "Compute and verify checksums (default: ${DEFAULT-VALUE}); off is the lossless-fabric policy, as Linux on lo.")
+    String checksums;
+
+    private final String name;
+    private final Mode mode;
+    private final MemorySegment scratch = Arena.ofAuto().allocate(1 << 20);
+    private final MemorySegment control = Arena.ofAuto().allocate(32);
+    private PerfNode pn;
+    private TcpLayer tcp;
+    // server
+    private long linuxCount = -1;
+    private boolean done;
+    private int linuxPort;
+    // client
+    private int helloPort = -1;
+    private long got;
+
+    TcpPerf(String name, Mode mode) {
+        this.name = name;
+        this.mode = mode;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        o.validate(1, 1 << 20);
+        if (!checksums.equals("on") && !checksums.equals("off")) {
+            throw new IllegalArgumentException("--checksums must be on or off, not " + checksums);
+        }
+        if (seconds <= 0) {
+            throw new IllegalArgumentException("-t must be positive");
+        }
+        if (o.server) {
+            return server();
+        }
+        if (o.client) {
+            return client();
+        }
+        return PerfRunner.runBoth(o, name, o.freshGeometry(9216, 256),
+                List.of("-t", Double.toString(seconds), "--checksums", checksums));
+    }
+
+    private TcpConfig config() {
+        TcpConfig c = TcpConfig.defaults(9000).withTimeWait(1_000_000_000L);
+        return mode == Mode.BW ? c.withBuffers(4 << 20, 4 << 20) : c.withNoDelay(true).withDelayedAck(0);
+    }
+
+    private long now() {
+        return System.nanoTime();
+    }
+
+    private void pump() {
+        long t = now();
+        pn.link.poll(16, t);
+        tcp.poll(t);
+    }
+
+    // ---- server ---------------------------------------------------------------------------
+
+    private int server() throws IOException {
+        try (PerfNode node = new PerfNode(o, true, checksums.equals("on"));
+             ServerSocketChannel linux = ServerSocketChannel.open()) {
+            pn = node;
+            tcp = new TcpLayer(node.ip, config());
+            linux.bind(new InetSocketAddress("127.0.0.1", 0));
+            linuxPort = ((InetSocketAddress) linux.getLocalAddress()).getPort();
+            tcp.listen(TCP_PORT, 1024, config(), c -> c.setEvents(new TcpConnection.Events() {
+                @Override
+                public void onReadable(TcpConnection c) {
+                    int n;
+                    while ((n = c.read(scratch, 0, (int) scratch.byteSize(), now())) > 0) {
+                        if (mode != Mode.BW) {
+                            c.write(scratch, 0, n, now()); // echo
+                        }
+                    }
+                }
+
+                @Override
+                public void onPeerClosed(TcpConnection c) {
+                    c.close(now());
+                }
+            }));
+            node.ip.bindUdp(CONTROL_PORT, this::serverControl);
+            System.out.println(PerfRunner.READY);
+            System.out.flush();
+            SocketChannel kept = null;
+            while (!done) {
+                pump();
+                if (linuxCount >= 0) {
+                    kept = linuxServer(linux, kept, linuxCount);
+                    linuxCount = -1;
+                }
+            }
+            if (kept != null) {
+                kept.close();
+            }
+        }
+        return 0;
+    }
+
+    private void serverControl(int src, int srcPort, int dst, MemorySegment mem, long off, int len) {
+        byte op = len > 0 ? mem.get(ValueLayout.JAVA_BYTE, off) : 0;
+        if (op == HELLO) {
+            control.set(ValueLayout.JAVA_INT_UNALIGNED, 0, linuxPort);
+            pn.ip.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 4);
+        } else if (op == LINUX && len >= 9) {
+            linuxCount = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 1);
+        } else if (op == BYE) {
+            done = true;
+        }
+    }
+
+    /** The Linux side of one round, on JDK sockets: echo {@code n} messages, drain a stream, or serve {@code n} connections. */
+    private SocketChannel linuxServer(ServerSocketChannel linux, SocketChannel kept, long n) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
+        switch (mode) {
+            case LAT -> {
+                if (kept == null) {
+                    kept = linux.accept();
+                    kept.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                    kept.configureBlocking(false);
+                }
+                int size = o.size != null ? o.size : 1;
+                for (long i = 0; i < n; i++) {
+                    buf.clear().limit(size);
+                    while (buf.hasRemaining()) {
+                        if (kept.read(buf) < 0) {
+                            return null;
+                        }
+                    }
+                    buf.flip();
+                    while (buf.hasRemaining()) {
+                        kept.write(buf);
+                    }
+                }
+            }
+            case BW -> {
+                try (SocketChannel s = linux.accept()) {
+                    while (s.read(buf.clear()) >= 0) {
+                        // discard
+                    }
+                }
+            }
+            case CRR -> {
+                for (long i = 0; i < n; i++) {
+                    try (SocketChannel s = linux.accept()) {
+                        buf.clear().limit(1);
+                        if (s.read(buf) == 1) {
+                            s.write(buf.flip());
+                        }
+                    }
+                }
+            }
+        }
+        return kept;
+    }
+
+    // ---- client ---------------------------------------------------------------------------
+
+    private int client() throws IOException {
+        try (PerfNode node = new PerfNode(o, false, checksums.equals("on"))) {
+            pn = node;
+            tcp = new TcpLayer(node.ip, config());
+            int server = NodeConfig.defaultIp(o.serverAddress).address();
+            UdpReceiver replies = (src, srcPort, dst, mem, off, len) -> {
+                if (len >= 4) {
+                    helloPort = mem.get(ValueLayout.JAVA_INT_UNALIGNED, off);
+                }
+            };
+            int port = node.ip.bindUdp(0, replies);
+            hello(server, port);
+            String result = switch (mode) {
+                case LAT -> latency(server, port);
+                case BW -> bandwidth(server, port);
+                case CRR -> connectRate(server, port);
+            };
+            control.set(ValueLayout.JAVA_BYTE, 0, BYE);
+            node.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            if (o.json) {
+                System.out.println(result);
+            }
+        }
+        return 0;
+    }
+
+    private void hello(int server, int port) {
+        long deadline = now() + 30_000_000_000L;
+        control.set(ValueLayout.JAVA_BYTE, 0, HELLO);
+        while (helloPort < 0) {
+            if (now() > deadline) {
+                throw new IllegalStateException("no " + name + " server at node " + o.serverAddress + " of " + o.fabric
+                        + " after 30 s; start one with --server");
+            }
+            pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            long until = now() + 10_000_000L;
+            while (helloPort < 0 && now() < until) {
+                pump();
+            }
+        }
+    }
+
+    private void linuxPhase(int server, int port, long n) {
+        control.set(ValueLayout.JAVA_BYTE, 0, LINUX);
+        control.set(ValueLayout.JAVA_LONG_UNALIGNED, 1, n);
+        pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 9);
+    }
+
+    private final TcpConnection.Events counting = new TcpConnection.Events() {
+        @Override
+        public void onReadable(TcpConnection c) {
+            int n;
+            while ((n = c.read(scratch, 0, (int) scratch.byteSize(), now())) > 0) {
+                got += n;
+            }
+        }
+    };
+
+    private TcpConnection open(int server) {
+        TcpConnection c = tcp.connect(server, TCP_PORT, config(), counting, now());
+        long deadline = now() + 10_000_000_000L;
+        while (c.state() != TcpState.ESTABLISHED) {
+            if (c.state() == TcpState.CLOSED || now() > deadline) {
+                throw new IllegalStateException("cannot connect to the " + name + " server: "
+                        + (c.error() != null ? c.error().message() : "no answer"));
+            }
+            pump();
+        }
+        return c;
+    }
+
+    private String latency(int server, int port) throws IOException {
+        int size = o.size != null ? o.size : 1;
+        long iterations = o.iterations != null ? o.iterations : 100_000;
+        TcpConnection c = open(server);
+        MemorySegment msg = Arena.ofAuto().allocate(size);
+        Histogram ours = LatencyStats.newHistogram();
+        Histogram peer = LatencyStats.newHistogram();
+        try (SocketChannel linux = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
+            linux.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            linux.configureBlocking(false);
+            ByteBuffer buf = ByteBuffer.allocateDirect(size);
+            long per = Math.max(1, iterations / ROUNDS);
+            for (int r = -1; r < ROUNDS; r++) { // round -1 warms up
+                long n = r < 0 ? Math.min(20_000, iterations) : r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
+                for (long i = 0; i < n; i++) {
+                    long target = got + size;
+                    long t0 = now();
+                    c.write(msg, 0, size, t0);
+                    while (got < target) {
+                        pump();
+                    }
+                    if (r >= 0) {
+                        ours.recordValue(now() - t0);
+                    }
+                }
+                linuxPhase(server, port, n);
+                for (long i = 0; i < n; i++) {
+                    long t0 = now();
+                    buf.clear();
+                    while (buf.hasRemaining()) {
+                        linux.write(buf);
+                    }
+                    buf.clear();
+                    while (buf.hasRemaining()) {
+                        linux.read(buf);
+                    }
+                    if (r >= 0) {
+                        peer.recordValue(now() - t0);
+                    }
+                }
+            }
+        }
+        c.close(now());
+        LatencyStats a = LatencyStats.of(ours);
+        LatencyStats p = LatencyStats.of(peer);
+        double ratio = a.p50() / p.p50();
+        System.out.println(name + ": TCP request/response round trip, " + size + "-byte messages, checksums " + checksums
+                + ", fabric " + o.fabric);
+        System.out.println(LatencyStats.header());
+        System.out.println(a.row(size));
+        System.out.println("peer: Linux TCP over loopback, TCP_NODELAY, busy-polling non-blocking sockets, the same two processes");
+        System.out.println(p.row(size));
+        System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer): %.2f%n", ratio);
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"round_trip\":true,%s,\"peer\":{\"bytes\":%d,%s},"
+                + "\"ratio\":%.3f}", name, size, a.json(), size, p.json(), ratio);
+    }
+
+    private String bandwidth(int server, int port) throws IOException {
+        int size = o.size != null ? o.size : 65_536;
+        MemorySegment msg = Arena.ofAuto().allocate(size);
+        double oursBits = 0;
+        double oursSecs = 0;
+        double peerBits = 0;
+        double peerSecs = 0;
+        for (int r = 0; r < ROUNDS; r++) {
+            TcpConnection c = open(server);
+            long bytes = 0;
+            long t0 = now();
+            long end = t0 + (long) (seconds * 1e9);
+            while (now() < end) {
+                bytes += c.write(msg, 0, size, now());
+                pump();
+            }
+            c.close(now());
+            while (c.unacknowledged() > 0 && c.state() != TcpState.CLOSED) {
+                pump();
+            }
+            oursBits += bytes * 8.0;
+            oursSecs += (now() - t0) / 1e9;
+            linuxPhase(server, port, 1);
+            try (SocketChannel linux = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
+                ByteBuffer buf = ByteBuffer.allocateDirect(size);
+                long lb = 0;
+                long l0 = now();
+                long lend = l0 + (long) (seconds * 1e9);
+                while (now() < lend) {
+                    buf.clear();
+                    lb += linux.write(buf);
+                }
+                linux.shutdownOutput();
+                linux.read(ByteBuffer.allocate(1)); // until the server closed: everything was read
+                peerBits += lb * 8.0;
+                peerSecs += (now() - l0) / 1e9;
+            }
+        }
+        double ours = oursBits / oursSecs / 1e9;
+        double peer = peerBits / peerSecs / 1e9;
+        System.out.println(name + ": one TCP connection, " + size + "-byte writes, " + ROUNDS + " x " + seconds
+                + " s, checksums " + checksums + ", fabric " + o.fabric);
+        System.out.printf(Locale.ROOT, "ours: %.2f Gbit/s%npeer: Linux TCP over loopback, the same two processes: %.2f Gbit/s%n"
+                + "ratio (ours / peer): %.2f%n", ours, peer, ours / peer);
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"gbit_s\":%.3f,\"peer\":{\"gbit_s\":%.3f},\"ratio\":%.3f}",
+                name, size, ours, peer, ours / peer);
+    }
+
+    private String connectRate(int server, int port) throws IOException {
+        long iterations = o.iterations != null ? o.iterations : 2_000;
+        MemorySegment one = Arena.ofAuto().allocate(1);
+        double oursSecs = 0;
+        double peerSecs = 0;
+        long per = Math.max(1, iterations / ROUNDS);
+        for (int r = 0; r < ROUNDS; r++) {
+            long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
+            long t0 = now();
+            for (long i = 0; i < n; i++) {
+                TcpConnection c = open(server);
+                long target = got + 1;
+                c.write(one, 0, 1, now());
+                while (got < target) {
+                    pump();
+                }
+                c.close(now());
+                while (c.state() != TcpState.TIME_WAIT && c.state() != TcpState.CLOSED) {
+                    pump();
+                }
+            }
+            oursSecs += (now() - t0) / 1e9;
+            linuxPhase(server, port, n);
+            ByteBuffer b = ByteBuffer.allocateDirect(1);
+            long l0 = now();
+            for (long i = 0; i < n; i++) {
+                try (SocketChannel s = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
+                    s.write(b.clear());
+                    s.read(b.clear());
+                }
+            }
+            peerSecs += (now() - l0) / 1e9;
+        }
+        double ours = iterations / oursSecs;
+        double peer = iterations / peerSecs;
+        System.out.println(name + ": connect, 1-byte request and response, close; " + iterations + " connections each, fabric "
+                + o.fabric);
+        System.out.printf(Locale.ROOT, "ours: %.0f connections/s%npeer: Linux TCP over loopback, the same two processes: "
+                + "%.0f connections/s%nratio (ours / peer): %.2f%n", ours, peer, ours / peer);
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"iterations\":%d,\"msgs_s\":%.1f,\"peer\":{\"msgs_s\":%.1f},"
+                + "\"ratio\":%.3f}", name, iterations, ours, peer, ours / peer);
+    }
+}
