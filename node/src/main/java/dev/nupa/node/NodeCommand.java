@@ -23,6 +23,9 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--udp-echo", paramLabel = "PORT", description = "Serve UDP echo on PORT (e.g. 7).")
     Integer udpEcho;
 
+    @Option(names = "--tcp-echo", paramLabel = "PORT", description = "Serve TCP echo on PORT (e.g. 7).")
+    Integer tcpEcho;
+
     @Option(names = "--capture", paramLabel = "FILE", description = "Write this node's frames to a pcap file.")
     Path capture;
 
@@ -45,8 +48,11 @@ final class NodeCommand implements Callable<Integer> {
             echo.handler(d -> echo.send(d.data(), d.senderPort(), d.senderHost()));
             echo.listen(udpEcho, "0.0.0.0").await(5, TimeUnit.SECONDS);
         }
+        if (tcpEcho != null) {
+            node.createTcpServer().connectHandler(s -> s.pipeTo(s)).listen(tcpEcho).await(5, TimeUnit.SECONDS);
+        }
         System.out.println("nupa node: " + node + " on " + config.fabric()
-                + (udpEcho != null ? ", UDP echo on port " + udpEcho : "") + (capture != null ? ", capturing to " + capture : "")
+                + (udpEcho != null ? ", UDP echo on port " + udpEcho : "") + (tcpEcho != null ? ", TCP echo on port " + tcpEcho : "") + (capture != null ? ", capturing to " + capture : "")
                 + "; Ctrl-C to stop");
         System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
@@ -73,6 +79,14 @@ final class NodeCommand implements Callable<Integer> {
             }
         });
         System.out.println(sb);
+        StringBuilder t = new StringBuilder("nupa node: tcp connections open=" + node.tcp().connections() + " "
+                + node.tcp().states() + "; counters:");
+        node.tcp().counters().forEach((k, v) -> {
+            if (v != 0) {
+                t.append(' ').append(k.name().toLowerCase()).append('=').append(v);
+            }
+        });
+        System.out.println(t);
         System.out.flush();
         node.closeAndWait();
         vertx.close();

@@ -9,6 +9,7 @@ import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
+import dev.nupa.tcp.TcpConfig;
 
 /**
  * How a {@link NupaNode} is assembled.
@@ -20,36 +21,46 @@ import dev.nupa.l2.Link;
  * @param routes   routes beyond the on-link subnet
  * @param idle     how the datapath loop waits
  * @param capture  a pcap file for this node's own frames, or null
+ * @param tcp      the TCP settings of its connections, or null for {@link TcpConfig#defaults} of the MTU
  */
 public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Route> routes, FabricGeometry geometry,
-                         Datapath.Idle idle, Path capture) {
+                         Datapath.Idle idle, Path capture, TcpConfig tcp) {
     public NodeConfig {
         routes = List.copyOf(routes);
     }
 
     public static NodeConfig defaults(Path fabric, int address) {
         return new NodeConfig(fabric, address, null, Link.DEFAULT_MTU, List.of(), FabricGeometry.defaults(),
-                Datapath.Idle.backoff(), null);
+                Datapath.Idle.backoff(), null, null);
     }
 
     public NodeConfig withIp(IpConfig ip) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
     }
 
     public NodeConfig withMtu(int mtu) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
     }
 
     public NodeConfig withRoutes(List<Route> routes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
     }
 
     public NodeConfig withIdle(Datapath.Idle idle) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
     }
 
     public NodeConfig withCapture(Path capture) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
+    }
+
+    public NodeConfig withTcp(TcpConfig tcp) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
+    }
+
+    /** The TCP settings: as given, or the defaults for the MTU. */
+    public TcpConfig tcpOrDefault() {
+        return tcp != null ? tcp : TcpConfig.defaults(mtu);
     }
 
     /** The default address plan: fabric node N is 10.0.0.(N + 1)/24 (nodes 0..253). */

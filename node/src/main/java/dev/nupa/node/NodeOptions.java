@@ -9,6 +9,7 @@ import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
+import dev.nupa.tcp.TcpConfig;
 import picocli.CommandLine.Option;
 
 /** The options that say how a node joins the fabric: shared by `nupa node`, `ping`, and the demo's nodes. */
@@ -42,6 +43,12 @@ final class NodeOptions {
     @Option(names = "--spin", description = "Busy-poll the datapath without ever sleeping (lowest latency, one core).")
     boolean spin;
 
+    @Option(names = "--tcp-buffer", paramLabel = "BYTES", description = "TCP send and receive buffer per connection (default: 262144).")
+    Integer tcpBuffer;
+
+    @Option(names = "--tcp-time-wait", paramLabel = "SECONDS", description = "TCP TIME-WAIT, 2*MSL (default: 60).")
+    Double tcpTimeWait;
+
     @Option(names = "--nodes", paramLabel = "N", defaultValue = "64", description = "Nodes of a fabric created here (default: ${DEFAULT-VALUE}).")
     int nodes;
 
@@ -53,7 +60,17 @@ final class NodeOptions {
         NodeConfig c = NodeConfig.defaults(fabric, address).withMtu(mtu).withRoutes(rs)
                 .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.backoff());
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
-                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture());
+                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null);
+        if (tcpBuffer != null || tcpTimeWait != null) {
+            TcpConfig t = TcpConfig.defaults(mtu);
+            if (tcpBuffer != null) {
+                t = t.withBuffers(tcpBuffer, tcpBuffer);
+            }
+            if (tcpTimeWait != null) {
+                t = t.withTimeWait((long) (tcpTimeWait * 1e9));
+            }
+            c = c.withTcp(t);
+        }
         if (ip != null || noChecksums || forwarding) {
             IpConfig base = ip != null ? IpConfig.parse(ip) : null;
             if (base == null) {

@@ -12,7 +12,6 @@ import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkVerticle;
 import dev.nupa.l2.PcapWriter;
-import dev.nupa.tcp.TcpConfig;
 import dev.nupa.tcp.TcpLayer;
 import dev.nupa.tcp.TcpServer;
 import dev.nupa.tcp.TcpSocket;
@@ -67,7 +66,7 @@ public final class NupaNode {
             } catch (RuntimeException e) {
                 return vertx.undeploy(linkId).transform(v -> Future.failedFuture(e));
             }
-            TcpVerticle tcp = new TcpVerticle(link, ip, TcpConfig.defaults(config.mtu()));
+            TcpVerticle tcp = new TcpVerticle(link, ip, config.tcpOrDefault());
             return vertx.deployVerticle(ip).transform(ar -> {
                 if (ar.failed()) {
                     return vertx.undeploy(linkId).transform(v -> Future.failedFuture(ar.cause()));

@@ -137,7 +137,7 @@ abstract class TcpPerf implements Callable<Integer> {
             tcp = new TcpLayer(node.ip, config());
             linux.bind(new InetSocketAddress("127.0.0.1", 0));
             linuxPort = ((InetSocketAddress) linux.getLocalAddress()).getPort();
-            tcp.listen(TCP_PORT, 1024, config(), c -> c.setEvents(new TcpConnection.Events() {
+            tcp.listen(TCP_PORT, 1024, config(), c -> tcp.setEvents(c, new TcpConnection.Events() {
                 @Override
                 public void onReadable(TcpConnection c) {
                     int n;

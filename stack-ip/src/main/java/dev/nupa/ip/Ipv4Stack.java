@@ -503,10 +503,19 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      */
     public int sendDatagram(int destination, int protocol, boolean dontFragment, MemorySegment head, long headOffset,
                             int headLength, MemorySegment body, long bodyOffset, int bodyLength) {
+        return sendDatagram(destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength,
+                config.sendWaitNs());
+    }
+
+    /** {@link #sendDatagram} waiting at most {@code waitNs} on a full ring (0: not at all; the caller retries). */
+    public int sendDatagram(int destination, int protocol, boolean dontFragment, MemorySegment head, long headOffset,
+                            int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
         txLock.lock();
         try {
+            sendWaitNs = waitNs;
             return send(destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
         } finally {
+            sendWaitNs = config.sendWaitNs();
             txLock.unlock();
         }
     }

@@ -21,8 +21,16 @@ public final class TcpConnection {
     /** Where segments leave. The payload of an outgoing segment is {@code payloadLength} bytes of {@code payload} at {@code payloadOffset}. */
     @FunctionalInterface
     public interface Output {
-        void transmit(TcpConnection connection, Segment segment);
+        /**
+         * Sends {@code segment}; returns false if it could not leave now (the fabric ring is full):
+         * the connection then keeps it unsent and tries again shortly ({@link #BLOCKED_RETRY_NS}), so
+         * back-pressure on the lossless fabric never turns into loss and a retransmission timeout.
+         */
+        boolean transmit(TcpConnection connection, Segment segment);
     }
+
+    /** How soon a segment the output could not take is tried again. */
+    public static final long BLOCKED_RETRY_NS = 200_000L;
 
     /** What the owner hears about; called from within the calls into the connection. */
     public interface Events {
@@ -162,11 +170,12 @@ public final class TcpConnection {
         this.sendMss = Math.min(536, config.mss()); // RFC 9293 3.7.1: 536 until the peer says otherwise
     }
 
-    public void setEvents(Events events) {
+    /** Package-private: the layer keeps its own hooks here; users set theirs with {@link TcpLayer#setEvents}. */
+    void setEvents(Events events) {
         this.events = events;
     }
 
-    public Events events() {
+    Events events() {
         return events;
     }
 
@@ -857,6 +866,7 @@ public final class TcpConnection {
         if (now >= delayedAckAt) {
             ackNow = true;
         }
+        blockedRetryAt = NEVER; // transmit() below tries again; a new refusal sets it anew
         if (now >= persistAt) {
             probeZeroWindow(now);
         }
@@ -865,7 +875,8 @@ public final class TcpConnection {
         }
         transmit(now);
         scheduleKeepAlive(now);
-        return Math.min(Math.min(rtoAt, delayedAckAt), Math.min(Math.min(persistAt, keepAliveAt), timeWaitAt));
+        return Math.min(Math.min(Math.min(rtoAt, delayedAckAt), blockedRetryAt),
+                Math.min(Math.min(persistAt, keepAliveAt), timeWaitAt));
     }
 
     /** RFC 6298 5.4-5.7; returns false if the connection was dropped. */
@@ -968,7 +979,9 @@ public final class TcpConnection {
         if (at + n == sendBuf.size()) {
             s.flags |= Segment.PSH | (finQueued ? Segment.FIN : 0); // FIN rides on the last data
         }
-        emit(s, now);
+        if (!emit(s, now)) {
+            return 0;
+        }
         int end = seq + n + (s.has(Segment.FIN) ? 1 : 0);
         if (s.has(Segment.FIN)) {
             finSent = true;
@@ -1003,7 +1016,9 @@ public final class TcpConnection {
 
     private boolean sendFin(long now) {
         Segment s = header(Segment.ACK | Segment.FIN, sndNxt);
-        emit(s, now);
+        if (!emit(s, now)) {
+            return false;
+        }
         finSent = true;
         sndNxt++;
         if (Seq.gt(sndNxt, sndMax)) {
@@ -1039,7 +1054,9 @@ public final class TcpConnection {
         }
         s.window = Math.min(recvBuf.free(), 65_535); // RFC 7323 2.2: the window in a SYN is never scaled
         rcvAdvertised = rcvNxt + s.window;
-        emitRaw(s);
+        if (!emitRaw(s, now)) {
+            return;
+        }
         sndNxt = iss + 1;
         if (Seq.gt(sndNxt, sndMax)) {
             sndMax = sndNxt;
@@ -1118,7 +1135,7 @@ public final class TcpConnection {
     }
 
     /** Fills window and options of a non-SYN segment and sends it. */
-    private void emit(Segment s, long now) {
+    private boolean emit(Segment s, long now) {
         int wnd = windowToAdvertise();
         s.window = Math.min(wnd >>> rcvShift, 65_535);
         if (tsOk) {
@@ -1135,18 +1152,24 @@ public final class TcpConnection {
             }
             s.sackBlocks = max == 0 ? 0 : outOfOrder.sackBlocks(rcvNxt, s.sackLeft, s.sackRight, max);
         }
-        emitRaw(s);
+        return emitRaw(s, now);
     }
 
-    private void emitRaw(Segment s) {
+    private boolean emitRaw(Segment s, long now) {
+        if (!output.transmit(this, s)) {
+            blockedRetryAt = now + BLOCKED_RETRY_NS;
+            return false;
+        }
         if (s.has(Segment.ACK)) {
             lastAckSent = s.ack;
             ackNow = false;
             unackedSegments = 0;
             delayedAckAt = NEVER;
         }
-        output.transmit(this, s);
+        return true;
     }
+
+    private long blockedRetryAt = NEVER;
 
     /** RFC 7323 5.4: a clock of 1 ms per tick (the fastest allowed, as Linux), from a random-free base plus 1 so 0 never appears. */
     private int tsValue(long now) {

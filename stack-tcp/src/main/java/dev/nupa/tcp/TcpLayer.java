@@ -6,6 +6,7 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.locks.ReentrantLock;
 
+import dev.nupa.device.FabricDevice;
 import dev.nupa.ip.Checksum;
 import dev.nupa.ip.IpProtocolHandler;
 import dev.nupa.ip.Ipv4Address;
@@ -130,7 +131,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final MemorySegment txScratch = Arena.ofAuto().allocate(TcpHeader.MAX_HEADER, 8);
     private final Segment rstOut = new Segment();
     private final TcpConnection.Output output = this::transmit;
-    private int nextEphemeral = Ipv4Stack.EPHEMERAL_FIRST;
+    // RFC 6056 3.3.1: start the ephemeral search at a random port, so a process that restarts does
+    // not reuse the 4-tuples its previous run may still have in the peer's TIME-WAIT.
+    private int nextEphemeral = Ipv4Stack.EPHEMERAL_FIRST
+            + java.util.concurrent.ThreadLocalRandom.current().nextInt(65536 - Ipv4Stack.EPHEMERAL_FIRST);
     /** The earliest time any connection asked to be polled (its deadline after its last call). */
     private volatile long nextDeadline = Long.MAX_VALUE;
 
@@ -209,14 +213,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public void setEvents(TcpConnection c, TcpConnection.Events events) {
         lock.lock();
         try {
-            ((Hooks) hooksOf(c)).user = events;
+            ((Hooks) c.events()).user = events;
         } finally {
             lock.unlock();
         }
-    }
-
-    private TcpConnection.Events hooksOf(TcpConnection c) {
-        return c.events();
     }
 
     private int ephemeralPort(int remoteIp, int remotePort) {
@@ -236,6 +236,20 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         lock.lock();
         try {
             return table.size();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    /** How many connections are in each state now (for tools and leak checks). */
+    public Map<TcpState, Integer> states() {
+        lock.lock();
+        try {
+            Map<TcpState, Integer> m = new EnumMap<>(TcpState.class);
+            for (TcpConnection c : table.all()) {
+                m.merge(c.state(), 1, Integer::sum);
+            }
+            return m;
         } finally {
             lock.unlock();
         }
@@ -433,12 +447,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     // ---- sending ---------------------------------------------------------------------------
 
-    private void transmit(TcpConnection c, Segment s) {
-        send(c.remoteIp, c.remotePort, c.localPort, s);
+    private boolean transmit(TcpConnection c, Segment s) {
+        return send(c.remoteIp, c.remotePort, c.localPort, s);
     }
 
-    /** Builds the header (with options) and checksum, and hands header + payload to IP. */
-    private void send(int remoteIp, int remotePort, int localPort, Segment s) {
+    /** Builds the header (with options) and checksum, and hands header + payload to IP; false if it did not leave. */
+    private boolean send(int remoteIp, int remotePort, int localPort, Segment s) {
         TcpOptions o = txOptions.clear();
         if (s.mss > 0) {
             o.setMss(s.mss);
@@ -472,10 +486,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         h.setChecksum(Checksum.finish(sum));
         int rc = ip.sendDatagram(remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
-                payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload);
-        // A segment that did not leave (ring full past the send wait, peer down) is lost like on a wire:
-        // the retransmission timer recovers it. Counted, so it shows.
+                payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
+        // A full ring is not loss: the connection keeps the segment and retries shortly. Other
+        // failures (peer down, no route) are like loss on a wire; the retransmission timer handles them.
         count(rc == 0 ? Counter.SEGMENTS_OUT : Counter.SEND_FAILURES);
+        return rc != FabricDevice.BACK_PRESSURED;
     }
 
     @Override

@@ -74,7 +74,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     static TcpSocket accepted(Vertx vertx, TcpLayer layer, TcpConnection c) {
         TcpSocket s = new TcpSocket(vertx, layer);
         s.connection = c;
-        c.setEvents(s);
+        layer.setEvents(c, s); // beside the layer's own hooks, which keep its tables right
         return s;
     }
 

@@ -160,7 +160,7 @@ class LossyNetworkTest {
         return new Result(loss, bytes, now[0] - start, ends[0].retransmits(), ends[0].timeouts(), intact);
     }
 
-    private static void send(PriorityQueue<Event> wire, long[] order, long now, Link link, boolean toB, Segment s) {
+    private static boolean send(PriorityQueue<Event> wire, long[] order, long now, Link link, boolean toB, Segment s) {
         Seg copy = Seg.of(s);
         long at = link.arrival(now, s.payloadLength);
         if (at >= 0) {
@@ -169,6 +169,7 @@ class LossyNetworkTest {
                 wire.add(new Event(at + 5 * US, order[0]++, toB, copy));
             }
         }
+        return true; // the simulated link never refuses: it drops
     }
 
     @Test

@@ -1,0 +1,163 @@
+package dev.nupa.node;
+
+import java.util.Locale;
+import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.zip.CRC32C;
+
+import dev.nupa.tcp.TcpSocket;
+import io.vertx.core.Vertx;
+import io.vertx.core.buffer.Buffer;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+/**
+ * `nupa tcp-check`: opens connections to a TCP echo server over the fabric, all at once (or a window
+ * at a time), sends each its own random bytes, checks the echo (length and CRC32C), closes, and then
+ * waits until no connection state is left (TIME-WAIT over). Exit status 0 only when every connection
+ * echoed intact and closed cleanly.
+ */
+@Command(name = "tcp-check", mixinStandardHelpOptions = true, sortOptions = false,
+        description = "Open connections to a TCP echo server, check every echoed byte, close, and check nothing is left.")
+final class TcpCheckCommand implements Callable<Integer> {
+    @Parameters(paramLabel = "HOST", description = "IPv4 address of the echo server.")
+    String host;
+
+    @Option(names = "--port", defaultValue = "7", description = "Echo port (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--connections", defaultValue = "100", description = "Connections (default: ${DEFAULT-VALUE}).")
+    int connections;
+
+    @Option(names = "--window", defaultValue = "0", description = "Connections open at once (default: all).")
+    int window;
+
+    @Option(names = "--bytes", defaultValue = "100000", description = "Bytes each connection sends and gets back (default: ${DEFAULT-VALUE}).")
+    long bytes;
+
+    @Option(names = "--timeout", defaultValue = "300", description = "Seconds allowed for the whole run (default: ${DEFAULT-VALUE}).")
+    int timeout;
+
+    @Mixin
+    NodeOptions options;
+
+    @Override
+    public Integer call() throws Exception {
+        if (connections < 1 || bytes < 1 || window < 0) {
+            throw new IllegalArgumentException("need --connections >= 1, --bytes >= 1 and --window >= 0");
+        }
+        Vertx vertx = Vertx.vertx();
+        try {
+            NupaNode node = NupaNode.start(vertx, options.config()).await(30, TimeUnit.SECONDS);
+            try {
+                return run(vertx, node);
+            } finally {
+                node.closeAndWait();
+            }
+        } finally {
+            vertx.close();
+        }
+    }
+
+    private int run(Vertx vertx, NupaNode node) throws Exception {
+        AtomicInteger intact = new AtomicInteger();
+        AtomicInteger failed = new AtomicInteger();
+        AtomicInteger closed = new AtomicInteger();
+        AtomicLong echoed = new AtomicLong();
+        AtomicInteger started = new AtomicInteger();
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        String[] firstError = new String[1];
+        int inFlight = window == 0 ? connections : Math.min(window, connections);
+        Runnable[] next = new Runnable[1];
+        next[0] = () -> {
+            int i = started.getAndIncrement();
+            if (i >= connections) {
+                return;
+            }
+            byte[] data = new byte[(int) Math.min(bytes, Integer.MAX_VALUE)];
+            new SplittableRandom(i).nextBytes(data);
+            CRC32C want = new CRC32C();
+            want.update(data);
+            node.connectTcp(port, host).onComplete(ar -> {
+                if (ar.failed()) {
+                    failure(firstError, "connection " + i + ": " + ar.cause().getMessage(), failed, done, intact, closed);
+                    next[0].run();
+                    return;
+                }
+                TcpSocket s = ar.result();
+                CRC32C got = new CRC32C();
+                long[] count = {0};
+                s.handler(b -> {
+                    byte[] chunk = b.getBytes();
+                    got.update(chunk);
+                    count[0] += chunk.length;
+                    echoed.addAndGet(chunk.length);
+                    if (count[0] == data.length) {
+                        if (got.getValue() == want.getValue()) {
+                            intact.incrementAndGet();
+                        } else {
+                            failure(firstError, "connection " + i + ": echo changed", failed, done, intact, closed);
+                        }
+                        s.end(); // FIN; the server's pipe ends and closes too
+                    }
+                });
+                s.exceptionHandler(t -> failure(firstError, "connection " + i + ": " + t.getMessage(), failed, done, intact,
+                        closed));
+                s.closeHandler(v -> {
+                    closed.incrementAndGet();
+                    finish(done, intact, failed, closed);
+                    next[0].run();
+                });
+                s.write(Buffer.buffer(data));
+            });
+        };
+        long start = System.nanoTime();
+        vertx.runOnContext(v -> {
+            for (int w = 0; w < inFlight; w++) {
+                next[0].run();
+            }
+        });
+        try {
+            done.get(timeout, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            // reported below
+        }
+        double secs = (System.nanoTime() - start) / 1e9;
+        // No state may outlive the run: wait for TIME-WAIT to pass, then count what is left.
+        long waitUntil = System.nanoTime() + node.tcp().defaults().timeWaitNs() + 5_000_000_000L;
+        while (node.tcp().connections() > 0 && System.nanoTime() < waitUntil) {
+            Thread.sleep(50);
+        }
+        int left = node.tcp().connections();
+        System.out.printf(Locale.ROOT, "tcp-check: %d connections of %d bytes to %s:%d: %d echoed intact, %d failed, %d closed, "
+                        + "%d left after TIME-WAIT; %.1f MB echoed in %.2f s%n", connections, bytes, host, port, intact.get(),
+                failed.get(), closed.get(), left, echoed.get() / 1e6, secs);
+        if (firstError[0] != null) {
+            System.out.println("tcp-check: first failure: " + firstError[0]);
+        }
+        return intact.get() == connections && failed.get() == 0 && closed.get() == connections && left == 0 ? 0 : 1;
+    }
+
+    private void failure(String[] first, String what, AtomicInteger failed, CompletableFuture<Void> done,
+                         AtomicInteger intact, AtomicInteger closed) {
+        synchronized (first) {
+            if (first[0] == null) {
+                first[0] = what;
+            }
+        }
+        failed.incrementAndGet();
+        finish(done, intact, failed, closed);
+    }
+
+    private void finish(CompletableFuture<Void> done, AtomicInteger intact, AtomicInteger failed, AtomicInteger closed) {
+        if (closed.get() + failed.get() >= connections && closed.get() >= intact.get()) {
+            done.complete(null);
+        }
+    }
+}
