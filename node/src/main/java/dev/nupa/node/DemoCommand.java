@@ -12,7 +12,8 @@ import picocli.CommandLine.Option;
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = {"Show the fabric and the IP stack on a fresh fabric file, then clean up:",
                 "1. two node processes stream checked frames both ways through the rings;",
-                "2. a node process serves ping and UDP echo; `nupa ping` and `nupa udp-check` (two more processes) use it."})
+                "2. a node process serves ping, UDP echo and TCP echo; `nupa ping`, `nupa udp-check` and `nupa tcp-check`",
+                "   (more processes) use it: 100 TCP connections at once, then one bulk transfer."})
 final class DemoCommand implements Callable<Integer> {
     @Option(names = "--frames", defaultValue = "100000", description = "Frames each node sends (default: ${DEFAULT-VALUE}).")
     long frames;
@@ -20,10 +21,14 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--datagrams", defaultValue = "2000", description = "UDP datagrams (12..60000 bytes) echoed (default: ${DEFAULT-VALUE}).")
     int datagrams;
 
+    @Option(names = "--bulk-bytes", defaultValue = "32000000", description = "Bytes of the TCP bulk echo (default: ${DEFAULT-VALUE}).")
+    long bulkBytes;
+
     /** Part 2: a node serving ping and UDP echo, and two client processes using it. */
     private int ip(Path path) throws Exception {
-        System.out.println("nupa demo, part 2: IPv4, ICMP and UDP between node processes (10.0.0.1 serves, 10.0.0.2 and 10.0.0.3 ask)");
-        Process server = Children.start(List.of("node", "--fabric", path.toString(), "--address", "0", "--udp-echo", "7"));
+        System.out.println("nupa demo, part 2: IPv4, ICMP, UDP and TCP between node processes (10.0.0.1 serves, others ask)");
+        Process server = Children.start(List.of("node", "--fabric", path.toString(), "--address", "0", "--udp-echo", "7",
+                "--tcp-echo", "7", "--tcp-time-wait", "2"));
         try {
             var out = Children.stdout(server);
             String first = out.readLine();
@@ -36,6 +41,14 @@ final class DemoCommand implements Callable<Integer> {
             if (rc == 0) {
                 rc = relay(List.of("udp-check", "--fabric", path.toString(), "--address", "2", "--count",
                         Integer.toString(datagrams), "10.0.0.1"));
+            }
+            if (rc == 0) {
+                rc = relay(List.of("tcp-check", "--fabric", path.toString(), "--address", "2", "--connections", "100",
+                        "--bytes", "100000", "--tcp-time-wait", "2", "10.0.0.1"));
+            }
+            if (rc == 0) {
+                rc = relay(List.of("tcp-check", "--fabric", path.toString(), "--address", "2", "--connections", "1",
+                        "--bytes", Long.toString(bulkBytes), "--tcp-time-wait", "2", "10.0.0.1"));
             }
             server.toHandle().destroy(); // SIGTERM, streams left open: the node prints its counters and leaves
             String line;
@@ -95,7 +108,8 @@ final class DemoCommand implements Callable<Integer> {
                 return status;
             }
             status = ip(path);
-            System.out.println(status == 0 ? "demo ok: frames, ping and UDP echo all checked" : "demo FAILED (status " + status + ")");
+            System.out.println(status == 0 ? "demo ok: frames, ping, UDP echo and TCP echo all checked"
+                    : "demo FAILED (status " + status + ")");
             return status;
         } finally {
             Children.kill(a);

@@ -373,7 +373,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /** The ACK completing a handshake answered with a SYN cookie: a valid cookie opens the connection. */
     private boolean acceptCookie(Listener l, int remoteIp, int remotePort, Segment ack, long now) {
-        int mss = cookies.decode(now, ip.address(), l.port, remoteIp, remotePort, ack.seq - 1, ack.ack - 1);
+        int mss = cookies.decode(now, ip.address(), l.port, remoteIp, remotePort, ack.seq, ack.ack - 1);
         if (mss <= 0) {
             count(Counter.SYN_COOKIES_REJECTED);
             return false;

@@ -10,7 +10,9 @@ import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.netty.buffer.Unpooled;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.internal.buffer.BufferInternal;
 import io.vertx.core.streams.ReadStream;
 import io.vertx.core.streams.WriteStream;
 
@@ -45,7 +47,6 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     private Handler<Throwable> exceptionHandler;
     private Handler<Void> drainHandler;
     private Handler<Void> closeHandler;
-    private final MemorySegment readScratch = MemorySegment.ofArray(new byte[READ_CHUNK]);
 
     private record Pending(MemorySegment data, long[] offset, Promise<Void> promise) {
     }
@@ -157,23 +158,26 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             readScheduled = false;
         }
         while (handler != null && demand > 0 && connection != null) {
-            int n;
+            byte[] bytes;
             layer.lock.lock();
             try {
-                n = connection.read(readScratch, 0, READ_CHUNK, System.nanoTime());
-                layer.touched(connection);
+                // Straight into an array of the size at hand: no per-socket scratch (10,000 sockets).
+                int avail = Math.min(connection.readable(), READ_CHUNK);
+                bytes = new byte[avail];
+                if (avail > 0) {
+                    connection.read(MemorySegment.ofArray(bytes), 0, avail, System.nanoTime());
+                    layer.touched(connection);
+                }
             } finally {
                 layer.lock.unlock();
             }
-            if (n == 0) {
+            if (bytes.length == 0) {
                 break;
             }
             if (demand != Long.MAX_VALUE) {
                 demand--;
             }
-            byte[] bytes = new byte[n];
-            MemorySegment.copy(readScratch, 0, MemorySegment.ofArray(bytes), 0, n);
-            handler.handle(Buffer.buffer(bytes));
+            handler.handle(BufferInternal.buffer(Unpooled.wrappedBuffer(bytes)));
         }
         boolean atEnd;
         layer.lock.lock();

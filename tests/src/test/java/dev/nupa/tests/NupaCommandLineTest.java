@@ -168,11 +168,13 @@ class NupaCommandLineTest {
 
     @Test
     void demoRunsAndCleansUp() throws Exception {
-        Run r = nupa("demo", "--frames", "3000", "--datagrams", "200");
+        Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000");
         assertEquals(0, r.status(), r.err());
         assertTrue(r.out().contains("received 3000 in order, 0 bad"), r.out());
         assertTrue(r.out().contains("3 packets transmitted, 3 received, 0% packet loss"), r.out());
         assertTrue(r.out().contains("200 echoed intact, 0 missing"), r.out());
+        assertTrue(r.out().contains("100 echoed intact, 0 failed, 100 closed, 0 left after TIME-WAIT"), r.out());
+        assertTrue(r.out().contains("1 echoed intact, 0 failed, 1 closed, 0 left after TIME-WAIT"), r.out());
         assertTrue(r.out().contains("demo ok"), r.out());
     }
 }
