@@ -66,17 +66,7 @@ final class PingCommand implements Callable<Integer> {
         if (interval < 0.001 || timeout <= 0 || (count != null && count < 1)) {
             throw new IllegalArgumentException("need -i >= 0.001, -W > 0 and -c >= 1");
         }
-        Vertx vertx = Vertx.vertx();
-        try {
-            NupaNode node = NupaNode.start(vertx, options.config()).await(30, TimeUnit.SECONDS);
-            try {
-                return ping(node.ip(), dst);
-            } finally {
-                node.closeAndWait();
-            }
-        } finally {
-            vertx.close();
-        }
+        return CommandNode.run(options, (vertx, node) -> ping(node.ip(), dst));
     }
 
     private int ping(Ipv4Stack ip, int dst) throws InterruptedException {

@@ -52,17 +52,7 @@ final class TcpCheckCommand implements Callable<Integer> {
         if (connections < 1 || bytes < 1 || window < 0) {
             throw new IllegalArgumentException("need --connections >= 1, --bytes >= 1 and --window >= 0");
         }
-        Vertx vertx = Vertx.vertx();
-        try {
-            NupaNode node = NupaNode.start(vertx, options.config()).await(30, TimeUnit.SECONDS);
-            try {
-                return run(vertx, node);
-            } finally {
-                node.closeAndWait();
-            }
-        } finally {
-            vertx.close();
-        }
+        return CommandNode.run(options, (vertx, node) -> run(vertx, node));
     }
 
     private int run(Vertx vertx, NupaNode node) throws Exception {

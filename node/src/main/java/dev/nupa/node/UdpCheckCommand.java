@@ -55,17 +55,7 @@ final class UdpCheckCommand implements Callable<Integer> {
         if (count < 1 || maxSize < 12 || maxSize > 65_507 || window < 1) {
             throw new IllegalArgumentException("need --count >= 1, 12 <= --max-size <= 65507 and --window >= 1");
         }
-        Vertx vertx = Vertx.vertx();
-        try {
-            NupaNode node = NupaNode.start(vertx, options.config()).await(30, TimeUnit.SECONDS);
-            try {
-                return run(vertx, node);
-            } finally {
-                node.closeAndWait();
-            }
-        } finally {
-            vertx.close();
-        }
+        return CommandNode.run(options, (vertx, node) -> run(vertx, node));
     }
 
     private int run(Vertx vertx, NupaNode node) throws Exception {

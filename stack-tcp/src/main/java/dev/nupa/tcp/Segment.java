@@ -8,13 +8,13 @@ import java.lang.foreign.MemorySegment;
  * datapath allocates nothing. The window is the raw 16-bit field; scaling is the connection's job.
  */
 public final class Segment {
-    public static final int FIN = 0x01;
-    public static final int SYN = 0x02;
-    public static final int RST = 0x04;
-    public static final int PSH = 0x08;
-    public static final int ACK = 0x10;
-    public static final int URG = 0x20;
-    public static final int MAX_SACK_BLOCKS = 4;
+    public static final int FIN = TcpHeader.FIN;
+    public static final int SYN = TcpHeader.SYN;
+    public static final int RST = TcpHeader.RST;
+    public static final int PSH = TcpHeader.PSH;
+    public static final int ACK = TcpHeader.ACK;
+    public static final int URG = TcpHeader.URG;
+    public static final int MAX_SACK_BLOCKS = TcpOptions.MAX_SACK_BLOCKS;
 
     public int flags;
     public int seq;
