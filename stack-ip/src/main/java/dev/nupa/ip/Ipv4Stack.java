@@ -530,7 +530,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
         int rc = emit(node, config.address(), destination, protocol, config.defaultTtl(), 0, df, nextId(), 0, false,
                 head, headOff, headLen, body, bodyOff, bodyLen);
-        if (rc != SendStatus.OK && rc != SendStatus.TOO_BIG) {
+        if (rc == FabricDevice.BACK_PRESSURED) {
+            counters.inc(IpCounter.OUT_BACK_PRESSURED);
+        } else if (rc != SendStatus.OK && rc != SendStatus.TOO_BIG) {
             counters.inc(IpCounter.OUT_DISCARDS);
         }
         return rc;

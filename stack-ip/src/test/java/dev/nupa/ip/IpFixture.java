@@ -49,9 +49,14 @@ final class IpFixture implements AutoCloseable {
 
     /** Attaches node {@code address} with the default config, its device wrapped by {@code wrap}. */
     Ipv4Stack node(int address, UnaryOperator<FabricDevice> wrap, UnaryOperator<IpConfig> config) {
+        return node(address, Link.DEFAULT_MTU, wrap, config);
+    }
+
+    /** Node {@code address} with a link MTU of its own. */
+    Ipv4Stack node(int address, int mtu, UnaryOperator<FabricDevice> wrap, UnaryOperator<IpConfig> config) {
         FabricDevice dev = wrap.apply(fabric.attach(address));
         open.push(dev);
-        Link link = new Link(dev);
+        Link link = new Link(dev, mtu);
         NeighborDirectory nd = new NeighborDirectory(dev);
         open.push(nd);
         Ipv4Stack s = new Ipv4Stack(link, nd, config.apply(IpConfig.of(ip(address), 24)));

@@ -361,6 +361,35 @@ class Ipv4StackTest {
     }
 
     @Test
+    void rfc1191_routerAnswersATooBigDontFragmentDatagramWithFragmentationNeededAndItsMtu() throws Exception {
+        try (IpFixture f = new IpFixture(3)) {
+            Ipv4Stack a = f.node(0);
+            Ipv4Stack r = f.node(1, 1500, d -> d, c -> c.withForwarding(true)); // a router whose link takes 1500
+            f.node(2);
+            int far = Ipv4Address.of(10, 9, 0, 1);
+            a.routes().add(new Route(Ipv4Address.of(10, 9, 0, 0), 16, ip(1)));
+            r.routes().add(new Route(Ipv4Address.of(10, 9, 0, 0), 16, ip(2)));
+            RecordingReceiver ra = new RecordingReceiver();
+            a.bindUdp(1, ra);
+            byte[] payload = udp(ip(0), far, 1, 7, new byte[4000]);
+            byte[] d = datagram(ip(0), far, 17, 64, 77, false, 0, payload);
+            d[6] |= 0x40; // DF
+            MemorySegment seg = MemorySegment.ofArray(d);
+            seg.set(Checksum.BE_SHORT, 10, (short) 0);
+            seg.set(Checksum.BE_SHORT, 10, (short) Checksum.compute(seg, 0, 20));
+            inject(f, 0, 1, d);
+            f.pump();
+            assertEquals(1, r.counter(IpCounter.FRAG_FAILS));
+            assertEquals(List.of(new RecordingReceiver.Error(3, 4, far, 7)), ra.errors, "fragmentation needed, to the sender");
+            // Without DF the router fragments to its MTU and forwards.
+            inject(f, 0, 1, datagram(ip(0), far, 17, 64, 78, false, 0, payload));
+            f.pump();
+            assertEquals(1, r.counter(IpCounter.FORW_DATAGRAMS));
+            assertEquals(1, r.counter(IpCounter.FRAG_OKS));
+        }
+    }
+
+    @Test
     void unroutableAndUnboundDestinationsFailTheSendWithAReason() throws Exception {
         try (IpFixture f = new IpFixture(2)) {
             Ipv4Stack a = f.node(0);

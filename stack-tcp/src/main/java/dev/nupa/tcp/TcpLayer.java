@@ -34,7 +34,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     public enum Counter {
-        SEGMENTS_IN, SEGMENTS_OUT, SEND_FAILURES, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
+        SEGMENTS_IN, SEGMENTS_OUT, SEND_DEFERRED, SEND_FAILURES, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
         SYN_BACKLOG_FULL, SYN_COOKIES_SENT, SYN_COOKIES_ACCEPTED, SYN_COOKIES_REJECTED, ACCEPT_QUEUE_FULL,
         CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED
     }
@@ -489,7 +489,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
         // A full ring is not loss: the connection keeps the segment and retries shortly. Other
         // failures (peer down, no route) are like loss on a wire; the retransmission timer handles them.
-        count(rc == 0 ? Counter.SEGMENTS_OUT : Counter.SEND_FAILURES);
+        count(rc == 0 ? Counter.SEGMENTS_OUT : rc == FabricDevice.BACK_PRESSURED ? Counter.SEND_DEFERRED : Counter.SEND_FAILURES);
         return rc != FabricDevice.BACK_PRESSURED;
     }
 
