@@ -77,6 +77,32 @@ class TcpNodeTest {
     }
 
     @Test
+    void rxFlowableOfASocketDeliversAsRequestedAndCompletableWritesComplete() throws Exception {
+        TcpServer echo = server.createTcpServer();
+        echo.connectHandler(s -> s.pipeTo(s));
+        echo.listen(9).await(5, TimeUnit.SECONDS);
+        TcpSocket socket = client.connectTcp(9, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        var subscriber = dev.nupa.ip.RxStreams.toFlowable(socket).test(0);
+        for (int i = 0; i < 5; i++) {
+            dev.nupa.ip.RxStreams.completable(socket.write(Buffer.buffer("chunk-" + i + ";"))).blockingAwait();
+        }
+        Thread.sleep(200);
+        assertEquals(0, subscriber.values().size(), "nothing arrives before it is requested");
+        subscriber.requestMore(100);
+        StringBuilder all = new StringBuilder();
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!all.toString().contains("chunk-4;") && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+            all.setLength(0);
+            subscriber.values().forEach(b -> all.append(b.toString()));
+        }
+        assertEquals("chunk-0;chunk-1;chunk-2;chunk-3;chunk-4;", all.toString());
+        socket.end();
+        subscriber.awaitDone(10, TimeUnit.SECONDS);
+        subscriber.assertComplete();
+    }
+
+    @Test
     void connectingToAPortNobodyListensOnIsRefused() throws Exception {
         Future<TcpSocket> f = client.connectTcp(4444, "10.0.0.1");
         Throwable t = f.transform(ar -> Future.succeededFuture(ar.cause())).await(10, TimeUnit.SECONDS);

@@ -109,6 +109,12 @@ public record TcpConfig(int mss, int sendBuffer, int receiveBuffer, boolean wind
                 userTimeoutNs, name, maxOutOfOrderRanges);
     }
 
+    public TcpConfig withMaxOutOfOrder(int ranges) {
+        return new TcpConfig(mss, sendBuffer, receiveBuffer, windowScaling, timestamps, sack, noDelay, delayedAckNs, minRtoNs,
+                maxRtoNs, synRetries, maxRetries, timeWaitNs, keepAliveIdleNs, keepAliveIntervalNs, keepAliveProbes,
+                userTimeoutNs, congestionControl, ranges);
+    }
+
     /** RFC 7323 2.3: the least shift whose scaled 16-bit window covers the receive buffer, at most 14. */
     public int receiveWindowShift() {
         int shift = 0;

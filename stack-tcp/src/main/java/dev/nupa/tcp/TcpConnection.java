@@ -1066,8 +1066,15 @@ public final class TcpConnection {
         }
     }
 
+    /**
+     * A pure ACK carries SND.MAX, not SND.NXT: after going back to retransmit, SND.NXT lies below
+     * what the peer has already received, and an ACK numbered there would fail the peer's
+     * acceptability test and be dropped unread; if both ends had gone back, each would answer the
+     * other's ACK with another (an ACK storm, seen in TcpNodeTest). Linux's tcp_acceptable_seq does
+     * the same.
+     */
     private void sendAck(long now) {
-        emit(header(Segment.ACK, sndNxt), now);
+        emit(header(Segment.ACK, sndMax), now);
     }
 
     private void probeZeroWindow(long now) {
@@ -1099,7 +1106,7 @@ public final class TcpConnection {
             return false;
         }
         keepAliveProbes++;
-        emit(header(Segment.ACK, sndNxt - 1), now);
+        emit(header(Segment.ACK, sndMax - 1), now);
         keepAliveAt = now + config.keepAliveIntervalNs();
         return true;
     }

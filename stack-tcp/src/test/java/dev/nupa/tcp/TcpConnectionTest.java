@@ -263,6 +263,20 @@ class TcpConnectionTest {
     }
 
     @Test
+    void pureAckAfterGoingBackCarriesSndMaxSoThePeerCanAcceptIt() {
+        // Found by TcpNodeTest: both ends had gone back after a timeout, numbered their ACKs at
+        // SND.NXT below what the other had received, and bounced ACKs forever (5 million each way).
+        One o = established(plain(), 65_535);
+        o.write(bytes(3000, 1));
+        o.sent();
+        o.advance(1000 * MS); // RTO: back to SND.UNA, the first segment again
+        assertEquals(ISS + 1, o.onlySent().seq());
+        o.inject(seg(ACK, IRS + 1 + 1_000_000, ISS + 1, 65_535)); // unacceptable: answered with an ACK
+        Seg ack = o.onlySent();
+        assertEquals(ISS + 1 + 3000, ack.seq(), "the ACK is numbered at SND.MAX, inside the peer's window");
+    }
+
+    @Test
     void rfc5961_3_2_resetMustMatchRcvNxtExactlyElseChallengeAck() {
         One o = established(plain(), 65_535);
         o.inject(seg(RST, IRS + 100, 0, 0));
