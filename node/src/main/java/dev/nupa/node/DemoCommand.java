@@ -21,7 +21,7 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--datagrams", defaultValue = "2000", description = "UDP datagrams (12..60000 bytes) echoed (default: ${DEFAULT-VALUE}).")
     int datagrams;
 
-    @Option(names = "--bulk-bytes", defaultValue = "8000000", description = "Bytes of the TCP bulk echo (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--bulk-bytes", defaultValue = "32000000", description = "Bytes of the TCP bulk echo (default: ${DEFAULT-VALUE}).")
     long bulkBytes;
 
     /** Part 2: a node serving ping and UDP echo, and two client processes using it. */

@@ -466,6 +466,12 @@ public final class TcpConnection {
             return;
         }
         if (!acceptable(in.seq, len)) {
+            if (rcvAdvertised == rcvNxt && in.has(Segment.ACK) && !in.has(Segment.RST) && !in.has(Segment.SYN)
+                    && Seq.ge(in.seq, rcvNxt) && state.synchronizedState()) {
+                // RFC 9293 3.10.7.4: with a zero receive window no segment is acceptable, "but special
+                // allowance should be made to accept valid ACKs": take the acknowledgment, not the data.
+                processAck(in, now);
+            }
             if (!in.has(Segment.RST)) {
                 ackNow = true; // RFC 9293 3.10.7.4: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>
                 if (state == TcpState.TIME_WAIT && in.has(Segment.FIN)) {
@@ -1074,7 +1080,23 @@ public final class TcpConnection {
      * the same.
      */
     private void sendAck(long now) {
-        emit(header(Segment.ACK, sndMax), now);
+        emit(header(Segment.ACK, ackSeq()), now);
+    }
+
+    /**
+     * The sequence number of a pure ACK (Linux's tcp_acceptable_seq): SND.MAX if it lies inside the
+     * peer's window, else the window's end, so that a peer whose window is zero (RCV.NXT = SND.UNA
+     * here) finds the ACK exactly at RCV.NXT. Found by a stalled pipeTo echo: ACKs numbered past a
+     * zero window were dropped unread, and with them the acknowledgments the peer was waiting for.
+     */
+    private int ackSeq() {
+        int windowEnd = sndUna + sndWnd;
+        // A scaled window is rounded down to a multiple of 2^shift: SND.MAX within that rounding of the
+        // window's end is inside the peer's real window (Linux makes the same allowance).
+        if (Seq.le(sndMax, windowEnd) || sndMax - windowEnd < (1 << sndShift)) {
+            return sndMax;
+        }
+        return windowEnd;
     }
 
     private void probeZeroWindow(long now) {
@@ -1106,7 +1128,7 @@ public final class TcpConnection {
             return false;
         }
         keepAliveProbes++;
-        emit(header(Segment.ACK, sndMax - 1), now);
+        emit(header(Segment.ACK, ackSeq() - 1), now);
         keepAliveAt = now + config.keepAliveIntervalNs();
         return true;
     }

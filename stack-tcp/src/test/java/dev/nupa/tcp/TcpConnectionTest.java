@@ -277,6 +277,32 @@ class TcpConnectionTest {
     }
 
     @Test
+    void pureAckToAZeroWindowIsNumberedAtItsEdgeSoThePeerAcceptsIt() {
+        // Found by a stalled pipeTo echo: ACKs numbered at SND.MAX, past a peer's zero window, were
+        // dropped unread, and with them the acknowledgments that peer waited for.
+        One o = established(plain(), 65_535);
+        o.write(bytes(3000, 1));
+        o.sent();
+        o.inject(seg(ACK, IRS + 1, ISS + 1 + 1000, 0)); // 1000 bytes taken, then the window closes
+        o.sent();
+        o.inject(seg(ACK, IRS + 1 + 1_000_000, ISS + 1 + 1000, 0)); // unacceptable: answered with an ACK
+        assertEquals(ISS + 1 + 1000, o.onlySent().seq(), "at SND.UNA + SND.WND, the peer's RCV.NXT");
+    }
+
+    @Test
+    void rfc9293_3_10_7_4_aZeroReceiveWindowStillAcceptsValidAcks() {
+        One o = established(plain().withBuffers(1460, 1460), 65_535);
+        o.write(bytes(500, 1));
+        o.sent();
+        o.inject(seg(ACK, IRS + 1, ISS + 1, 65_535, bytes(1460, 2))); // fills our receive buffer: window 0
+        o.sent();
+        assertEquals(500, o.c.unacknowledged());
+        o.inject(seg(ACK, IRS + 1 + 1460 + 7, ISS + 1 + 500, 65_535)); // not acceptable, but its ACK is valid
+        assertEquals(0, o.c.unacknowledged(), "the acknowledgment was taken");
+        assertEquals(1460, o.c.readable(), "and no data");
+    }
+
+    @Test
     void rfc5961_3_2_resetMustMatchRcvNxtExactlyElseChallengeAck() {
         One o = established(plain(), 65_535);
         o.inject(seg(RST, IRS + 100, 0, 0));
