@@ -105,6 +105,37 @@ class TcpNodeTest {
     }
 
     @Test
+    void writesPacedByWriteQueueFullAndTheDrainHandlerArriveInOrder() throws Exception {
+        // Found by tcp-check: the drain handler ran inside write(), so a writer looping until
+        // writeQueueFull() re-entered itself and sent its first 64 KiB twice.
+        server.createTcpServer().connectHandler(s -> s.pipeTo(s)).listen(8).await(5, TimeUnit.SECONDS);
+        byte[] data = new byte[8 << 20];
+        new Random(3).nextBytes(data);
+        Buffer received = Buffer.buffer(data.length);
+        Promise<Void> all = Promise.promise();
+        vertx.runOnContext(v -> client.connectTcp(8, "10.0.0.1").onSuccess(s -> {
+            s.handler(b -> {
+                received.appendBuffer(b);
+                if (received.length() >= data.length) {
+                    all.tryComplete();
+                }
+            });
+            int[] offset = {0};
+            Runnable pump = () -> {
+                while (offset[0] < data.length && !s.writeQueueFull()) {
+                    int n = Math.min(64 * 1024, data.length - offset[0]);
+                    s.write(Buffer.buffer(java.util.Arrays.copyOfRange(data, offset[0], offset[0] + n)));
+                    offset[0] += n;
+                }
+            };
+            s.drainHandler(x -> pump.run());
+            pump.run();
+        }));
+        all.future().await(60, TimeUnit.SECONDS);
+        assertEquals(-1, java.util.Arrays.mismatch(data, received.getBytes()), "first differing byte");
+    }
+
+    @Test
     void connectingToAPortNobodyListensOnIsRefused() throws Exception {
         Future<TcpSocket> f = client.connectTcp(4444, "10.0.0.1");
         Throwable t = f.transform(ar -> Future.succeededFuture(ar.cause())).await(10, TimeUnit.SECONDS);

@@ -91,10 +91,9 @@ class TcpMultiProcessTest {
     }
 
     @Test
-    void bulkEchoOfSixteenMegabytesOnOneConnection() throws Exception {
-        // tcp-check holds the whole transfer in memory twice; 16 MB fits the children's 256 MiB heap.
+    void bulkEchoOfSixtyFourMegabytesOnOneConnection() throws Exception {
         server(List.of()); // the default 9000-byte MTU and 256 KiB buffers
-        String out = check(1, 16_000_000, List.of());
+        String out = check(1, 64_000_000, List.of());
         assertTrue(out.contains("1 echoed intact, 0 failed, 1 closed, 0 left after TIME-WAIT"), out);
         System.out.println("TcpMultiProcessTest: " + out.lines().filter(l -> l.startsWith("tcp-check:")).findFirst().orElse(""));
     }
