@@ -151,6 +151,20 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void perfTcpToolsKeepThePerfContractWithLinuxTcpAsThePeer() throws Exception {
+        List<Path> before = perfFiles();
+        Run lat = nupa("perf", "tcp-lat", "-n", "2000", "--json");
+        assertEquals(0, lat.status(), lat.err());
+        assertTrue(Pattern.compile("^\\{\"test\":\"tcp-lat\",\"bytes\":1,\"round_trip\":true,\"iterations\":2000,.*\"p50_ns\":[0-9.]+,"
+                + ".*\"peer\":\\{\"bytes\":1,\"iterations\":2000,.*\"ratio\":[0-9.]+\\}$").matcher(lat.lastLine()).find(), lat.out());
+        Run crr = nupa("perf", "tcp-crr", "-n", "60", "--json");
+        assertEquals(0, crr.status(), crr.err());
+        assertTrue(Pattern.compile("^\\{\"test\":\"tcp-crr\",\"iterations\":60,\"msgs_s\":[0-9.]+,\"peer\":\\{\"msgs_s\":[0-9.]+\\},"
+                + "\"ratio\":[0-9.]+\\}$").matcher(crr.lastLine()).find(), crr.out());
+        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+    }
+
+    @Test
     void ipCommandsGiveOneLineErrors() throws Exception {
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "3", "10.0.0.1"), 2, "-s 3 is outside");
