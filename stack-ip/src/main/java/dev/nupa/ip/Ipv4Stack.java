@@ -68,7 +68,6 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private final MemorySegment txHead = Arena.ofAuto().allocate(64);
     private final MemorySegment empty = MemorySegment.NULL;
     private int identification = ThreadLocalRandom.current().nextInt(65536);
-    private long sendWaitNs;
 
     /**
      * Builds the stack over {@code link}, registers it for IPv4 frames, publishes its address in
@@ -84,7 +83,6 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         this.reassembler = new Reassembler(config.reassemblySlots(), config.reassemblyTimeoutNs(), counters);
         this.icmpErrors = new TokenBucket(config.icmpErrorsPerSecond(), config.icmpErrorBurst());
         this.broadcast = config.subnetBroadcast();
-        this.sendWaitNs = config.sendWaitNs();
         int per = (link.mtu() - Ipv4Header.MIN_HEADER) & ~7;
         this.txClaims = new LinkClaim[(Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER + per - 1) / per];
         for (int i = 0; i < txClaims.length; i++) {
@@ -407,7 +405,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             }
             int total = ip.totalLength();
             if (total <= link.mtu()) {
-                int rc = claimAll(node, 1, total - Ipv4Header.MIN_HEADER, total - Ipv4Header.MIN_HEADER);
+                int rc = claimAll(node, 1, total - Ipv4Header.MIN_HEADER, total - Ipv4Header.MIN_HEADER, config.sendWaitNs());
                 if (rc == SendStatus.OK) {
                     LinkClaim c = txClaims[0];
                     MemorySegment.copy(ip.segment(), ip.offset(), c.memory(), c.payloadOffset(), total);
@@ -427,7 +425,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             // Refragment: options are not copied (RFC 791 lets a router drop the ones not marked "copied").
             int rc = emit(node, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl() - 1,
                     ip.typeOfService(), false, ip.identification(), ip.fragmentOffset(), ip.moreFragments(),
-                    empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength());
+                    empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs());
             counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
         } finally {
             txLock.unlock();
@@ -470,14 +468,12 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
                 int c = Checksum.finish(sum);
                 h.setChecksum(c == 0 ? 0xFFFF : c);
             }
-            sendWaitNs = waitNs;
-            int rc = send(destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
+            int rc = send(waitNs, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
             if (rc == SendStatus.OK) {
                 counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
             }
             return rc;
         } finally {
-            sendWaitNs = config.sendWaitNs();
             txLock.unlock();
         }
     }
@@ -491,7 +487,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             h.setType(IcmpHeader.TYPE_ECHO_REQUEST).setCode(0).setChecksum(0).setEcho(identifier, sequence);
             h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                     Checksum.sum(data, offset, length))));
-            return send(destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data, offset, length);
+            return send(config.sendWaitNs(), destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
+                    offset, length);
         } finally {
             txLock.unlock();
         }
@@ -512,15 +509,13 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
                             int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
         txLock.lock();
         try {
-            sendWaitNs = waitNs;
-            return send(destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
+            return send(waitNs, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
         } finally {
-            sendWaitNs = config.sendWaitNs();
             txLock.unlock();
         }
     }
 
-    private int send(int destination, int protocol, boolean df, MemorySegment head, long headOff, int headLen,
+    private int send(long waitNs, int destination, int protocol, boolean df, MemorySegment head, long headOff, int headLen,
                      MemorySegment body, long bodyOff, int bodyLen) {
         counters.inc(IpCounter.OUT_REQUESTS);
         int node = resolve(destination);
@@ -529,7 +524,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             return node;
         }
         int rc = emit(node, config.address(), destination, protocol, config.defaultTtl(), 0, df, nextId(), 0, false,
-                head, headOff, headLen, body, bodyOff, bodyLen);
+                head, headOff, headLen, body, bodyOff, bodyLen, waitNs);
         if (rc == FabricDevice.BACK_PRESSURED) {
             counters.inc(IpCounter.OUT_BACK_PRESSURED);
         } else if (rc != SendStatus.OK && rc != SendStatus.TOO_BIG) {
@@ -564,7 +559,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      */
     private int emit(int node, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
                      int fragmentBase, boolean finalMore, MemorySegment head, long headOff, int headLen,
-                     MemorySegment body, long bodyOff, int bodyLen) {
+                     MemorySegment body, long bodyOff, int bodyLen, long waitNs) {
         int payload = headLen + bodyLen;
         int mtu = link.mtu();
         if (Ipv4Header.MIN_HEADER + payload > Ipv4Header.MAX_TOTAL_LENGTH) {
@@ -577,7 +572,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
         int per = fragmented ? (mtu - Ipv4Header.MIN_HEADER) & ~7 : payload; // RFC 791: multiples of 8
         int count = fragmented ? (payload + per - 1) / per : 1;
-        int rc = claimAll(node, count, per, payload);
+        int rc = claimAll(node, count, per, payload, waitNs);
         if (rc != SendStatus.OK) {
             return rc;
         }
@@ -599,7 +594,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     }
 
     /** Claims the slots of all {@code count} frames, waiting (bounded by the send wait) while the ring is full. */
-    private int claimAll(int node, int count, int per, int payload) {
+    private int claimAll(int node, int count, int per, int payload, long waitNs) {
         long start = 0;
         for (int round = 0; ; round++) {
             int k = 0;
@@ -617,12 +612,12 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
                 txClaims[j].abort(); // the receiver skips aborted slots
             }
             // Back-pressure is how the lossless fabric says "wait" (DESIGN.md section 3): wait, bounded.
-            if (rc != FabricDevice.BACK_PRESSURED || sendWaitNs == 0) {
+            if (rc != FabricDevice.BACK_PRESSURED || waitNs == 0) {
                 return rc;
             }
             if (round == 0) {
                 start = System.nanoTime();
-            } else if (System.nanoTime() - start > sendWaitNs) {
+            } else if (System.nanoTime() - start > waitNs) {
                 return rc;
             }
             if (round < 1000) {
@@ -669,7 +664,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
             MemorySegment.copy(request.segment(), request.offset(), txHead, 0, IcmpHeader.HEADER);
             h.echoRequestToReply();
-            int rc = send(ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+            int rc = send(config.sendWaitNs(), ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
                     request.segment(), request.dataOffset(), request.dataLength());
             if (rc == SendStatus.OK) {
                 counters.inc(IpCounter.ICMP_OUT_MSGS);
@@ -701,7 +696,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             h.setType(type).setCode(code).setChecksum(0).setRestOfHeader(rest);
             h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                     Checksum.sum(original.segment(), original.offset(), quoted))));
-            int rc = send(original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+            int rc = send(config.sendWaitNs(), original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
                     original.segment(), original.offset(), quoted);
             if (rc == SendStatus.OK) {
                 counters.inc(IpCounter.ICMP_OUT_MSGS);

@@ -78,7 +78,6 @@ public final class TcpConnection {
 
     private TcpState state = TcpState.CLOSED;
     private TcpError error;
-    private boolean passive;
 
     // Send sequence space (RFC 9293 3.3.1).
     private int iss;
@@ -245,7 +244,6 @@ public final class TcpConnection {
      */
     public void accept(Segment syn, int iss, long now) {
         requireState(TcpState.CLOSED, "accept");
-        passive = true;
         initSend(iss, now);
         irs = syn.seq;
         rcvNxt = syn.seq + 1;
@@ -263,7 +261,6 @@ public final class TcpConnection {
      */
     public void acceptCookie(Segment ack, int iss, int irs, int mss, long now) {
         requireState(TcpState.CLOSED, "accept");
-        passive = true;
         initSend(iss, now);
         this.irs = irs;
         rcvNxt = irs + 1;
