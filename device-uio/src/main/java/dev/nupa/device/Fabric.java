@@ -233,9 +233,9 @@ public final class Fabric implements AutoCloseable {
         if (bytes <= 0) {
             throw new FabricException("window size must be positive, was " + bytes);
         }
-        if ((access & ~(FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE)) != 0) {
+        if ((access & ~(FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE | FabricWindow.DIRECTORY)) != 0) {
             throw new FabricException("window access flags 0x" + Integer.toHexString(access)
-                    + " are unknown; use FabricWindow.REMOTE_READ and/or REMOTE_WRITE");
+                    + " are unknown; use FabricWindow.REMOTE_READ, REMOTE_WRITE and/or DIRECTORY");
         }
         long size = align(bytes, PAGE);
         lock(owner, ownerGen);
@@ -249,6 +249,9 @@ public final class Fabric implements AutoCloseable {
                 } else if (free < 0) {
                     free = id;
                 }
+            }
+            if ((access & FabricWindow.DIRECTORY) != 0 && findDirectory(owner) >= 0) {
+                throw new FabricException("node " + owner + " already exports a directory window; close it before exporting another");
             }
             if (free < 0) {
                 throw new FabricException("fabric " + name + " has no free window entry (all " + geometry.maxWindows()
@@ -303,6 +306,34 @@ public final class Fabric implements AutoCloseable {
             region = region.asReadOnly();
         }
         return new FabricWindow(this, id, key, owner, access, region, false);
+    }
+
+    /** The id of the active DIRECTORY window of {@code owner}'s current generation, or -1. */
+    int findDirectory(int owner) {
+        long state = stateWord(owner);
+        for (int id = 0; id < geometry.maxWindows(); id++) {
+            long e = windowEntry(id);
+            if ((int) INT.getAcquire(mem, e + W_STATE) == WINDOW_ACTIVE && mem.get(ValueLayout.JAVA_INT, e + W_OWNER) == owner
+                    && (mem.get(ValueLayout.JAVA_INT, e + W_ACCESS) & FabricWindow.DIRECTORY) != 0
+                    && state == word(STATE_UP, mem.get(ValueLayout.JAVA_INT, e + W_OWNER_GEN))) {
+                return id;
+            }
+        }
+        return -1;
+    }
+
+    /** Opens {@code owner}'s directory window, or returns null if it exports none. */
+    FabricWindow openDirectory(int owner) {
+        checkAddress(owner);
+        int id = findDirectory(owner);
+        if (id < 0) {
+            return null;
+        }
+        try {
+            return openWindow(id, mem.get(ValueLayout.JAVA_INT, windowEntry(id) + W_KEY));
+        } catch (FabricException e) {
+            return null; // withdrawn between the scan and the open
+        }
     }
 
     boolean windowValid(int id, int key, int owner) {

@@ -76,6 +76,9 @@ public interface FabricDevice extends AutoCloseable {
     /** Opens a window a peer exported. */
     FabricWindow openWindow(int id, int key);
 
+    /** Opens the {@link FabricWindow#DIRECTORY} window that {@code owner} exports, or returns null if it exports none. */
+    FabricWindow openDirectory(int owner);
+
     /** Publishes up to {@link FabricLayout#ATTR_BYTES} bytes that travel with this node's table entry (e.g. its IP address). */
     void publishAttributes(MemorySegment attributes);
 

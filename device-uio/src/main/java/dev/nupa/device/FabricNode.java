@@ -270,6 +270,12 @@ public final class FabricNode implements FabricDevice {
     }
 
     @Override
+    public FabricWindow openDirectory(int owner) {
+        requireAttached();
+        return fabric.openDirectory(owner);
+    }
+
+    @Override
     public void publishAttributes(MemorySegment attributes) {
         requireAttached();
         if (attributes.byteSize() > ATTR_BYTES) {

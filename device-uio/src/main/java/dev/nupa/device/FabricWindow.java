@@ -10,6 +10,11 @@ import java.lang.foreign.MemorySegment;
 public final class FabricWindow implements AutoCloseable {
     public static final int REMOTE_READ = 1;
     public static final int REMOTE_WRITE = 2;
+    /**
+     * Marks the owner's directory: one well-known window per node (the verbs layer keeps its QP and
+     * memory-region tables there) that peers find by owner with {@link FabricDevice#openDirectory}.
+     */
+    public static final int DIRECTORY = 4;
 
     private final Fabric fabric;
     private final int id;

@@ -386,6 +386,11 @@ public final class FaultyDevice implements FabricDevice {
     }
 
     @Override
+    public FabricWindow openDirectory(int owner) {
+        return inner.openDirectory(owner);
+    }
+
+    @Override
     public void publishAttributes(MemorySegment attributes) {
         inner.publishAttributes(attributes);
     }

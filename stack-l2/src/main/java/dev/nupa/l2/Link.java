@@ -139,6 +139,16 @@ public final class Link implements AutoCloseable {
         }
     }
 
+    /** Removes the handler of {@code protocol}, if any: its frames count as {@link DropReason#UNKNOWN_PROTOCOL} again. */
+    public void unregister(int protocol) {
+        synchronized (protocols) {
+            int slot = find(protocol);
+            if (slot >= 0) {
+                handlers[slot] = null;
+            }
+        }
+    }
+
     private int find(int protocol) {
         int n = protocolCount;
         for (int i = 0; i < n; i++) {

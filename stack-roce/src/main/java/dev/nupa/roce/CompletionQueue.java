@@ -1,0 +1,143 @@
+package dev.nupa.roce;
+
+/**
+ * A completion queue ({@code ibv_cq}): work completions in the order the transport produced them,
+ * held in preallocated arrays so neither producing nor {@link #poll polling} allocates.
+ *
+ * <p>A queue that fills up has overrun (IBA 11.4.2.1: a CQ error): the completion that did not fit
+ * is counted, the queue reports it on the next poll with an exception, and the QPs that feed it are
+ * moved to the error state, so no completion goes missing silently. Size it for the work in flight.
+ *
+ * <p>Notification ({@code ibv_req_notify_cq}): after {@link #requestNotify} the {@link #onEvent} handler
+ * runs once, on the context's thread, when the next completion arrives.
+ */
+public final class CompletionQueue implements AutoCloseable {
+    final RdmaContext context;
+    private final int capacity;
+    private final long[] wrId;
+    private final int[] status;
+    private final int[] opcode;
+    private final int[] byteLen;
+    private final int[] immData;
+    private final int[] qpNum;
+    private final int[] srcQp;
+    private final int[] srcNode;
+    private final int[] wcFlags;
+    private long head;
+    private long tail;
+    private long overruns;
+    private boolean armed;
+    private boolean solicitedOnly;
+    private Runnable eventHandler;
+    int users;
+    boolean closed;
+
+    CompletionQueue(RdmaContext context, int cqe) {
+        this.context = context;
+        this.capacity = cqe;
+        wrId = new long[cqe];
+        status = new int[cqe];
+        opcode = new int[cqe];
+        byteLen = new int[cqe];
+        immData = new int[cqe];
+        qpNum = new int[cqe];
+        srcQp = new int[cqe];
+        srcNode = new int[cqe];
+        wcFlags = new int[cqe];
+    }
+
+    public int capacity() {
+        return capacity;
+    }
+
+    /** Completions waiting to be polled. */
+    public int size() {
+        return (int) (tail - head);
+    }
+
+    /** Completions that did not fit (each one an overrun). */
+    public long overruns() {
+        return overruns;
+    }
+
+    /**
+     * Fills up to {@code max} of {@code wcs} with the oldest completions; returns how many
+     * ({@code ibv_poll_cq}). Throws RdmaException once the queue has overrun.
+     */
+    public int poll(WorkCompletion[] wcs, int max) {
+        int n = 0;
+        while (n < Math.min(max, wcs.length) && poll(wcs[n])) {
+            n++;
+        }
+        return n;
+    }
+
+    /** Polls the oldest completion into {@code wc}; returns whether there was one. Throws once the queue has overrun. */
+    public boolean poll(WorkCompletion wc) {
+        if (overruns != 0) {
+            throw new RdmaException("completion queue overrun: " + overruns + " completion(s) did not fit its " + capacity
+                    + " entries and its QPs were moved to ERR; create the queue with more entries");
+        }
+        if (tail == head) {
+            return false;
+        }
+        int s = (int) (head++ % capacity);
+        wc.wrId = wrId[s];
+        wc.status = status[s];
+        wc.opcode = opcode[s];
+        wc.byteLen = byteLen[s];
+        wc.immData = immData[s];
+        wc.qpNum = qpNum[s];
+        wc.srcQp = srcQp[s];
+        wc.srcNode = srcNode[s];
+        wc.wcFlags = wcFlags[s];
+        return true;
+    }
+
+    /** Arms the event handler for the next completion (or the next solicited one). */
+    public void requestNotify(boolean solicitedOnly) {
+        this.armed = true;
+        this.solicitedOnly = solicitedOnly;
+    }
+
+    /** The handler {@link #requestNotify} arms; it runs on the context's thread. */
+    public void onEvent(Runnable handler) {
+        this.eventHandler = handler;
+    }
+
+    /** Adds a completion; returns false on overrun (the caller moves its QP to ERR). */
+    boolean push(long id, int st, int op, int len, int imm, int qp, int sqp, int snode, int flags, boolean solicited) {
+        if (tail - head == capacity) {
+            overruns++;
+            context.counters.add(RdmaCounter.CQ_OVERRUNS, 1);
+            return false;
+        }
+        int s = (int) (tail++ % capacity);
+        wrId[s] = id;
+        status[s] = st;
+        opcode[s] = op;
+        byteLen[s] = len;
+        immData[s] = imm;
+        qpNum[s] = qp;
+        srcQp[s] = sqp;
+        srcNode[s] = snode;
+        wcFlags[s] = flags;
+        if (armed && (!solicitedOnly || solicited || st != WcStatus.SUCCESS)) {
+            armed = false;
+            Runnable h = eventHandler;
+            if (h != null) {
+                h.run();
+            }
+        }
+        return true;
+    }
+
+    /** Destroys the queue ({@code ibv_destroy_cq}); throws while QPs use it. */
+    @Override
+    public void close() {
+        if (users > 0) {
+            throw new RdmaException("completion queue still feeds " + users + " queue pair(s); destroy them first");
+        }
+        closed = true;
+    }
+}

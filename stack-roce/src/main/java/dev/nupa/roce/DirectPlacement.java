@@ -1,0 +1,161 @@
+package dev.nupa.roce;
+
+import dev.nupa.device.FabricException;
+import dev.nupa.device.FabricWindow;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The fabric's DMA channel for {@link TransferMode#DIRECT} QPs: the requester makes the responder's
+ * checks against the peer's {@link VerbsDirectory} (QP state and access, rkey, protection domain, region
+ * access and bounds, atomic alignment) and then moves the bytes itself, in place in the window that
+ * backs the region. Any failed check returns {@link #FALLBACK}: the operation then goes as packets and
+ * the responder answers it with the NAK the spec prescribes, so both modes end in the same completion.
+ */
+final class DirectPlacement {
+    static final int DONE = 1;
+    static final int FALLBACK = 0;
+    /** The local gather/scatter list failed its own checks: LOC_PROT_ERR. */
+    static final int LOCAL_ERROR = -1;
+
+    /** What this context knows of one peer: its directory and the region windows opened so far. */
+    private static final class Peer {
+        FabricWindow directoryWindow;
+        VerbsDirectory directory;
+        FabricWindow[] windows = new FabricWindow[0];
+    }
+
+    private final RdmaContext ctx;
+    private final Peer[] peers;
+
+    DirectPlacement(RdmaContext ctx, int maxNodes) {
+        this.ctx = ctx;
+        this.peers = new Peer[maxNodes];
+    }
+
+    int execute(QueuePair qp, int s) {
+        SendQueue sq = qp.sq;
+        int op = sq.opcode[s];
+        long len = sq.length[s];
+        if (len == 0 && !WrOpcode.isAtomic(op)) {
+            ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
+            return DONE; // IBA 9.4.4: nothing to move and no key to check
+        }
+        VerbsDirectory d = directory(qp.attr.destNode);
+        int dqp = qp.attr.destQpNum;
+        if (d == null || dqp >= d.maxQps) {
+            return fallback();
+        }
+        QpState st = d.qpState(dqp);
+        int need = op == WrOpcode.RDMA_WRITE ? Access.REMOTE_WRITE : op == WrOpcode.RDMA_READ ? Access.REMOTE_READ : Access.REMOTE_ATOMIC;
+        if ((st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) || (d.qpAccess(dqp) & need) == 0) {
+            return fallback();
+        }
+        int rkey = sq.rkey[s];
+        long va = sq.remoteAddr[s];
+        long e = d.mrEntry(rkey);
+        if (e < 0 || d.mrPd(e) != d.qpPd(dqp) || (d.mrAccess(e) & need) == 0 || d.mrWindowId(e) < 0) {
+            return fallback();
+        }
+        long base = d.mrAddr(e);
+        long size = WrOpcode.isAtomic(op) ? 8 : len;
+        if (va < base || va - base > d.mrLength(e) - size || (WrOpcode.isAtomic(op) && (va & 7) != 0)) {
+            return fallback();
+        }
+        FabricWindow w = window(qp.attr.destNode, rkey >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
+        if (w == null || !d.stillHolds(e, rkey) || va - base > w.length() - size) {
+            return fallback();
+        }
+        MemorySegment mem = w.memory();
+        long off = va - base;
+        int pd = qp.pd.id;
+        int b = s * sq.maxSge;
+        int n = sq.numSge[s];
+        boolean ok;
+        if (op == WrOpcode.RDMA_WRITE) {
+            if (sq.isInline(s)) {
+                MemorySegment.copy(sq.inline, (long) s * sq.maxInline, mem, off, (int) len);
+                ok = true;
+            } else {
+                // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
+                int tail = (int) Math.min(8, len);
+                int head = (int) len - tail;
+                ok = (head == 0 || Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, head, false));
+                VarHandle.releaseFence();
+                ok = ok && Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, head, mem, off + head, tail, false);
+            }
+        } else if (op == WrOpcode.RDMA_READ) {
+            ok = Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, (int) len, true);
+        } else {
+            // Check the local buffer first so a failed check never leaves the remote value changed.
+            MemorySegment tmp = ctx.scratch8;
+            if (!Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true)) {
+                return LOCAL_ERROR;
+            }
+            boolean cas = op == WrOpcode.ATOMIC_CMP_AND_SWP;
+            long original = RcResponder.execute(mem, off, cas, cas ? sq.swap[s] : sq.compareAdd[s], sq.compareAdd[s]);
+            tmp.set(ValueLayout.JAVA_LONG, 0, original);
+            ok = Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true);
+        }
+        if (!ok) {
+            return LOCAL_ERROR;
+        }
+        ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
+        return DONE;
+    }
+
+    private int fallback() {
+        ctx.counters.add(RdmaCounter.DIRECT_FALLBACKS, 1);
+        return FALLBACK;
+    }
+
+    private VerbsDirectory directory(int node) {
+        if (node < 0 || node >= peers.length) {
+            return null;
+        }
+        Peer p = peers[node];
+        if (p != null && p.directoryWindow.isValid()) {
+            return p.directory;
+        }
+        FabricWindow w;
+        try {
+            w = ctx.link.device().openDirectory(node);
+        } catch (FabricException e) {
+            w = null;
+        }
+        VerbsDirectory d = w == null ? null : VerbsDirectory.open(w);
+        if (d == null) {
+            peers[node] = null;
+            return null;
+        }
+        p = new Peer();
+        p.directoryWindow = w;
+        p.directory = d;
+        p.windows = new FabricWindow[d.maxMrs];
+        peers[node] = p;
+        return d;
+    }
+
+    private FabricWindow window(int node, int index, int id, int key) {
+        Peer p = peers[node];
+        FabricWindow w = p.windows[index];
+        if (w != null && w.id() == id && w.key() == key && w.isValid()) {
+            return w;
+        }
+        try {
+            w = ctx.link.device().openWindow(id, key);
+        } catch (FabricException e) {
+            return null;
+        }
+        p.windows[index] = w;
+        return w;
+    }
+
+    /** Forgets what is known of {@code node} (it went down or restarted). */
+    void forget(int node) {
+        if (node >= 0 && node < peers.length) {
+            peers[node] = null;
+        }
+    }
+}

@@ -1,0 +1,438 @@
+package dev.nupa.roce;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The requester of a QP (rxe's rxe_req.c in spirit): turns send requests into packets with 24-bit
+ * PSNs, keeps the local ACK timer, and goes back to the first unacknowledged PSN on a timeout, a
+ * sequence-error NAK or an RNR NAK (go-back-N, IBA 9.7.4). A UD QP's sends go out here as well.
+ */
+final class RcRequester {
+    /** Most header bytes a packet carries (BTH + AtomicETH) plus pad: the link MTU must leave room. */
+    static final int MAX_HEADERS = 48;
+    /** Ask for an ACK at least every this many packets of a long message (bounds what a loss costs). */
+    static final int PACKETS_PER_ACK = 64;
+
+    private final QueuePair qp;
+    private final SendQueue sq;
+    private final RdmaContext ctx;
+    /** Next PSN to send. */
+    int psn;
+    /** Last PSN the responder acknowledged. */
+    int ackedPsn;
+    /** Bytes of the request at {@code sq.next} already sent (or, for a READ, already received). */
+    long sendOffset;
+    int rdOutstanding;
+    private int packetsSinceAckReq;
+    long ackDeadline;
+    private int retriesLeft;
+    private int rnrRetriesLeft;
+    private long rnrUntil;
+    private int rnrPsn;
+
+    RcRequester(QueuePair qp) {
+        this.qp = qp;
+        this.sq = qp.sq;
+        this.ctx = qp.ctx;
+    }
+
+    void reset(int sqPsn) {
+        psn = sqPsn;
+        ackedPsn = Psn.add(sqPsn, -1);
+        sendOffset = 0;
+        rdOutstanding = 0;
+        retriesLeft = qp.attr.retryCnt;
+        rnrRetriesLeft = qp.attr.rnrRetry;
+        ackDeadline = 0;
+        rnrUntil = 0;
+    }
+
+    void stop() {
+        ackDeadline = 0;
+        rnrUntil = 0;
+        sendOffset = 0;
+    }
+
+    private long timeoutNs() {
+        int t = qp.attr.timeout;
+        return t == 0 ? 0 : 4096L << t; // IBA 9.7.6.1.3: 4.096 us * 2^timeout
+    }
+
+    // ---- posting -------------------------------------------------------------------------------
+
+    void post(SendWorkRequest wr) {
+        int op = wr.opcode;
+        if (!WrOpcode.valid(op)) {
+            throw new RdmaException("send request opcode " + op + " is unknown; use a WrOpcode constant");
+        }
+        if (qp.type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM) {
+            throw new RdmaException(WrOpcode.name(op) + " is not available on a UD QP; UD carries SEND and SEND_WITH_IMM only");
+        }
+        if (wr.sg.count > sq.maxSge) {
+            throw new RdmaException("send request has " + wr.sg.count + " gather entries; QP " + qp.qpn + " takes at most " + sq.maxSge);
+        }
+        long length = wr.sg.totalLength();
+        if (length > Integer.MAX_VALUE) {
+            throw new RdmaException("send request of " + length + " bytes exceeds the 2^31-1 bytes a message may hold");
+        }
+        if (WrOpcode.isAtomic(op) && length != 8) {
+            throw new RdmaException(WrOpcode.name(op) + " needs one 8-byte local buffer for the original value, not " + length + " bytes");
+        }
+        if (qp.type == QpType.UD && length > qp.attr.pathMtu) {
+            throw new RdmaException("UD message of " + length + " bytes exceeds the path MTU of " + qp.attr.pathMtu);
+        }
+        if (qp.type == QpType.UD && (wr.udDestNode < 0 || wr.udDestNode >= ctx.link.device().geometry().maxNodes())) {
+            throw new RdmaException("UD send names fabric node " + wr.udDestNode + "; set it with SendWorkRequest.ud(node, qpn, qkey)");
+        }
+        boolean inline = (wr.sendFlags & SendFlags.INLINE) != 0;
+        if (inline && (length > sq.maxInline || WrOpcode.isReadOrAtomic(op))) {
+            throw new RdmaException(WrOpcode.isReadOrAtomic(op) ? "INLINE does not apply to " + WrOpcode.name(op)
+                    : "inline payload of " + length + " bytes exceeds the QP's max_inline_data of " + sq.maxInline);
+        }
+        if (sq.tail - sq.head == sq.capacity) {
+            throw new RdmaException("send queue of QP " + qp.qpn + " is full (" + sq.capacity
+                    + " requests); poll the send CQ for completions or create the QP with a larger max_send_wr");
+        }
+        int s = sq.slot(sq.tail);
+        sq.wrId[s] = wr.wrId;
+        sq.opcode[s] = op;
+        sq.flags[s] = wr.sendFlags;
+        sq.numSge[s] = wr.sg.count;
+        System.arraycopy(wr.sg.addr, 0, sq.sgAddr, s * sq.maxSge, wr.sg.count);
+        System.arraycopy(wr.sg.length, 0, sq.sgLength, s * sq.maxSge, wr.sg.count);
+        System.arraycopy(wr.sg.lkey, 0, sq.sgLkey, s * sq.maxSge, wr.sg.count);
+        sq.length[s] = length;
+        sq.remoteAddr[s] = wr.remoteAddr;
+        sq.rkey[s] = wr.rkey;
+        sq.compareAdd[s] = wr.compareAdd;
+        sq.swap[s] = wr.swap;
+        sq.imm[s] = wr.immData;
+        sq.udNode[s] = wr.udDestNode;
+        sq.udQpn[s] = wr.udRemoteQpn;
+        sq.udQkey[s] = wr.udRemoteQkey < 0 ? qp.attr.qkey : wr.udRemoteQkey; // IBA 10.2.5: top bit set, use the QP's Q_Key
+        sq.state[s] = SendQueue.POSTED;
+        sq.status[s] = WcStatus.SUCCESS;
+        sq.received[s] = 0;
+        sq.npsn[s] = 0;
+        sq.tail++;
+        if (inline && !gather(s, 0, sq.inline, (long) s * sq.maxInline, (int) length, false)) {
+            qp.fail(s, WcStatus.LOC_PROT_ERR);
+            return;
+        }
+        if (qp.state == QpState.ERR) {
+            sq.state[s] = SendQueue.DONE;
+            sq.status[s] = WcStatus.WR_FLUSH_ERR;
+            qp.retire();
+            return;
+        }
+        run(ctx.clock.getAsLong());
+    }
+
+    // ---- transmitting ---------------------------------------------------------------------
+
+    long poll(long now) {
+        if (rnrUntil != 0 && now - rnrUntil >= 0) {
+            rnrUntil = 0;
+            retryFrom(rnrPsn);
+        }
+        if (ackDeadline != 0 && now - ackDeadline >= 0) {
+            onTimeout(now);
+        }
+        if (qp.state != QpState.ERR) {
+            run(now);
+        }
+        long next = Long.MAX_VALUE;
+        if (ackDeadline != 0) {
+            next = ackDeadline;
+        }
+        if (rnrUntil != 0) {
+            next = Math.min(next, rnrUntil);
+        }
+        if (sq.next < sq.tail && qp.state == QpState.RTS) {
+            next = Math.min(next, now + 20_000); // blocked by a full ring or a limit: look again soon
+        }
+        return next;
+    }
+
+    /** Sends what the queue holds, as far as the ring, the read/atomic limit and fences allow. */
+    void run(long now) {
+        if (qp.state != QpState.RTS || rnrUntil != 0) {
+            return;
+        }
+        while (sq.next < sq.tail) {
+            int s = sq.slot(sq.next);
+            int op = sq.opcode[s];
+            if (qp.type == QpType.UD) {
+                if (!sendUd(s)) {
+                    return;
+                }
+                sq.state[s] = SendQueue.DONE;
+                sq.next++;
+                qp.retire();
+                continue;
+            }
+            if (sq.state[s] == SendQueue.POSTED && sendOffset == 0) {
+                if ((sq.flags[s] & SendFlags.FENCE) != 0 && rdOutstanding > 0) {
+                    return; // IBA 10.8.3.3: wait for earlier READs and atomics
+                }
+                if (WrOpcode.isReadOrAtomic(op) && rdOutstanding >= Math.max(1, qp.attr.maxRdAtomic)) {
+                    return;
+                }
+                if (qp.mode == TransferMode.DIRECT && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM
+                        && op != WrOpcode.RDMA_WRITE_WITH_IMM && sq.npsn[s] == 0) {
+                    if (sq.head != sq.next) {
+                        return; // keep the order: earlier packet requests first
+                    }
+                    int r = ctx.direct.execute(qp, s);
+                    if (r != DirectPlacement.FALLBACK) {
+                        sq.state[s] = SendQueue.DONE;
+                        sq.status[s] = r == DirectPlacement.DONE ? WcStatus.SUCCESS : WcStatus.LOC_PROT_ERR;
+                        sq.next++;
+                        if (r == DirectPlacement.DONE) {
+                            qp.retire();
+                        } else {
+                            qp.enterError();
+                            return;
+                        }
+                        continue;
+                    }
+                }
+                int mtu = qp.attr.pathMtu;
+                sq.firstPsn[s] = psn;
+                sq.npsn[s] = WrOpcode.isAtomic(op) ? 1 : (int) Math.max(1, (sq.length[s] + mtu - 1) / mtu);
+                if (WrOpcode.isReadOrAtomic(op)) {
+                    rdOutstanding++;
+                }
+                sq.state[s] = SendQueue.SENT; // PSNs assigned; packets follow
+            }
+            if (!sendPackets(s, now)) {
+                return;
+            }
+            sq.next++;
+            sendOffset = 0;
+            psn = Psn.add(sq.lastPsn(s), 1);
+        }
+    }
+
+    /** Sends the packets of request {@code s} from {@link #sendOffset}; false when the ring is full or on error. */
+    private boolean sendPackets(int s, long now) {
+        int op = sq.opcode[s];
+        int mtu = qp.attr.pathMtu;
+        long len = sq.length[s];
+        int node = qp.attr.destNode;
+        int dqp = qp.attr.destQpNum;
+        if (WrOpcode.isReadOrAtomic(op)) {
+            int p = Psn.add(sq.firstPsn[s], (int) (sendOffset / mtu));
+            int hdr = op == WrOpcode.RDMA_READ ? Bth.LENGTH + Reth.LENGTH : Bth.LENGTH + AtomicEth.LENGTH;
+            long o = ctx.claim(node, hdr);
+            if (o < 0) {
+                return false;
+            }
+            MemorySegment m = ctx.txMemory();
+            if (op == WrOpcode.RDMA_READ) {
+                Bth.write(m, o, Opcode.RC_RDMA_READ_REQUEST, false, 0, Bth.DEFAULT_PKEY, dqp, true, p);
+                Reth.write(m, o + Bth.LENGTH, sq.remoteAddr[s] + sendOffset, sq.rkey[s], (int) (len - sendOffset));
+            } else {
+                int opc = op == WrOpcode.ATOMIC_CMP_AND_SWP ? Opcode.RC_COMPARE_SWAP : Opcode.RC_FETCH_ADD;
+                Bth.write(m, o, opc, false, 0, Bth.DEFAULT_PKEY, dqp, true, p);
+                boolean cas = op == WrOpcode.ATOMIC_CMP_AND_SWP;
+                AtomicEth.write(m, o + Bth.LENGTH, sq.remoteAddr[s], sq.rkey[s], cas ? sq.swap[s] : sq.compareAdd[s],
+                        cas ? sq.compareAdd[s] : 0);
+            }
+            sent(now, p);
+            return true;
+        }
+        boolean send = op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM;
+        boolean imm = WrOpcode.hasImm(op);
+        do {
+            boolean first = sendOffset == 0;
+            int n = (int) Math.min(mtu, len - sendOffset);
+            boolean last = sendOffset + n == len;
+            int opc;
+            if (first && last) {
+                opc = send ? (imm ? Opcode.RC_SEND_ONLY_WITH_IMMEDIATE : Opcode.RC_SEND_ONLY)
+                        : (imm ? Opcode.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : Opcode.RC_RDMA_WRITE_ONLY);
+            } else if (first) {
+                opc = send ? Opcode.RC_SEND_FIRST : Opcode.RC_RDMA_WRITE_FIRST;
+            } else if (last) {
+                opc = send ? (imm ? Opcode.RC_SEND_LAST_WITH_IMMEDIATE : Opcode.RC_SEND_LAST)
+                        : (imm ? Opcode.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode.RC_RDMA_WRITE_LAST);
+            } else {
+                opc = send ? Opcode.RC_SEND_MIDDLE : Opcode.RC_RDMA_WRITE_MIDDLE;
+            }
+            int flags = Opcode.flags(opc);
+            int pad = (-n) & 3;
+            int hdr = Bth.LENGTH + Opcode.extLength(opc);
+            long o = ctx.claim(node, hdr + n + pad);
+            if (o < 0) {
+                return false;
+            }
+            MemorySegment m = ctx.txMemory();
+            int p = Psn.add(sq.firstPsn[s], (int) (sendOffset / mtu));
+            boolean ackReq = last || ++packetsSinceAckReq >= PACKETS_PER_ACK;
+            if (ackReq) {
+                packetsSinceAckReq = 0;
+            }
+            boolean solicited = last && (sq.flags[s] & SendFlags.SOLICITED) != 0;
+            Bth.write(m, o, opc, solicited, pad, Bth.DEFAULT_PKEY, dqp, ackReq, p);
+            long h = o + Bth.LENGTH;
+            if ((flags & Opcode.RETH) != 0) {
+                Reth.write(m, h, sq.remoteAddr[s], sq.rkey[s], (int) len);
+                h += Reth.LENGTH;
+            }
+            if ((flags & Opcode.IMMDT) != 0) {
+                ImmDt.write(m, h, sq.imm[s]);
+                h += ImmDt.LENGTH;
+            }
+            if (!gather(s, sendOffset, m, h, n, true)) {
+                ctx.abort();
+                qp.fail(s, WcStatus.LOC_PROT_ERR);
+                return false;
+            }
+            for (int i = 0; i < pad; i++) {
+                m.set(java.lang.foreign.ValueLayout.JAVA_BYTE, h + n + i, (byte) 0);
+            }
+            sent(now, p);
+            sendOffset += n;
+        } while (sendOffset < len);
+        return true;
+    }
+
+    private boolean sendUd(int s) {
+        int op = sq.opcode[s];
+        int n = (int) sq.length[s];
+        int opc = op == WrOpcode.SEND_WITH_IMM ? Opcode.UD_SEND_ONLY_WITH_IMMEDIATE : Opcode.UD_SEND_ONLY;
+        int pad = (-n) & 3;
+        int hdr = Bth.LENGTH + Opcode.extLength(opc);
+        long o = ctx.claim(sq.udNode[s], hdr + n + pad);
+        if (o < 0) {
+            return false;
+        }
+        MemorySegment m = ctx.txMemory();
+        Bth.write(m, o, opc, (sq.flags[s] & SendFlags.SOLICITED) != 0, pad, Bth.DEFAULT_PKEY, sq.udQpn[s], false, psn);
+        psn = Psn.add(psn, 1);
+        Deth.write(m, o + Bth.LENGTH, sq.udQkey[s], qp.qpn);
+        long h = o + Bth.LENGTH + Deth.LENGTH;
+        if (opc == Opcode.UD_SEND_ONLY_WITH_IMMEDIATE) {
+            ImmDt.write(m, h, sq.imm[s]);
+            h += ImmDt.LENGTH;
+        }
+        if (!gather(s, 0, m, h, n, true)) {
+            ctx.abort();
+            sq.state[s] = SendQueue.DONE;
+            qp.fail(s, WcStatus.LOC_PROT_ERR);
+            return false;
+        }
+        for (int i = 0; i < pad; i++) {
+            m.set(java.lang.foreign.ValueLayout.JAVA_BYTE, h + n + i, (byte) 0);
+        }
+        ctx.publish();
+        return true;
+    }
+
+    private void sent(long now, int p) {
+        ctx.publish();
+        if (ackDeadline == 0 && timeoutNs() != 0) {
+            ackDeadline = now + timeoutNs();
+        }
+    }
+
+    /** Copies message bytes of request {@code s} (from its inline copy when {@code fromInline}). */
+    private boolean gather(int s, long off, MemorySegment dst, long dstOff, int n, boolean fromInline) {
+        if (fromInline && sq.isInline(s)) {
+            MemorySegment.copy(sq.inline, (long) s * sq.maxInline + off, dst, dstOff, n);
+            return true;
+        }
+        int b = s * sq.maxSge;
+        return Sgl.copy(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], off, dst, dstOff, n, false);
+    }
+
+    // ---- acknowledgements, retries --------------------------------------------------------
+
+    /** The responder acknowledged every PSN up to {@code p}: forward progress. */
+    void acked(int p, long now) {
+        if (Psn.diff(p, ackedPsn) > 0) {
+            ackedPsn = p;
+            retriesLeft = qp.attr.retryCnt;
+            rnrRetriesLeft = qp.attr.rnrRetry;
+        }
+        rearm(now);
+    }
+
+    /** Restarts the ACK timer if anything is outstanding, else stops it. */
+    void rearm(long now) {
+        boolean outstanding = sq.head < sq.next || sendOffset > 0;
+        ackDeadline = outstanding && timeoutNs() != 0 ? now + timeoutNs() : 0;
+    }
+
+    private void onTimeout(long now) {
+        ctx.counters.add(RdmaCounter.TIMEOUTS, 1);
+        ackDeadline = 0;
+        if (sq.head == sq.next && sendOffset == 0) {
+            return;
+        }
+        if (retriesLeft-- <= 0) {
+            qp.fail(sq.slot(sq.head), WcStatus.RETRY_EXC_ERR);
+            return;
+        }
+        retryFrom(firstUnacked());
+        run(now);
+    }
+
+    /** The oldest PSN not yet acknowledged (a READ's next expected response counts as unacknowledged). */
+    int firstUnacked() {
+        int s = sq.slot(sq.head);
+        if (sq.head < sq.tail && sq.state[s] != SendQueue.POSTED && sq.opcode[s] == WrOpcode.RDMA_READ) {
+            return Psn.add(sq.firstPsn[s], sq.received[s]);
+        }
+        return Psn.add(ackedPsn, 1);
+    }
+
+    /** A sequence-error NAK or a lost response: resend from {@code p}, spending a retry (rxe does the same). */
+    void nakRetry(int p, long now) {
+        if (retriesLeft-- <= 0) {
+            qp.fail(sq.slot(sq.head), WcStatus.RETRY_EXC_ERR);
+            return;
+        }
+        retryFrom(p);
+        run(now);
+    }
+
+    void rnrNak(int p, int timerCode, long now) {
+        ctx.counters.add(RdmaCounter.RNR_NAKS_RECEIVED, 1);
+        if (qp.attr.rnrRetry != 7 && rnrRetriesLeft-- <= 0) {
+            int s = slotCovering(p);
+            qp.fail(s >= 0 ? s : sq.slot(sq.head), WcStatus.RNR_RETRY_EXC_ERR);
+            return;
+        }
+        rnrPsn = p;
+        rnrUntil = now + RnrTimer.nanos(timerCode);
+        ackDeadline = 0; // the RNR timer replaces the ACK timer while we wait
+    }
+
+    /** Go-back-N: the next packet sent is {@code p}, at its place in its request. */
+    void retryFrom(int p) {
+        for (long i = sq.head; i < sq.tail && i <= sq.next; i++) {
+            int s = sq.slot(i);
+            if (sq.state[s] != SendQueue.POSTED && sq.npsn[s] > 0 && sq.covers(s, p)) {
+                ctx.counters.add(RdmaCounter.RETRANSMITS, 1);
+                sq.next = i;
+                sendOffset = (long) Psn.diff(p, sq.firstPsn[s]) * qp.attr.pathMtu;
+                psn = p;
+                packetsSinceAckReq = 0;
+                return;
+            }
+        }
+    }
+
+    /** The slot of the sent request whose PSN range holds {@code p}, or -1. */
+    int slotCovering(int p) {
+        for (long i = sq.head; i < sq.tail && i <= sq.next; i++) {
+            int s = sq.slot(i);
+            if (sq.state[s] != SendQueue.POSTED && sq.npsn[s] > 0 && sq.covers(s, p)) {
+                return s;
+            }
+        }
+        return -1;
+    }
+}

@@ -1,0 +1,529 @@
+package dev.nupa.roce;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The responder of a QP (rxe's rxe_resp.c in spirit): checks each request's PSN, opcode sequence,
+ * access and length, places SEND and WRITE payloads, executes READs and atomics, and answers with
+ * coalesced ACKs, NAKs and RNR NAKs (IBA 9.7.5). READ and atomic requests are remembered in up to
+ * max_dest_rd_atomic resources, so a duplicate is answered from them: a READ is read again, an atomic's
+ * saved original value is sent again, never executed twice (IBA 9.7.5.1.4). A UD QP's receives land here too.
+ */
+final class RcResponder {
+    static final int MAX_RD_ATOMIC = 16;
+    /** A UD receive buffer starts with room for the GRH (IBA 11.4.1.2); the fabric has none, so it is zeroed. */
+    static final int GRH_BYTES = 40;
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private final QueuePair qp;
+    private final RdmaContext ctx;
+    /** Expected PSN. */
+    int ePsn;
+    private int msn;
+    /** A sequence-error NAK went out for the current ePSN: send no more until it moves (IBA 9.7.5.2.2). */
+    private boolean nakSent;
+
+    // The message being received: a SEND into a receive request, or a WRITE into a region.
+    private static final int NONE = 0;
+    private static final int SEND = 1;
+    private static final int WRITE = 2;
+    private int inMessage = NONE;
+    private long msgOffset;
+    private long recvWrId;
+    private int recvCount;
+    private final long[] recvAddr;
+    private final int[] recvLength;
+    private final int[] recvLkey;
+    private MemoryRegion writeMr;
+    private long writeVa;
+    private long writeLength;
+
+    // READ and atomic resources: a ring of MAX_RD_ATOMIC, the newest at (resNext - 1).
+    private final int[] resPsn = new int[MAX_RD_ATOMIC];
+    private final int[] resNpsn = new int[MAX_RD_ATOMIC];
+    private final boolean[] resAtomic = new boolean[MAX_RD_ATOMIC];
+    private final long[] resVa = new long[MAX_RD_ATOMIC];
+    private final int[] resRkey = new int[MAX_RD_ATOMIC];
+    private final long[] resLength = new long[MAX_RD_ATOMIC];
+    private final long[] resOriginal = new long[MAX_RD_ATOMIC];
+    private final int[] resMsn = new int[MAX_RD_ATOMIC];
+    private int resNext;
+    private int resCount;
+
+    // Responses waiting to go out, in order: resource index and the PSN to continue from.
+    private final int[] serveRes = new int[MAX_RD_ATOMIC * 2];
+    private final int[] servePsn = new int[MAX_RD_ATOMIC * 2];
+    private int serveHead;
+    private int serveTail;
+
+    private boolean ackPending;
+    private int pendingNak = -1; // syndrome of a NAK the ring refused, or -1
+    private int pendingNakPsn;
+
+    RcResponder(QueuePair qp) {
+        this.qp = qp;
+        this.ctx = qp.ctx;
+        int sge = qp.srq != null ? qp.srq.queue.maxSge : qp.rq.maxSge;
+        recvAddr = new long[sge];
+        recvLength = new int[sge];
+        recvLkey = new int[sge];
+    }
+
+    void reset(int rqPsn) {
+        ePsn = rqPsn;
+        msn = 0;
+        nakSent = false;
+        stop();
+    }
+
+    void stop() {
+        inMessage = NONE;
+        resCount = 0;
+        serveHead = serveTail = 0;
+        ackPending = false;
+        pendingNak = -1;
+        writeMr = null;
+    }
+
+    // ---- RC requests ----------------------------------------------------------------------
+
+    void onRequest(RocePacket pkt, long now) {
+        QpState st = qp.state;
+        if (st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) {
+            ctx.counters.add(RdmaCounter.WRONG_STATE, 1);
+            return;
+        }
+        MemorySegment m = pkt.segment();
+        int p = Bth.psn(m, pkt.bth());
+        int d = Psn.diff(p, ePsn);
+        if (d > 0) {
+            ctx.counters.add(RdmaCounter.SEQUENCE_ERRORS, 1);
+            if (!nakSent) {
+                nakSent = true;
+                nak(Aeth.nak(Aeth.NAK_PSN_SEQUENCE_ERROR), ePsn);
+            }
+            return;
+        }
+        if (d < 0) {
+            duplicate(pkt, p);
+            return;
+        }
+        int opcode = pkt.opcode();
+        int flags = pkt.flags();
+        // IBA 9.7.5.2.1 (C9-92..): the opcode must continue the message in progress, or start a new one.
+        boolean continues = (flags & Opcode.FIRST) == 0 && (opcode <= Opcode.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE);
+        boolean isSend = opcode <= Opcode.RC_SEND_ONLY_WITH_IMMEDIATE;
+        if (continues ? inMessage != (isSend ? SEND : WRITE) : inMessage != NONE) {
+            classC(Aeth.NAK_INVALID_REQUEST, p);
+            return;
+        }
+        int need = (flags & Opcode.RETH) != 0 && !isSend && opcode != Opcode.RC_RDMA_READ_REQUEST ? Access.REMOTE_WRITE
+                : opcode == Opcode.RC_RDMA_READ_REQUEST ? Access.REMOTE_READ
+                : (flags & Opcode.ATOMIC_ETH) != 0 ? Access.REMOTE_ATOMIC : 0;
+        if (need != 0 && (qp.attr.qpAccessFlags & need) == 0) {
+            classC(Aeth.NAK_INVALID_REQUEST, p); // rxe treats an operation the QP does not enable as an invalid request
+            return;
+        }
+        if (opcode == Opcode.RC_RDMA_READ_REQUEST) {
+            read(pkt, p);
+        } else if ((flags & Opcode.ATOMIC_ETH) != 0) {
+            atomic(pkt, p, opcode == Opcode.RC_COMPARE_SWAP);
+        } else if (isSend) {
+            send(pkt, p, flags);
+        } else {
+            write(pkt, p, flags);
+        }
+    }
+
+    private boolean payloadLengthOk(RocePacket pkt, int flags) {
+        int n = pkt.payloadLength();
+        int mtu = qp.attr.pathMtu;
+        // IBA 9.7.5.2.6 (C9-110..): FIRST and MIDDLE carry exactly one MTU, LAST 1..MTU, ONLY 0..MTU.
+        if ((flags & Opcode.LAST) == 0) {
+            return n == mtu;
+        }
+        return (flags & Opcode.FIRST) != 0 ? n <= mtu : n >= 1 && n <= mtu;
+    }
+
+    private void send(RocePacket pkt, int p, int flags) {
+        if (!payloadLengthOk(pkt, flags)) {
+            classC(Aeth.NAK_INVALID_REQUEST, p);
+            return;
+        }
+        if ((flags & Opcode.FIRST) != 0) {
+            if (!takeReceive(p)) {
+                return;
+            }
+            inMessage = SEND;
+            msgOffset = 0;
+        }
+        int n = pkt.payloadLength();
+        long room = 0;
+        for (int i = 0; i < recvCount; i++) {
+            room += recvLength[i];
+        }
+        if (msgOffset + n > room) {
+            // IBA 9.7.5.2.3: the message does not fit the receive buffers.
+            qp.completeRecv(recvWrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
+            classC(Aeth.NAK_INVALID_REQUEST, p);
+            return;
+        }
+        if (n > 0 && !Sgl.copy(ctx, qp.pd.id, recvAddr, recvLength, recvLkey, 0, recvCount, msgOffset, pkt.segment(),
+                pkt.payload(), n, true)) {
+            qp.completeRecv(recvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
+            classC(Aeth.NAK_REMOTE_OPERATIONAL_ERROR, p);
+            return;
+        }
+        msgOffset += n;
+        if ((flags & Opcode.LAST) != 0) {
+            boolean imm = (flags & Opcode.IMMDT) != 0;
+            int immData = imm ? ImmDt.get(pkt.segment(), pkt.immDt()) : 0;
+            inMessage = NONE;
+            msn = Psn.add(msn, 1);
+            boolean se = Bth.solicited(pkt.segment(), pkt.bth());
+            if (!qp.completeRecv(recvWrId, WcStatus.SUCCESS, WcOpcode.RECV, (int) msgOffset, immData,
+                    imm ? WorkCompletion.WITH_IMM : 0, 0, 0, se)) {
+                qp.enterError();
+                return;
+            }
+        }
+        advance(pkt);
+    }
+
+    private void write(RocePacket pkt, int p, int flags) {
+        if (!payloadLengthOk(pkt, flags)) {
+            classC(Aeth.NAK_INVALID_REQUEST, p);
+            return;
+        }
+        MemorySegment m = pkt.segment();
+        if ((flags & Opcode.FIRST) != 0) {
+            long va = Reth.va(m, pkt.reth());
+            int rkey = Reth.rkey(m, pkt.reth());
+            long len = Integer.toUnsignedLong(Reth.dmaLength(m, pkt.reth()));
+            MemoryRegion mr = null;
+            if (len > 0) { // IBA 9.4.4: a zero-length RDMA checks no key
+                mr = remoteRegion(rkey, va, len, Access.REMOTE_WRITE);
+                if (mr == null) {
+                    classC(Aeth.NAK_REMOTE_ACCESS_ERROR, p);
+                    return;
+                }
+            }
+            inMessage = WRITE;
+            writeMr = mr;
+            writeVa = va;
+            writeLength = len;
+            msgOffset = 0;
+        }
+        int n = pkt.payloadLength();
+        boolean last = (flags & Opcode.LAST) != 0;
+        if (msgOffset + n > writeLength || (last && msgOffset + n != writeLength)) {
+            classC(Aeth.NAK_INVALID_REQUEST, p); // the packets must add up to the DMA length (C9-113)
+            return;
+        }
+        boolean imm = (flags & Opcode.IMMDT) != 0;
+        if (imm && last && !takeReceive(p)) {
+            return; // RNR: the payload of this packet is placed when it comes again
+        }
+        if (n > 0) {
+            if (writeMr == null || writeMr.closed) {
+                classC(Aeth.NAK_REMOTE_ACCESS_ERROR, p);
+                return;
+            }
+            MemorySegment.copy(m, pkt.payload(), writeMr.memory, writeVa - writeMr.addr + msgOffset, n);
+        }
+        msgOffset += n;
+        if (last) {
+            inMessage = NONE;
+            msn = Psn.add(msn, 1);
+            if (imm && !qp.completeRecv(recvWrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) writeLength,
+                    ImmDt.get(m, pkt.immDt()), WorkCompletion.WITH_IMM, 0, 0, Bth.solicited(m, pkt.bth()))) {
+                qp.enterError();
+                return;
+            }
+        }
+        advance(pkt);
+    }
+
+    private void read(RocePacket pkt, int p) {
+        MemorySegment m = pkt.segment();
+        long va = Reth.va(m, pkt.reth());
+        int rkey = Reth.rkey(m, pkt.reth());
+        long len = Integer.toUnsignedLong(Reth.dmaLength(m, pkt.reth()));
+        if (qp.attr.maxDestRdAtomic == 0) {
+            classC(Aeth.NAK_INVALID_REQUEST, p);
+            return;
+        }
+        if (len > 0 && remoteRegion(rkey, va, len, Access.REMOTE_READ) == null) {
+            classC(Aeth.NAK_REMOTE_ACCESS_ERROR, p);
+            return;
+        }
+        int mtu = qp.attr.pathMtu;
+        int npsn = (int) Math.max(1, (len + mtu - 1) / mtu);
+        msn = Psn.add(msn, 1);
+        int r = saveResource(p, npsn, false, va, rkey, len, 0);
+        ePsn = Psn.add(p, npsn);
+        nakSent = false;
+        serve(r, p);
+    }
+
+    private void atomic(RocePacket pkt, int p, boolean cas) {
+        MemorySegment m = pkt.segment();
+        long at = pkt.atomicEth();
+        long va = AtomicEth.va(m, at);
+        int rkey = AtomicEth.rkey(m, at);
+        if (qp.attr.maxDestRdAtomic == 0 || (va & 7) != 0) {
+            classC(Aeth.NAK_INVALID_REQUEST, p); // IBA 9.4.5: atomics need 8-byte alignment
+            return;
+        }
+        MemoryRegion mr = remoteRegion(rkey, va, 8, Access.REMOTE_ATOMIC);
+        if (mr == null) {
+            classC(Aeth.NAK_REMOTE_ACCESS_ERROR, p);
+            return;
+        }
+        long original = execute(mr.memory, va - mr.addr, cas, AtomicEth.swapAdd(m, at), AtomicEth.compare(m, at));
+        msn = Psn.add(msn, 1);
+        int r = saveResource(p, 1, true, va, rkey, 8, original);
+        ePsn = Psn.add(p, 1);
+        nakSent = false;
+        serve(r, p);
+    }
+
+    /** Executes an atomic on 8 bytes of fabric or local memory (host order, as rxe); returns the original value. */
+    static long execute(MemorySegment mem, long offset, boolean cas, long swapAdd, long compare) {
+        if (cas) {
+            return (long) LONG.compareAndExchange(mem, offset, compare, swapAdd);
+        }
+        return (long) LONG.getAndAdd(mem, offset, swapAdd);
+    }
+
+    private int saveResource(int p, int npsn, boolean atomic, long va, int rkey, long len, long original) {
+        int r = resNext;
+        resNext = (resNext + 1) % Math.max(1, qp.attr.maxDestRdAtomic);
+        resCount = Math.min(resCount + 1, Math.max(1, qp.attr.maxDestRdAtomic));
+        resPsn[r] = p;
+        resNpsn[r] = npsn;
+        resAtomic[r] = atomic;
+        resVa[r] = va;
+        resRkey[r] = rkey;
+        resLength[r] = len;
+        resOriginal[r] = original;
+        resMsn[r] = msn;
+        return r;
+    }
+
+    /** The region {@code rkey} names, if it belongs to this QP's domain, grants {@code access} and holds the range. */
+    private MemoryRegion remoteRegion(int rkey, long va, long len, int access) {
+        MemoryRegion mr = ctx.region(rkey);
+        if (mr == null || mr.pd != qp.pd || (mr.access & access) == 0 || !mr.covers(va, len)) {
+            return null;
+        }
+        return mr;
+    }
+
+    /** Takes a receive request for a SEND or WRITE_WITH_IMM; sends an RNR NAK when there is none (IBA 9.7.5.2.8). */
+    private boolean takeReceive(int p) {
+        RecvQueue q = qp.srq != null ? qp.srq.queue : qp.rq;
+        int s = q.peek();
+        if (s < 0) {
+            ctx.counters.add(RdmaCounter.RNR_NAKS_SENT, 1);
+            nak(Aeth.rnrNak(qp.attr.minRnrTimer), p);
+            return false;
+        }
+        recvWrId = q.wrId[s];
+        recvCount = q.numSge[s];
+        System.arraycopy(q.sgAddr, s * q.maxSge, recvAddr, 0, recvCount);
+        System.arraycopy(q.sgLength, s * q.maxSge, recvLength, 0, recvCount);
+        System.arraycopy(q.sgLkey, s * q.maxSge, recvLkey, 0, recvCount);
+        q.pop();
+        return true;
+    }
+
+    /** The request was executed: expect the next PSN and owe an ACK if the requester asked for one. */
+    private void advance(RocePacket pkt) {
+        ePsn = Psn.add(ePsn, 1);
+        nakSent = false;
+        if (Bth.ackReq(pkt.segment(), pkt.bth())) {
+            ackPending = true;
+        }
+    }
+
+    private void duplicate(RocePacket pkt, int p) {
+        ctx.counters.add(RdmaCounter.DUPLICATES, 1);
+        int opcode = pkt.opcode();
+        if (opcode == Opcode.RC_RDMA_READ_REQUEST || (pkt.flags() & Opcode.ATOMIC_ETH) != 0) {
+            boolean atomic = opcode != Opcode.RC_RDMA_READ_REQUEST;
+            for (int k = 1; k <= resCount; k++) {
+                int max = Math.max(1, qp.attr.maxDestRdAtomic);
+                int r = ((resNext - k) % max + max) % max;
+                int d = Psn.diff(p, resPsn[r]);
+                if (resAtomic[r] == atomic && d >= 0 && d < resNpsn[r]) {
+                    if (atomic && d != 0) {
+                        break;
+                    }
+                    serve(r, p);
+                    return;
+                }
+            }
+            return; // no saved state (too old): drop it, the requester times out (rxe does the same)
+        }
+        // A duplicate SEND or WRITE is not executed again; acknowledge what we have (C9-104).
+        ackPending = true;
+    }
+
+    // ---- responses ------------------------------------------------------------------------
+
+    private void serve(int r, int fromPsn) {
+        if (serveTail - serveHead == serveRes.length) {
+            serveHead++; // the oldest is superseded; the requester will ask again
+        }
+        serveRes[serveTail % serveRes.length] = r;
+        servePsn[serveTail % serveRes.length] = fromPsn;
+        serveTail++;
+        flush();
+    }
+
+    /** Sends what is owed: a refused NAK, then READ responses and atomic ACKs, then a coalesced ACK. */
+    void flush() {
+        if (pendingNak >= 0) {
+            int syndrome = pendingNak;
+            pendingNak = -1;
+            nak(syndrome, pendingNakPsn);
+            if (pendingNak >= 0) {
+                return;
+            }
+        }
+        while (serveHead < serveTail) {
+            int i = serveHead % serveRes.length;
+            if (!respond(serveRes[i], i)) {
+                return; // the ring is full: continue on the next poll, and hold the ACK back behind the data
+            }
+            serveHead++;
+        }
+        if (ackPending) {
+            long o = ctx.claim(qp.attr.destNode, Bth.LENGTH + Aeth.LENGTH);
+            if (o < 0) {
+                return;
+            }
+            MemorySegment m = ctx.txMemory();
+            Bth.write(m, o, Opcode.RC_ACKNOWLEDGE, false, 0, Bth.DEFAULT_PKEY, qp.attr.destQpNum, false, Psn.add(ePsn, -1));
+            Aeth.write(m, o + Bth.LENGTH, Aeth.ack(Aeth.CREDITS_INVALID), msn);
+            ctx.publish();
+            ctx.counters.add(RdmaCounter.ACKS_SENT, 1);
+            ackPending = false;
+        }
+    }
+
+    /** Sends the responses of resource {@code r} from servePsn[i]; false when the ring is full (progress kept). */
+    private boolean respond(int r, int i) {
+        int node = qp.attr.destNode;
+        int dqp = qp.attr.destQpNum;
+        if (resAtomic[r]) {
+            long o = ctx.claim(node, Bth.LENGTH + Aeth.LENGTH + AtomicAckEth.LENGTH);
+            if (o < 0) {
+                return false;
+            }
+            MemorySegment m = ctx.txMemory();
+            Bth.write(m, o, Opcode.RC_ATOMIC_ACKNOWLEDGE, false, 0, Bth.DEFAULT_PKEY, dqp, false, resPsn[r]);
+            Aeth.write(m, o + Bth.LENGTH, Aeth.ack(Aeth.CREDITS_INVALID), resMsn[r]);
+            AtomicAckEth.write(m, o + Bth.LENGTH + Aeth.LENGTH, resOriginal[r]);
+            ctx.publish();
+            return true;
+        }
+        MemoryRegion mr = resLength[r] > 0 ? ctx.region(resRkey[r]) : null;
+        if (resLength[r] > 0 && (mr == null || mr.pd != qp.pd)) {
+            return true; // deregistered since: nothing to send, the requester's timer decides
+        }
+        int mtu = qp.attr.pathMtu;
+        int last = resNpsn[r] - 1;
+        for (int k = Psn.diff(servePsn[i], resPsn[r]); k <= last; k++) {
+            long off = (long) k * mtu;
+            int n = (int) Math.min(mtu, resLength[r] - off);
+            int opc = last == 0 ? Opcode.RC_RDMA_READ_RESPONSE_ONLY : k == 0 ? Opcode.RC_RDMA_READ_RESPONSE_FIRST
+                    : k == last ? Opcode.RC_RDMA_READ_RESPONSE_LAST : Opcode.RC_RDMA_READ_RESPONSE_MIDDLE;
+            int pad = (-n) & 3;
+            int hdr = Bth.LENGTH + Opcode.extLength(opc);
+            long o = ctx.claim(node, hdr + n + pad);
+            if (o < 0) {
+                servePsn[i] = Psn.add(resPsn[r], k);
+                return false;
+            }
+            MemorySegment m = ctx.txMemory();
+            Bth.write(m, o, opc, false, pad, Bth.DEFAULT_PKEY, dqp, false, Psn.add(resPsn[r], k));
+            if ((Opcode.flags(opc) & Opcode.AETH) != 0) {
+                Aeth.write(m, o + Bth.LENGTH, Aeth.ack(Aeth.CREDITS_INVALID), resMsn[r]);
+            }
+            if (n > 0) {
+                MemorySegment.copy(mr.memory, resVa[r] - mr.addr + off, m, o + hdr, n);
+            }
+            for (int b = 0; b < pad; b++) {
+                m.set(ValueLayout.JAVA_BYTE, o + hdr + n + b, (byte) 0);
+            }
+            ctx.publish();
+        }
+        return true;
+    }
+
+    private void nak(int syndrome, int p) {
+        long o = ctx.claim(qp.attr.destNode, Bth.LENGTH + Aeth.LENGTH);
+        if (o < 0) {
+            pendingNak = syndrome;
+            pendingNakPsn = p;
+            return;
+        }
+        MemorySegment m = ctx.txMemory();
+        Bth.write(m, o, Opcode.RC_ACKNOWLEDGE, false, 0, Bth.DEFAULT_PKEY, qp.attr.destQpNum, false, p);
+        Aeth.write(m, o + Bth.LENGTH, syndrome, msn);
+        ctx.publish();
+        if (Aeth.type(syndrome) == Aeth.TYPE_NAK) {
+            ctx.counters.add(RdmaCounter.NAKS_SENT, 1);
+        }
+    }
+
+    /** IBA 9.9.3.1.3 class C: NAK the request and move the QP to ERR (the requester gets the matching status). */
+    private void classC(int nakCode, int p) {
+        nak(Aeth.nak(nakCode), p);
+        qp.enterError();
+    }
+
+    // ---- UD -------------------------------------------------------------------------------
+
+    void onDatagram(RocePacket pkt, int srcNode) {
+        if (qp.state != QpState.RTR && qp.state != QpState.RTS && qp.state != QpState.SQD) {
+            ctx.counters.add(RdmaCounter.WRONG_STATE, 1);
+            return;
+        }
+        MemorySegment m = pkt.segment();
+        if (Deth.qkey(m, pkt.deth()) != qp.attr.qkey) {
+            ctx.counters.add(RdmaCounter.UD_DROPS, 1); // IBA 10.2.5: a datagram with the wrong Q_Key is dropped silently
+            return;
+        }
+        RecvQueue q = qp.srq != null ? qp.srq.queue : qp.rq;
+        int s = q.peek();
+        if (s < 0) {
+            ctx.counters.add(RdmaCounter.UD_DROPS, 1); // UD has no RNR: no receive, no delivery (IBA 9.8.3)
+            return;
+        }
+        q.pop();
+        int n = pkt.payloadLength();
+        long room = 0;
+        for (int i = 0; i < q.numSge[s]; i++) {
+            room += q.sgLength[s * q.maxSge + i];
+        }
+        boolean imm = (pkt.flags() & Opcode.IMMDT) != 0;
+        int immData = imm ? ImmDt.get(m, pkt.immDt()) : 0;
+        int srcQp = Deth.srcQp(m, pkt.deth());
+        boolean se = Bth.solicited(m, pkt.bth());
+        if (GRH_BYTES + n > room) {
+            qp.completeRecv(q.wrId[s], WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, srcQp, srcNode, se);
+            return;
+        }
+        MemorySegment grh = ctx.zeros;
+        boolean ok = Sgl.copy(ctx, qp.pd.id, q.sgAddr, q.sgLength, q.sgLkey, s * q.maxSge, q.numSge[s], 0, grh, 0, GRH_BYTES, true)
+                && (n == 0 || Sgl.copy(ctx, qp.pd.id, q.sgAddr, q.sgLength, q.sgLkey, s * q.maxSge, q.numSge[s], GRH_BYTES, m,
+                        pkt.payload(), n, true));
+        qp.completeRecv(q.wrId[s], ok ? WcStatus.SUCCESS : WcStatus.LOC_PROT_ERR, WcOpcode.RECV, ok ? GRH_BYTES + n : 0,
+                immData, WorkCompletion.GRH | (imm ? WorkCompletion.WITH_IMM : 0), srcQp, srcNode, se);
+    }
+}

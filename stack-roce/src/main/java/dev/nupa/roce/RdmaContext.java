@@ -1,0 +1,398 @@
+package dev.nupa.roce;
+
+import dev.nupa.device.FabricDevice;
+import dev.nupa.device.FabricWindow;
+import dev.nupa.l2.EtherType;
+import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkClaim;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.function.LongSupplier;
+
+/**
+ * A verbs device context ({@code ibv_context}) on one node's {@link Link}: it owns the node's queue
+ * pairs, memory regions and completion queues, takes the link's RDMA frames (EtherType 0x8915), and
+ * publishes its QP and region tables in a fabric directory window for {@link TransferMode#DIRECT} peers.
+ *
+ * <p><b>Threading.</b> Like the link, a context belongs to one thread: the one that polls the link
+ * (a node's datapath loop, or a tool or benchmark that polls in line). Verbs calls, {@link #poll} and
+ * completion polling happen on it; a post transmits at once, with no hand-off to another thread.
+ *
+ * <p><b>Time.</b> The transport reads no clock of its own: {@link #poll} is given {@code now} and
+ * says when it wants to run again; posts take the time from the context's clock (System.nanoTime
+ * unless a test supplies virtual time).
+ */
+public final class RdmaContext implements AutoCloseable {
+    public static final int DEFAULT_MAX_QPS = 1024;
+    public static final int DEFAULT_MAX_MRS = 4096;
+
+    final Link link;
+    final LongSupplier clock;
+    final RdmaCounters counters = new RdmaCounters();
+    final FabricWindow directoryWindow;
+    final VerbsDirectory directory;
+    final DirectPlacement direct;
+    private final MemoryRegion[] regions;
+    private final int[] regionTags;
+    private final QueuePair[] qps;
+    private QueuePair[] active = new QueuePair[0];
+    private int nextQpn = 2; // 0 and 1 are the special QPs of IBA 10.2.4
+    private int nextPd = 1;
+    private final SplittableRandom random = new SplittableRandom();
+    private final RocePacket rx = new RocePacket();
+    private final LinkClaim claim = new LinkClaim();
+    private final MemorySegment lost;
+    private MemorySegment tx;
+    private boolean txClaimed;
+    final MemorySegment scratch8 = Arena.ofAuto().allocate(8, 8);
+    final MemorySegment zeros = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
+    private boolean closed;
+
+    private RdmaContext(Link link, int maxQps, int maxMrs, LongSupplier clock) {
+        if (maxQps < 4 || maxQps > Psn.MASK || maxMrs < 1 || maxMrs > (1 << 24)) {
+            throw new RdmaException("a context holds 4..2^24 QPs and 1..2^24 memory regions, not " + maxQps + " and " + maxMrs);
+        }
+        this.link = link;
+        this.clock = clock;
+        this.regions = new MemoryRegion[maxMrs];
+        this.regionTags = new int[maxMrs];
+        this.qps = new QueuePair[maxQps];
+        this.lost = Arena.ofAuto().allocate(link.mtu());
+        FabricDevice device = link.device();
+        this.directoryWindow = device.exportWindow(VerbsDirectory.bytes(maxQps, maxMrs),
+                FabricWindow.REMOTE_READ | FabricWindow.DIRECTORY);
+        this.directory = new VerbsDirectory(directoryWindow.memory(), maxQps, maxMrs);
+        directory.format();
+        this.direct = new DirectPlacement(this, device.geometry().maxNodes());
+        link.register(EtherType.NUPA_RDMA, this::onPacket);
+    }
+
+    /** Opens a context on {@code link} with default limits and the system clock. */
+    public static RdmaContext open(Link link) {
+        return open(link, DEFAULT_MAX_QPS, DEFAULT_MAX_MRS, System::nanoTime);
+    }
+
+    /** Opens a context on {@code link}; throws if another context already serves it. */
+    public static RdmaContext open(Link link, int maxQps, int maxMrs, LongSupplier clock) {
+        return new RdmaContext(link, maxQps, maxMrs, clock);
+    }
+
+    /** This node's fabric address (what peers put in an address vector). */
+    public int node() {
+        return link.address();
+    }
+
+    public Link link() {
+        return link;
+    }
+
+    public ProtectionDomain allocPd() {
+        requireOpen();
+        return new ProtectionDomain(this, nextPd++);
+    }
+
+    /** Creates a completion queue of {@code cqe} entries ({@code ibv_create_cq}). */
+    public CompletionQueue createCq(int cqe) {
+        requireOpen();
+        if (cqe < 1 || cqe > (1 << 22)) {
+            throw new RdmaException("completion queue size " + cqe + " is outside 1..4194304");
+        }
+        return new CompletionQueue(this, cqe);
+    }
+
+    public SharedReceiveQueue createSrq(ProtectionDomain pd, int maxWr, int maxSge) {
+        requireOpen();
+        checkPd(pd);
+        if (maxWr < 1 || maxWr > (1 << 20) || maxSge < 1 || maxSge > 64) {
+            throw new RdmaException("a shared receive queue holds 1..1048576 requests of 1..64 entries, not " + maxWr + " of " + maxSge);
+        }
+        pd.users++;
+        return new SharedReceiveQueue(pd, maxWr, maxSge);
+    }
+
+    /** Creates a queue pair in RESET ({@code ibv_create_qp}). */
+    public QueuePair createQp(ProtectionDomain pd, QpInitAttr init) {
+        requireOpen();
+        checkPd(pd);
+        if (init.type() == null || init.sendCq() == null || init.recvCq() == null || init.mode() == null) {
+            throw new RdmaException("QpInitAttr needs a type, a send CQ, a receive CQ and a transfer mode");
+        }
+        if (init.sendCq().context != this || init.recvCq().context != this || init.sendCq().closed || init.recvCq().closed) {
+            throw new RdmaException("the QP's completion queues must be open and belong to this context");
+        }
+        if (init.srq() != null && init.srq().pd.context != this) {
+            throw new RdmaException("the shared receive queue belongs to another context");
+        }
+        if (init.maxSendWr() < 1 || init.maxSendWr() > (1 << 16) || init.maxRecvWr() < 1 || init.maxRecvWr() > (1 << 16)) {
+            throw new RdmaException("max_send_wr and max_recv_wr must be 1..65536, not " + init.maxSendWr() + " and " + init.maxRecvWr());
+        }
+        if (init.maxSendSge() < 1 || init.maxSendSge() > 64 || init.maxRecvSge() < 1 || init.maxRecvSge() > 64) {
+            throw new RdmaException("max_send_sge and max_recv_sge must be 1..64");
+        }
+        if (init.maxInlineData() < 0 || init.maxInlineData() > 4096) {
+            throw new RdmaException("max_inline_data must be 0..4096, not " + init.maxInlineData());
+        }
+        int qpn = allocQpn();
+        QueuePair qp = new QueuePair(this, pd, qpn, init);
+        // The path MTU a UD QP uses (RC sets it on INIT->RTR): the largest IB MTU the link carries.
+        int mtu = 4096;
+        while (mtu > 256 && mtu + RcRequester.MAX_HEADERS > link.mtu()) {
+            mtu >>= 1;
+        }
+        qp.attr.pathMtu = mtu;
+        qps[qpn] = qp;
+        pd.users++;
+        init.sendCq().users++;
+        init.recvCq().users++;
+        if (init.srq() != null) {
+            init.srq().users++;
+        }
+        qp.publish();
+        return qp;
+    }
+
+    private int allocQpn() {
+        for (int i = 0; i < qps.length - 2; i++) {
+            int q = nextQpn;
+            nextQpn = nextQpn + 1 >= qps.length ? 2 : nextQpn + 1;
+            if (qps[q] == null) {
+                return q;
+            }
+        }
+        throw new RdmaException("all " + (qps.length - 2) + " QP numbers are in use; destroy QPs or open the context with more");
+    }
+
+    void destroy(QueuePair qp) {
+        qp.destroyed = true;
+        qp.state = QpState.RESET;
+        directory.publishQp(qp.qpn, null, 0, 0, qp.type);
+        qps[qp.qpn] = null;
+        active = Arrays.stream(active).filter(q -> q != qp).toArray(QueuePair[]::new);
+        qp.pd.users--;
+        qp.sendCq.users--;
+        qp.recvCq.users--;
+        if (qp.srq != null) {
+            qp.srq.users--;
+        }
+    }
+
+    /** Puts a QP on the list {@link #poll} serves (it has a send side now). */
+    void activate(QueuePair qp) {
+        for (QueuePair q : active) {
+            if (q == qp) {
+                return;
+            }
+        }
+        active = Arrays.copyOf(active, active.length + 1);
+        active[active.length - 1] = qp;
+    }
+
+    // ---- memory regions ---------------------------------------------------------------------
+
+    MemoryRegion register(ProtectionDomain pd, MemorySegment memory, int access) {
+        requireOpen();
+        checkPd(pd);
+        Access.checkRegion(access);
+        return add(pd, memory, access, null);
+    }
+
+    MemoryRegion allocRegion(ProtectionDomain pd, long length, int access) {
+        requireOpen();
+        checkPd(pd);
+        Access.checkRegion(access);
+        int windowAccess = FabricWindow.REMOTE_READ | ((access & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0
+                ? FabricWindow.REMOTE_WRITE : 0);
+        FabricWindow w = link.device().exportWindow(length, windowAccess);
+        try {
+            return add(pd, w.memory().asSlice(0, length), access, w);
+        } catch (RuntimeException e) {
+            w.close();
+            throw e;
+        }
+    }
+
+    private MemoryRegion add(ProtectionDomain pd, MemorySegment memory, int access, FabricWindow w) {
+        int index = -1;
+        for (int i = 1; i < regions.length; i++) { // index 0 stays empty so no key is 0
+            if (regions[i] == null) {
+                index = i;
+                break;
+            }
+        }
+        if (index < 0) {
+            throw new RdmaException("all " + (regions.length - 1) + " memory region slots are in use; close regions or open the context with more");
+        }
+        // The low byte changes with each reuse of a slot, so a stale key never matches (IBA 10.6.3.3's key byte).
+        int tag = (regionTags[index] + 1 + random.nextInt(255)) & 0xFF;
+        regionTags[index] = tag;
+        MemoryRegion mr = new MemoryRegion(pd, index, (index << 8) | tag, access, memory, w);
+        regions[index] = mr;
+        pd.users++;
+        directory.publishMr(mr);
+        return mr;
+    }
+
+    void deregister(MemoryRegion mr) {
+        if (mr.closed) {
+            return;
+        }
+        mr.closed = true;
+        directory.withdrawMr(mr.index);
+        regions[mr.index] = null;
+        mr.pd.users--;
+        if (mr.window != null) {
+            mr.window.close();
+        }
+    }
+
+    /** The live region with key {@code key}, or null. */
+    MemoryRegion region(int key) {
+        int index = key >>> 8;
+        if (index >= regions.length) {
+            return null;
+        }
+        MemoryRegion mr = regions[index];
+        return mr != null && mr.key == key ? mr : null;
+    }
+
+    // ---- the datapath -------------------------------------------------------------------------
+
+    private void onPacket(int sourceNode, MemorySegment memory, long offset, int length) {
+        counters.add(RdmaCounter.PACKETS_RECEIVED, 1);
+        RocePacket pkt = rx;
+        if (closed || pkt.wrap(memory, offset, length) != RocePacket.OK) {
+            counters.add(RdmaCounter.MALFORMED, 1);
+            return;
+        }
+        int qpn = Bth.destQp(memory, pkt.bth());
+        QueuePair qp = qpn < qps.length ? qps[qpn] : null;
+        if (qp == null) {
+            counters.add(RdmaCounter.UNKNOWN_QP, 1);
+            return;
+        }
+        long now = link.now();
+        int flags = pkt.flags();
+        if (qp.type == QpType.UD) {
+            if ((flags & Opcode.DETH) == 0) {
+                counters.add(RdmaCounter.MALFORMED, 1);
+                return;
+            }
+            qp.responder.onDatagram(pkt, sourceNode);
+            return;
+        }
+        if ((flags & Opcode.DETH) != 0 || sourceNode != qp.attr.destNode) {
+            counters.add(RdmaCounter.UNKNOWN_QP, 1); // RC packets come only from the connected peer
+            return;
+        }
+        if ((flags & Opcode.RESPONSE) != 0) {
+            qp.completer.onResponse(pkt, now);
+        } else {
+            qp.responder.onRequest(pkt, now);
+        }
+    }
+
+    /**
+     * Runs timers and transmissions that wait (retries, RNR waits, coalesced ACKs, READ responses a full
+     * ring held back); returns the earliest time it wants to run again. Call it after each batch of frames
+     * the link delivered, and at that time. Registered as a {@code Datapath.Timer} in a node.
+     */
+    public long poll(long now) {
+        long next = Long.MAX_VALUE;
+        QueuePair[] a = active;
+        for (QueuePair qp : a) {
+            next = Math.min(next, qp.poll(now));
+        }
+        return next;
+    }
+
+    /**
+     * Claims a frame of {@code length} payload bytes to {@code node}; returns where to write it in
+     * {@link #txMemory()}, or -1 when the ring is full (try again later). A frame to a node that is down
+     * is written to a scratch buffer and lost, as on a wire with nobody at the end: the retry timer decides.
+     */
+    long claim(int node, int length) {
+        int rc = link.tryClaim(node, EtherType.NUPA_RDMA, length, claim);
+        if (rc == FabricDevice.OK) {
+            tx = claim.memory();
+            txClaimed = true;
+            return claim.payloadOffset();
+        }
+        if (rc == FabricDevice.BACK_PRESSURED) {
+            counters.add(RdmaCounter.BACK_PRESSURED, 1);
+            return -1;
+        }
+        tx = lost;
+        txClaimed = false;
+        return 0;
+    }
+
+    MemorySegment txMemory() {
+        return tx;
+    }
+
+    void publish() {
+        if (txClaimed) {
+            txClaimed = false;
+            claim.publish();
+        }
+        counters.add(RdmaCounter.PACKETS_SENT, 1);
+    }
+
+    void abort() {
+        if (txClaimed) {
+            txClaimed = false;
+            claim.abort();
+        }
+    }
+
+    // ---- observation, lifecycle -------------------------------------------------------------
+
+    public long counter(RdmaCounter c) {
+        return counters.get(c);
+    }
+
+    public Map<RdmaCounter, Long> counters() {
+        return counters.snapshot();
+    }
+
+    /** Forgets cached windows of {@code node} (call on a peer-down or restart event). */
+    public void peerChanged(int node) {
+        direct.forget(node);
+    }
+
+    private void checkPd(ProtectionDomain pd) {
+        if (pd == null || pd.context != this || pd.closed) {
+            throw new RdmaException("protection domain is " + (pd == null ? "null" : pd.closed ? "closed" : "of another context"));
+        }
+    }
+
+    private void requireOpen() {
+        if (closed) {
+            throw new RdmaException("RDMA context of node " + link.address() + " is closed");
+        }
+    }
+
+    /** Closes the context: QPs are destroyed, regions deregistered and their windows withdrawn. */
+    @Override
+    public void close() {
+        if (closed) {
+            return;
+        }
+        closed = true;
+        link.unregister(EtherType.NUPA_RDMA);
+        for (QueuePair qp : qps) {
+            if (qp != null) {
+                destroy(qp);
+            }
+        }
+        for (MemoryRegion mr : regions) {
+            if (mr != null) {
+                deregister(mr);
+            }
+        }
+        directoryWindow.close();
+    }
+}

@@ -1,0 +1,37 @@
+package dev.nupa.roce;
+
+/** What an {@link RdmaContext} counts; read with {@link RdmaContext#counter}. */
+public enum RdmaCounter {
+    PACKETS_SENT,
+    PACKETS_RECEIVED,
+    /** Packets that failed {@code RocePacket.wrap} (truncated, unknown opcode, bad pad...). */
+    MALFORMED,
+    /** Packets for a QP number that does not exist here, or from a node that is not the QP's peer. */
+    UNKNOWN_QP,
+    /** Packets for a QP whose state does not take them (e.g. RESET, INIT, ERR). */
+    WRONG_STATE,
+    /** Requests ahead of the expected PSN: answered with a sequence-error NAK. */
+    SEQUENCE_ERRORS,
+    /** Requests behind the expected PSN: re-acknowledged or answered from saved state. */
+    DUPLICATES,
+    RNR_NAKS_SENT,
+    NAKS_SENT,
+    ACKS_SENT,
+    RETRANSMITS,
+    TIMEOUTS,
+    RNR_NAKS_RECEIVED,
+    NAKS_RECEIVED,
+    /** Responses that match no outstanding request (late duplicates). */
+    STRAY_RESPONSES,
+    /** UD datagrams dropped: wrong Q_Key or no receive posted. */
+    UD_DROPS,
+    /** Sends refused by a full ring and retried later. */
+    BACK_PRESSURED,
+    /** RDMA WRITE, READ and atomic operations placed directly in a peer's window. */
+    DIRECT_OPS,
+    /** Direct operations whose checks failed and that went as packets instead. */
+    DIRECT_FALLBACKS,
+    CQ_OVERRUNS;
+
+    static final RdmaCounter[] ALL = values();
+}

@@ -1,0 +1,53 @@
+package dev.nupa.roce;
+
+/** A ring of posted receive work requests: a QP's own receive queue, or a shared one's. */
+final class RecvQueue {
+    final int capacity;
+    final int maxSge;
+    final long[] wrId;
+    final int[] numSge;
+    final long[] sgAddr;
+    final int[] sgLength;
+    final int[] sgLkey;
+    long head;
+    long tail;
+
+    RecvQueue(int capacity, int maxSge) {
+        this.capacity = capacity;
+        this.maxSge = maxSge;
+        wrId = new long[capacity];
+        numSge = new int[capacity];
+        sgAddr = new long[capacity * maxSge];
+        sgLength = new int[capacity * maxSge];
+        sgLkey = new int[capacity * maxSge];
+    }
+
+    int size() {
+        return (int) (tail - head);
+    }
+
+    void post(RecvWorkRequest wr, String owner) {
+        if (tail - head == capacity) {
+            throw new RdmaException(owner + " receive queue is full (" + capacity + " requests); poll completions or create it larger");
+        }
+        if (wr.sg.count > maxSge) {
+            throw new RdmaException("receive request has " + wr.sg.count + " scatter entries; " + owner + " takes at most " + maxSge);
+        }
+        int s = (int) (tail % capacity);
+        wrId[s] = wr.wrId;
+        numSge[s] = wr.sg.count;
+        System.arraycopy(wr.sg.addr, 0, sgAddr, s * maxSge, wr.sg.count);
+        System.arraycopy(wr.sg.length, 0, sgLength, s * maxSge, wr.sg.count);
+        System.arraycopy(wr.sg.lkey, 0, sgLkey, s * maxSge, wr.sg.count);
+        tail++;
+    }
+
+    /** Slot of the oldest request, or -1 when empty. */
+    int peek() {
+        return head == tail ? -1 : (int) (head % capacity);
+    }
+
+    void pop() {
+        head++;
+    }
+}

@@ -1,0 +1,41 @@
+package dev.nupa.roce;
+
+import java.lang.foreign.MemorySegment;
+
+/** Copies between a scatter/gather list (held in a queue's arrays) and a run of bytes, checking each region. */
+final class Sgl {
+    private Sgl() {
+    }
+
+    /**
+     * Copies {@code n} bytes at message offset {@code off} of the list ({@code count} entries from index
+     * {@code base}) out of it ({@code intoList} false) or into it, from or to {@code data} at {@code dataOff}.
+     * Returns false, having copied nothing more, when an entry's lkey is unknown, belongs to another
+     * protection domain, lacks LOCAL_WRITE for a write, or lies outside its region, or the list is too short.
+     */
+    static boolean copy(RdmaContext ctx, int pd, long[] addr, int[] length, int[] lkey, int base, int count, long off,
+            MemorySegment data, long dataOff, int n, boolean intoList) {
+        for (int i = base; i < base + count && n > 0; i++) {
+            int l = length[i];
+            if (off >= l) {
+                off -= l;
+                continue;
+            }
+            int take = (int) Math.min(l - off, n);
+            MemoryRegion mr = ctx.region(lkey[i]);
+            long va = addr[i] + off;
+            if (mr == null || mr.pd.id != pd || (intoList && (mr.access & Access.LOCAL_WRITE) == 0) || !mr.covers(va, take)) {
+                return false;
+            }
+            if (intoList) {
+                MemorySegment.copy(data, dataOff, mr.memory, va - mr.addr, take);
+            } else {
+                MemorySegment.copy(mr.memory, va - mr.addr, data, dataOff, take);
+            }
+            n -= take;
+            dataOff += take;
+            off = 0;
+        }
+        return n == 0;
+    }
+}

@@ -1,0 +1,34 @@
+package dev.nupa.roce;
+
+/** A shared receive queue ({@code ibv_srq}): receive requests that any QP attached to it may consume. */
+public final class SharedReceiveQueue implements AutoCloseable {
+    final ProtectionDomain pd;
+    final RecvQueue queue;
+    int users;
+
+    SharedReceiveQueue(ProtectionDomain pd, int maxWr, int maxSge) {
+        this.pd = pd;
+        this.queue = new RecvQueue(maxWr, maxSge);
+    }
+
+    /** Posts a receive request ({@code ibv_post_srq_recv}); copies it, so {@code wr} may be reused at once. */
+    public void postRecv(RecvWorkRequest wr) {
+        if (pd.closed) {
+            throw new RdmaException("shared receive queue's protection domain is closed");
+        }
+        queue.post(wr, "shared");
+    }
+
+    /** Requests posted and not yet consumed. */
+    public int size() {
+        return queue.size();
+    }
+
+    @Override
+    public void close() {
+        if (users > 0) {
+            throw new RdmaException("shared receive queue still serves " + users + " queue pair(s); destroy them first");
+        }
+        pd.users--;
+    }
+}

@@ -1,0 +1,155 @@
+package dev.nupa.roce;
+
+import dev.nupa.device.FabricWindow;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * A context's QP and memory-region tables, kept in its fabric {@link FabricWindow#DIRECTORY directory
+ * window} so that a {@link TransferMode#DIRECT} requester can make the responder's checks (QP state,
+ * protection domain, access, rkey, bounds) before it moves a byte, as a NIC consults its own tables.
+ * Layout (docs/rdma.md), host byte order, 4-byte fields written before a release store of the entry's
+ * first word and read after an acquire load of it:
+ *
+ * <pre>
+ * 0   u64 magic "NUPAVRB1"        8  u32 maxQps     12 u32 maxMrs
+ * 64  QP entry[maxQps], 16 bytes: u32 state (0 none, else QpState ordinal + 1), u32 pd, u32 access, u32 type
+ * M   MR entry[maxMrs], 48 bytes: u32 key (0 free), u32 pd, u32 access, i32 window id (-1 none),
+ *     u32 window key, u32 0, u64 addr, u64 length
+ * </pre>
+ * where {@code M = align(64 + 16 * maxQps, 64)}.
+ */
+final class VerbsDirectory {
+    static final long MAGIC = 0x4E55504156524231L;
+    static final int QP_BASE = 64;
+    static final int QP_ENTRY = 16;
+    static final int MR_ENTRY = 48;
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+
+    final MemorySegment mem;
+    final int maxQps;
+    final int maxMrs;
+    final long mrBase;
+
+    VerbsDirectory(MemorySegment mem, int maxQps, int maxMrs) {
+        this.mem = mem;
+        this.maxQps = maxQps;
+        this.maxMrs = maxMrs;
+        this.mrBase = mrBase(maxQps);
+    }
+
+    static long mrBase(int maxQps) {
+        return (QP_BASE + (long) QP_ENTRY * maxQps + 63) & ~63L;
+    }
+
+    static long bytes(int maxQps, int maxMrs) {
+        return mrBase(maxQps) + (long) MR_ENTRY * maxMrs;
+    }
+
+    /** Writes the header (owner side, before the window is found by peers). */
+    void format() {
+        mem.set(ValueLayout.JAVA_INT, 8, maxQps);
+        mem.set(ValueLayout.JAVA_INT, 12, maxMrs);
+        VarHandle.releaseFence();
+        mem.set(ValueLayout.JAVA_LONG, 0, MAGIC);
+    }
+
+    /** Reads a peer's directory; null unless the window holds one. */
+    static VerbsDirectory open(FabricWindow w) {
+        MemorySegment m = w.memory();
+        if (m.byteSize() < QP_BASE || m.get(ValueLayout.JAVA_LONG, 0) != MAGIC) {
+            return null;
+        }
+        VarHandle.acquireFence();
+        int q = m.get(ValueLayout.JAVA_INT, 8);
+        int r = m.get(ValueLayout.JAVA_INT, 12);
+        if (q <= 0 || r <= 0 || bytes(q, r) > m.byteSize()) {
+            return null;
+        }
+        return new VerbsDirectory(m, q, r);
+    }
+
+    // ---- QP entries (owner writes) --------------------------------------------------------
+
+    void publishQp(int qpn, QpState state, int pd, int access, QpType type) {
+        long e = QP_BASE + (long) QP_ENTRY * qpn;
+        mem.set(ValueLayout.JAVA_INT, e + 4, pd);
+        mem.set(ValueLayout.JAVA_INT, e + 8, access);
+        mem.set(ValueLayout.JAVA_INT, e + 12, type.ordinal());
+        INT.setRelease(mem, e, state == null ? 0 : state.ordinal() + 1);
+    }
+
+    /** A peer QP's state, or null when absent. */
+    QpState qpState(int qpn) {
+        if (qpn <= 0 || qpn >= maxQps) {
+            return null;
+        }
+        int s = (int) INT.getAcquire(mem, QP_BASE + (long) QP_ENTRY * qpn);
+        return s <= 0 || s > QpState.values().length ? null : QpState.values()[s - 1];
+    }
+
+    int qpPd(int qpn) {
+        return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 4);
+    }
+
+    int qpAccess(int qpn) {
+        return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 8);
+    }
+
+    // ---- MR entries -------------------------------------------------------------------------
+
+    void publishMr(MemoryRegion mr) {
+        long e = mrBase + (long) MR_ENTRY * mr.index;
+        mem.set(ValueLayout.JAVA_INT, e + 4, mr.pd.id);
+        mem.set(ValueLayout.JAVA_INT, e + 8, mr.access);
+        mem.set(ValueLayout.JAVA_INT, e + 12, mr.window == null ? -1 : mr.window.id());
+        mem.set(ValueLayout.JAVA_INT, e + 16, mr.window == null ? 0 : mr.window.key());
+        mem.set(ValueLayout.JAVA_LONG, e + 24, mr.addr);
+        mem.set(ValueLayout.JAVA_LONG, e + 32, mr.length());
+        INT.setRelease(mem, e, mr.key);
+    }
+
+    void withdrawMr(int index) {
+        INT.setRelease(mem, mrBase + (long) MR_ENTRY * index, 0);
+    }
+
+    /** Offset of the entry that holds {@code rkey}, or -1 if no live region has it. */
+    long mrEntry(int rkey) {
+        int index = rkey >>> 8;
+        if (rkey == 0 || index >= maxMrs) {
+            return -1;
+        }
+        long e = mrBase + (long) MR_ENTRY * index;
+        return (int) INT.getAcquire(mem, e) == rkey ? e : -1;
+    }
+
+    int mrPd(long e) {
+        return mem.get(ValueLayout.JAVA_INT, e + 4);
+    }
+
+    int mrAccess(long e) {
+        return mem.get(ValueLayout.JAVA_INT, e + 8);
+    }
+
+    int mrWindowId(long e) {
+        return mem.get(ValueLayout.JAVA_INT, e + 12);
+    }
+
+    int mrWindowKey(long e) {
+        return mem.get(ValueLayout.JAVA_INT, e + 16);
+    }
+
+    long mrAddr(long e) {
+        return mem.get(ValueLayout.JAVA_LONG, e + 24);
+    }
+
+    long mrLength(long e) {
+        return mem.get(ValueLayout.JAVA_LONG, e + 32);
+    }
+
+    /** Whether entry {@code e} still holds {@code rkey} (re-checked after reading its fields). */
+    boolean stillHolds(long e, int rkey) {
+        return (int) INT.getAcquire(mem, e) == rkey;
+    }
+}
