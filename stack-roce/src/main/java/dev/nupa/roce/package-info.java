@@ -1,2 +1,2 @@
-/** InfiniBand transport, queue pairs and verbs over the fabric. Not built yet (issue 5). */
+/** InfiniBand transport (RoCEv2-equivalent) over the fabric: wire types, reliable connected and unreliable datagram queue pairs, verbs. */
 package dev.nupa.roce;
