@@ -20,6 +20,10 @@ final class RcPair implements AutoCloseable {
     }
 
     RcPair(RdmaFixture fx, TransferMode mode, int mtu) {
+        this(fx, mode, mtu, 7, 7);
+    }
+
+    RcPair(RdmaFixture fx, TransferMode mode, int mtu, int retry, int rnrRetry) {
         this.fx = fx;
         a = fx.node(1);
         b = fx.node(2);
@@ -29,7 +33,7 @@ final class RcPair implements AutoCloseable {
         cqB = b.createCq(4096);
         qa = a.createQp(pdA, QpInitAttr.rc(cqA, cqA).withMode(mode).withCapacity(1024, 1024));
         qb = b.createQp(pdB, QpInitAttr.rc(cqB, cqB).withMode(mode).withCapacity(1024, 1024));
-        RdmaFixture.connect(qa, qb, mtu);
+        RdmaFixture.connect(qa, qb, mtu, 0x100, 0xFFFFF0, retry, rnrRetry);
         mrA = pdA.allocMr(64 * 1024, ALL);
         mrB = pdB.allocMr(64 * 1024, ALL);
     }

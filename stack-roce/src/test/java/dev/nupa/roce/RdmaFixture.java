@@ -97,6 +97,10 @@ final class RdmaFixture implements AutoCloseable {
     }
 
     static void connect(QueuePair qa, QueuePair qb, int mtu, int psnA, int psnB) {
+        connect(qa, qb, mtu, psnA, psnB, 7, 7);
+    }
+
+    static void connect(QueuePair qa, QueuePair qb, int mtu, int psnA, int psnB, int retry, int rnrRetry) {
         int access = Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC;
         for (QueuePair q : List.of(qa, qb)) {
             q.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qpAccessFlags(access),
@@ -104,8 +108,8 @@ final class RdmaFixture implements AutoCloseable {
         }
         rtr(qa, qb, mtu, psnB);
         rtr(qb, qa, mtu, psnA);
-        rts(qa, psnA, 8, 7, 7);
-        rts(qb, psnB, 8, 7, 7);
+        rts(qa, psnA, 8, retry, rnrRetry);
+        rts(qb, psnB, 8, retry, rnrRetry);
     }
 
     static void rtr(QueuePair q, QueuePair peer, int mtu, int peerPsn) {
