@@ -249,6 +249,11 @@ public final class QueuePair implements AutoCloseable {
                 break;
             }
             q.head++;
+            if (WrOpcode.isReadOrAtomic(q.opcode[s]) && q.npsn[s] > 0) {
+                // Released at retirement, not at its response: a later response may overtake an earlier
+                // one, and the responder keeps only max_dest_rd_atomic of them to answer duplicates from.
+                requester.rdOutstanding--;
+            }
             if (!completeSend(s, q.status[s]) && state != QpState.ERR) {
                 enterError();
                 return;

@@ -107,14 +107,14 @@ final class RcCompleter {
         if (last) {
             done(s, now, p);
         } else {
-            req.acked(Psn.add(p, -1), now); // progress: keep the timer from firing mid-read
+            req.progressed(now); // keeps the timer from firing mid-read
         }
     }
 
+    /** A READ or atomic got its response: everything before it is acknowledged too, unless an earlier one still waits. */
     private void done(int s, long now, int p) {
         sq.state[s] = SendQueue.DONE;
-        qp.requester.rdOutstanding--;
-        qp.requester.acked(p, now);
+        ackUpTo(p, now);
     }
 
     /** An ACK (explicit or implied) for every PSN up to {@code p}. */

@@ -29,6 +29,9 @@ final class RcRequester {
     private int rnrRetriesLeft;
     private long rnrUntil;
     private int rnrPsn;
+    /** A NAK-started retry from this PSN is under way: further NAKs or implied NAKs for it spend no retry (rxe's started_retry). */
+    private boolean retrying;
+    private int retryingFrom;
 
     RcRequester(QueuePair qp) {
         this.qp = qp;
@@ -353,9 +356,16 @@ final class RcRequester {
     void acked(int p, long now) {
         if (Psn.diff(p, ackedPsn) > 0) {
             ackedPsn = p;
-            retriesLeft = qp.attr.retryCnt;
-            rnrRetriesLeft = qp.attr.rnrRetry;
+            progressed(now);
         }
+        rearm(now);
+    }
+
+    /** Forward progress (an ACK, or a READ response in order): the retry budgets start over (IBA 9.7.6.1.3). */
+    void progressed(long now) {
+        retriesLeft = qp.attr.retryCnt;
+        rnrRetriesLeft = qp.attr.rnrRetry;
+        retrying = false;
         rearm(now);
     }
 
@@ -375,21 +385,40 @@ final class RcRequester {
             qp.fail(sq.slot(sq.head), WcStatus.RETRY_EXC_ERR);
             return;
         }
+        retrying = false; // the timer's retry starts afresh; NAKs after it may start another
         retryFrom(firstUnacked());
         run(now);
+        if (ackDeadline == 0) {
+            rearm(now);
+        }
     }
 
-    /** The oldest PSN not yet acknowledged (a READ's next expected response counts as unacknowledged). */
+    /** The oldest PSN whose acknowledgement or response is missing: where a retry starts. */
     int firstUnacked() {
-        int s = sq.slot(sq.head);
-        if (sq.head < sq.tail && sq.state[s] != SendQueue.POSTED && sq.opcode[s] == WrOpcode.RDMA_READ) {
-            return Psn.add(sq.firstPsn[s], sq.received[s]);
+        for (long i = sq.head; i < sq.tail && i <= sq.next; i++) {
+            int s = sq.slot(i);
+            if (sq.state[s] == SendQueue.POSTED || sq.npsn[s] == 0) {
+                break;
+            }
+            if (sq.state[s] == SendQueue.DONE) {
+                continue; // a later READ or atomic whose response overtook an earlier one's
+            }
+            if (sq.opcode[s] == WrOpcode.RDMA_READ) {
+                return Psn.add(sq.firstPsn[s], sq.received[s]);
+            }
+            int a = Psn.add(ackedPsn, 1);
+            return WrOpcode.isAtomic(sq.opcode[s]) || Psn.diff(a, sq.firstPsn[s]) < 0 ? sq.firstPsn[s] : a;
         }
         return Psn.add(ackedPsn, 1);
     }
 
     /** A sequence-error NAK or a lost response: resend from {@code p}, spending a retry (rxe does the same). */
     void nakRetry(int p, long now) {
+        if (retrying && Psn.diff(p, retryingFrom) <= 0) {
+            return; // already going back to (or before) p: the responses of that retry are on their way
+        }
+        retrying = true;
+        retryingFrom = p;
         if (retriesLeft-- <= 0) {
             qp.fail(sq.slot(sq.head), WcStatus.RETRY_EXC_ERR);
             return;
