@@ -207,7 +207,7 @@ public final class QueuePair implements AutoCloseable {
         if (state == QpState.RESET) {
             throw new RdmaException("QP " + qpn + " is in RESET; modify it to INIT before posting receives");
         }
-        rq.post(wr, "QP " + qpn);
+        rq.post(wr, qpn);
         if (state == QpState.ERR) {
             flushReceives();
         }

@@ -26,12 +26,13 @@ final class RecvQueue {
         return (int) (tail - head);
     }
 
-    void post(RecvWorkRequest wr, String owner) {
+    /** Copies {@code wr} in; {@code owner} (a QP number, or -1 for a shared queue) only names it in errors. */
+    void post(RecvWorkRequest wr, int owner) {
         if (tail - head == capacity) {
-            throw new RdmaException(owner + " receive queue is full (" + capacity + " requests); poll completions or create it larger");
+            throw new RdmaException(name(owner) + " receive queue is full (" + capacity + " requests); poll completions or create it larger");
         }
         if (wr.sg.count > maxSge) {
-            throw new RdmaException("receive request has " + wr.sg.count + " scatter entries; " + owner + " takes at most " + maxSge);
+            throw new RdmaException("receive request has " + wr.sg.count + " scatter entries; " + name(owner) + " takes at most " + maxSge);
         }
         int s = (int) (tail % capacity);
         wrId[s] = wr.wrId;
@@ -40,6 +41,10 @@ final class RecvQueue {
         System.arraycopy(wr.sg.length, 0, sgLength, s * maxSge, wr.sg.count);
         System.arraycopy(wr.sg.lkey, 0, sgLkey, s * maxSge, wr.sg.count);
         tail++;
+    }
+
+    private static String name(int owner) {
+        return owner < 0 ? "the shared" : "QP " + owner + "'s";
     }
 
     /** Slot of the oldest request, or -1 when empty. */

@@ -16,7 +16,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
         if (pd.closed) {
             throw new RdmaException("shared receive queue's protection domain is closed");
         }
-        queue.post(wr, "shared");
+        queue.post(wr, -1);
     }
 
     /** Requests posted and not yet consumed. */

@@ -26,6 +26,7 @@ final class VerbsDirectory {
     static final int QP_ENTRY = 16;
     static final int MR_ENTRY = 48;
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    private static final QpState[] STATES = QpState.values(); // values() copies on every call
 
     final MemorySegment mem;
     final int maxQps;
@@ -86,7 +87,7 @@ final class VerbsDirectory {
             return null;
         }
         int s = (int) INT.getAcquire(mem, QP_BASE + (long) QP_ENTRY * qpn);
-        return s <= 0 || s > QpState.values().length ? null : QpState.values()[s - 1];
+        return s <= 0 || s > STATES.length ? null : STATES[s - 1];
     }
 
     int qpPd(int qpn) {
