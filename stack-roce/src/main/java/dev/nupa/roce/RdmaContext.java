@@ -50,6 +50,7 @@ public final class RdmaContext implements AutoCloseable {
     final MemorySegment scratch8 = Arena.ofAuto().allocate(8, 8);
     final MemorySegment zeros = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
     private boolean closed;
+    private RdmaCm cm;
 
     private RdmaContext(Link link, int maxQps, int maxMrs, LongSupplier clock) {
         if (maxQps < 4 || maxQps > Psn.MASK || maxMrs < 1 || maxMrs > (1 << 24)) {
@@ -268,6 +269,10 @@ public final class RdmaContext implements AutoCloseable {
             return;
         }
         int qpn = Bth.destQp(memory, pkt.bth());
+        if (qpn == RdmaCm.CM_QPN && cm != null && (pkt.flags() & Opcode.DETH) != 0) {
+            cm.onMessage(sourceNode, pkt);
+            return;
+        }
         QueuePair qp = qpn < qps.length ? qps[qpn] : null;
         if (qp == null) {
             counters.add(RdmaCounter.UNKNOWN_QP, 1);
@@ -300,7 +305,7 @@ public final class RdmaContext implements AutoCloseable {
      * the link delivered, and at that time. Registered as a {@code Datapath.Timer} in a node.
      */
     public long poll(long now) {
-        long next = Long.MAX_VALUE;
+        long next = cm == null ? Long.MAX_VALUE : cm.poll(now);
         QueuePair[] a = active;
         for (QueuePair qp : a) {
             next = Math.min(next, qp.poll(now));
@@ -356,6 +361,14 @@ public final class RdmaContext implements AutoCloseable {
 
     public Map<RdmaCounter, Long> counters() {
         return counters.snapshot();
+    }
+
+    /** Sets (or, with null, removes) the connection manager that takes QP 1's messages. */
+    void attach(RdmaCm manager) {
+        if (manager != null && cm != null) {
+            throw new RdmaException("node " + link.address() + " already has a connection manager; close it first");
+        }
+        cm = manager;
     }
 
     /** Forgets cached windows of {@code node} (call on a peer-down or restart event). */

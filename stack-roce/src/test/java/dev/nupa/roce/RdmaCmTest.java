@@ -1,0 +1,163 @@
+package dev.nupa.roce;
+
+import static dev.nupa.roce.RdmaFixture.MS;
+import static dev.nupa.roce.RdmaFixture.assertStatus;
+import static dev.nupa.roce.RdmaFixture.poll;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.nupa.l2.FaultPlan;
+import dev.nupa.l2.FaultyDevice;
+import dev.nupa.l2.NeighborDirectory;
+import io.vertx.core.Future;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.Test;
+
+/** The rdma_cm-style connection manager: connect, accept, private data, refusal, loss, disconnect. */
+class RdmaCmTest {
+    private static final int IP_A = 0x0A000001;
+    private static final int IP_B = 0x0A000002;
+    private static final int PORT = 18515;
+
+    private record Side(RdmaContext ctx, RdmaCm cm, ProtectionDomain pd, CompletionQueue cq) {
+        QueuePair qp() {
+            return ctx.createQp(pd, QpInitAttr.rc(cq, cq));
+        }
+    }
+
+    private static Side side(RdmaFixture fx, int node, int ip, UnaryOperator<dev.nupa.device.FabricDevice> wrap) {
+        RdmaContext ctx = fx.node(node, wrap);
+        NeighborDirectory nd = new NeighborDirectory(ctx.link().device());
+        nd.publish(List.of(new NeighborDirectory.Binding(ip, 24, node)));
+        RdmaCm cm = RdmaCm.create(ctx, nd::lookup, RdmaCm.Options.defaults().withResend(10 * MS, 5));
+        return new Side(ctx, cm, ctx.allocPd(), ctx.createCq(64));
+    }
+
+    private static <T> T await(RdmaFixture fx, Future<T> f) {
+        for (int i = 0; i < 1000 && !f.isComplete(); i++) {
+            fx.advance(MS);
+        }
+        assertTrue(f.isComplete(), "the future completed");
+        if (f.failed()) {
+            throw new AssertionError("failed: " + f.cause().getMessage(), f.cause());
+        }
+        return f.result();
+    }
+
+    private static void exchangeASend(RdmaFixture fx, Side from, QueuePair qf, Side to, QueuePair qt) {
+        MemoryRegion mf = from.pd.allocMr(4096, RcPair.ALL);
+        MemoryRegion mt = to.pd.allocMr(4096, RcPair.ALL);
+        mf.memory().setString(0, "over the CM", StandardCharsets.US_ASCII);
+        qt.postRecv(new RecvWorkRequest().wrId(1).local(mt, 0, 100));
+        qf.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED).local(mf, 0, 12));
+        fx.pump();
+        assertStatus(WcStatus.SUCCESS, poll(to.cq));
+        assertEquals("over the CM", mt.memory().getString(0, StandardCharsets.US_ASCII));
+        assertStatus(WcStatus.SUCCESS, poll(from.cq));
+    }
+
+    @Test
+    void aClientConnectsToAListenerAndBothQpsReachRtsWithPrivateDataExchanged() {
+        runConnect(d -> d);
+    }
+
+    @Test
+    void lostRequestsRepliesAndRtusAreResent() {
+        // Node 2's receive side drops half its frames: REQs (and RTUs) get lost and are resent.
+        runConnect(d -> d.address() == 2 ? new FaultyDevice(d, 5, FaultPlan.NONE, FaultPlan.NONE.withDrop(0.5)) : d);
+    }
+
+    private void runConnect(UnaryOperator<dev.nupa.device.FabricDevice> wrap) {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            Side a = side(fx, 1, IP_A, wrap);
+            Side b = side(fx, 2, IP_B, wrap);
+            AtomicReference<QueuePair> accepted = new AtomicReference<>();
+            AtomicReference<Future<RdmaCm.Connection>> serverSide = new AtomicReference<>();
+            b.cm.listen(PORT, req -> {
+                assertEquals("hello", new String(req.privateData(), StandardCharsets.US_ASCII));
+                assertEquals(1, req.peerNode());
+                QueuePair q = b.qp();
+                accepted.set(q);
+                serverSide.set(req.accept(q, "welcome".getBytes(StandardCharsets.US_ASCII)));
+            });
+            QueuePair qa = a.qp();
+            RdmaCm.Connection c = await(fx, a.cm.connect(IP_B, PORT, qa, "hello".getBytes(StandardCharsets.US_ASCII)));
+            assertEquals("welcome", new String(c.privateData(), StandardCharsets.US_ASCII));
+            assertEquals(2, c.peerNode());
+            assertEquals(accepted.get().qpNum(), c.peerQpn());
+            RdmaCm.Connection s = await(fx, serverSide.get());
+            assertEquals(qa.qpNum(), s.peerQpn());
+            assertEquals(QpState.RTS, qa.state());
+            assertEquals(QpState.RTS, accepted.get().state());
+            exchangeASend(fx, a, qa, b, accepted.get());
+            exchangeASend(fx, b, accepted.get(), a, qa);
+        }
+    }
+
+    @Test
+    void noListenerIsRefusedAndAnUnknownAddressFailsToResolve() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            Side a = side(fx, 1, IP_A, d -> d);
+            side(fx, 2, IP_B, d -> d);
+            Future<RdmaCm.Connection> f = a.cm.connect(IP_B, 4000, a.qp(), new byte[0]);
+            for (int i = 0; i < 10 && !f.isComplete(); i++) {
+                fx.advance(MS);
+            }
+            assertTrue(f.failed());
+            assertTrue(f.cause().getMessage().contains("connection refused: node 2 has no listener on port 4000"), f.cause().getMessage());
+            Future<RdmaCm.Connection> g = a.cm.connect(0x0A0000FE, PORT, a.qp(), new byte[0]);
+            assertTrue(g.failed());
+            assertTrue(g.cause().getMessage().contains("no fabric node holds 10.0.0.254"), g.cause().getMessage());
+            Future<RdmaCm.Connection> h = a.cm.connect(IP_B, PORT, a.qp(), new byte[57]);
+            assertTrue(h.cause().getMessage().contains("57 bytes of private data exceed the 56"), h.cause().getMessage());
+        }
+    }
+
+    @Test
+    void aPeerThatNeverAnswersTimesOut() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            Side a = side(fx, 1, IP_A, d -> d);
+            Side b = side(fx, 2, IP_B, d -> d);
+            b.cm.close(); // node 2 keeps its address but runs no CM: the REQs vanish
+            Future<RdmaCm.Connection> f = a.cm.connect(IP_B, PORT, a.qp(), new byte[0]);
+            for (int i = 0; i < 100 && !f.isComplete(); i++) {
+                fx.advance(5 * MS);
+            }
+            assertTrue(f.failed());
+            assertTrue(f.cause().getMessage().contains("timed out: no REP after 5 resends"), f.cause().getMessage());
+        }
+    }
+
+    @Test
+    void aDisconnectMovesBothQpsToErrAndTellsThePeer() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            Side a = side(fx, 1, IP_A, d -> d);
+            Side b = side(fx, 2, IP_B, d -> d);
+            AtomicReference<QueuePair> accepted = new AtomicReference<>();
+            b.cm.listen(PORT, req -> {
+                accepted.set(b.qp());
+                req.accept(accepted.get(), new byte[0]);
+            });
+            AtomicReference<QueuePair> gone = new AtomicReference<>();
+            b.cm.onDisconnect(gone::set);
+            QueuePair qa = a.qp();
+            MemoryRegion mb = b.pd.allocMr(4096, RcPair.ALL);
+            await(fx, a.cm.connect(IP_B, PORT, qa, new byte[0]));
+            fx.pump();
+            accepted.get().postRecv(new RecvWorkRequest().wrId(7).local(mb, 0, 64));
+            a.cm.disconnect(qa);
+            fx.advance(MS);
+            assertEquals(QpState.ERR, qa.state());
+            assertEquals(QpState.ERR, accepted.get().state());
+            assertEquals(accepted.get(), gone.get());
+            WorkCompletion wc = poll(b.cq);
+            assertStatus(WcStatus.WR_FLUSH_ERR, wc);
+            assertEquals(7, wc.wrId);
+            assertArrayEquals(new byte[0], new byte[0]);
+        }
+    }
+}
