@@ -634,7 +634,7 @@ abstract class RdmaPerf implements Callable<Integer> {
             rows.add(halved ? LatencyStats.ofRoundTrips(ours) : LatencyStats.of(ours));
         }
         LatencyStats f = halved ? LatencyStats.ofRoundTrips(floor) : LatencyStats.of(floor);
-        System.out.println(name + ": " + describe() + ", mode " + mode + (halved ? ", half round trip" : ", each op to its completion")
+        System.out.println(name + ": " + describe() + ", " + modeLine() + (halved ? ", half round trip" : ", each op to its completion")
                 + ", fabric " + o.fabric);
         System.out.println(LatencyStats.perftestHeader());
         StringBuilder json = new StringBuilder();
@@ -657,11 +657,16 @@ abstract class RdmaPerf implements Callable<Integer> {
         }
     }
 
+    /** The mode as the human-readable line shows it: SENDs ignore --mode. */
+    private String modeLine() {
+        return op == Op.SEND ? "mode " + mode + " (SENDs always travel as packets)" : "mode " + mode;
+    }
+
     private String describe() {
         return switch (op) {
-            case WRITE -> "RDMA WRITE ping-pong";
-            case SEND -> "SEND ping-pong";
-            case READ -> "RDMA READ";
+            case WRITE -> bw ? "RDMA WRITE stream" : "RDMA WRITE ping-pong";
+            case SEND -> bw ? "SEND stream" : "SEND ping-pong";
+            case READ -> bw ? "RDMA READ stream" : "RDMA READ";
             case ATOMIC -> "FETCH_AND_ADD";
         };
     }
@@ -758,7 +763,7 @@ abstract class RdmaPerf implements Callable<Integer> {
         MemorySegment copySrc = java.lang.foreign.Arena.ofAuto().allocate(sizes[sizes.length - 1], 64);
         MemorySegment copyDst = java.lang.foreign.Arena.ofAuto().allocate(sizes[sizes.length - 1], 64);
         copySrc.fill((byte) 0x5A);
-        System.out.println(name + ": " + describe() + ", mode " + mode + ", tx-depth " + txDepth + ", fabric " + o.fabric);
+        System.out.println(name + ": " + describe() + ", " + modeLine() + ", tx-depth " + txDepth + ", fabric " + o.fabric);
         System.out.printf(Locale.ROOT, "%8s %12s %18s %21s %15s %19s%n", "#bytes", "#iterations", "BW peak[MB/sec]",
                 "BW average[MB/sec]", "MsgRate[Mpps]", "BW average[Gbit/s]");
         StringBuilder rowsJson = new StringBuilder();
