@@ -110,7 +110,7 @@ final class FabricBandwidth implements Callable<Integer> {
         return t;
     }
 
-    private static long copies(MemorySegment a, MemorySegment b, int size, long n) {
+    static long copies(MemorySegment a, MemorySegment b, int size, long n) {
         long t0 = System.nanoTime();
         for (long i = 0; i < n; i++) {
             a.set(ValueLayout.JAVA_LONG, 0, i);

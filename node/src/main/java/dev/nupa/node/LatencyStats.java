@@ -35,6 +35,17 @@ record LatencyStats(long iterations, double min, double p50, double p99, double 
                 bytes, iterations, min, p50, p99, p999, max, avg, stdev);
     }
 
+    /** perftest's ib_*_lat columns (t_typical is the median), in microseconds. */
+    static String perftestHeader() {
+        return String.format("%8s %12s %13s %13s %17s %13s %15s %11s %13s", "#bytes", "#iterations", "t_min[usec]",
+                "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99%[usec]", "99.9%[usec]");
+    }
+
+    String perftestRow(int bytes) {
+        return String.format(java.util.Locale.ROOT, "%8d %12d %13.3f %13.3f %17.3f %13.3f %15.3f %11.3f %13.3f", bytes, iterations,
+                min / 1000, max / 1000, p50 / 1000, avg / 1000, stdev / 1000, p99 / 1000, p999 / 1000);
+    }
+
     String json() {
         return String.format(java.util.Locale.ROOT,
                 "\"iterations\":%d,\"min_ns\":%.1f,\"p50_ns\":%.1f,\"p99_ns\":%.1f,\"p999_ns\":%.1f,\"max_ns\":%.1f,"

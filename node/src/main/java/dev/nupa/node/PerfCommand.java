@@ -7,6 +7,7 @@ import picocli.CommandLine.Command;
                 "With no role a test starts both sides as two processes on a fresh fabric file and removes it after;",
                 "--server / --client run one side; --json prints one JSON object on the last line."},
         subcommands = {FabricLatency.class, FabricBandwidth.class, IpLatency.Udp.class, IpLatency.Icmp.class, TcpPerf.Lat.class,
-                TcpPerf.Bw.class, TcpPerf.Crr.class})
+                TcpPerf.Bw.class, TcpPerf.Crr.class, RdmaPerf.WriteLat.class, RdmaPerf.WriteBw.class, RdmaPerf.SendLat.class,
+                RdmaPerf.SendBw.class, RdmaPerf.ReadLat.class, RdmaPerf.ReadBw.class, RdmaPerf.AtomicLat.class})
 final class PerfCommand {
 }

@@ -165,6 +165,46 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void perfRdmaLatencyToolsKeepThePerfContract() throws Exception {
+        List<Path> before = perfFiles();
+        String[][] runs = {{"write-lat", "packet", "false"}, {"write-lat", "direct", "false"}, {"send-lat", "direct", "false"},
+                {"read-lat", "direct", "true"}, {"atomic-lat", "packet", "true"}};
+        for (String[] t : runs) {
+            Run r = nupa("perf", t[0], "--mode", t[1], "-n", "2000", "--warmup", "500", "--json");
+            assertEquals(0, r.status(), t[0] + " " + t[1] + ": " + r.err());
+            int bytes = t[0].equals("atomic-lat") ? 8 : 2;
+            assertTrue(Pattern.compile("^\\{\"test\":\"" + t[0] + "\",\"mode\":\"" + t[1] + "\",\"bytes\":" + bytes
+                    + ",\"round_trip\":" + t[2] + ",\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\"stdev_ns\":[0-9.]+,"
+                    + "\"floor\":\\{\"bytes\":8,\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\\},\"ratio\":[0-9.]+\\}$")
+                    .matcher(r.lastLine()).find(), r.out());
+            assertTrue(r.out().contains("#bytes  #iterations   t_min[usec]   t_max[usec]   t_typical[usec]"), r.out());
+            assertTrue(Pattern.compile("floor p50 [0-9.]+ us, ratio [0-9.]+").matcher(r.out()).find(), r.out());
+        }
+        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+        assertOneLineError(nupa("perf", "write-lat", "--mode", "fast"), 2, "--mode must be packet or direct");
+        assertOneLineError(nupa("perf", "atomic-lat", "-s", "64"), 2, "-s must be 8");
+        assertOneLineError(nupa("perf", "send-bw", "--tx-depth", "0"), 2, "--tx-depth");
+        assertOneLineError(nupa("perf", "read-lat", "--server", "--client"), 2, "exclusive");
+    }
+
+    @Test
+    void perfRdmaBandwidthToolsKeepThePerfContract() throws Exception {
+        List<Path> before = perfFiles();
+        String[][] runs = {{"write-bw", "direct"}, {"write-bw", "packet"}, {"send-bw", "direct"}, {"read-bw", "direct"}};
+        for (String[] t : runs) {
+            Run r = nupa("perf", t[0], "--mode", t[1], "-s", "4096", "-n", "300", "--json");
+            assertEquals(0, r.status(), t[0] + " " + t[1] + ": " + r.err());
+            assertTrue(Pattern.compile("^\\{\"test\":\"" + t[0] + "\",\"mode\":\"" + t[1] + "\",\"tx_depth\":128,\"bytes\":4096,"
+                    + "\"iterations\":300,\"peak_mb_s\":[0-9.]+,\"avg_mb_s\":[0-9.]+,\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+,"
+                    + "\"floor\":\\{\"mb_s\":[0-9.]+,\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+\\},\"ratio\":[0-9.]+\\}$")
+                    .matcher(r.lastLine()).find(), r.out());
+            assertTrue(r.out().contains("#bytes  #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"), r.out());
+            assertTrue(r.out().contains("floor: single-thread MemorySegment.copy of 4096 bytes"), r.out());
+        }
+        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+    }
+
+    @Test
     void ipCommandsGiveOneLineErrors() throws Exception {
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "3", "10.0.0.1"), 2, "-s 3 is outside");
