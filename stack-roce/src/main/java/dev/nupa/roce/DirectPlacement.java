@@ -74,13 +74,16 @@ final class DirectPlacement {
         int n = sq.numSge[s];
         boolean ok;
         if (op == WrOpcode.RDMA_WRITE) {
+            // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
+            int tail = (int) Math.min(8, len);
+            int head = (int) len - tail;
             if (sq.isInline(s)) {
-                MemorySegment.copy(sq.inline, (long) s * sq.maxInline, mem, off, (int) len);
+                long src = (long) s * sq.maxInline;
+                MemorySegment.copy(sq.inline, src, mem, off, head);
+                VarHandle.releaseFence();
+                MemorySegment.copy(sq.inline, src + head, mem, off + head, tail);
                 ok = true;
             } else {
-                // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
-                int tail = (int) Math.min(8, len);
-                int head = (int) len - tail;
                 ok = (head == 0 || Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, head, false));
                 VarHandle.releaseFence();
                 ok = ok && Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, head, mem, off + head, tail, false);

@@ -300,6 +300,11 @@ final class RcResponder {
 
     private int saveResource(int p, int npsn, boolean atomic, long va, int rkey, long len, long original) {
         int r = resNext;
+        for (int i = serveHead; i < serveTail; i++) {
+            if (serveRes[i % serveRes.length] == r) {
+                serveRes[i % serveRes.length] = -1; // its request is gone from the ring: a duplicate of it will be dropped too
+            }
+        }
         resNext = (resNext + 1) % Math.max(1, qp.attr.maxDestRdAtomic);
         resCount = Math.min(resCount + 1, Math.max(1, qp.attr.maxDestRdAtomic));
         resPsn[r] = p;
@@ -396,7 +401,7 @@ final class RcResponder {
         }
         while (serveHead < serveTail) {
             int i = serveHead % serveRes.length;
-            if (!respond(serveRes[i], i)) {
+            if (serveRes[i] >= 0 && !respond(serveRes[i], i)) {
                 return; // the ring is full: continue on the next poll, and hold the ACK back behind the data
             }
             serveHead++;
@@ -437,7 +442,11 @@ final class RcResponder {
         }
         int mtu = qp.attr.pathMtu;
         int last = resNpsn[r] - 1;
-        for (int k = Psn.diff(servePsn[i], resPsn[r]); k <= last; k++) {
+        int from = Psn.diff(servePsn[i], resPsn[r]);
+        if (from < 0 || from > last) {
+            return true; // not a PSN of this resource (cannot happen while the ring is not reused under it)
+        }
+        for (int k = from; k <= last; k++) {
             long off = (long) k * mtu;
             int n = (int) Math.min(mtu, resLength[r] - off);
             int opc = last == 0 ? Opcode.RC_RDMA_READ_RESPONSE_ONLY : k == 0 ? Opcode.RC_RDMA_READ_RESPONSE_FIRST

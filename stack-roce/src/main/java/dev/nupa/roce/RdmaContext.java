@@ -319,6 +319,9 @@ public final class RdmaContext implements AutoCloseable {
      * is written to a scratch buffer and lost, as on a wire with nobody at the end: the retry timer decides.
      */
     long claim(int node, int length) {
+        if (txClaimed) {
+            abort(); // an earlier frame threw while being written: never leave its slot claimed
+        }
         int rc = link.tryClaim(node, EtherType.NUPA_RDMA, length, claim);
         if (rc == FabricDevice.OK) {
             tx = claim.memory();

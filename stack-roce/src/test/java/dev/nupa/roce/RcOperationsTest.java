@@ -185,4 +185,38 @@ class RcOperationsTest {
             assertEquals((0xFFFFF0 + 6000) & 0xFFFFFF, p.qa.query(new QpAttr()).rqPsn);
         }
     }
+
+    @ParameterizedTest
+    @EnumSource(TransferMode.class)
+    void manyLargeReadsThroughASmallRingAllCompleteWithTheRightBytes(TransferMode mode) {
+        // 8 ring slots: READ responses back-pressure the responder constantly (its queued responses must survive).
+        try (RcPair p = new RcPair(new RdmaFixture(8), mode, 4096)) {
+            fill(p.mrB.memory(), 6);
+            WorkCompletion wc = new WorkCompletion();
+            SendWorkRequest rd = new SendWorkRequest().opcode(WrOpcode.RDMA_READ).sendFlags(SendFlags.SIGNALED);
+            int done = 0;
+            for (int i = 0; i < 200; i++) {
+                long off = (i % 4) * 16_384L;
+                p.qa.postSend(rd.wrId(i).local(p.mrA, off, 16_384).remote(p.mrB.addr() + (i % 3) * 8192L, p.mrB.rkey()));
+                if (i % 8 == 7) {
+                    p.fx.pump();
+                    while (p.cqA.poll(wc)) {
+                        assertStatus(WcStatus.SUCCESS, wc);
+                        int k = (int) wc.wrId;
+                        assertEquals(done++, k);
+                    }
+                }
+            }
+            p.fx.await(p.cqA, 200 - done, MS);
+            while (p.cqA.poll(wc)) {
+                assertStatus(WcStatus.SUCCESS, wc);
+                done++;
+            }
+            assertEquals(200, done);
+            // The last four READs (196..199) hold their sources.
+            for (int i = 196; i < 200; i++) {
+                assertEquals(-1, mismatch(p.mrA.memory(), (i % 4) * 16_384L, p.mrB.memory(), (i % 3) * 8192L, 16_384), "READ " + i);
+            }
+        }
+    }
 }
