@@ -124,12 +124,8 @@ abstract class RdmaPerf implements Callable<Integer> {
     private static final int ROUNDS_BW = 3;
     private static final int RX_DEPTH = 512;
     private static final int LAT_SIGNAL_EVERY = 64;
-    /**
-     * READs and atomics a requester keeps outstanding: half the responder's 16 resources. Works around a
-     * stack-roce responder fault (a READ resource reused while its responses still wait for ring space:
-     * see the report of the rdma-perf branch) that read-bw in packet mode hits with 16 of 16.
-     */
-    private static final int READS_OUTSTANDING = 8;
+    /** READs and atomics a requester keeps outstanding: all 16 of the responder's resources (perftest's default). */
+    private static final int READS_OUTSTANDING = 16;
     private static final long STALL_NS = 10_000_000_000L;
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     // control datagrams

@@ -70,10 +70,14 @@ final class RcCompleter {
     private void readResponse(RocePacket pkt, int p, long now) {
         RcRequester req = qp.requester;
         int flags = pkt.flags();
-        if ((flags & Opcode.AETH) != 0) {
-            ackUpTo(Psn.add(p, -1), now); // FIRST, LAST and ONLY carry an AETH: everything before is acknowledged
-        }
         int s = req.slotCovering(p);
+        if ((flags & Opcode.AETH) != 0) {
+            // FIRST, LAST and ONLY carry an AETH: every request before this READ is acknowledged (not the
+            // READ's own earlier PSNs, which its responses, not an ACK, account for).
+            boolean ours = s >= 0 && sq.opcode[s] == WrOpcode.RDMA_READ;
+            ackUpTo(Psn.add(ours ? sq.firstPsn[s] : p, -1), now);
+            s = req.slotCovering(p); // acknowledging may have moved the queue on
+        }
         if (s < 0 || sq.opcode[s] != WrOpcode.RDMA_READ || sq.state[s] == SendQueue.DONE || qp.state == QpState.ERR) {
             ctx.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
             return;
