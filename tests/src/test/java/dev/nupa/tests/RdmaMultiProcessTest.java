@@ -10,6 +10,7 @@ import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.NodeInfo;
 import dev.nupa.device.ShmFabric;
+import dev.nupa.device.WindowInfo;
 import dev.nupa.l2.Link;
 import dev.nupa.roce.Access;
 import dev.nupa.roce.CompletionQueue;
@@ -454,6 +455,192 @@ class RdmaMultiProcessTest {
         assertEquals(Integer.toString(sendSizes.length + burst), result.get("echoes"), result.toString());
         System.out.println("RdmaMultiProcessTest " + m + ": " + (System.nanoTime() - t0) / MS + " ms (peer up after " + startMs
                 + " ms); " + rdmaOps + " WRITE/READ/atomics, " + direct + " direct; peer " + result + "; client " + ctx.counters());
+    }
+
+    // ---- 3. a peer killed mid-stream ------------------------------------------------------------
+
+    /** One QP's stream: WRITEs and SENDs (each SEND with a receive for its echo), at most {@link #WINDOW} outstanding. */
+    private final class OpStream {
+        final TransferMode mode;
+        final List<Integer> statuses = new ArrayList<>();
+        long posted;
+        long recvPosted;
+        long recvOk;
+        long recvFlushed;
+        final List<String> recvOther = new ArrayList<>();
+        int firstError = -1;
+        long completedAtKill = -1;
+        long errorAtNs;
+        final List<String> outOfOrder = new ArrayList<>();
+
+        OpStream(TransferMode mode) {
+            this.mode = mode;
+        }
+
+        long completed() {
+            return statuses.size();
+        }
+
+        boolean settled() {
+            return firstError >= 0 && completed() == posted && recvOk + recvFlushed + recvOther.size() == recvPosted;
+        }
+
+        void step(SendWorkRequest write, SendWorkRequest send, RecvWorkRequest recv) {
+            while (sendCqs.get(mode).poll(wc)) {
+                if (wc.wrId != completed()) {
+                    outOfOrder.add(wc.toString());
+                }
+                statuses.add(wc.status);
+                if (wc.status != WcStatus.SUCCESS && firstError < 0) {
+                    firstError = statuses.size() - 1;
+                    errorAtNs = System.nanoTime();
+                }
+            }
+            while (recvCqs.get(mode).poll(wc)) {
+                if (wc.status == WcStatus.SUCCESS && wc.byteLen == STREAM_SEND) {
+                    recvOk++;
+                } else if (wc.status == WcStatus.WR_FLUSH_ERR) {
+                    recvFlushed++;
+                } else {
+                    recvOther.add(wc.toString());
+                }
+            }
+            QueuePair q = qps.get(mode);
+            while (firstError < 0 && posted - completed() < WINDOW) {
+                long i = posted;
+                long slot = i % 128;
+                if ((i & 1) == 0) {
+                    q.postSend(write.wrId(i).local(mr, SRC + slot * 4096, 4096).remote(remoteAddr + slot * 4096, rkey));
+                } else {
+                    q.postRecv(recv.wrId(i).local(mr, SCATTER + (i % WINDOW) * STREAM_SEND, STREAM_SEND));
+                    recvPosted++;
+                    q.postSend(send.wrId(i).local(mr, SRC + MIB / 2 + slot * STREAM_SEND, STREAM_SEND));
+                }
+                posted++;
+            }
+        }
+    }
+
+    static final int WINDOW = 32;
+    static final int STREAM_SEND = 2048;
+    static final int BEFORE_KILL = 400;
+
+    @Test
+    void aPeerKilledMidStreamFailsTheOutstandingRequestsAndIsReclaimedSoStaleKeysReachNothing() throws Exception {
+        long t0 = System.nanoTime();
+        start();
+        MemorySegment mem = mem();
+        fill(mem.asSlice(SRC, MIB), 99);
+        long direct0 = ctx.counter(RdmaCounter.DIRECT_OPS);
+        List<WindowInfo> peerWindows = fabric.windows().stream().filter(w -> w.owner() == PEER).toList();
+        assertTrue(peerWindows.stream().anyMatch(w -> w.length() >= RdmaPeerMain.TARGET_BYTES),
+                "the peer's region window is exported: " + fabric.windows());
+        SendWorkRequest write = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED);
+        SendWorkRequest send = new SendWorkRequest().opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED);
+        RecvWorkRequest recv = new RecvWorkRequest();
+        Map<TransferMode, OpStream> streams = new EnumMap<>(TransferMode.class);
+        for (TransferMode m : TransferMode.values()) {
+            streams.put(m, new OpStream(m));
+        }
+        long deadline = System.nanoTime() + 20_000 * MS;
+        long killedAt = 0;
+        long pid = peer.pid();
+        while (!streams.values().stream().allMatch(OpStream::settled)) {
+            pump();
+            for (OpStream s : streams.values()) {
+                s.step(write, send, recv);
+            }
+            if (killedAt == 0 && streams.values().stream().allMatch(s -> s.completed() >= BEFORE_KILL)) {
+                for (OpStream s : streams.values()) {
+                    s.completedAtKill = s.completed();
+                }
+                peer.process.destroyForcibly(); // SIGKILL; this thread goes on polling
+                killedAt = System.nanoTime();
+            }
+            if (System.nanoTime() - deadline > 0) {
+                StringBuilder b = new StringBuilder("the streams did not settle within 20 s (killed: " + (killedAt != 0) + ")");
+                streams.values().forEach(s -> b.append("\n  ").append(s.mode).append(": posted ").append(s.posted)
+                        .append(", completed ").append(s.completed()).append(", first error at ").append(s.firstError)
+                        .append(", receives posted ").append(s.recvPosted).append(" ok ").append(s.recvOk).append(" flushed ")
+                        .append(s.recvFlushed));
+                fail(b + "\n  counters " + ctx.counters() + "\npeer output:\n" + peer.output());
+            }
+        }
+        assertTrue(peer.process.waitFor(10, java.util.concurrent.TimeUnit.SECONDS), "the peer survived SIGKILL");
+
+        String retryExc = WcStatus.name(WcStatus.RETRY_EXC_ERR);
+        String flush = WcStatus.name(WcStatus.WR_FLUSH_ERR);
+        StringBuilder report = new StringBuilder();
+        for (OpStream s : streams.values()) {
+            String what = s.mode + " stream: ";
+            assertEquals(List.of(), s.outOfOrder, what + "completions in posting order");
+            assertEquals(s.posted, s.completed(), what + "every request completed");
+            assertTrue(s.firstError >= s.completedAtKill, what + "nothing failed before the kill (first error at "
+                    + s.firstError + ", " + s.completedAtKill + " done at the kill)");
+            for (int i = 0; i < s.firstError; i++) {
+                assertEquals(OK, WcStatus.name(s.statuses.get(i)), what + "request " + i + " before the first error");
+            }
+            assertEquals(retryExc, WcStatus.name(s.statuses.get(s.firstError)), what + "the first outstanding request");
+            long flushed = 0;
+            for (int i = s.firstError + 1; i < s.statuses.size(); i++) {
+                assertEquals(flush, WcStatus.name(s.statuses.get(i)), what + "request " + i + " after the first error");
+                flushed++;
+            }
+            assertTrue(flushed >= 1, what + "requests were still outstanding behind the first: " + flushed);
+            assertEquals(List.of(), s.recvOther, what + "receives end in SUCCESS (an echo) or WR_FLUSH_ERR");
+            assertTrue(s.recvFlushed >= 1, what + "receives were flushed");
+            QueuePair q = qps.get(s.mode);
+            assertEquals(QpState.ERR, q.state(), what + "the QP is in ERR");
+            // A QP in ERR still takes posts, and flushes them.
+            q.postSend(write.wrId(777_777).local(mr, SRC, 64).remote(remoteAddr, rkey));
+            WorkCompletion late = next(sendCqs.get(s.mode), "a post to the QP in ERR", 5_000);
+            assertEquals(flush, WcStatus.name(late.status), what + "a post after the error: " + late);
+            assertEquals(777_777, late.wrId);
+            report.append("\n  ").append(s.mode).append(": ").append(s.firstError).append(" ok (")
+                    .append(s.completedAtKill).append(" at the kill), 1 ").append(retryExc).append(" ")
+                    .append((s.errorAtNs - killedAt) / MS).append(" ms after the kill, ").append(flushed).append(" flushed; ")
+                    .append(s.recvOk).append(" echoes, ").append(s.recvFlushed).append(" receives flushed");
+        }
+        assertTrue(ctx.counter(RdmaCounter.DIRECT_OPS) - direct0 >= BEFORE_KILL / 2,
+                "the DIRECT stream's WRITEs went direct: " + ctx.counters());
+
+        // The fabric reclaims the dead node: its entry FREE, its windows withdrawn.
+        waitUntil("the dead peer's node entry is FREE (nodes " + fabric.nodes() + ")", 10_000, () -> fabric.nodes().stream()
+                .anyMatch(n -> n.address() == PEER && n.state().equals("FREE")));
+        waitUntil("the dead peer's windows are withdrawn", 10_000,
+                () -> fabric.windows().stream().noneMatch(w -> w.owner() == PEER));
+        long reclaimedMs = (System.nanoTime() - killedAt) / MS;
+        NodeInfo dead = fabric.nodes().stream().filter(n -> n.address() == PEER).findFirst().orElseThrow();
+        assertEquals(pid, dead.pid(), "the FREE entry is the killed process's: " + dead);
+
+        // A fresh region, which may take the space the dead peer's windows freed, then a fresh DIRECT QP
+        // aimed at the dead peer's QP and a WRITE under its old rkey: it must not go direct, and must fail.
+        MemoryRegion fresh = pd.allocMr(2L * MIB, ALL);
+        MemorySegment zeros = MemorySegment.ofArray(new byte[2 * MIB]);
+        assertEquals(-1, fresh.memory().mismatch(zeros), "a new region starts zeroed");
+        List<WindowInfo> mine = fabric.windows().stream().filter(w -> w.owner() == CLIENT).toList();
+        boolean reused = mine.stream().anyMatch(w -> peerWindows.stream()
+                .anyMatch(p -> w.offset() < p.offset() + p.length() && p.offset() < w.offset() + w.length()));
+        CompletionQueue cq = ctx.createCq(16);
+        QueuePair stale = ctx.createQp(pd, QpInitAttr.rc(cq, cq).withMode(TransferMode.DIRECT));
+        RdmaPeerMain.init(stale);
+        RdmaPeerMain.rtr(stale, PEER, intOf("qpn." + TransferMode.DIRECT), intOf("psn"));
+        RdmaPeerMain.rts(stale, CLIENT_PSN);
+        long direct1 = ctx.counter(RdmaCounter.DIRECT_OPS);
+        long fallbacks1 = ctx.counter(RdmaCounter.DIRECT_FALLBACKS);
+        stale.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                .local(mr, SRC, RdmaPeerMain.TARGET_BYTES).remote(remoteAddr, rkey));
+        assertEquals(0, ctx.counter(RdmaCounter.DIRECT_OPS) - direct1, "a WRITE under the dead peer's rkey went direct");
+        assertEquals(1, ctx.counter(RdmaCounter.DIRECT_FALLBACKS) - fallbacks1, "it falls back to packets");
+        WorkCompletion c = next(cq, "the stale WRITE", 10_000);
+        assertEquals(retryExc, WcStatus.name(c.status), "a WRITE to the dead peer: " + c);
+        assertEquals(-1, fresh.memory().mismatch(zeros), "the stale WRITE reached no freed window memory");
+        assertEquals(QpState.ERR, stale.state());
+
+        System.out.println("RdmaMultiProcessTest killed peer: " + (System.nanoTime() - t0) / MS + " ms in all; reclaimed (FREE,"
+                + " windows withdrawn) within " + reclaimedMs + " ms of SIGKILL; the fresh region "
+                + (reused ? "reuses" : "does not overlap") + " the dead peer's window space" + report
+                + "\n  client " + ctx.counters());
     }
 
     private long readLong(TransferMode m, long remoteOff, int wrId) {
