@@ -44,7 +44,6 @@ import java.util.Random;
 import java.util.stream.Stream;
 import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -463,10 +462,6 @@ class RdmaMultiProcessTest {
      * caused, no duplicate response.
      */
     @Test
-    @Disabled("stack-roce bug: RcCompleter.readResponse calls ackUpTo(p - 1) with p the PSN of the READ response"
-            + " LAST packet, which lies inside the READ's own PSN range, so ackUpTo finds the unfinished READ and calls"
-            + " nakRetry: every READ longer than the path MTU is re-requested from its last packet (RETRANSMITS +1,"
-            + " a duplicate response counted in STRAY_RESPONSES), and with retry_cnt 0 it completes RETRY_EXC_ERR")
     void aMultiPacketReadOnALosslessFabricIsRequestedOnce() throws Exception {
         start();
         fill(mem().asSlice(SRC, MIB), 5);
