@@ -139,8 +139,24 @@ class WindowTest {
         start(8, 16L * PAGE);
         assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(0, REMOTE_READ)), "positive");
         assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(-5, REMOTE_READ)), "positive");
-        assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(PAGE, 4)), "access flags 0x4");
+        assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(PAGE, 8)), "access flags 0x8");
         assertTrue(fabric.windows().isEmpty());
+    }
+
+    @Test
+    void aNodesDirectoryIsFoundByOwnerAndIsUnique() {
+        start(8, 16L * PAGE);
+        assertNull(b.openDirectory(a.address()), "no directory exported yet");
+        a.exportWindow(PAGE, REMOTE_READ); // an ordinary window is not a directory
+        FabricWindow dir = a.exportWindow(PAGE, REMOTE_READ | FabricWindow.DIRECTORY);
+        dir.memory().set(ValueLayout.JAVA_INT, 0, 42);
+        FabricWindow seen = b.openDirectory(a.address());
+        assertEquals(dir.id(), seen.id());
+        assertEquals(42, seen.memory().get(ValueLayout.JAVA_INT, 0));
+        assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(PAGE, REMOTE_READ | FabricWindow.DIRECTORY)),
+                "already exports a directory");
+        dir.close();
+        assertNull(b.openDirectory(a.address()), "withdrawn");
     }
 
     @Test
