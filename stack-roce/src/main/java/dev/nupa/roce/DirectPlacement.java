@@ -26,6 +26,16 @@ final class DirectPlacement {
         FabricWindow[] windows = new FabricWindow[0];
     }
 
+    /** What a QP last checked: valid while the peer's directory epoch and the region's window stay the same. */
+    static final class Target {
+        FabricWindow window;
+        long epoch;
+        int rkey;
+        int access;
+        long base;
+        long length;
+    }
+
     private final RdmaContext ctx;
     private final Peer[] peers;
 
@@ -47,24 +57,48 @@ final class DirectPlacement {
         if (d == null || dqp >= d.maxQps) {
             return fallback();
         }
-        QpState st = d.qpState(dqp);
         int need = op == WrOpcode.RDMA_WRITE ? Access.REMOTE_WRITE : op == WrOpcode.RDMA_READ ? Access.REMOTE_READ : Access.REMOTE_ATOMIC;
-        if ((st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) || (d.qpAccess(dqp) & need) == 0) {
-            return fallback();
-        }
         int rkey = sq.rkey[s];
         long va = sq.remoteAddr[s];
-        long e = d.mrEntry(rkey);
-        if (e < 0 || d.mrPd(e) != d.qpPd(dqp) || (d.mrAccess(e) & need) == 0 || d.mrWindowId(e) < 0) {
-            return fallback();
-        }
-        long base = d.mrAddr(e);
         long size = WrOpcode.isAtomic(op) ? 8 : len;
-        if (va < base || va - base > d.mrLength(e) - size || (WrOpcode.isAtomic(op) && (va & 7) != 0)) {
-            return fallback();
+        Target t = qp.directTarget;
+        long epoch = d.epoch(); // read before the checks: a change after them shows as a new epoch next time
+        FabricWindow w;
+        long base;
+        if (t.window != null && t.epoch == epoch && t.rkey == rkey && (t.access & need) != 0 && t.window.isValid()) {
+            w = t.window; // nothing in the peer's tables changed since this region was checked for this QP
+            base = t.base;
+        } else {
+            QpState st = d.qpState(dqp);
+            if ((st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) || (d.qpAccess(dqp) & need) == 0) {
+                return fallback();
+            }
+            long e = d.mrEntry(rkey);
+            if (e < 0 || d.mrPd(e) != d.qpPd(dqp) || d.mrWindowId(e) < 0) {
+                return fallback();
+            }
+            int access = d.mrAccess(e) & d.qpAccess(dqp);
+            base = d.mrAddr(e);
+            long length = d.mrLength(e);
+            if ((access & need) == 0) {
+                return fallback();
+            }
+            w = window(qp.attr.destNode, rkey >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
+            if (w == null) {
+                peers[qp.attr.destNode] = null; // the peer may have restarted: reread its directory next time
+                return fallback();
+            }
+            if (!d.stillHolds(e, rkey)) {
+                return fallback();
+            }
+            t.window = w;
+            t.epoch = epoch;
+            t.rkey = rkey;
+            t.access = access;
+            t.base = base;
+            t.length = Math.min(length, w.length());
         }
-        FabricWindow w = window(qp.attr.destNode, rkey >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
-        if (w == null || !d.stillHolds(e, rkey) || va - base > w.length() - size) {
+        if (va < base || va - base > t.length - size || (WrOpcode.isAtomic(op) && (va & 7) != 0)) {
             return fallback();
         }
         MemorySegment mem = w.memory();
@@ -77,7 +111,7 @@ final class DirectPlacement {
             // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
             int tail = (int) Math.min(8, len);
             int head = (int) len - tail;
-            if (sq.isInline(s)) {
+            if (sq.fromInline(s)) {
                 long src = (long) s * sq.maxInline;
                 MemorySegment.copy(sq.inline, src, mem, off, head);
                 VarHandle.releaseFence();
@@ -118,7 +152,9 @@ final class DirectPlacement {
             return null;
         }
         Peer p = peers[node];
-        if (p != null && p.directoryWindow.isValid()) {
+        if (p != null) {
+            // Checked per operation through the region's window (same owner and generation); a dead or
+            // restarted peer fails that check, and then its directory is opened afresh.
             return p.directory;
         }
         FabricWindow w;

@@ -27,6 +27,7 @@ public final class QueuePair implements AutoCloseable {
     final RcRequester requester;
     final RcResponder responder;
     final RcCompleter completer;
+    final DirectPlacement.Target directTarget = new DirectPlacement.Target();
     QpState state = QpState.RESET;
     boolean destroyed;
 

@@ -13,6 +13,9 @@ final class RcRequester {
     /** Ask for an ACK at least every this many packets of a long message (bounds what a loss costs). */
     static final int PACKETS_PER_ACK = 64;
 
+    /** {@link #run}'s {@code now} from a post: the clock is read only if a packet arms the ACK timer. */
+    static final long NOW_UNREAD = Long.MIN_VALUE;
+
     private final QueuePair qp;
     private final SendQueue sq;
     private final RdmaContext ctx;
@@ -118,17 +121,32 @@ final class RcRequester {
         sq.received[s] = 0;
         sq.npsn[s] = 0;
         sq.tail++;
-        if (inline && !gather(s, 0, sq.inline, (long) s * sq.maxInline, (int) length, false)) {
-            qp.fail(s, WcStatus.LOC_PROT_ERR);
-            return;
-        }
+        sq.inlineCopied[s] = false;
         if (qp.state == QpState.ERR) {
             sq.state[s] = SendQueue.DONE;
             sq.status[s] = WcStatus.WR_FLUSH_ERR;
             qp.retire();
             return;
         }
-        run(ctx.clock.getAsLong());
+        // A direct WRITE that completes right here needs no inline copy: the caller's buffer is still intact.
+        boolean direct = qp.mode == TransferMode.DIRECT && op == WrOpcode.RDMA_WRITE && sq.head == sq.next && sq.next == sq.tail - 1;
+        if (inline && !direct && !copyInline(s)) {
+            return;
+        }
+        run(NOW_UNREAD);
+        if (inline && direct && sq.state[s] != SendQueue.DONE) {
+            copyInline(s); // it did not go yet (a limit, a fallback): keep the bytes for later
+        }
+    }
+
+    /** Copies request {@code s}'s payload into its inline slot (INLINE: the caller may reuse its buffer at once). */
+    private boolean copyInline(int s) {
+        if (!gather(s, 0, sq.inline, (long) s * sq.maxInline, (int) sq.length[s], false)) {
+            qp.fail(s, WcStatus.LOC_PROT_ERR);
+            return false;
+        }
+        sq.inlineCopied[s] = true;
+        return true;
     }
 
     // ---- transmitting ---------------------------------------------------------------------
@@ -336,13 +354,13 @@ final class RcRequester {
     private void sent(long now, int p) {
         ctx.publish();
         if (ackDeadline == 0 && timeoutNs() != 0) {
-            ackDeadline = now + timeoutNs();
+            ackDeadline = (now == NOW_UNREAD ? ctx.clock.getAsLong() : now) + timeoutNs();
         }
     }
 
     /** Copies message bytes of request {@code s} (from its inline copy when {@code fromInline}). */
     private boolean gather(int s, long off, MemorySegment dst, long dstOff, int n, boolean fromInline) {
-        if (fromInline && sq.isInline(s)) {
+        if (fromInline && sq.fromInline(s)) {
             MemorySegment.copy(sq.inline, (long) s * sq.maxInline + off, dst, dstOff, n);
             return true;
         }

@@ -34,6 +34,8 @@ final class SendQueue {
     final int[] udQkey;
     /** Inline payloads: slot s owns {@code [s * maxInline, (s + 1) * maxInline)}. */
     final MemorySegment inline;
+    /** Whether slot s's inline copy has been made (a direct WRITE done at post time never needs it). */
+    final boolean[] inlineCopied;
     final int[] firstPsn;
     final int[] npsn;
     final int[] state;
@@ -65,6 +67,7 @@ final class SendQueue {
         udQpn = new int[capacity];
         udQkey = new int[capacity];
         inline = Arena.ofAuto().allocate(Math.max(1, (long) capacity * maxInline));
+        inlineCopied = new boolean[capacity];
         firstPsn = new int[capacity];
         npsn = new int[capacity];
         state = new int[capacity];
@@ -80,8 +83,9 @@ final class SendQueue {
         return (int) (tail - head);
     }
 
-    boolean isInline(int s) {
-        return (flags[s] & SendFlags.INLINE) != 0;
+    /** Whether slot s's payload comes from its inline copy rather than the gather list. */
+    boolean fromInline(int s) {
+        return inlineCopied[s];
     }
 
     /** PSN of the last packet of slot {@code s} (a READ uses one per response packet). */

@@ -13,7 +13,7 @@ import java.lang.invoke.VarHandle;
  * first word and read after an acquire load of it:
  *
  * <pre>
- * 0   u64 magic "NUPAVRB1"        8  u32 maxQps     12 u32 maxMrs
+ * 0   u64 magic "NUPAVRB1"        8  u32 maxQps     12 u32 maxMrs     16 u64 epoch (+1 after every entry change)
  * 64  QP entry[maxQps], 16 bytes: u32 state (0 none, else QpState ordinal + 1), u32 pd, u32 access, u32 type
  * M   MR entry[maxMrs], 48 bytes: u32 key (0 free), u32 pd, u32 access, i32 window id (-1 none),
  *     u32 window key, u32 0, u64 addr, u64 length
@@ -26,6 +26,8 @@ final class VerbsDirectory {
     static final int QP_ENTRY = 16;
     static final int MR_ENTRY = 48;
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final long EPOCH = 16;
     private static final QpState[] STATES = QpState.values(); // values() copies on every call
 
     final MemorySegment mem;
@@ -79,6 +81,16 @@ final class VerbsDirectory {
         mem.set(ValueLayout.JAVA_INT, e + 8, access);
         mem.set(ValueLayout.JAVA_INT, e + 12, type.ordinal());
         INT.setRelease(mem, e, state == null ? 0 : state.ordinal() + 1);
+        bump();
+    }
+
+    /** Tells requesters that cached what they checked that an entry changed (one load per operation on their side). */
+    private void bump() {
+        LONG.setRelease(mem, EPOCH, (long) LONG.getAcquire(mem, EPOCH) + 1);
+    }
+
+    long epoch() {
+        return (long) LONG.getAcquire(mem, EPOCH);
     }
 
     /** A peer QP's state, or null when absent. */
@@ -109,10 +121,12 @@ final class VerbsDirectory {
         mem.set(ValueLayout.JAVA_LONG, e + 24, mr.addr);
         mem.set(ValueLayout.JAVA_LONG, e + 32, mr.length());
         INT.setRelease(mem, e, mr.key);
+        bump();
     }
 
     void withdrawMr(int index) {
         INT.setRelease(mem, mrBase + (long) MR_ENTRY * index, 0);
+        bump();
     }
 
     /** Offset of the entry that holds {@code rkey}, or -1 if no live region has it. */

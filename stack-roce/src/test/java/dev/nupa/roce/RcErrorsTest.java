@@ -235,4 +235,21 @@ class RcErrorsTest {
             assertFalse(tiny.overruns() == 0);
         }
     }
+
+    @Test
+    void aDirectRequesterNoticesARegionClosedAfterItWasCheckedAndUsed() {
+        try (RcPair p = new RcPair(TransferMode.DIRECT, 1024)) {
+            MemoryRegion target = p.pdB.allocMr(4096, RcPair.ALL);
+            SendWorkRequest w = write(p, target.addr(), target.rkey(), 64);
+            p.qa.postSend(w.wrId(1));
+            p.fx.pump();
+            assertStatus(WcStatus.SUCCESS, poll(p.cqA));
+            assertEquals(1, p.a.counter(RdmaCounter.DIRECT_OPS));
+            target.close(); // ibv_dereg_mr: the key dies, its window is withdrawn
+            p.qa.postSend(w.wrId(2));
+            p.fx.pump();
+            assertStatus(WcStatus.REM_ACCESS_ERR, poll(p.cqA));
+            assertEquals(1, p.a.counter(RdmaCounter.DIRECT_FALLBACKS), "the cached check was not trusted");
+        }
+    }
 }

@@ -219,4 +219,31 @@ class RcOperationsTest {
             }
         }
     }
+
+    @ParameterizedTest
+    @EnumSource(TransferMode.class)
+    void anInlineWriteCarriesTheBytesOfPostTimeEvenWhenItWaitsBehindASend(TransferMode mode) {
+        try (RcPair p = new RcPair(mode, 1024)) {
+            MemorySegment src = p.mrA.memory();
+            p.qb.postRecv(new RecvWorkRequest().wrId(1).local(p.mrB, 8192, 64));
+            p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).local(p.mrA, 4096, 64)); // unacknowledged yet
+            src.asSlice(0, 200).fill((byte) 7);
+            p.qa.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.INLINE | SendFlags.SIGNALED)
+                    .local(p.mrA, 0, 200).remote(p.mrB.addr(), p.mrB.rkey()));
+            src.asSlice(0, 200).fill((byte) 9); // reused at once, as INLINE allows
+            src.asSlice(1000, 100).fill((byte) 3);
+            p.qa.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.INLINE | SendFlags.SIGNALED)
+                    .local(p.mrA, 1000, 100).remote(p.mrB.addr() + 1000, p.mrB.rkey()));
+            src.asSlice(1000, 100).fill((byte) 4);
+            p.fx.pump();
+            assertEquals(2, poll(p.cqA).wrId);
+            assertEquals(3, poll(p.cqA).wrId);
+            for (int i = 0; i < 200; i++) {
+                assertEquals(7, p.mrB.memory().get(ValueLayout.JAVA_BYTE, i));
+            }
+            for (int i = 1000; i < 1100; i++) {
+                assertEquals(3, p.mrB.memory().get(ValueLayout.JAVA_BYTE, i));
+            }
+        }
+    }
 }
