@@ -14,6 +14,7 @@ package dev.nupa.roce;
 public final class CompletionQueue implements AutoCloseable {
     final RdmaContext context;
     private final int capacity;
+    private final int mask; // power-of-two slots: a slot is a mask, not a division
     private final long[] wrId;
     private final int[] status;
     private final int[] opcode;
@@ -35,15 +36,17 @@ public final class CompletionQueue implements AutoCloseable {
     CompletionQueue(RdmaContext context, int cqe) {
         this.context = context;
         this.capacity = cqe;
-        wrId = new long[cqe];
-        status = new int[cqe];
-        opcode = new int[cqe];
-        byteLen = new int[cqe];
-        immData = new int[cqe];
-        qpNum = new int[cqe];
-        srcQp = new int[cqe];
-        srcNode = new int[cqe];
-        wcFlags = new int[cqe];
+        int slots = Integer.highestOneBit(Math.max(1, cqe - 1)) << 1;
+        this.mask = slots - 1;
+        wrId = new long[slots];
+        status = new int[slots];
+        opcode = new int[slots];
+        byteLen = new int[slots];
+        immData = new int[slots];
+        qpNum = new int[slots];
+        srcQp = new int[slots];
+        srcNode = new int[slots];
+        wcFlags = new int[slots];
     }
 
     public int capacity() {
@@ -81,7 +84,7 @@ public final class CompletionQueue implements AutoCloseable {
         if (tail == head) {
             return false;
         }
-        int s = (int) (head++ % capacity);
+        int s = (int) head++ & mask;
         wc.wrId = wrId[s];
         wc.status = status[s];
         wc.opcode = opcode[s];
@@ -112,7 +115,7 @@ public final class CompletionQueue implements AutoCloseable {
             context.counters.add(RdmaCounter.CQ_OVERRUNS, 1);
             return false;
         }
-        int s = (int) (tail++ % capacity);
+        int s = (int) tail++ & mask;
         wrId[s] = id;
         status[s] = st;
         opcode[s] = op;

@@ -3,6 +3,7 @@ package dev.nupa.roce;
 /** A ring of posted receive work requests: a QP's own receive queue, or a shared one's. */
 final class RecvQueue {
     final int capacity;
+    private final int mask; // power-of-two slots: a slot is a mask, not a division
     final int maxSge;
     final long[] wrId;
     final int[] numSge;
@@ -14,12 +15,14 @@ final class RecvQueue {
 
     RecvQueue(int capacity, int maxSge) {
         this.capacity = capacity;
+        int slots = Integer.highestOneBit(Math.max(1, capacity - 1)) << 1;
+        this.mask = slots - 1;
         this.maxSge = maxSge;
-        wrId = new long[capacity];
-        numSge = new int[capacity];
-        sgAddr = new long[capacity * maxSge];
-        sgLength = new int[capacity * maxSge];
-        sgLkey = new int[capacity * maxSge];
+        wrId = new long[slots];
+        numSge = new int[slots];
+        sgAddr = new long[slots * maxSge];
+        sgLength = new int[slots * maxSge];
+        sgLkey = new int[slots * maxSge];
     }
 
     int size() {
@@ -34,7 +37,7 @@ final class RecvQueue {
         if (wr.sg.count > maxSge) {
             throw new RdmaException("receive request has " + wr.sg.count + " scatter entries; " + name(owner) + " takes at most " + maxSge);
         }
-        int s = (int) (tail % capacity);
+        int s = (int) tail & mask;
         wrId[s] = wr.wrId;
         numSge[s] = wr.sg.count;
         System.arraycopy(wr.sg.addr, 0, sgAddr, s * maxSge, wr.sg.count);
@@ -49,7 +52,7 @@ final class RecvQueue {
 
     /** Slot of the oldest request, or -1 when empty. */
     int peek() {
-        return head == tail ? -1 : (int) (head % capacity);
+        return head == tail ? -1 : (int) head & mask;
     }
 
     void pop() {

@@ -13,7 +13,10 @@ final class SendQueue {
     static final int SENT = 1; // every packet sent at least once
     static final int DONE = 2; // acknowledged (or failed): ready to complete in order
 
+    /** Requests the queue holds (max_send_wr). */
     final int capacity;
+    /** Slots minus one: the arrays have a power-of-two size so a slot is a mask, not a division. */
+    private final int mask;
     final int maxSge;
     final int maxInline;
     final long[] wrId;
@@ -48,35 +51,37 @@ final class SendQueue {
 
     SendQueue(int capacity, int maxSge, int maxInline) {
         this.capacity = capacity;
+        int slots = Integer.highestOneBit(Math.max(1, capacity - 1)) << 1;
+        this.mask = slots - 1;
         this.maxSge = maxSge;
         this.maxInline = maxInline;
-        wrId = new long[capacity];
-        opcode = new int[capacity];
-        flags = new int[capacity];
-        numSge = new int[capacity];
-        sgAddr = new long[capacity * maxSge];
-        sgLength = new int[capacity * maxSge];
-        sgLkey = new int[capacity * maxSge];
-        length = new long[capacity];
-        remoteAddr = new long[capacity];
-        rkey = new int[capacity];
-        compareAdd = new long[capacity];
-        swap = new long[capacity];
-        imm = new int[capacity];
-        udNode = new int[capacity];
-        udQpn = new int[capacity];
-        udQkey = new int[capacity];
-        inline = Arena.ofAuto().allocate(Math.max(1, (long) capacity * maxInline));
-        inlineCopied = new boolean[capacity];
-        firstPsn = new int[capacity];
-        npsn = new int[capacity];
-        state = new int[capacity];
-        status = new int[capacity];
-        received = new int[capacity];
+        wrId = new long[slots];
+        opcode = new int[slots];
+        flags = new int[slots];
+        numSge = new int[slots];
+        sgAddr = new long[slots * maxSge];
+        sgLength = new int[slots * maxSge];
+        sgLkey = new int[slots * maxSge];
+        length = new long[slots];
+        remoteAddr = new long[slots];
+        rkey = new int[slots];
+        compareAdd = new long[slots];
+        swap = new long[slots];
+        imm = new int[slots];
+        udNode = new int[slots];
+        udQpn = new int[slots];
+        udQkey = new int[slots];
+        inline = Arena.ofAuto().allocate(Math.max(1, (long) slots * maxInline));
+        inlineCopied = new boolean[slots];
+        firstPsn = new int[slots];
+        npsn = new int[slots];
+        state = new int[slots];
+        status = new int[slots];
+        received = new int[slots];
     }
 
     int slot(long i) {
-        return (int) (i % capacity);
+        return (int) i & mask;
     }
 
     int size() {
