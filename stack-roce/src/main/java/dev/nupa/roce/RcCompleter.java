@@ -155,6 +155,9 @@ final class RcCompleter {
             return;
         }
         if (code == Aeth.NAK_PSN_SEQUENCE_ERROR) {
+            if (Psn.diff(p, qp.requester.ackedPsn) <= 0) {
+                return; // a stale NAK, overtaken by ACKs for what it asked for (reordering): no retry to spend
+            }
             qp.requester.nakRetry(p, now);
             return;
         }
