@@ -434,6 +434,10 @@ final class RcRequester {
 
     /** A sequence-error NAK or a lost response: resend from {@code p}, spending a retry (rxe does the same). */
     void nakRetry(int p, long now) {
+        int first = firstUnacked();
+        if (Psn.diff(first, p) < 0) {
+            p = first; // an earlier READ or atomic still lacks its response: go back to it, not past it
+        }
         if (retrying && Psn.diff(p, retryingFrom) <= 0) {
             return; // already going back to (or before) p: the responses of that retry are on their way
         }
