@@ -331,6 +331,19 @@ abstract class RdmaPerf implements Callable<Integer> {
         }
     }
 
+    /**
+     * One look while waiting on a latency path: the link is polled every time (a completion shows up
+     * right after it), the context's timers and owed ACKs, the clock and the stall check every 16th
+     * look, so an ACK does not go out ahead of the reply the application is about to post.
+     */
+    private void look(int looks) {
+        if ((looks & 15) == 0) {
+            pump();
+        } else {
+            pn.link.poll(64, pn.link.now());
+        }
+    }
+
     private void progress() {
         lastProgress = System.nanoTime();
     }
@@ -382,12 +395,16 @@ abstract class RdmaPerf implements Callable<Integer> {
 
     /**
      * Spins on the last byte of the target buffer until it reads {@code v}, as perftest's write-lat does
-     * (and as the floor spins: acquire load, PAUSE); the link and timers are pumped every 256 looks only,
-     * so a poll pass does not sit between the write landing and its detection.
+     * (and as the floor spins: acquire load, PAUSE). With direct placement the link and timers are pumped
+     * every 256 looks only, so a poll pass does not sit between the write landing and its detection; in
+     * packet mode the link is polled on every look, since that is what places the bytes.
      */
     private void awaitLast(int size, byte v) {
+        boolean packets = qp.mode() == TransferMode.PACKET; // then the bytes land only when the link is polled
         for (int looks = 1; targetLast(size) != v; looks++) {
-            if ((looks & 255) == 0) {
+            if (packets) {
+                look(looks);
+            } else if ((looks & 255) == 0) {
                 pump();
             } else {
                 Thread.onSpinWait();
@@ -504,8 +521,8 @@ abstract class RdmaPerf implements Callable<Integer> {
     private void sendEcho(int size, long count) {
         swr.opcode(WrOpcode.SEND).local(mr, half, size);
         for (long i = 0; i < count; i++) {
-            while (drainRecvs() == 0) {
-                pump();
+            for (int looks = 1; drainRecvs() == 0; looks++) {
+                look(looks);
             }
             swr.sendFlags(latFlags(size));
             qp.postSend(swr);
@@ -724,8 +741,8 @@ abstract class RdmaPerf implements Callable<Integer> {
             swr.sendFlags(latFlags(size));
             long t0 = System.nanoTime();
             qp.postSend(swr);
-            while (drainRecvs() == 0) {
-                pump();
+            for (int looks = 1; drainRecvs() == 0; looks++) {
+                look(looks);
             }
             long t1 = System.nanoTime();
             if (h != null) {
@@ -741,8 +758,8 @@ abstract class RdmaPerf implements Callable<Integer> {
         for (long i = 0; i < n; i++) {
             long t0 = System.nanoTime();
             qp.postSend(swr);
-            while (!sendCq.poll(wc)) {
-                pump();
+            for (int looks = 1; !sendCq.poll(wc); looks++) {
+                look(looks);
             }
             long t1 = System.nanoTime();
             check(wc);
