@@ -12,6 +12,7 @@ import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkVerticle;
 import dev.nupa.l2.PcapWriter;
+import dev.nupa.roce.RoceVerticle;
 import dev.nupa.tcp.TcpLayer;
 import dev.nupa.tcp.TcpServer;
 import dev.nupa.tcp.TcpSocket;
@@ -35,19 +36,23 @@ public final class NupaNode {
     private final LinkVerticle linkVerticle;
     private final IpVerticle ipVerticle;
     private final TcpVerticle tcpVerticle;
+    private final RoceVerticle roceVerticle;
     private final CaptureMirror mirror;
     private final PcapWriter pcap;
     private final String linkId;
     private final String ipId;
     private final String tcpId;
+    private final String roceId;
 
-    private NupaNode(Vertx vertx, LinkVerticle link, IpVerticle ip, TcpVerticle tcp, CaptureMirror mirror, PcapWriter pcap,
-                     String linkId, String ipId, String tcpId) {
+    private NupaNode(Vertx vertx, LinkVerticle link, IpVerticle ip, TcpVerticle tcp, RoceVerticle roce, CaptureMirror mirror,
+                     PcapWriter pcap, String linkId, String ipId, String tcpId, String roceId) {
         this.vertx = vertx;
         this.linkVerticle = link;
         this.ipVerticle = ip;
         this.tcpVerticle = tcp;
+        this.roceVerticle = roce;
         this.tcpId = tcpId;
+        this.roceId = roceId;
         this.mirror = mirror;
         this.pcap = pcap;
         this.linkId = linkId;
@@ -67,17 +72,20 @@ public final class NupaNode {
                 return vertx.undeploy(linkId).transform(v -> Future.failedFuture(e));
             }
             TcpVerticle tcp = new TcpVerticle(link, ip, config.tcpOrDefault());
+            RoceVerticle roce = new RoceVerticle(link);
             return vertx.deployVerticle(ip).transform(ar -> {
                 if (ar.failed()) {
                     return vertx.undeploy(linkId).transform(v -> Future.failedFuture(ar.cause()));
                 }
-                return vertx.deployVerticle(tcp).map(tcpId -> new String[] {ar.result(), tcpId});
+                return vertx.deployVerticle(tcp).compose(tcpId -> vertx.deployVerticle(roce)
+                        .map(roceId -> new String[] {ar.result(), tcpId, roceId}));
             }).transform(ar -> {
                 if (ar.failed()) {
                     return vertx.undeploy(linkId).transform(v -> Future.failedFuture(ar.cause()));
                 }
                 String ipId = ar.result()[0];
                 String tcpId = ar.result()[1];
+                String roceId = ar.result()[2];
                 PcapWriter pcap = null;
                 CaptureMirror mirror = new CaptureMirror(link.link());
                 try {
@@ -86,11 +94,12 @@ public final class NupaNode {
                         mirror.setLocal(pcap);
                     }
                 } catch (IOException e) {
-                    return vertx.undeploy(tcpId).compose(v -> vertx.undeploy(ipId)).compose(v -> vertx.undeploy(linkId))
+                    return vertx.undeploy(roceId).compose(v -> vertx.undeploy(tcpId)).compose(v -> vertx.undeploy(ipId))
+                            .compose(v -> vertx.undeploy(linkId))
                             .transform(v -> Future.failedFuture(new UncheckedIOException("cannot write capture "
                                     + config.capture() + ": " + e.getMessage(), e)));
                 }
-                return Future.succeededFuture(new NupaNode(vertx, link, ip, tcp, mirror, pcap, linkId, ipId, tcpId));
+                return Future.succeededFuture(new NupaNode(vertx, link, ip, tcp, roce, mirror, pcap, linkId, ipId, tcpId, roceId));
             });
         });
     }
@@ -115,6 +124,14 @@ public final class NupaNode {
         return tcpVerticle.layer();
     }
 
+    /**
+     * The node's RDMA: its verbs context and connection manager live on the datapath thread; reach them
+     * with {@code rdma().execute(ctx -> ...)} (docs/rdma.md, docs/embedding.md).
+     */
+    public RoceVerticle rdma() {
+        return roceVerticle;
+    }
+
     /** A TCP server (in the manner of Vert.x's NetServer) whose handlers run on the caller's context. */
     public TcpServer createTcpServer() {
         return TcpServer.create(vertx, tcp(), tcp().defaults());
@@ -133,7 +150,8 @@ public final class NupaNode {
     /** Undeploys the verticles: the node leaves the fabric, its capture is flushed and closed. */
     public Future<Void> close() {
         mirror.close();
-        Future<Void> f = vertx.undeploy(tcpId).compose(v -> vertx.undeploy(ipId)).compose(v -> vertx.undeploy(linkId));
+        Future<Void> f = vertx.undeploy(roceId).compose(v -> vertx.undeploy(tcpId)).compose(v -> vertx.undeploy(ipId))
+                .compose(v -> vertx.undeploy(linkId));
         if (pcap != null) {
             f = f.andThen(v -> {
                 try {

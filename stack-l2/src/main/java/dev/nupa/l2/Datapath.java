@@ -3,6 +3,7 @@ package dev.nupa.l2;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
+import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
  * A node's datapath loop (DESIGN.md section 4, run to completion): one thread polls the link,
@@ -57,6 +58,8 @@ public final class Datapath implements AutoCloseable {
     private final Link link;
     private final Idle idle;
     private volatile Timer[] timers = new Timer[0];
+    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private volatile boolean tasksPending;
     private volatile boolean running;
     private volatile boolean timersChanged;
     private volatile long errorCount;
@@ -87,6 +90,22 @@ public final class Datapath implements AutoCloseable {
         timersChanged = true;
     }
 
+    /**
+     * Runs {@code task} on the loop's thread: at once when called from it, else on the loop's next
+     * round (the control plane's way onto the datapath, e.g. verbs calls from an application). A loop
+     * that sleeps picks the task up within {@link Idle#maxSleepNs}; a busy-polling one at once. A task
+     * that throws is counted in {@link #errors()}.
+     */
+    public void execute(Runnable task) {
+        if (inLoop()) {
+            task.run();
+            return;
+        }
+        tasks.add(task);
+        tasksPending = true;
+        timersChanged = true; // a task may move deadlines: poll every timer after it
+    }
+
     /** Starts the loop on its own thread, named after the node. */
     public synchronized void start() {
         if (thread != null) {
@@ -94,6 +113,11 @@ public final class Datapath implements AutoCloseable {
         }
         running = true;
         thread = Thread.ofPlatform().daemon().name("nupa-datapath-" + link.address()).start(this::run);
+    }
+
+    /** Whether the loop thread runs (started and not closed). */
+    public boolean isRunning() {
+        return running && thread != null && thread.isAlive();
     }
 
     /** Whether the calling thread is this loop's. */
@@ -119,6 +143,17 @@ public final class Datapath implements AutoCloseable {
             } catch (RuntimeException | LinkageError | AssertionError e) {
                 countError();
                 work = 1;
+            }
+            if (tasksPending) {
+                tasksPending = false;
+                for (Runnable r = tasks.poll(); r != null; r = tasks.poll()) {
+                    try {
+                        r.run();
+                    } catch (RuntimeException | LinkageError | AssertionError e) {
+                        countError();
+                    }
+                    work++;
+                }
             }
             Timer[] t = timers;
             if (t != seen) { // a timer was added: poll every timer at once

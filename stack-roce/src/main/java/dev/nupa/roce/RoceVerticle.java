@@ -1,0 +1,82 @@
+package dev.nupa.roce;
+
+import dev.nupa.l2.Datapath;
+import dev.nupa.l2.LinkVerticle;
+import io.vertx.core.Future;
+import io.vertx.core.Handler;
+import io.vertx.core.Promise;
+import io.vertx.core.VerticleBase;
+
+/**
+ * RDMA as a verticle over a deployed link verticle: on deploy it opens the node's {@link RdmaContext}
+ * and {@link RdmaCm} and hands the context's timers to the datapath loop; on undeploy it closes them.
+ *
+ * <p>The context belongs to the datapath thread, so an application reaches it through
+ * {@link #execute}: the handler runs on that thread (at once from it, else on the loop's next round),
+ * where it may create QPs, post and poll. Completions, CM Futures and CQ events arrive there too; hand
+ * results back to a Vert.x context with {@code context.runOnContext}.
+ */
+public final class RoceVerticle extends VerticleBase {
+    private final LinkVerticle link;
+    private volatile RdmaContext ctx;
+    private volatile RdmaCm cm;
+
+    public RoceVerticle(LinkVerticle link) {
+        this.link = link;
+    }
+
+    @Override
+    public Future<?> start() {
+        RdmaContext c = RdmaContext.open(link.link());
+        cm = RdmaCm.create(c, link.neighbors()::lookup, RdmaCm.Options.defaults());
+        ctx = c;
+        link.datapath().addTimer(c::poll);
+        return Future.succeededFuture();
+    }
+
+    /** Runs {@code handler} with the context on the datapath thread. */
+    public void execute(Handler<RdmaContext> handler) {
+        RdmaContext c = context();
+        link.datapath().execute(() -> handler.handle(c));
+    }
+
+    /** The context; use it on the datapath thread only (see {@link #execute}). */
+    public RdmaContext context() {
+        RdmaContext c = ctx;
+        if (c == null) {
+            throw new IllegalStateException("the RDMA verticle is not deployed: deploy it and wait for its Future first");
+        }
+        return c;
+    }
+
+    /** The node's connection manager; like the context, used on the datapath thread. */
+    public RdmaCm cm() {
+        context();
+        return cm;
+    }
+
+    @Override
+    public Future<?> stop() {
+        RdmaContext c = ctx;
+        if (c == null) {
+            return Future.succeededFuture();
+        }
+        Datapath d = link.datapath();
+        Promise<Void> done = Promise.promise();
+        Runnable close = () -> {
+            try {
+                cm.close();
+                c.close();
+            } finally {
+                done.tryComplete();
+            }
+        };
+        if (d.isRunning()) {
+            d.execute(close);
+        }
+        if (!d.isRunning()) {
+            close.run(); // no loop (or it stopped meanwhile): close here; closing twice is harmless
+        }
+        return done.future();
+    }
+}
