@@ -13,13 +13,18 @@ import picocli.CommandLine.Option;
         description = {"Show the fabric and the IP stack on a fresh fabric file, then clean up:",
                 "1. two node processes stream checked frames both ways through the rings;",
                 "2. a node process serves ping, UDP echo and TCP echo; `nupa ping`, `nupa udp-check` and `nupa tcp-check`",
-                "   (more processes) use it: 100 TCP connections at once, then one bulk transfer."})
+                "   (more processes) use it: 100 TCP connections at once, then one bulk transfer;",
+                "3. RDMA between two processes: WRITE ping-pong by direct placement and by packets, SEND ping-pong,",
+                "   and a WRITE stream, each beside the floor measured in the same run (the perftest-style tools)."})
 final class DemoCommand implements Callable<Integer> {
     @Option(names = "--frames", defaultValue = "100000", description = "Frames each node sends (default: ${DEFAULT-VALUE}).")
     long frames;
 
     @Option(names = "--datagrams", defaultValue = "2000", description = "UDP datagrams (12..60000 bytes) echoed (default: ${DEFAULT-VALUE}).")
     int datagrams;
+
+    @Option(names = "--rdma-iterations", defaultValue = "20000", description = "Iterations of each RDMA run (default: ${DEFAULT-VALUE}).")
+    long rdmaIterations;
 
     @Option(names = "--bulk-bytes", defaultValue = "32000000", description = "Bytes of the TCP bulk echo (default: ${DEFAULT-VALUE}).")
     long bulkBytes;
@@ -62,6 +67,23 @@ final class DemoCommand implements Callable<Integer> {
         }
     }
 
+    /** Part 3: RDMA over one RC queue pair between two processes (each tool makes and removes its own fabric). */
+    private int rdma() throws Exception {
+        System.out.println("nupa demo, part 3: RDMA between two processes (perftest-style: half round trips, then a stream;");
+        System.out.println("  short runs for a demo: JIT warm-up shows in them; docs/rdma.md and the README give longer runs)");
+        String n = Long.toString(rdmaIterations);
+        for (List<String> run : List.of(List.of("perf", "write-lat", "-s", "8", "-n", n, "--mode", "direct"),
+                List.of("perf", "write-lat", "-s", "8", "-n", n, "--mode", "packet"),
+                List.of("perf", "send-lat", "-s", "8", "-n", n),
+                List.of("perf", "write-bw", "-s", "65536", "-n", n, "--mode", "direct"))) {
+            int rc = relay(run);
+            if (rc != 0) {
+                return rc;
+            }
+        }
+        return 0;
+    }
+
     private static int relay(List<String> args) throws Exception {
         Process p = Children.start(args);
         var out = Children.stdout(p);
@@ -74,8 +96,8 @@ final class DemoCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (frames < 1 || datagrams < 1) {
-            throw new IllegalArgumentException("--frames and --datagrams must be at least 1");
+        if (frames < 1 || datagrams < 1 || rdmaIterations < 1) {
+            throw new IllegalArgumentException("--frames, --datagrams and --rdma-iterations must be at least 1");
         }
         Path path = PerfRunner.freshFabricPath("demo");
         FabricGeometry g = FabricGeometry.defaults().withMaxNodes(4);
@@ -108,7 +130,10 @@ final class DemoCommand implements Callable<Integer> {
                 return status;
             }
             status = ip(path);
-            System.out.println(status == 0 ? "demo ok: frames, ping, UDP echo and TCP echo all checked"
+            if (status == 0) {
+                status = rdma();
+            }
+            System.out.println(status == 0 ? "demo ok: frames, ping, UDP echo, TCP echo and RDMA all checked"
                     : "demo FAILED (status " + status + ")");
             return status;
         } finally {

@@ -222,13 +222,17 @@ class NupaCommandLineTest {
 
     @Test
     void demoRunsAndCleansUp() throws Exception {
-        Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000");
+        Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000");
         assertEquals(0, r.status(), r.err());
         assertTrue(r.out().contains("received 3000 in order, 0 bad"), r.out());
         assertTrue(r.out().contains("3 packets transmitted, 3 received, 0% packet loss"), r.out());
         assertTrue(r.out().contains("200 echoed intact, 0 missing"), r.out());
         assertTrue(r.out().contains("100 echoed intact, 0 failed, 100 closed, 0 left after TIME-WAIT"), r.out());
         assertTrue(r.out().contains("1 echoed intact, 0 failed, 1 closed, 0 left after TIME-WAIT"), r.out());
+        assertTrue(r.out().contains("write-lat: RDMA WRITE ping-pong, mode direct"), r.out());
+        assertTrue(r.out().contains("send-lat: SEND ping-pong"), r.out());
+        assertTrue(r.out().contains("write-bw: RDMA WRITE stream, mode direct"), r.out());
+        assertEquals(4, r.out().split("ratio", -1).length - 1, "a floor and a ratio for each RDMA run: " + r.out());
         assertTrue(r.out().contains("demo ok"), r.out());
     }
 }
