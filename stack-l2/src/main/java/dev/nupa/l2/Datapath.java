@@ -60,6 +60,7 @@ public final class Datapath implements AutoCloseable {
     private volatile Timer[] timers = new Timer[0];
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private volatile boolean tasksPending;
+    private volatile boolean stopped;
     private volatile boolean running;
     private volatile boolean timersChanged;
     private volatile long errorCount;
@@ -93,8 +94,9 @@ public final class Datapath implements AutoCloseable {
     /**
      * Runs {@code task} on the loop's thread: at once when called from it, else on the loop's next
      * round (the control plane's way onto the datapath, e.g. verbs calls from an application). A loop
-     * that sleeps picks the task up within {@link Idle#maxSleepNs}; a busy-polling one at once. A task
-     * that throws is counted in {@link #errors()}.
+     * that sleeps picks the task up within {@link Idle#maxSleepNs}; a busy-polling one at once. Once the
+     * loop has stopped, tasks run on the caller's thread, so every task runs exactly once. A task that
+     * throws is counted in {@link #errors()}.
      */
     public void execute(Runnable task) {
         if (inLoop()) {
@@ -104,6 +106,22 @@ public final class Datapath implements AutoCloseable {
         tasks.add(task);
         tasksPending = true;
         timersChanged = true; // a task may move deadlines: poll every timer after it
+        if (stopped) {
+            runTasks(); // the loop is gone (its last drain may have missed this one)
+        }
+    }
+
+    private int runTasks() {
+        int n = 0;
+        for (Runnable r = tasks.poll(); r != null; r = tasks.poll()) {
+            try {
+                r.run();
+            } catch (RuntimeException | LinkageError | AssertionError e) {
+                countError();
+            }
+            n++;
+        }
+        return n;
     }
 
     /** Starts the loop on its own thread, named after the node. */
@@ -146,14 +164,7 @@ public final class Datapath implements AutoCloseable {
             }
             if (tasksPending) {
                 tasksPending = false;
-                for (Runnable r = tasks.poll(); r != null; r = tasks.poll()) {
-                    try {
-                        r.run();
-                    } catch (RuntimeException | LinkageError | AssertionError e) {
-                        countError();
-                    }
-                    work++;
-                }
+                work += runTasks();
             }
             Timer[] t = timers;
             if (t != seen) { // a timer was added: poll every timer at once
@@ -185,6 +196,8 @@ public final class Datapath implements AutoCloseable {
                 }
             }
         }
+        stopped = true; // from here execute() runs tasks itself; this drain takes what came before
+        runTasks();
     }
 
     /** Polls the timers that are due (or all); returns the earliest deadline. Timers must be cheap when nothing is due. */

@@ -72,10 +72,9 @@ public final class RoceVerticle extends VerticleBase {
             }
         };
         if (d.isRunning()) {
-            d.execute(close);
-        }
-        if (!d.isRunning()) {
-            close.run(); // no loop (or it stopped meanwhile): close here; closing twice is harmless
+            d.execute(close); // runs exactly once: on the loop, or here if the loop stops first
+        } else {
+            close.run();
         }
         return done.future();
     }
