@@ -232,7 +232,7 @@ class NupaCommandLineTest {
         assertTrue(r.out().contains("write-lat: RDMA WRITE ping-pong, mode direct"), r.out());
         assertTrue(r.out().contains("send-lat: SEND ping-pong"), r.out());
         assertTrue(r.out().contains("write-bw: RDMA WRITE stream, mode direct"), r.out());
-        assertEquals(4, r.out().split("ratio", -1).length - 1, "a floor and a ratio for each RDMA run: " + r.out());
+        assertEquals(4, r.out().split(", ratio ", -1).length - 1, "a floor and a ratio for each RDMA run: " + r.out());
         assertTrue(r.out().contains("demo ok"), r.out());
     }
 }
