@@ -514,6 +514,7 @@ abstract class RdmaPerf implements Callable<Integer> {
             swr.sendFlags(latFlags(size));
             qp.postSend(swr);
             drainSends();
+            ctx.poll(pn.link.now()); // owed ACKs go out now, after the reply, so the peer's send queue drains
             progress();
         }
     }
@@ -527,6 +528,7 @@ abstract class RdmaPerf implements Callable<Integer> {
             swr.sendFlags(latFlags(size));
             qp.postSend(swr);
             drainSends();
+            ctx.poll(pn.link.now()); // owed ACKs go out now, after the reply, so the peer's send queue drains
             progress();
         }
     }
@@ -731,6 +733,7 @@ abstract class RdmaPerf implements Callable<Integer> {
                 h.recordValue(t1 - t0);
             }
             drainSends();
+            ctx.poll(pn.link.now()); // owed ACKs, outside the timed interval
             progress();
         }
     }
@@ -749,6 +752,7 @@ abstract class RdmaPerf implements Callable<Integer> {
                 h.recordValue(t1 - t0);
             }
             drainSends();
+            ctx.poll(pn.link.now()); // owed ACKs, outside the timed interval
             progress();
         }
     }

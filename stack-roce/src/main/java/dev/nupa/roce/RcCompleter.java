@@ -28,7 +28,7 @@ final class RcCompleter {
         int p = Bth.psn(m, pkt.bth());
         RcRequester req = qp.requester;
         // A response for a PSN we never sent is stray (IBA 9.7.5.1.1: ignore it).
-        if (Psn.diff(p, Psn.add(req.psn, -1)) > 0) {
+        if (Psn.diff(p, req.highestSent) > 0) {
             ctx.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
             return;
         }

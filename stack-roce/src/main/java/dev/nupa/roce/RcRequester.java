@@ -23,6 +23,8 @@ final class RcRequester {
     int psn;
     /** Last PSN the responder acknowledged. */
     int ackedPsn;
+    /** The highest PSN sent so far (for a READ, its last response's): a response beyond it is stray. */
+    int highestSent;
     /** Bytes of the request at {@code sq.next} already sent (or, for a READ, already received). */
     long sendOffset;
     int rdOutstanding;
@@ -45,6 +47,7 @@ final class RcRequester {
     void reset(int sqPsn) {
         psn = sqPsn;
         ackedPsn = Psn.add(sqPsn, -1);
+        highestSent = ackedPsn;
         sendOffset = 0;
         rdOutstanding = 0;
         retriesLeft = qp.attr.retryCnt;
@@ -262,7 +265,7 @@ final class RcRequester {
                 AtomicEth.write(m, o + Bth.LENGTH, sq.remoteAddr[s], sq.rkey[s], cas ? sq.swap[s] : sq.compareAdd[s],
                         cas ? sq.compareAdd[s] : 0);
             }
-            sent(now, p);
+            sent(now, sq.lastPsn(s)); // a READ's responses use its whole PSN range
             return true;
         }
         boolean send = op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM;
@@ -355,6 +358,9 @@ final class RcRequester {
 
     private void sent(long now, int p) {
         ctx.publish();
+        if (Psn.diff(p, highestSent) > 0) {
+            highestSent = p;
+        }
         if (ackDeadline == 0 && timeoutNs() != 0) {
             ackDeadline = (now == NOW_UNREAD ? ctx.clock.getAsLong() : now) + timeoutNs();
         }

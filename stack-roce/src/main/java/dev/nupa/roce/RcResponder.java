@@ -13,6 +13,11 @@ import java.lang.invoke.VarHandle;
  */
 final class RcResponder {
     static final int MAX_RD_ATOMIC = 16;
+    /**
+     * Most AckReq requests one coalesced ACK covers: owed ACKs normally go out once per poll, but a
+     * caller that polls the link far more often than the context must not starve the requester.
+     */
+    static final int ACK_BATCH = 16;
     /** A UD receive buffer starts with room for the GRH (IBA 11.4.1.2); the fabric has none, so it is zeroed. */
     static final int GRH_BYTES = 40;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -59,6 +64,8 @@ final class RcResponder {
     private int serveTail;
 
     private boolean ackPending;
+    /** Requests acknowledged by the owed ACK: at {@link #ACK_BATCH} it goes out without waiting for a poll. */
+    private int acksOwed;
     private int pendingNak = -1; // syndrome of a NAK the ring refused, or -1
     private int pendingNakPsn;
 
@@ -83,6 +90,7 @@ final class RcResponder {
         resCount = 0;
         serveHead = serveTail = 0;
         ackPending = false;
+        acksOwed = 0;
         pendingNak = -1;
         writeMr = null;
     }
@@ -351,6 +359,9 @@ final class RcResponder {
         nakSent = false;
         if (Bth.ackReq(pkt.segment(), pkt.bth())) {
             ackPending = true;
+            if (++acksOwed >= ACK_BATCH) {
+                flush();
+            }
         }
     }
 
@@ -417,6 +428,7 @@ final class RcResponder {
             ctx.publish();
             ctx.counters.add(RdmaCounter.ACKS_SENT, 1);
             ackPending = false;
+            acksOwed = 0;
         }
     }
 

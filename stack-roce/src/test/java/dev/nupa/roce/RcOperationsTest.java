@@ -246,4 +246,30 @@ class RcOperationsTest {
             }
         }
     }
+
+    @org.junit.jupiter.api.Test
+    void messagesCutByBackPressureAreAcknowledgedWithoutStrayResponsesOrRetries() {
+        // An 8-slot ring cuts 20-packet WRITEs and SENDs midway; ACKs for the packets already out are not stray.
+        try (RcPair p = new RcPair(new RdmaFixture(8), TransferMode.PACKET, 1024)) {
+            SendWorkRequest w = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                    .local(p.mrA, 0, 20_000).remote(p.mrB.addr(), p.mrB.rkey());
+            SendWorkRequest s = new SendWorkRequest().opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED).local(p.mrA, 0, 20_000);
+            for (int i = 0; i < 50; i++) {
+                p.qb.postRecv(new RecvWorkRequest().wrId(i).local(p.mrB, 32_768, 20_000));
+                p.qa.postSend(w.wrId(2 * i));
+                p.qa.postSend(s.wrId(2 * i + 1));
+            }
+            p.fx.await(p.cqA, 100, MS / 100);
+            WorkCompletion wc = new WorkCompletion();
+            for (int i = 0; i < 100; i++) {
+                assertTrue(p.cqA.poll(wc));
+                assertStatus(WcStatus.SUCCESS, wc);
+                assertEquals(i, wc.wrId);
+            }
+            assertTrue(p.a.counter(RdmaCounter.BACK_PRESSURED) > 0, "the ring did cut messages");
+            assertEquals(0, p.a.counter(RdmaCounter.STRAY_RESPONSES));
+            assertEquals(0, p.a.counter(RdmaCounter.RETRANSMITS));
+            assertEquals(0, p.a.counter(RdmaCounter.TIMEOUTS));
+        }
+    }
 }
