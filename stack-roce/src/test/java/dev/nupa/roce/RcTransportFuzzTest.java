@@ -61,6 +61,13 @@ class RcTransportFuzzTest {
      * never looks at them again before a RESET zeroes the counters, so the check tolerates it there.
      * -Drcfuzz.strict=true checks head <= next in ERR too.
      */
+    /**
+     * Known findings to look past while fuzzing for others, comma-separated in -Drcfuzz.known (empty by
+     * default, so regression runs check everything): {@code lost-recv} ignores receives that never complete
+     * (the one a message in progress took when its QP entered ERR), {@code cm-deferred-dreq} ignores the
+     * NullPointerException a DREQ for a connect request not yet answered raises in RdmaCm.onMessage.
+     */
+    static final Set<String> KNOWN = Set.of(System.getProperty("rcfuzz.known", "").split(","));
     static final boolean ALLOW_HEAD_PAST_NEXT_IN_ERR = !Boolean.getBoolean("rcfuzz.strict");
     static final int REGION = 4096;
     /** The opcodes we carry, what a well-formed injection picks from. */
@@ -207,6 +214,7 @@ class RcTransportFuzzTest {
         final int timeout;
         final int rdAtomic;
         long nextWrId = 1;
+        long knownHandlerErrors;
         int accepts;
         String lastStep = "setup";
 
@@ -831,12 +839,19 @@ class RcTransportFuzzTest {
         // ---- properties -----------------------------------------------------------------------
 
         private void check(QpState[] before, List<QueuePair> modified) {
+            if (KNOWN.contains("cm-deferred-dreq")) {
+                int had = handlerErrors.size();
+                handlerErrors.removeIf(t -> t instanceof NullPointerException && t.getStackTrace().length > 0
+                        && t.getStackTrace()[0].getMethodName().equals("onMessage")
+                        && t.getStackTrace()[0].getClassName().equals(RdmaCm.class.getName()));
+                knownHandlerErrors += had - handlerErrors.size(); // only node 2 runs a CM
+            }
             if (!handlerErrors.isEmpty()) {
                 Throwable t = handlerErrors.get(0);
                 throw new AssertionError(lastStep + ": a frame handler threw " + t, t);
             }
             for (int i = 0; i < 2; i++) {
-                long e = fx.links.get(i).counters().drops(DropReason.HANDLER_ERROR);
+                long e = fx.links.get(i).counters().drops(DropReason.HANDLER_ERROR) - (i == 1 ? knownHandlerErrors : 0);
                 if (e != 0) {
                     throw new AssertionError(lastStep + ": node " + (i + 1) + " counted " + e + " HANDLER_ERROR drops");
                 }
@@ -946,6 +961,9 @@ class RcTransportFuzzTest {
             drain();
             outstanding.values().removeIf(p -> !p.signaled);
             outstanding.values().removeIf(p -> p.qp.state() == QpState.RESET);
+            if (KNOWN.contains("lost-recv")) {
+                outstanding.values().removeIf(p -> p.recv);
+            }
             if (!outstanding.isEmpty()) {
                 StringBuilder sb = new StringBuilder();
                 outstanding.forEach((id, p) -> sb.append(" wr_id ").append(id).append(p.recv ? " recv" : " " + WrOpcode.name(p.op))
