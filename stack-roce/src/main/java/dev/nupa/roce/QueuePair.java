@@ -250,6 +250,9 @@ public final class QueuePair implements AutoCloseable {
                 break;
             }
             q.head++;
+            if (q.next < q.head) {
+                q.next = q.head; // flushed in ERR before being sent
+            }
             if (WrOpcode.isReadOrAtomic(q.opcode[s]) && q.npsn[s] > 0) {
                 // Released at retirement, not at its response: a later response may overtake an earlier
                 // one, and the responder keeps only max_dest_rd_atomic of them to answer duplicates from.
@@ -284,7 +287,7 @@ public final class QueuePair implements AutoCloseable {
             }
         }
         requester.stop();
-        responder.stop();
+        responder.stop(true);
         retire();
         flushReceives();
     }
@@ -308,7 +311,7 @@ public final class QueuePair implements AutoCloseable {
             rq.head = rq.tail = 0;
         }
         requester.stop();
-        responder.stop();
+        responder.stop(false); // RESET discards outstanding work without completions
         publish();
     }
 

@@ -37,6 +37,8 @@ final class RcResponder {
     private int inMessage = NONE;
     private long msgOffset;
     private long recvWrId;
+    /** A receive request is taken (a SEND in progress) and not yet completed. */
+    private boolean recvHeld;
     private int recvCount;
     private final long[] recvAddr;
     private final int[] recvLength;
@@ -82,10 +84,15 @@ final class RcResponder {
         ePsn = rqPsn;
         msn = 0;
         nakSent = false;
-        stop();
+        stop(false);
     }
 
-    void stop() {
+    /** Stops the responder; with {@code flush} (entering ERR) a receive a SEND had taken completes WR_FLUSH_ERR. */
+    void stop(boolean flush) {
+        if (recvHeld && flush) {
+            qp.completeRecv(recvWrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
+        }
+        recvHeld = false;
         inMessage = NONE;
         resCount = 0;
         serveHead = serveTail = 0;
@@ -174,12 +181,14 @@ final class RcResponder {
         }
         if (msgOffset + n > room) {
             // IBA 9.7.5.2.3: the message does not fit the receive buffers.
+            recvHeld = false;
             qp.completeRecv(recvWrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
             classC(Aeth.NAK_INVALID_REQUEST, p);
             return;
         }
         if (n > 0 && !Sgl.copy(ctx, qp.pd.id, recvAddr, recvLength, recvLkey, 0, recvCount, msgOffset, pkt.segment(),
                 pkt.payload(), n, true)) {
+            recvHeld = false;
             qp.completeRecv(recvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
             classC(Aeth.NAK_REMOTE_OPERATIONAL_ERROR, p);
             return;
@@ -189,6 +198,7 @@ final class RcResponder {
             boolean imm = (flags & Opcode.IMMDT) != 0;
             int immData = imm ? ImmDt.get(pkt.segment(), pkt.immDt()) : 0;
             inMessage = NONE;
+            recvHeld = false;
             msn = Psn.add(msn, 1);
             boolean se = Bth.solicited(pkt.segment(), pkt.bth());
             if (!qp.completeRecv(recvWrId, WcStatus.SUCCESS, WcOpcode.RECV, (int) msgOffset, immData,
@@ -244,6 +254,7 @@ final class RcResponder {
         msgOffset += n;
         if (last) {
             inMessage = NONE;
+            recvHeld = false;
             msn = Psn.add(msn, 1);
             if (imm && !qp.completeRecv(recvWrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) writeLength,
                     ImmDt.get(m, pkt.immDt()), WorkCompletion.WITH_IMM, 0, 0, Bth.solicited(m, pkt.bth()))) {
@@ -350,6 +361,7 @@ final class RcResponder {
         System.arraycopy(q.sgLength, s * q.maxSge, recvLength, 0, recvCount);
         System.arraycopy(q.sgLkey, s * q.maxSge, recvLkey, 0, recvCount);
         q.pop();
+        recvHeld = true;
         return true;
     }
 

@@ -263,9 +263,12 @@ public final class RdmaCm implements AutoCloseable {
                 Session s = byComm.get(CmMessage.remoteComm(m, o));
                 if (s != null && s.peerNode == srcNode) {
                     if (s.state != CLOSED) {
-                        s.state = CLOSED;
-                        s.qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
-                        disconnectHandler.handle(s.qp);
+                        boolean hadQp = s.qp != null && s.state != REQ_RECEIVED;
+                        s.state = CLOSED; // a request not yet answered is simply withdrawn: accept() then fails
+                        if (hadQp) {
+                            s.qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
+                            disconnectHandler.handle(s.qp);
+                        }
                     }
                     send(srcNode, CmMessage.DREP, s, 0, 0, new byte[0]); // again for a duplicate DREQ
                 }
