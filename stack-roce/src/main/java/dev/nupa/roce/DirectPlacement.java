@@ -142,6 +142,37 @@ final class DirectPlacement {
         return DONE;
     }
 
+    /**
+     * The post-time fast path of a direct RDMA WRITE with nothing queued before it: when the QP's cached
+     * check of this rkey still holds (same directory epoch, live window, range inside), copy straight from
+     * the request's gather list and return {@link #DONE}; otherwise {@link #FALLBACK} (uncounted), and the
+     * request takes the queued path, which checks everything and reports errors.
+     */
+    int writeNow(QueuePair qp, SendWorkRequest wr, int len) {
+        Target t = qp.directTarget;
+        FabricWindow w = t.window;
+        int node = qp.attr.destNode;
+        Peer p = node >= 0 && node < peers.length ? peers[node] : null;
+        long va = wr.remoteAddr;
+        if (w == null || p == null || t.rkey != wr.rkey || (t.access & Access.REMOTE_WRITE) == 0 || len <= 0
+                || va < t.base || va - t.base > t.length - len || p.directory.epoch() != t.epoch || !w.isValid()) {
+            return FALLBACK;
+        }
+        MemorySegment mem = w.memory();
+        long off = va - t.base;
+        ScatterGather sg = wr.sg;
+        int pd = qp.pd.id;
+        int tail = Math.min(8, len);
+        int head = len - tail;
+        boolean ok = head == 0 || Sgl.copy(ctx, pd, sg.addr, sg.length, sg.lkey, 0, sg.count, 0, mem, off, head, false);
+        VarHandle.releaseFence(); // the last 8 bytes land last, as in execute
+        if (!ok || !Sgl.copy(ctx, pd, sg.addr, sg.length, sg.lkey, 0, sg.count, head, mem, off + head, tail, false)) {
+            return FALLBACK; // a bad local key: the queued path reports LOC_PROT_ERR
+        }
+        ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
+        return DONE;
+    }
+
     private int fallback() {
         ctx.counters.add(RdmaCounter.DIRECT_FALLBACKS, 1);
         return FALLBACK;

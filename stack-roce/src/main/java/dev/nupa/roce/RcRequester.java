@@ -98,6 +98,15 @@ final class RcRequester {
             throw new RdmaException(WrOpcode.isReadOrAtomic(op) ? "INLINE does not apply to " + WrOpcode.name(op)
                     : "inline payload of " + length + " bytes exceeds the QP's max_inline_data of " + sq.maxInline);
         }
+        if (op == WrOpcode.RDMA_WRITE && qp.mode == TransferMode.DIRECT && sq.head == sq.tail && qp.state == QpState.RTS
+                && rnrUntil == 0 && ctx.direct.writeNow(qp, wr, (int) length) == DirectPlacement.DONE) {
+            // Nothing queued before it and placed already: complete without a send-queue entry (same order).
+            if ((qp.sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0)
+                    && !qp.sendCq.push(wr.wrId, WcStatus.SUCCESS, WcOpcode.RDMA_WRITE, (int) length, 0, qp.qpn, 0, 0, 0, false)) {
+                qp.enterError();
+            }
+            return;
+        }
         if (sq.tail - sq.head == sq.capacity) {
             throw new RdmaException("send queue of QP " + qp.qpn + " is full (" + sq.capacity
                     + " requests); poll the send CQ for completions or create the QP with a larger max_send_wr");

@@ -272,4 +272,33 @@ class RcOperationsTest {
             assertEquals(0, p.a.counter(RdmaCounter.TIMEOUTS));
         }
     }
+
+    @org.junit.jupiter.api.Test
+    void directWritesPlacedAtPostTimeCompleteInOrderAndABadLocalKeyStillFails() {
+        try (RcPair p = new RcPair(TransferMode.DIRECT, 1024)) {
+            SendWorkRequest w = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).remote(p.mrB.addr(), p.mrB.rkey());
+            for (int i = 0; i < 10; i++) { // the first checks the region; the rest take the post-time path
+                p.mrA.memory().set(ValueLayout.JAVA_LONG, 8L * i, 1000L + i);
+                p.qa.postSend(w.wrId(i).sendFlags(i % 3 == 0 ? SendFlags.SIGNALED : 0).local(p.mrA, 8L * i, 8)
+                        .remote(p.mrB.addr() + 8L * i, p.mrB.rkey()));
+            }
+            for (int i = 0; i < 10; i += 3) {
+                WorkCompletion wc = poll(p.cqA);
+                assertStatus(WcStatus.SUCCESS, wc);
+                assertEquals(i, wc.wrId);
+                assertEquals(WcOpcode.RDMA_WRITE, wc.opcode);
+            }
+            assertFalse(p.cqA.poll(new WorkCompletion()));
+            for (int i = 0; i < 10; i++) {
+                assertEquals(1000L + i, p.mrB.memory().get(ValueLayout.JAVA_LONG, 8L * i));
+            }
+            assertEquals(10, p.a.counter(RdmaCounter.DIRECT_OPS));
+            assertEquals(1, p.qa.sq.tail, "placed at post time: no send-queue entry after the first");
+            w.sg.clear().add(p.mrA.addr(), 8, p.mrA.lkey() ^ 0x5);
+            p.qa.postSend(w.wrId(99).sendFlags(0));
+            WorkCompletion bad = poll(p.cqA);
+            assertStatus(WcStatus.LOC_PROT_ERR, bad);
+            assertEquals(99, bad.wrId);
+        }
+    }
 }
