@@ -71,7 +71,9 @@ final class CaptureCommand implements Callable<Integer> {
             if (!out && watching(s)) {
                 return;
             }
-            pcap.capture(ts, out, s, d, proto, mem, off + CaptureMirror.MIRROR_HEADER, len - CaptureMirror.MIRROR_HEADER);
+            int frameLength = mem.get(CaptureMirror.BE_INT, off + 16); // the whole payload; the copy may be cut
+            pcap.capture(ts, out, s, d, proto, mem, off + CaptureMirror.MIRROR_HEADER, len - CaptureMirror.MIRROR_HEADER,
+                    frameLength);
             frames[0]++;
         });
         for (int t : targets) {

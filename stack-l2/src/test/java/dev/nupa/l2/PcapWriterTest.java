@@ -104,9 +104,12 @@ class PcapWriterTest {
             }
         }
         byte[] got = Files.readAllBytes(f);
-        assertEquals(24 + n * (16 + 14 + 9000), got.length);
+        int record = 16 + PcapWriter.ROCE_HEADERS + 9000 + 4; // RDMA frames are written as RoCEv2
+        assertEquals(24 + n * record, got.length);
         for (int i = 0; i < n; i++) {
-            assertEquals((byte) i, got[24 + i * 9030 + 30], "record " + i);
+            int at = 24 + i * record + 16;
+            assertEquals((byte) i, got[at + PcapWriter.ROCE_HEADERS], "record " + i);
+            assertTrue(RoceV2.verifyIcrc(MemorySegment.ofArray(got), at + 14, 28 + 9000), "record " + i + " ICRC");
         }
     }
 
@@ -118,6 +121,93 @@ class PcapWriterTest {
         w.capture(0, true, 0, 1, EtherType.IPV4, MemorySegment.ofArray(ICMP_ECHO), 0, ICMP_ECHO.length);
         assertEquals(1, w.lost());
         assertEquals(0, w.records());
+    }
+
+    // ---- RDMA frames as RoCEv2 ------------------------------------------------------------------
+
+    /** An RC SEND_ONLY (BTH: opcode 4, PadCnt 3, P_Key ffff, DestQP 0x12, AckReq, PSN 7), 17 payload bytes and 3 of pad. */
+    static final byte[] RDMA_SEND = concat(
+            b(0x04, 0x30, 0xff, 0xff, 0x00, 0x00, 0x00, 0x12, 0x80, 0x00, 0x00, 0x07),
+            "seventeen bytes!!".getBytes(StandardCharsets.US_ASCII), b(0, 0, 0));
+
+    /** Ethernet (to node 0x0102 from node 1, IPv4), IPv4 169.254.0.1 > 169.254.1.2, UDP 49170 > 4791, as written by hand. */
+    static final byte[] ROCE_HEADERS = b(
+            0x02, 0, 0, 0, 0x01, 0x02, 0x02, 0, 0, 0, 0x00, 0x01, 0x08, 0x00,
+            0x45, 0x00, 0x00, 0x40,   // IPv4, IHL 5, TOS 0, total length 64 = 20 + 8 + 32 + 4
+            0x00, 0x00, 0x40, 0x00,   // id 0, DF
+            0x40, 0x11, 0xe5, 0xad,   // TTL 64, UDP, header checksum
+            169, 254, 0, 1, 169, 254, 1, 2,
+            0xc0, 0x12, 0x12, 0xb7,   // source port 0xC000 | DestQP 0x12, destination port 4791
+            0x00, 0x2c, 0x00, 0x00);  // UDP length 44 = 8 + 32 + 4, checksum 0 (RoCEv2 allows it)
+
+    /** RFC 1071: the one's complement sum of a valid IPv4 header is 0xFFFF. */
+    private static int onesComplementSum(byte[] a, int off, int len) {
+        int sum = 0;
+        for (int i = 0; i < len; i += 2) {
+            sum += (a[off + i] & 0xFF) << 8 | (a[off + i + 1] & 0xFF);
+        }
+        while (sum >>> 16 != 0) {
+            sum = (sum & 0xFFFF) + (sum >>> 16);
+        }
+        return sum;
+    }
+
+    private static byte[] captureRdma(Path f, int snaplen, int len, int frameLength) throws IOException {
+        try (PcapWriter w = PcapWriter.open(f, snaplen)) {
+            w.capture(TS, true, 1, 0x0102, EtherType.NUPA_RDMA, MemorySegment.ofArray(RDMA_SEND), 0, len, frameLength);
+            assertEquals(1, w.records());
+        }
+        return Files.readAllBytes(f);
+    }
+
+    @Test
+    void anRdmaFrameIsWrittenAsIpv4UdpRoceV2WithAValidIcrc() throws IOException {
+        byte[] got = captureRdma(dir.resolve("roce.pcap"), PcapWriter.DEFAULT_SNAPLEN, RDMA_SEND.length, RDMA_SEND.length);
+        int wire = 14 + 20 + 8 + RDMA_SEND.length + 4;
+        assertEquals(78, wire);
+        assertEquals(24 + 16 + wire, got.length);
+        assertArrayEquals(b(78, 0, 0, 0, 78, 0, 0, 0), Arrays.copyOfRange(got, 32, 40), "included and original length");
+        int eth = 40;
+        assertArrayEquals(concat(ROCE_HEADERS, RDMA_SEND), Arrays.copyOfRange(got, eth, eth + wire - 4));
+        assertEquals(0xFFFF, onesComplementSum(got, eth + 14, 20), "IPv4 header checksum is valid");
+        assertTrue(RoceV2.verifyIcrc(MemorySegment.ofArray(got), eth + 14, 20 + 8 + RDMA_SEND.length), "ICRC verifies");
+        // The ICRC by the independent bit-at-a-time reference of RoceV2Test, least significant byte first.
+        byte[] ip = Arrays.copyOfRange(got, eth + 14, eth + wire);
+        assertEquals(RoceV2Test.bitwiseIcrc(ip, ip.length - 4), RoceV2Test.icrcOnTheWire(ip));
+        assertEquals(0xA9FE0001, PcapWriter.ipv4(1));
+        assertEquals(0xA9FE03E8, PcapWriter.ipv4(1000), "169.254.3.232");
+    }
+
+    @Test
+    void snaplenCutsAnRdmaRecordAnywhereAndTheOriginalLengthStaysWhole() throws IOException {
+        byte[] whole = captureRdma(dir.resolve("whole.pcap"), PcapWriter.DEFAULT_SNAPLEN, RDMA_SEND.length, RDMA_SEND.length);
+        byte[] frame = Arrays.copyOfRange(whole, 40, whole.length);
+        for (int snap : new int[] {14, 20, 41, 42, 50, 73, 74, 76, 77, 78}) {
+            byte[] got = captureRdma(dir.resolve("cut" + snap + ".pcap"), snap, RDMA_SEND.length, RDMA_SEND.length);
+            assertEquals(24 + 16 + snap, got.length, "snaplen " + snap);
+            assertArrayEquals(b(snap, 0, 0, 0, 78, 0, 0, 0), Arrays.copyOfRange(got, 32, 40), "snaplen " + snap);
+            assertArrayEquals(Arrays.copyOf(frame, snap), Arrays.copyOfRange(got, 40, got.length), "snaplen " + snap);
+        }
+    }
+
+    @Test
+    void aMirrorCopyCutShortKeepsTheWholeLengthInItsHeadersAndHasNoIcrc() throws IOException {
+        byte[] got = captureRdma(dir.resolve("mirror.pcap"), PcapWriter.DEFAULT_SNAPLEN, 20, RDMA_SEND.length);
+        assertArrayEquals(b(42 + 20, 0, 0, 0, 78, 0, 0, 0), Arrays.copyOfRange(got, 32, 40));
+        assertArrayEquals(concat(ROCE_HEADERS, Arrays.copyOf(RDMA_SEND, 20)), Arrays.copyOfRange(got, 40, got.length),
+                "IPv4 and UDP lengths count the whole frame");
+    }
+
+    @Test
+    void rdmaFramesTooShortForABthStayBehindEtherType8915() throws IOException {
+        Path f = dir.resolve("short.pcap");
+        try (PcapWriter w = PcapWriter.open(f)) {
+            w.capture(0, true, 1, 0x0102, EtherType.NUPA_RDMA, MemorySegment.ofArray(RDMA_SEND), 0, 11);
+        }
+        byte[] got = Files.readAllBytes(f);
+        assertArrayEquals(b(25, 0, 0, 0, 25, 0, 0, 0), Arrays.copyOfRange(got, 32, 40));
+        assertArrayEquals(b(0x89, 0x15), Arrays.copyOfRange(got, 52, 54));
+        assertArrayEquals(Arrays.copyOf(RDMA_SEND, 11), Arrays.copyOfRange(got, 54, 65));
     }
 
     // ---- tshark ------------------------------------------------------------------------------
@@ -190,5 +280,20 @@ class PcapWriterTest {
         String out = tshark(f, "-T", "fields", "-e", "frame.protocols", "-e", "ip.src", "-e", "ip.dst");
         assertEquals(List.of("eth:ethertype:ip:icmp\t10.0.0.1\t10.0.0.2", "eth:ethertype:ip:icmp\t10.0.0.1\t10.0.0.2"),
                 out.lines().toList());
+    }
+
+    @Test
+    void tsharkDecodesAnRdmaFrameAsRoceV2() throws Exception {
+        Path f = dir.resolve("roce-tshark.pcap");
+        captureRdma(f, PcapWriter.DEFAULT_SNAPLEN, RDMA_SEND.length, RDMA_SEND.length);
+        Assumptions.assumeTrue(tsharkInstalled(), "tshark is absent (apt-get install tshark): skipping the decode check");
+        String out = tshark(f, "-o", "ip.check_checksum:TRUE", "-T", "fields", "-E", "separator=|",
+                "-e", "frame.protocols", "-e", "ip.src", "-e", "ip.dst", "-e", "ip.checksum.status", "-e", "udp.dstport",
+                "-e", "infiniband.bth.opcode", "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn",
+                "-e", "infiniband.invariant.crc", "-e", "_ws.expert.message").strip();
+        // tshark shows the ICRC's 4 bytes as they lie on the wire, read big-endian: the CRC byte-reversed.
+        int icrc = RoceV2.icrc(MemorySegment.ofArray(concat(ROCE_HEADERS, RDMA_SEND)), 14, 28 + RDMA_SEND.length);
+        assertEquals("eth:ethertype:ip:udp:infiniband:data|169.254.0.1|169.254.1.2|1|4791|4|0x000012|7|"
+                + String.format("0x%08x", Integer.reverseBytes(icrc)) + "|", out);
     }
 }
