@@ -1,5 +1,6 @@
 package dev.nupa.bench;
 
+import dev.nupa.device.Affinity;
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.FabricNode;
@@ -42,11 +43,8 @@ import org.agrona.concurrent.UnsafeBuffer;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -458,29 +456,6 @@ public final class RdmaVsAeronBench {
         try (Stream<Path> s = Files.walk(p)) {
             for (Path q : s.sorted(Comparator.reverseOrder()).toList()) {
                 Files.deleteIfExists(q);
-            }
-        }
-    }
-
-    /** Pins the calling thread to one CPU with sched_setaffinity (as node's Affinity does; bench does not depend on node). */
-    static final class Affinity {
-        private Affinity() {
-        }
-
-        static boolean pin(int cpu) {
-            if (cpu < 0 || cpu >= Runtime.getRuntime().availableProcessors() || cpu >= 1024) {
-                return false;
-            }
-            try (Arena arena = Arena.ofConfined()) {
-                Linker linker = Linker.nativeLinker();
-                MethodHandle set = linker.downcallHandle(linker.defaultLookup().find("sched_setaffinity").orElseThrow(),
-                        FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
-                                ValueLayout.ADDRESS));
-                MemorySegment mask = arena.allocate(128, 8);
-                mask.set(ValueLayout.JAVA_LONG, (cpu / 64) * 8L, 1L << (cpu % 64));
-                return (int) set.invokeExact(0, 128L, mask) == 0;
-            } catch (Throwable t) {
-                return false;
             }
         }
     }

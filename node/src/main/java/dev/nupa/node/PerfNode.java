@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.device.Affinity;
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.ShmFabric;

@@ -1,4 +1,4 @@
-package dev.nupa.node;
+package dev.nupa.device;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -7,13 +7,16 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 
-/** Pins the calling thread to one CPU (sched_setaffinity), so two busy-polling sides do not share a core. */
-final class Affinity {
+/**
+ * Pins the calling thread to one CPU (sched_setaffinity), so two busy-polling sides of a fabric (perf
+ * tools, benchmarks) do not share a core.
+ */
+public final class Affinity {
     private Affinity() {
     }
 
     /** Returns false (and changes nothing) if the CPU does not exist or the call fails. */
-    static boolean pin(int cpu) {
+    public static boolean pin(int cpu) {
         if (cpu < 0 || cpu >= Runtime.getRuntime().availableProcessors() || cpu >= 1024) {
             return false;
         }
