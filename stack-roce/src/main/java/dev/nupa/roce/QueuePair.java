@@ -110,6 +110,7 @@ public final class QueuePair implements AutoCloseable {
         if ((mask & PKEY_INDEX) != 0) attr.pkeyIndex = a.pkeyIndex;
         if ((mask & PORT) != 0) attr.portNum = a.portNum;
         if ((mask & AV) != 0) attr.destNode = a.destNode;
+        if ((mask & (AV | DEST_QPN)) != 0) directTarget.window = null; // checked against another peer
         if ((mask & MAX_QP_RD_ATOMIC) != 0) attr.maxRdAtomic = a.maxRdAtomic;
         if ((mask & MAX_DEST_RD_ATOMIC) != 0) attr.maxDestRdAtomic = a.maxDestRdAtomic;
         if ((mask & MIN_RNR_TIMER) != 0) attr.minRnrTimer = a.minRnrTimer;
@@ -129,8 +130,8 @@ public final class QueuePair implements AutoCloseable {
             default -> {
                 state = to;
                 publish();
-                if (to == QpState.RTS) {
-                    ctx.activate(this);
+                if (to == QpState.RTR || to == QpState.RTS) {
+                    ctx.activate(this); // a receive-only QP in RTR owes ACKs and READ responses too
                 }
             }
         }
@@ -216,6 +217,9 @@ public final class QueuePair implements AutoCloseable {
 
     /** Runs timers and pending transmissions; returns the next deadline (Long.MAX_VALUE for none). */
     long poll(long now) {
+        if (state == QpState.ERR && !destroyed) {
+            responder.flushNak();
+        }
         if (state == QpState.RESET || state == QpState.ERR || destroyed) {
             return Long.MAX_VALUE;
         }
@@ -306,6 +310,7 @@ public final class QueuePair implements AutoCloseable {
 
     private void reset() {
         state = QpState.RESET;
+        directTarget.window = null;
         sq.head = sq.next = sq.tail = 0;
         if (rq != null) {
             rq.head = rq.tail = 0;

@@ -54,6 +54,8 @@ final class RcRequester {
         rnrRetriesLeft = qp.attr.rnrRetry;
         ackDeadline = 0;
         rnrUntil = 0;
+        retrying = false;
+        packetsSinceAckReq = 0;
     }
 
     void stop() {
@@ -191,12 +193,16 @@ final class RcRequester {
 
     /** Sends what the queue holds, as far as the ring, the read/atomic limit and fences allow. */
     void run(long now) {
-        if (qp.state != QpState.RTS || rnrUntil != 0) {
+        boolean draining = qp.state == QpState.SQD; // IBA 10.3.1: SQD finishes what it started, starts nothing new
+        if ((qp.state != QpState.RTS && !draining) || rnrUntil != 0) {
             return;
         }
         while (sq.next < sq.tail) {
             int s = sq.slot(sq.next);
             int op = sq.opcode[s];
+            if (draining && sq.state[s] == SendQueue.POSTED) {
+                return;
+            }
             if (qp.type == QpType.UD) {
                 if (!sendUd(s)) {
                     return;
@@ -468,6 +474,9 @@ final class RcRequester {
 
     void rnrNak(int p, int timerCode, long now) {
         ctx.counters.add(RdmaCounter.RNR_NAKS_RECEIVED, 1);
+        if (Psn.diff(p, ackedPsn) <= 0) {
+            return; // stale (duplicated or overtaken): what it names is acknowledged already
+        }
         if (qp.attr.rnrRetry != 7 && rnrRetriesLeft-- <= 0) {
             int s = slotCovering(p);
             qp.fail(s >= 0 ? s : sq.slot(sq.head), WcStatus.RNR_RETRY_EXC_ERR);

@@ -92,13 +92,14 @@ final class RcResponder {
         if (recvHeld && flush) {
             qp.completeRecv(recvWrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
         }
+        int nakOwed = flush ? pendingNak : -1; // a class C NAK the ring refused still goes out from ERR
         recvHeld = false;
         inMessage = NONE;
         resCount = 0;
         serveHead = serveTail = 0;
         ackPending = false;
         acksOwed = 0;
-        pendingNak = -1;
+        pendingNak = nakOwed;
         writeMr = null;
     }
 
@@ -242,6 +243,9 @@ final class RcResponder {
         }
         boolean imm = (flags & Opcode.IMMDT) != 0;
         if (imm && last && !takeReceive(p)) {
+            if ((flags & Opcode.FIRST) != 0) {
+                inMessage = NONE; // an RNR NAK changes no message state (IBA 9.7.5.2.8): the ONLY packet comes again
+            }
             return; // RNR: the payload of this packet is placed when it comes again
         }
         if (n > 0) {
@@ -414,20 +418,20 @@ final class RcResponder {
 
     /** Sends what is owed: a refused NAK, then READ responses and atomic ACKs, then a coalesced ACK. */
     void flush() {
-        if (pendingNak >= 0) {
-            int syndrome = pendingNak;
-            pendingNak = -1;
-            nak(syndrome, pendingNakPsn);
-            if (pendingNak >= 0) {
-                return;
-            }
-        }
         while (serveHead < serveTail) {
             int i = serveHead % serveRes.length;
             if (serveRes[i] >= 0 && !respond(serveRes[i], i)) {
                 return; // the ring is full: continue on the next poll, and hold the ACK back behind the data
             }
             serveHead++;
+        }
+        if (pendingNak >= 0) { // after the responses it follows in PSN order (IBA 9.7.5.1)
+            int syndrome = pendingNak;
+            pendingNak = -1;
+            nak(syndrome, pendingNakPsn);
+            if (pendingNak >= 0) {
+                return;
+            }
         }
         if (ackPending) {
             long o = ctx.claim(qp.attr.destNode, Bth.LENGTH + Aeth.LENGTH);
@@ -461,7 +465,8 @@ final class RcResponder {
             return true;
         }
         MemoryRegion mr = resLength[r] > 0 ? ctx.region(resRkey[r]) : null;
-        if (resLength[r] > 0 && (mr == null || mr.pd != qp.pd)) {
+        if (resLength[r] > 0 && (mr == null || mr.pd != qp.pd || (mr.access & Access.REMOTE_READ) == 0
+                || !mr.covers(resVa[r], resLength[r]))) {
             return true; // deregistered since: nothing to send, the requester's timer decides
         }
         int mtu = qp.attr.pathMtu;
@@ -499,8 +504,8 @@ final class RcResponder {
     }
 
     private void nak(int syndrome, int p) {
-        long o = ctx.claim(qp.attr.destNode, Bth.LENGTH + Aeth.LENGTH);
-        if (o < 0) {
+        long o = serveHead < serveTail ? -1 : ctx.claim(qp.attr.destNode, Bth.LENGTH + Aeth.LENGTH);
+        if (o < 0) { // the ring is full, or READ responses it must follow still wait: it goes out in flush()
             pendingNak = syndrome;
             pendingNakPsn = p;
             return;
@@ -518,6 +523,15 @@ final class RcResponder {
     private void classC(int nakCode, int p) {
         nak(Aeth.nak(nakCode), p);
         qp.enterError();
+    }
+
+    /** In ERR: only a NAK the ring refused is still owed to the requester. */
+    void flushNak() {
+        if (pendingNak >= 0) {
+            int syndrome = pendingNak;
+            pendingNak = -1;
+            nak(syndrome, pendingNakPsn);
+        }
     }
 
     // ---- UD -------------------------------------------------------------------------------

@@ -224,6 +224,9 @@ public final class RdmaCm implements AutoCloseable {
             throw new RdmaException("QP " + qp.qpNum() + " has no connection made by this CM to disconnect");
         }
         qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
+        if (s.state == REP_SENT) {
+            s.promise.tryFail(new RdmaException("disconnected before the peer's RTU arrived"));
+        }
         s.state = DREQ_SENT;
         s.tries = 0;
         send(s.peerNode, CmMessage.DREQ, s, 0, 0, new byte[0]);
@@ -262,15 +265,17 @@ public final class RdmaCm implements AutoCloseable {
             case CmMessage.DREQ -> {
                 Session s = byComm.get(CmMessage.remoteComm(m, o));
                 if (s != null && s.peerNode == srcNode) {
-                    if (s.state != CLOSED) {
-                        boolean hadQp = s.qp != null && s.state != REQ_RECEIVED;
-                        s.state = CLOSED; // a request not yet answered is simply withdrawn: accept() then fails
-                        if (hadQp) {
-                            s.qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
-                            disconnectHandler.handle(s.qp);
-                        }
+                    boolean hadQp = s.qp != null && s.state != REQ_RECEIVED;
+                    if (s.promise != null) {
+                        s.promise.tryFail(new RdmaException("node " + srcNode + " disconnected before the connection was established"));
                     }
-                    send(srcNode, CmMessage.DREP, s, 0, 0, new byte[0]); // again for a duplicate DREQ
+                    s.state = CLOSED; // a request not yet answered is simply withdrawn: accept() then fails
+                    if (hadQp) {
+                        s.qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
+                        disconnectHandler.handle(s.qp);
+                    }
+                    send(srcNode, CmMessage.DREP, s, 0, 0, new byte[0]);
+                    forget(s); // a duplicate DREQ finds nothing; its sender gives up after its resends
                 }
             }
             case CmMessage.DREP -> {

@@ -50,7 +50,7 @@ public final class RdmaContext implements AutoCloseable {
     final MemorySegment scratch8 = Arena.ofAuto().allocate(8, 8);
     final MemorySegment zeros = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
     private boolean closed;
-    private RdmaCm cm;
+    private volatile RdmaCm cm; // attached from a deploying thread while the datapath may run
 
     private RdmaContext(Link link, int maxQps, int maxMrs, LongSupplier clock) {
         if (maxQps < 4 || maxQps > Psn.MASK || maxMrs < 1 || maxMrs > (1 << 24)) {

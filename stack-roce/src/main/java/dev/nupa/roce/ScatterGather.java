@@ -50,6 +50,9 @@ public final class ScatterGather {
         if (i < 0 || i >= count) {
             throw new RdmaException("scatter/gather entry " + i + " does not exist (" + count + " entries)");
         }
+        if (length < 0) {
+            throw new RdmaException("scatter/gather entry length " + length + " is negative");
+        }
         this.addr[i] = addr;
         this.length[i] = length;
         this.lkey[i] = lkey;

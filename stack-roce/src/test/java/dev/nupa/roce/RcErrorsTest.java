@@ -252,4 +252,74 @@ class RcErrorsTest {
             assertEquals(1, p.a.counter(RdmaCounter.DIRECT_FALLBACKS), "the cached check was not trusted");
         }
     }
+
+    @Test
+    void aWriteWithImmediateRnrNakedOnItsOnlyPacketSucceedsOnceAReceiveIsPosted() {
+        try (RcPair p = new RcPair(TransferMode.PACKET, 1024)) {
+            p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(5).sendFlags(SendFlags.SIGNALED)
+                    .local(p.mrA, 0, 100).remote(p.mrB.addr(), p.mrB.rkey()));
+            p.fx.advance(MS);
+            assertTrue(p.b.counter(RdmaCounter.RNR_NAKS_SENT) >= 1);
+            p.qb.postRecv(new RecvWorkRequest().wrId(2).local(p.mrB, 8192, 0));
+            p.fx.advance(MS);
+            assertStatus(WcStatus.SUCCESS, poll(p.cqA));
+            WorkCompletion r = poll(p.cqB);
+            assertStatus(WcStatus.SUCCESS, r);
+            assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, r.opcode);
+            assertEquals(QpState.RTS, p.qb.state(), "an RNR NAK leaves no message half open");
+        }
+    }
+
+    @Test
+    void aReceiveOnlyQpInRtrAcknowledgesWhatItReceives() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            RdmaContext a = fx.node(1);
+            RdmaContext b = fx.node(2);
+            ProtectionDomain pa = a.allocPd();
+            ProtectionDomain pb = b.allocPd();
+            CompletionQueue ca = a.createCq(64);
+            CompletionQueue cb = b.createCq(64);
+            QueuePair qa = a.createQp(pa, QpInitAttr.rc(ca, ca));
+            QueuePair qb = b.createQp(pb, QpInitAttr.rc(cb, cb));
+            for (QueuePair q : new QueuePair[] {qa, qb}) {
+                q.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qpAccessFlags(Access.REMOTE_WRITE),
+                        QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
+            }
+            RdmaFixture.rtr(qa, qb, 1024, 40);
+            RdmaFixture.rtr(qb, qa, 1024, 7);
+            RdmaFixture.rts(qa, 7, 8, 7, 7); // qb stays in RTR: it only receives
+            MemoryRegion ma = pa.allocMr(4096, RcPair.ALL);
+            MemoryRegion mb = pb.allocMr(4096, RcPair.ALL);
+            SendWorkRequest s = new SendWorkRequest().opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED).local(ma, 0, 10);
+            for (int i = 0; i < 3; i++) {
+                qb.postRecv(new RecvWorkRequest().wrId(i).local(mb, 0, 100));
+                qa.postSend(s.wrId(i));
+            }
+            fx.pump();
+            for (int i = 0; i < 3; i++) {
+                assertStatus(WcStatus.SUCCESS, poll(ca));
+                assertStatus(WcStatus.SUCCESS, poll(cb));
+            }
+            assertEquals(0, a.counter(RdmaCounter.TIMEOUTS), "the RTR side's ACKs came without a timeout");
+        }
+    }
+
+    @Test
+    void aQpDrainingInSqdFinishesWhatItStartedAndStartsNothingNew() {
+        // An 8-slot ring cuts the first WRITE midway; the QP then moves to SQD.
+        try (RcPair p = new RcPair(new RdmaFixture(8), TransferMode.PACKET, 1024)) {
+            SendWorkRequest w = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                    .local(p.mrA, 0, 20_000).remote(p.mrB.addr(), p.mrB.rkey());
+            p.qa.postSend(w.wrId(1));
+            p.qa.modify(new QpAttr().qpState(QpState.SQD), QpAttrMask.STATE);
+            p.qa.postSend(w.wrId(2));
+            p.fx.pump();
+            p.fx.advance(MS / 10);
+            assertEquals(1, poll(p.cqA).wrId, "the started WRITE finished in SQD");
+            assertEquals(0, p.cqA.size(), "the one posted in SQD waits");
+            p.qa.modify(new QpAttr().qpState(QpState.RTS), QpAttrMask.STATE);
+            p.fx.pump();
+            assertEquals(2, poll(p.cqA).wrId);
+        }
+    }
 }
