@@ -82,6 +82,20 @@ public final class Datapath implements AutoCloseable {
         timers = t;
     }
 
+    /** Removes a timer added before (an undeployed layer's); the loop stops polling it on its next round. */
+    public synchronized void removeTimer(Timer timer) {
+        Timer[] t = timers;
+        for (int i = 0; i < t.length; i++) {
+            if (t[i] == timer) {
+                Timer[] u = new Timer[t.length - 1];
+                System.arraycopy(t, 0, u, 0, i);
+                System.arraycopy(t, i + 1, u, i, t.length - i - 1);
+                timers = u;
+                return;
+            }
+        }
+    }
+
     /**
      * Tells the loop that a timer's deadline moved earlier from another thread (a socket call set a
      * retransmission timer): every timer is polled on the next round, and a sleep lasts at most
@@ -167,9 +181,9 @@ public final class Datapath implements AutoCloseable {
                 work += runTasks();
             }
             Timer[] t = timers;
-            if (t != seen) { // a timer was added: poll every timer at once
-                long[] d = Arrays.copyOf(deadlines == null ? new long[0] : deadlines, t.length);
-                Arrays.fill(d, seen == null ? 0 : seen.length, t.length, Long.MIN_VALUE);
+            if (t != seen) { // a timer was added or removed: poll every timer at once
+                long[] d = new long[t.length];
+                Arrays.fill(d, Long.MIN_VALUE);
                 seen = t;
                 deadlines = d;
                 next = Long.MIN_VALUE;

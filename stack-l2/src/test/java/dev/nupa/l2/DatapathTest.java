@@ -41,4 +41,42 @@ class DatapathTest {
         d.execute(() -> after.complete(Thread.currentThread()));
         assertSame(Thread.currentThread(), after.getNow(null), "a stopped loop's tasks run on the caller");
     }
+
+    @Test
+    void aRemovedTimerIsNoLongerPolled() throws Exception {
+        fx.create(L2Fixture.jumbo());
+        Datapath d = new Datapath(new Link(fx.attach(0)), Datapath.Idle.busySpin());
+        AtomicInteger polls = new AtomicInteger();
+        Datapath.Timer t = now -> {
+            polls.incrementAndGet();
+            return now + 1_000L;
+        };
+        AtomicInteger otherPolls = new AtomicInteger();
+        Datapath.Timer other = now -> {
+            otherPolls.incrementAndGet();
+            return now + 1_000L;
+        };
+        d.addTimer(other);
+        d.addTimer(t);
+        d.start();
+        for (int i = 0; i < 500 && polls.get() < 10; i++) {
+            Thread.sleep(1);
+        }
+        assertTrue(polls.get() >= 10, "polled while added");
+        d.removeTimer(t);
+        CompletableFuture<Void> round = new CompletableFuture<>();
+        d.execute(() -> round.complete(null)); // one loop round later the new timer array is in use
+        round.get(5, TimeUnit.SECONDS);
+        d.execute(() -> { });
+        Thread.sleep(20);
+        int after = polls.get();
+        Thread.sleep(50);
+        assertEquals(after, polls.get(), "not polled after removal");
+        int otherBefore = otherPolls.get();
+        Thread.sleep(20);
+        assertTrue(otherPolls.get() > otherBefore, "the remaining timer is still polled: the loop lives");
+        assertTrue(d.isRunning());
+        assertEquals(0, d.errors());
+        d.close();
+    }
 }

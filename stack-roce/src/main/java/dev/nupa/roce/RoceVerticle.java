@@ -20,6 +20,7 @@ public final class RoceVerticle extends VerticleBase {
     private final LinkVerticle link;
     private volatile RdmaContext ctx;
     private volatile RdmaCm cm;
+    private Datapath.Timer timer;
 
     public RoceVerticle(LinkVerticle link) {
         this.link = link;
@@ -30,7 +31,8 @@ public final class RoceVerticle extends VerticleBase {
         RdmaContext c = RdmaContext.open(link.link());
         cm = RdmaCm.create(c, link.neighbors()::lookup, RdmaCm.Options.defaults());
         ctx = c;
-        link.datapath().addTimer(c::poll);
+        timer = c::poll;
+        link.datapath().addTimer(timer);
         return Future.succeededFuture();
     }
 
@@ -62,6 +64,7 @@ public final class RoceVerticle extends VerticleBase {
             return Future.succeededFuture();
         }
         Datapath d = link.datapath();
+        d.removeTimer(timer);
         Promise<Void> done = Promise.promise();
         Runnable close = () -> {
             try {
