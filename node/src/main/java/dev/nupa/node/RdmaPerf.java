@@ -514,7 +514,6 @@ abstract class RdmaPerf implements Callable<Integer> {
             swr.sendFlags(latFlags(size));
             qp.postSend(swr);
             drainSends();
-            ctx.poll(pn.link.now()); // owed ACKs go out now, after the reply, so the peer's send queue drains
             progress();
         }
     }
@@ -528,7 +527,6 @@ abstract class RdmaPerf implements Callable<Integer> {
             swr.sendFlags(latFlags(size));
             qp.postSend(swr);
             drainSends();
-            ctx.poll(pn.link.now()); // owed ACKs go out now, after the reply, so the peer's send queue drains
             progress();
         }
     }
@@ -733,7 +731,6 @@ abstract class RdmaPerf implements Callable<Integer> {
                 h.recordValue(t1 - t0);
             }
             drainSends();
-            ctx.poll(pn.link.now()); // owed ACKs, outside the timed interval
             progress();
         }
     }
@@ -752,7 +749,6 @@ abstract class RdmaPerf implements Callable<Integer> {
                 h.recordValue(t1 - t0);
             }
             drainSends();
-            ctx.poll(pn.link.now()); // owed ACKs, outside the timed interval
             progress();
         }
     }
