@@ -61,6 +61,7 @@ public final class Datapath implements AutoCloseable {
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private volatile boolean tasksPending;
     private volatile boolean stopped;
+    private final Object taskLock = new Object();
     private volatile boolean running;
     private volatile boolean timersChanged;
     private volatile long errorCount;
@@ -125,15 +126,18 @@ public final class Datapath implements AutoCloseable {
         }
     }
 
+    /** Runs queued tasks, under their own lock so the loop's last drain and a caller's never run side by side. */
     private int runTasks() {
         int n = 0;
-        for (Runnable r = tasks.poll(); r != null; r = tasks.poll()) {
-            try {
-                r.run();
-            } catch (RuntimeException | LinkageError | AssertionError e) {
-                countError();
+        synchronized (taskLock) {
+            for (Runnable r = tasks.poll(); r != null; r = tasks.poll()) {
+                try {
+                    r.run();
+                } catch (RuntimeException | LinkageError | AssertionError e) {
+                    countError();
+                }
+                n++;
             }
-            n++;
         }
         return n;
     }
