@@ -88,6 +88,7 @@ final class DirectPlacement {
                 peers[qp.attr.destNode] = null; // the peer may have restarted: reread its directory next time
                 return fallback();
             }
+            VarHandle.loadLoadFence(); // the entry's fields were read before this re-check of its key (a seqlock's second read)
             if (!d.stillHolds(e, rkey)) {
                 return fallback();
             }
