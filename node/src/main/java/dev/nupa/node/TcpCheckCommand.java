@@ -104,18 +104,7 @@ final class TcpCheckCommand implements Callable<Integer> {
                     finish(done, intact, failed, closed);
                     next[0].run();
                 });
-                // Written in 64 KiB pieces as the write queue drains, the way applications meet
-                // back-pressure; a large transfer is never held twice in memory.
-                int[] offset = {0};
-                Runnable pump = () -> {
-                    while (offset[0] < data.length && !s.writeQueueFull()) {
-                        int n = Math.min(64 * 1024, data.length - offset[0]);
-                        s.write(Buffer.buffer(java.util.Arrays.copyOfRange(data, offset[0], offset[0] + n)));
-                        offset[0] += n;
-                    }
-                };
-                s.drainHandler(v -> pump.run());
-                pump.run();
+                writePaced(s, data);
             });
         };
         long start = System.nanoTime();
@@ -160,5 +149,22 @@ final class TcpCheckCommand implements Callable<Integer> {
         if (closed.get() + failed.get() >= connections && closed.get() >= intact.get()) {
             done.complete(null);
         }
+    }
+
+    /**
+     * Writes {@code data} in 64 KiB pieces as the socket's write queue drains, the way applications meet
+     * back-pressure (writeQueueFull, then the drain handler); a large transfer is never held twice in memory.
+     */
+    static void writePaced(TcpSocket s, byte[] data) {
+        int[] offset = {0};
+        Runnable pump = () -> {
+            while (offset[0] < data.length && !s.writeQueueFull()) {
+                int n = Math.min(64 * 1024, data.length - offset[0]);
+                s.write(Buffer.buffer(java.util.Arrays.copyOfRange(data, offset[0], offset[0] + n)));
+                offset[0] += n;
+            }
+        };
+        s.drainHandler(v -> pump.run());
+        pump.run();
     }
 }

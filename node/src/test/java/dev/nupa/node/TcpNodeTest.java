@@ -120,16 +120,7 @@ class TcpNodeTest {
                     all.tryComplete();
                 }
             });
-            int[] offset = {0};
-            Runnable pump = () -> {
-                while (offset[0] < data.length && !s.writeQueueFull()) {
-                    int n = Math.min(64 * 1024, data.length - offset[0]);
-                    s.write(Buffer.buffer(java.util.Arrays.copyOfRange(data, offset[0], offset[0] + n)));
-                    offset[0] += n;
-                }
-            };
-            s.drainHandler(x -> pump.run());
-            pump.run();
+            TcpCheckCommand.writePaced(s, data); // the paced writer tcp-check uses
         }));
         all.future().await(60, TimeUnit.SECONDS);
         assertEquals(-1, java.util.Arrays.mismatch(data, received.getBytes()), "first differing byte");

@@ -119,9 +119,7 @@ final class DirectPlacement {
                 MemorySegment.copy(sq.inline, src + head, mem, off + head, tail);
                 ok = true;
             } else {
-                ok = (head == 0 || Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, head, false));
-                VarHandle.releaseFence();
-                ok = ok && Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, head, mem, off + head, tail, false);
+                ok = writeTailLast(pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, mem, off, (int) len);
             }
         } else if (op == WrOpcode.RDMA_READ) {
             ok = Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, (int) len, true);
@@ -162,16 +160,24 @@ final class DirectPlacement {
         MemorySegment mem = w.memory();
         long off = va - t.base;
         ScatterGather sg = wr.sg;
-        int pd = qp.pd.id;
-        int tail = Math.min(8, len);
-        int head = len - tail;
-        boolean ok = head == 0 || Sgl.copy(ctx, pd, sg.addr, sg.length, sg.lkey, 0, sg.count, 0, mem, off, head, false);
-        VarHandle.releaseFence(); // the last 8 bytes land last, as in execute
-        if (!ok || !Sgl.copy(ctx, pd, sg.addr, sg.length, sg.lkey, 0, sg.count, head, mem, off + head, tail, false)) {
+        if (!writeTailLast(qp.pd.id, sg.addr, sg.length, sg.lkey, 0, sg.count, mem, off, len)) {
             return FALLBACK; // a bad local key: the queued path reports LOC_PROT_ERR
         }
         ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
         return DONE;
+    }
+
+    /**
+     * Gathers {@code len} bytes of a list into {@code mem} at {@code off}, the last 8 after a release fence:
+     * a peer polling the end of the buffer (perftest's write-lat) then sees all of it. False on a bad local key.
+     */
+    private boolean writeTailLast(int pd, long[] addr, int[] length, int[] lkey, int base, int count, MemorySegment mem,
+            long off, int len) {
+        int tail = Math.min(8, len);
+        int head = len - tail;
+        boolean ok = head == 0 || Sgl.copy(ctx, pd, addr, length, lkey, base, count, 0, mem, off, head, false);
+        VarHandle.releaseFence();
+        return ok && Sgl.copy(ctx, pd, addr, length, lkey, base, count, head, mem, off + head, tail, false);
     }
 
     private int fallback() {
@@ -221,12 +227,5 @@ final class DirectPlacement {
         }
         p.windows[index] = w;
         return w;
-    }
-
-    /** Forgets what is known of {@code node} (it went down or restarted). */
-    void forget(int node) {
-        if (node >= 0 && node < peers.length) {
-            peers[node] = null;
-        }
     }
 }

@@ -3,8 +3,6 @@ package dev.nupa.roce;
 /** 24-bit packet sequence number arithmetic (IBA 9.7.1), with wrap-around. */
 final class Psn {
     static final int MASK = 0xFFFFFF;
-    /** Half the PSN space: a PSN this far ahead or more counts as behind (IBA 9.7.5.1.3). */
-    static final int HALF = 0x800000;
 
     private Psn() {
     }

@@ -219,8 +219,7 @@ final class RcRequester {
                 if (WrOpcode.isReadOrAtomic(op) && rdOutstanding >= Math.max(1, qp.attr.maxRdAtomic)) {
                     return;
                 }
-                if (qp.mode == TransferMode.DIRECT && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM
-                        && op != WrOpcode.RDMA_WRITE_WITH_IMM && sq.npsn[s] == 0) {
+                if (qp.mode == TransferMode.DIRECT && WrOpcode.placesDirectly(op) && sq.npsn[s] == 0) {
                     if (sq.head != sq.next) {
                         return; // keep the order: earlier packet requests first
                     }

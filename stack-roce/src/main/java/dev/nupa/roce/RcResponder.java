@@ -176,11 +176,7 @@ final class RcResponder {
             msgOffset = 0;
         }
         int n = pkt.payloadLength();
-        long room = 0;
-        for (int i = 0; i < recvCount; i++) {
-            room += recvLength[i];
-        }
-        if (msgOffset + n > room) {
+        if (msgOffset + n > Sgl.length(recvLength, 0, recvCount)) {
             // IBA 9.7.5.2.3: the message does not fit the receive buffers.
             recvHeld = false;
             qp.completeRecv(recvWrId, WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
@@ -425,13 +421,9 @@ final class RcResponder {
             }
             serveHead++;
         }
-        if (pendingNak >= 0) { // after the responses it follows in PSN order (IBA 9.7.5.1)
-            int syndrome = pendingNak;
-            pendingNak = -1;
-            nak(syndrome, pendingNakPsn);
-            if (pendingNak >= 0) {
-                return;
-            }
+        flushNak(); // after the responses it follows in PSN order (IBA 9.7.5.1)
+        if (pendingNak >= 0) {
+            return;
         }
         if (ackPending) {
             long o = ctx.claim(qp.attr.destNode, Bth.LENGTH + Aeth.LENGTH);
@@ -525,7 +517,7 @@ final class RcResponder {
         qp.enterError();
     }
 
-    /** In ERR: only a NAK the ring refused is still owed to the requester. */
+    /** Sends a NAK the ring refused earlier (also from ERR, where it is all the requester is still owed). */
     void flushNak() {
         if (pendingNak >= 0) {
             int syndrome = pendingNak;
@@ -554,15 +546,12 @@ final class RcResponder {
         }
         q.pop();
         int n = pkt.payloadLength();
-        long room = 0;
-        for (int i = 0; i < q.numSge[s]; i++) {
-            room += q.sgLength[s * q.maxSge + i];
-        }
+
         boolean imm = (pkt.flags() & Opcode.IMMDT) != 0;
         int immData = imm ? ImmDt.get(m, pkt.immDt()) : 0;
         int srcQp = Deth.srcQp(m, pkt.deth());
         boolean se = Bth.solicited(m, pkt.bth());
-        if (GRH_BYTES + n > room) {
+        if (GRH_BYTES + n > Sgl.length(q.sgLength, s * q.maxSge, q.numSge[s])) {
             qp.completeRecv(q.wrId[s], WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, srcQp, srcNode, se);
             return;
         }

@@ -374,11 +374,6 @@ public final class RdmaContext implements AutoCloseable {
         cm = manager;
     }
 
-    /** Forgets cached windows of {@code node} (call on a peer-down or restart event). */
-    public void peerChanged(int node) {
-        direct.forget(node);
-    }
-
     private void checkPd(ProtectionDomain pd) {
         if (pd == null || pd.context != this || pd.closed) {
             throw new RdmaException("protection domain is " + (pd == null ? "null" : pd.closed ? "closed" : "of another context"));

@@ -64,10 +64,6 @@ public final class ScatterGather {
     }
 
     long totalLength() {
-        long n = 0;
-        for (int i = 0; i < count; i++) {
-            n += length[i];
-        }
-        return n;
+        return Sgl.length(length, 0, count);
     }
 }

@@ -84,9 +84,6 @@ final class SendQueue {
         return (int) i & mask;
     }
 
-    int size() {
-        return (int) (tail - head);
-    }
 
     /** Whether slot s's payload comes from its inline copy rather than the gather list. */
     boolean fromInline(int s) {

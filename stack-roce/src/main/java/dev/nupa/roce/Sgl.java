@@ -7,6 +7,15 @@ final class Sgl {
     private Sgl() {
     }
 
+    /** Total bytes of {@code count} entries of a list from index {@code base}. */
+    static long length(int[] length, int base, int count) {
+        long n = 0;
+        for (int i = base; i < base + count; i++) {
+            n += length[i];
+        }
+        return n;
+    }
+
     /**
      * Copies {@code n} bytes at message offset {@code off} of the list ({@code count} entries from index
      * {@code base}) out of it ({@code intoList} false) or into it, from or to {@code data} at {@code dataOff}.

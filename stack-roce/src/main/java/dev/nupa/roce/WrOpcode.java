@@ -26,6 +26,12 @@ public final class WrOpcode {
         return opcode == RDMA_READ || isAtomic(opcode);
     }
 
+    /** The operations a DIRECT QP places itself; SENDs and WRITE_WITH_IMM consume a receive, so they travel as packets. */
+    static boolean placesDirectly(int opcode) {
+        return opcode == RDMA_WRITE || opcode == RDMA_READ || isAtomic(opcode);
+    }
+
+
     static boolean isWrite(int opcode) {
         return opcode == RDMA_WRITE || opcode == RDMA_WRITE_WITH_IMM;
     }
