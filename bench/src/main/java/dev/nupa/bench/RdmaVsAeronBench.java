@@ -35,9 +35,6 @@ import org.HdrHistogram.Histogram;
 import org.agrona.BitUtil;
 import org.agrona.BufferUtil;
 import org.agrona.concurrent.BackoffIdleStrategy;
-import org.agrona.concurrent.BusySpinIdleStrategy;
-import org.agrona.concurrent.IdleStrategy;
-import org.agrona.concurrent.NoOpIdleStrategy;
 import org.agrona.concurrent.SleepingMillisIdleStrategy;
 import org.agrona.concurrent.UnsafeBuffer;
 
@@ -50,6 +47,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.Comparator;
 import java.util.Locale;
 import java.util.concurrent.BrokenBarrierException;
@@ -58,8 +56,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
 
 /**
- * Side-by-side ping-pong latency, in one process, of three ways to hand 8 bytes to another thread and
- * back (each a half round trip, p50/p99/p99.9/mean over {@code iterations} after {@code warmup}):
+ * Side-by-side ping-pong latency, in one process, of four ways to hand a few bytes to another thread and
+ * back (each reported as a half round trip):
  * <ol>
  *   <li><b>shm floor</b>: one 8-byte counter in one cache line of a {@code /dev/shm} file, bounced
  *       between the two threads (release store, acquire spin): the least any shared-memory transport can take;</li>
@@ -68,34 +66,49 @@ import java.util.stream.Stream;
  *       8-byte INLINE RDMA WRITEs, signaled every {@value #SIGNAL_EVERY}-th post; each side spins on the last
  *       byte of its own region until the peer's write lands, then writes back;</li>
  *   <li><b>Aeron IPC</b> ping-pong (Aeron's EmbeddedPingPong shape): an embedded MediaDriver, two exclusive
- *       publications over {@code aeron:ipc} (ping and pong streams), 32-byte and 8-byte messages.</li>
+ *       publications over {@code aeron:ipc} (ping and pong streams), 8-byte and 32-byte messages.</li>
  * </ol>
- * The two measuring threads are pinned to CPUs 0 and 1 (sched_setaffinity) when the machine has two; the
+ *
+ * <p><b>Interleaved blocks.</b> On a small VM the host moves the two vCPUs between cores that share a cache
+ * and cores that do not, so one cache-line hand-off takes 45 ns at one moment and 225 ns a few hundred
+ * milliseconds later. Measuring the transports one after the other therefore compares placements, not
+ * transports. Here all four are set up at once and the two threads run them in turns of {@value #BLOCK}
+ * round trips (about 0.1 ms a block): floor, NUPA, Aeron 8 B, Aeron 32 B, floor, ... The headline ratios are
+ * the medians, over every turn, of the block medians' ratios (NUPA against the floor and Aeron blocks next
+ * to it), so a placement change weighs on both sides of a ratio alike; pooled percentiles are printed too.
+ *
+ * <p>The two measuring threads are pinned to CPUs 0 and 1 (sched_setaffinity) when the machine has two; the
  * helper threads (fabric liveness, Aeron driver and client conductors) are not pinned and mostly sleep.
- * Latency is taken as perftest does: one {@code System.nanoTime()} per iteration, the difference between
- * consecutive iterations is one round trip, halved. Every wait loop spins with {@code Thread.onSpinWait()}
- * (Aeron's BusySpinIdleStrategy); {@code spin=none} drops the pause in all three (Aeron: NoOpIdleStrategy).
+ * A round trip is the time between consecutive {@code System.nanoTime()} reads of the pinging thread within
+ * a block (perftest's way); every wait loop spins with {@code Thread.onSpinWait()}.
  *
  * <p>Run (after {@code mvn -B -q package -pl bench}), from the repository root:
  * <pre>
  * $JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow \
  *     --add-opens java.base/jdk.internal.misc=ALL-UNNAMED --add-opens java.base/java.nio=ALL-UNNAMED \
- *     -cp bench/target/benchmarks.jar dev.nupa.bench.RdmaVsAeronBench [iterations=200000] [warmup=100000] [spin=pause|none] [pin=true|false]
+ *     -cp bench/target/benchmarks.jar dev.nupa.bench.RdmaVsAeronBench [iterations=200000] [warmup=100000] [pin=true|false]
  * </pre>
- * (The shaded jar's Main-Class is JMH; {@code -cp} with a class name runs this one.) It prints one line per
- * measurement and the ratios NUPA p50 / floor p50 (target at most 2) and NUPA p50 / Aeron p50 (target below 1).
- * The fabric file and the Aeron directory are removed on exit.
+ * (The shaded jar's Main-Class is JMH; {@code -cp} with a class name runs this one.) {@code iterations} and
+ * {@code warmup} count round trips per transport. The fabric file and the Aeron directory are removed on exit.
  */
 public final class RdmaVsAeronBench {
     static final int SIGNAL_EVERY = 64;
-    /** Both sides run the fabric and verbs timers every this many iterations, outside the timed interval. */
-    static final int POLL_EVERY = 4096;
+    /** Round trips per turn of one transport. */
+    static final int BLOCK = 500;
+    static final int FLOOR = 0;
+    static final int NUPA = 1;
+    static final int AERON8 = 2;
+    static final int AERON32 = 3;
+    static final int MODES = 4;
+    static final String[] NAMES = {"shm floor (1 cache line)", "NUPA RDMA write-lat 8 B direct", "Aeron IPC ping-pong 8 B",
+        "Aeron IPC ping-pong 32 B"};
     static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
+    static final int PING_STREAM = 1001;
+    static final int PONG_STREAM = 1002;
 
     static int iterations = 200_000;
     static int warmup = 100_000;
-    static boolean pause = true;
     static boolean pin = true;
 
     private RdmaVsAeronBench() {
@@ -107,32 +120,59 @@ public final class RdmaVsAeronBench {
             switch (kv[0]) {
                 case "iterations" -> iterations = Integer.parseInt(kv[1]);
                 case "warmup" -> warmup = Integer.parseInt(kv[1]);
-                case "spin" -> pause = !"none".equals(kv[1]);
                 case "pin" -> pin = Boolean.parseBoolean(kv[1]);
-                default -> throw new IllegalArgumentException("unknown argument " + a
-                        + "; use iterations=N warmup=N spin=pause|none pin=true|false");
+                default -> throw new IllegalArgumentException("unknown argument " + a + "; use iterations=N warmup=N pin=true|false");
             }
         }
+        if (iterations < BLOCK || warmup < 0) {
+            throw new IllegalArgumentException("need iterations >= " + BLOCK + " and warmup >= 0, not iterations=" + iterations
+                    + " warmup=" + warmup);
+        }
         pin = pin && Runtime.getRuntime().availableProcessors() >= 2;
-        System.out.printf(Locale.ROOT, "RdmaVsAeronBench: %d iterations after %d warm-up, spin=%s, pinned=%s, %d CPUs, %s%n",
-                iterations, warmup, pause ? "pause" : "none", pin, Runtime.getRuntime().availableProcessors(),
+        int warmBlocks = (warmup + BLOCK - 1) / BLOCK;
+        int blocks = iterations / BLOCK;
+        System.out.printf(Locale.ROOT, "RdmaVsAeronBench: %d round trips per transport in turns of %d after %d warm-up, pinned=%s, "
+                + "%d CPUs, %s%n", blocks * BLOCK, BLOCK, warmBlocks * BLOCK, pin, Runtime.getRuntime().availableProcessors(),
                 Runtime.version());
-        Histogram floor = shmFloor();
-        report("shm floor (1 cache line)", floor);
-        Histogram nupa = nupaWriteLat();
-        report("NUPA RDMA write-lat 8 B direct", nupa);
-        Histogram aeron32 = aeronIpc(32);
-        report("Aeron IPC ping-pong 32 B", aeron32);
-        Histogram aeron8 = aeronIpc(8);
-        report("Aeron IPC ping-pong 8 B", aeron8);
-        double n = half(nupa.getValueAtPercentile(50));
-        System.out.printf(Locale.ROOT, "ratio NUPA p50 / floor p50      = %.2f (target <= 2)%n", n / half(floor.getValueAtPercentile(50)));
-        System.out.printf(Locale.ROOT, "ratio NUPA p50 / Aeron 32 B p50 = %.2f (target < 1)%n", n / half(aeron32.getValueAtPercentile(50)));
-        System.out.printf(Locale.ROOT, "ratio NUPA p50 / Aeron 8 B p50  = %.2f (target < 1)%n", n / half(aeron8.getValueAtPercentile(50)));
+        long[][] rtt = new long[MODES][blocks * BLOCK];
+        run(warmBlocks, blocks, rtt);
+
+        Histogram[] h = new Histogram[MODES];
+        for (int m = 0; m < MODES; m++) {
+            h[m] = new Histogram(10_000_000_000L, 3);
+            for (long v : rtt[m]) {
+                h[m].recordValue(Math.max(1, v));
+            }
+            report(NAMES[m], h[m]);
+        }
+        double[] vsFloor = new double[blocks];
+        double[] vsAeron8 = new double[blocks];
+        double[] vsAeron32 = new double[blocks];
+        double[] aeronVsFloor = new double[blocks];
+        for (int b = 0; b < blocks; b++) {
+            double f = blockMedian(rtt[FLOOR], b);
+            double n = blockMedian(rtt[NUPA], b);
+            double a8 = blockMedian(rtt[AERON8], b);
+            vsFloor[b] = n / f;
+            vsAeron8[b] = n / a8;
+            vsAeron32[b] = n / blockMedian(rtt[AERON32], b);
+            aeronVsFloor[b] = a8 / f;
+        }
+        System.out.printf(Locale.ROOT, "pooled p50 ratios: NUPA/floor %.2f, NUPA/Aeron 8 B %.2f, NUPA/Aeron 32 B %.2f%n",
+                p50(h[NUPA]) / p50(h[FLOOR]), p50(h[NUPA]) / p50(h[AERON8]), p50(h[NUPA]) / p50(h[AERON32]));
+        System.out.printf(Locale.ROOT, "ratio NUPA / floor        = %.2f (median over %d turns of block medians; target <= 2)%n",
+                median(vsFloor), blocks);
+        System.out.printf(Locale.ROOT, "ratio NUPA / Aeron 8 B    = %.2f (target < 1)%n", median(vsAeron8));
+        System.out.printf(Locale.ROOT, "ratio NUPA / Aeron 32 B   = %.2f (target < 1)%n", median(vsAeron32));
+        System.out.printf(Locale.ROOT, "ratio Aeron 8 B / floor   = %.2f (for scale)%n", median(aeronVsFloor));
     }
 
     static double half(long rttNs) {
         return rttNs / 2.0;
+    }
+
+    static double p50(Histogram h) {
+        return half(h.getValueAtPercentile(50));
     }
 
     /** Prints the half round trip: the histogram holds whole round trips. */
@@ -142,105 +182,185 @@ public final class RdmaVsAeronBench {
                 h.getMean() / 2.0, h.getTotalCount());
     }
 
-    static Histogram histogram(long[] rtt) {
-        Histogram h = new Histogram(10_000_000_000L, 3);
-        for (long v : rtt) {
-            h.recordValue(Math.max(1, v));
-        }
-        return h;
+    static double blockMedian(long[] rtt, int block) {
+        long[] b = Arrays.copyOfRange(rtt, block * BLOCK, (block + 1) * BLOCK);
+        Arrays.sort(b);
+        return b[BLOCK / 2];
     }
 
-    static void spin() {
-        if (pause) {
-            Thread.onSpinWait();
-        }
+    static double median(double[] v) {
+        double[] s = v.clone();
+        Arrays.sort(s);
+        return s[s.length / 2];
     }
 
-    // ---- running two sides ------------------------------------------------------------------
+    // ---- the two threads --------------------------------------------------------------------
 
-    /** A side of a ping-pong: set up on its own thread, meet the peer at the barrier, then run. */
+    /** One side's part of each transport: {@link #ping} sends and waits for the answer, {@link #pong} answers one. */
     interface Side {
-        void run(CyclicBarrier barrier) throws Exception;
+        void ping();
+
+        void pong();
+
+        /** Between turns, outside the timed interval (timers, housekeeping). */
+        default void idle() {
+        }
     }
 
-    /** Runs {@code ping} on CPU 0 and {@code pong} on CPU 1 and waits for both; rethrows the first failure. */
-    static void runPair(String name, Side ping, Side pong) throws Exception {
-        CyclicBarrier barrier = new CyclicBarrier(2);
-        AtomicReference<Throwable> failure = new AtomicReference<>();
-        Thread[] threads = new Thread[2];
-        Side[] sides = {ping, pong};
-        for (int k = 0; k < 2; k++) {
-            int cpu = k;
-            Side side = sides[k];
-            threads[k] = new Thread(() -> {
-                if (pin && !Affinity.pin(cpu)) {
-                    System.err.println(name + ": could not pin to CPU " + cpu);
+    /** Sets up everything, then runs the turns on two pinned threads. */
+    static void run(int warmBlocks, int blocks, long[][] rtt) throws Exception {
+        Path fabricPath = tempPath("fabric");
+        Path floorPath = tempPath("floor");
+        String aeronDir = tempPath("aeron").toString();
+        // 2 nodes (a spare 2 more), one ring of 64 frames of 9216 bytes, 64 windows in 16 MiB,
+        // heartbeats every 100 ms, a node dead after 1 s standing still.
+        FabricGeometry g = new FabricGeometry(4, 1, 64, 9216, 64, 16L << 20, 100_000_000L, 1_000_000_000L, 1_000_000_000L);
+        // The data path of aeron:ipc is the log buffers, between the publisher and subscriber threads; the
+        // driver's conductor only sets up and moves the publication limit, so on 2 cores it shares one
+        // thread that backs off to parking rather than spinning against the two measuring threads.
+        MediaDriver.Context driverCtx = new MediaDriver.Context()
+                .aeronDirectoryName(aeronDir)
+                .threadingMode(ThreadingMode.SHARED)
+                .sharedIdleStrategy(new BackoffIdleStrategy(10, 10, 1_000, 100_000))
+                .ipcTermBufferLength(16 << 20)
+                .dirDeleteOnStart(true)
+                .dirDeleteOnShutdown(true);
+        try (Arena arena = Arena.ofShared();
+             FileChannel ch = FileChannel.open(floorPath, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                     StandardOpenOption.WRITE);
+             Fabric fabric = ShmFabric.create(fabricPath, g);
+             FabricNode nodeA = fabric.attach(0);
+             FabricNode nodeB = fabric.attach(1);
+             MediaDriver driver = MediaDriver.launchEmbedded(driverCtx);
+             Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(driver.aeronDirectoryName())
+                     .idleStrategy(new SleepingMillisIdleStrategy(1)));
+             Subscription pingSub = aeron.addSubscription("aeron:ipc", PING_STREAM);
+             Subscription pongSub = aeron.addSubscription("aeron:ipc", PONG_STREAM);
+             ExclusivePublication pingPub = aeron.addExclusivePublication("aeron:ipc", PING_STREAM);
+             ExclusivePublication pongPub = aeron.addExclusivePublication("aeron:ipc", PONG_STREAM)) {
+            MemorySegment line = ch.map(FileChannel.MapMode.READ_WRITE, 0, 4096, arena);
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!(pingPub.isConnected() && pongPub.isConnected() && pingSub.imageCount() > 0 && pongSub.imageCount() > 0)) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("Aeron IPC streams did not connect in 10 s");
                 }
-                try {
-                    side.run(barrier);
-                } catch (Throwable t) {
-                    failure.compareAndSet(null, t);
-                    barrier.reset(); // wakes a peer waiting at the barrier with BrokenBarrierException
-                }
-            }, name + (k == 0 ? "-ping" : "-pong"));
-            threads[k].setDaemon(true);
-        }
-        for (Thread t : threads) {
-            t.start();
-        }
-        for (Thread t : threads) {
-            t.join(120_000);
-            if (t.isAlive()) {
-                throw new IllegalStateException(t.getName() + " still running after 120 s: a side is stuck"
-                        + (failure.get() != null ? " (the other failed: " + failure.get() + ")" : ""));
+                Thread.sleep(1);
             }
+            Image pongImage = pongSub.imageAtIndex(0);
+            Image pingImage = pingSub.imageAtIndex(0);
+            Endpoint[] endpoints = new Endpoint[2];
+            long[][] counters = new long[2][];
+            CyclicBarrier barrier = new CyclicBarrier(2);
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            Thread[] threads = new Thread[2];
+            FabricNode[] nodes = {nodeA, nodeB};
+            for (int k = 0; k < 2; k++) {
+                int side = k;
+                threads[k] = new Thread(() -> {
+                    if (pin && !Affinity.pin(side)) {
+                        System.err.println("could not pin to CPU " + side);
+                    }
+                    try (Nupa nupa = new Nupa(side, nodes[side], barrier, endpoints)) {
+                        Side[] sides = {
+                            new FloorSide(line, side == 0),
+                            nupa,
+                            new AeronSide(8, side == 0 ? pingPub : pongPub, side == 0 ? pongImage : pingImage),
+                            new AeronSide(32, side == 0 ? pingPub : pongPub, side == 0 ? pongImage : pingImage)
+                        };
+                        barrier.await();
+                        turns(sides, side == 0, warmBlocks, blocks, rtt);
+                        counters[side] = nupa.counters();
+                        barrier.await(); // neither side closes its context while the other may still write into it
+                    } catch (Throwable t) {
+                        failure.compareAndSet(null, t);
+                        barrier.reset(); // wakes a peer waiting at the barrier with BrokenBarrierException
+                    }
+                }, side == 0 ? "bench-ping" : "bench-pong");
+                threads[k].setDaemon(true);
+            }
+            for (Thread t : threads) {
+                t.start();
+            }
+            for (Thread t : threads) {
+                t.join(300_000);
+                if (t.isAlive()) {
+                    throw new IllegalStateException(t.getName() + " still running after 300 s: a side is stuck"
+                            + (failure.get() != null ? " (the other failed: " + failure.get() + ")" : ""));
+                }
+            }
+            Throwable t = failure.get();
+            if (t != null && !(t instanceof BrokenBarrierException)) {
+                throw new IllegalStateException("bench failed", t);
+            }
+            for (int k = 0; k < 2; k++) {
+                if (counters[k] == null || counters[k][1] != 0 || counters[k][0] < (long) (warmBlocks + blocks) * BLOCK) {
+                    throw new IllegalStateException("node " + k + " counters " + Arrays.toString(counters[k])
+                            + " (direct operations, fallbacks): the writes did not all go by direct placement");
+                }
+            }
+        } finally {
+            Files.deleteIfExists(fabricPath);
+            Files.deleteIfExists(floorPath);
+            deleteTree(Path.of(aeronDir));
         }
-        Throwable t = failure.get();
-        if (t != null && !(t instanceof BrokenBarrierException)) {
-            throw new IllegalStateException(name + " failed", t);
+    }
+
+    /** The turns: each block runs one transport; the pinging side times each round trip of recorded blocks. */
+    static void turns(Side[] sides, boolean ping, int warmBlocks, int blocks, long[][] rtt) {
+        for (int b = 0; b < (warmBlocks + blocks) * MODES; b++) {
+            int mode = b % MODES;
+            int recorded = b / MODES - warmBlocks;
+            Side s = sides[mode];
+            if (!ping) {
+                for (int i = 0; i < BLOCK; i++) {
+                    s.pong();
+                }
+            } else {
+                long[] out = rtt[mode];
+                long t0 = System.nanoTime();
+                for (int i = 0; i < BLOCK; i++) {
+                    s.ping();
+                    long t1 = System.nanoTime();
+                    if (recorded >= 0) {
+                        out[recorded * BLOCK + i] = t1 - t0;
+                    }
+                    t0 = t1;
+                }
+            }
+            s.idle();
         }
     }
 
     // ---- 1. the shm floor -----------------------------------------------------------------------
 
     /** One long in one cache line: ping writes 2i+1 and waits for 2i+2; pong waits for 2i+1 and writes 2i+2. */
-    static Histogram shmFloor() throws Exception {
-        Path path = tempPath("floor");
-        long[] rtt = new long[iterations];
-        try (Arena arena = Arena.ofShared();
-             FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                     StandardOpenOption.WRITE)) {
-            MemorySegment line = ch.map(FileChannel.MapMode.READ_WRITE, 0, 4096, arena);
-            int total = warmup + iterations;
-            runPair("floor", barrier -> {
-                barrier.await();
-                long t0 = System.nanoTime();
-                for (int i = 0; i < total; i++) {
-                    long want = 2L * i + 2;
-                    LONG.setRelease(line, 0L, 2L * i + 1);
-                    while ((long) LONG.getAcquire(line, 0L) != want) {
-                        spin();
-                    }
-                    long t1 = System.nanoTime();
-                    if (i >= warmup) {
-                        rtt[i - warmup] = t1 - t0;
-                    }
-                    t0 = t1;
-                }
-            }, barrier -> {
-                barrier.await();
-                for (int i = 0; i < total; i++) {
-                    long want = 2L * i + 1;
-                    while ((long) LONG.getAcquire(line, 0L) != want) {
-                        spin();
-                    }
-                    LONG.setRelease(line, 0L, want + 1);
-                }
-            });
-        } finally {
-            Files.deleteIfExists(path);
+    static final class FloorSide implements Side {
+        private final MemorySegment line;
+        private long value;
+
+        FloorSide(MemorySegment line, boolean ping) {
+            this.line = line;
         }
-        return histogram(rtt);
+
+        @Override
+        public void ping() {
+            long want = value + 2;
+            LONG.setRelease(line, 0L, value + 1);
+            while ((long) LONG.getAcquire(line, 0L) != want) {
+                Thread.onSpinWait();
+            }
+            value = want;
+        }
+
+        @Override
+        public void pong() {
+            long want = value + 1;
+            while ((long) LONG.getAcquire(line, 0L) != want) {
+                Thread.onSpinWait();
+            }
+            LONG.setRelease(line, 0L, want + 1);
+            value = want + 1;
+        }
     }
 
     // ---- 2. NUPA RDMA write-lat ---------------------------------------------------------------
@@ -254,51 +374,25 @@ public final class RdmaVsAeronBench {
     /** Offset of the 8 bytes this side sends from. */
     static final long SEND_OFF = 64;
 
-    static Histogram nupaWriteLat() throws Exception {
-        Path path = tempPath("fabric");
-        // 2 nodes (a spare 2 more), one ring of 64 frames of 9216 bytes, 64 windows in 16 MiB,
-        // heartbeats every 100 ms, a node dead after 1 s standing still.
-        FabricGeometry g = new FabricGeometry(4, 1, 64, 9216, 64, 16L << 20, 100_000_000L, 1_000_000_000L,
-                1_000_000_000L);
-        long[] rtt = new long[iterations];
-        Endpoint[] endpoints = new Endpoint[2];
-        long[][] counters = new long[2][];
-        Fabric fabric = ShmFabric.create(path, g);
-        try {
-            FabricNode a = fabric.attach(0);
-            FabricNode b = fabric.attach(1);
-            try {
-                runPair("nupa", barrier -> nupaSide(0, a, barrier, endpoints, rtt, counters),
-                        barrier -> nupaSide(1, b, barrier, endpoints, null, counters));
-            } finally {
-                b.close();
-                a.close();
-            }
-        } finally {
-            fabric.close();
-            Files.deleteIfExists(path);
-        }
-        for (int k = 0; k < 2; k++) {
-            if (counters[k] != null && (counters[k][1] != 0 || counters[k][0] < warmup + iterations)) {
-                throw new IllegalStateException("node " + k + " made " + counters[k][0] + " direct operations and "
-                        + counters[k][1] + " fallbacks: the writes did not all go by direct placement");
-            }
-        }
-        return histogram(rtt);
-    }
+    /** One side of write-lat: its own link, context, region and DIRECT RC QP, all touched only on this thread. */
+    static final class Nupa implements Side, AutoCloseable {
+        private final Link link;
+        private final RdmaContext ctx;
+        private final CompletionQueue cq;
+        private final QueuePair qp;
+        private final MemorySegment mem;
+        private final SendWorkRequest wr;
+        private final WorkCompletion wc = new WorkCompletion();
+        private int posts;
+        private byte value;
 
-    /**
-     * One side of write-lat: its own link, context, region and DIRECT RC QP, all touched only on this thread.
-     * Side 0 (ping, {@code rtt != null}) writes first and times; side 1 answers each write with one.
-     */
-    static void nupaSide(int k, FabricNode dev, CyclicBarrier barrier, Endpoint[] endpoints, long[] rtt,
-            long[][] counters) throws Exception {
-        Link link = new Link(dev);
-        try (RdmaContext ctx = RdmaContext.open(link)) {
+        Nupa(int k, FabricNode dev, CyclicBarrier barrier, Endpoint[] endpoints) throws Exception {
+            link = new Link(dev);
+            ctx = RdmaContext.open(link);
             ProtectionDomain pd = ctx.allocPd();
-            CompletionQueue cq = ctx.createCq(256);
+            cq = ctx.createCq(256);
             MemoryRegion mr = pd.allocMr(4096, Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ);
-            QueuePair qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq).withMode(TransferMode.DIRECT));
+            qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq).withMode(TransferMode.DIRECT));
             int psn = k == 0 ? 0x100 : 0xFFFF00;
             qp.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1)
                     .qpAccessFlags(Access.REMOTE_WRITE | Access.REMOTE_READ),
@@ -315,132 +409,105 @@ public final class RdmaVsAeronBench {
                     QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT
                             | QpAttrMask.RNR_RETRY | QpAttrMask.MAX_QP_RD_ATOMIC);
             barrier.await(); // both QPs in RTS: each peer's directory shows a QP that takes writes
+            mem = mr.memory();
+            wr = new SendWorkRequest(1).opcode(WrOpcode.RDMA_WRITE).remote(peer.addr() + RECV_OFF, peer.rkey())
+                    .local(mr, SEND_OFF, 8);
+        }
 
-            MemorySegment mem = mr.memory();
-            SendWorkRequest wr = new SendWorkRequest(1).opcode(WrOpcode.RDMA_WRITE)
-                    .remote(peer.addr() + RECV_OFF, peer.rkey()).local(mr, SEND_OFF, 8);
-            WorkCompletion wc = new WorkCompletion();
-            long last = RECV_OFF + 7;
-            int total = warmup + iterations;
-            boolean ping = rtt != null;
-            long t0 = System.nanoTime();
-            for (int i = 0; i < total; i++) {
-                byte v = (byte) (i + 1);
-                if (!ping) {
-                    while ((byte) BYTE.getAcquire(mem, last) != v) {
-                        spin();
-                    }
+        private void write(byte v) {
+            mem.set(ValueLayout.JAVA_BYTE, SEND_OFF + 7, v);
+            boolean signaled = ++posts % SIGNAL_EVERY == 0;
+            wr.sendFlags = SendFlags.INLINE | (signaled ? SendFlags.SIGNALED : 0);
+            qp.postSend(wr);
+            if (signaled) {
+                // Direct placement completes on post: the completion is there already.
+                while (!cq.poll(wc)) {
+                    ctx.poll(System.nanoTime());
                 }
-                mem.set(ValueLayout.JAVA_BYTE, SEND_OFF + 7, v);
-                boolean signaled = i % SIGNAL_EVERY == SIGNAL_EVERY - 1;
-                wr.sendFlags = SendFlags.INLINE | (signaled ? SendFlags.SIGNALED : 0);
-                qp.postSend(wr);
-                if (signaled) {
-                    // Direct placement completes on post: the completion is there already.
-                    while (!cq.poll(wc)) {
-                        ctx.poll(System.nanoTime());
-                    }
-                    if (wc.status != WcStatus.SUCCESS) {
-                        throw new IllegalStateException("write completed with " + wc);
-                    }
-                }
-                if (ping) {
-                    while ((byte) BYTE.getAcquire(mem, last) != v) {
-                        spin();
-                    }
-                    long t1 = System.nanoTime();
-                    if (i >= warmup) {
-                        rtt[i - warmup] = t1 - t0;
-                    }
-                    t0 = t1;
-                }
-                if (i % POLL_EVERY == POLL_EVERY - 1) {
-                    long now = System.nanoTime();
-                    link.poll(64, now);
-                    ctx.poll(now);
-                    t0 = System.nanoTime();
+                if (wc.status != WcStatus.SUCCESS) {
+                    throw new IllegalStateException("write completed with " + wc);
                 }
             }
-            counters[k] = new long[] {ctx.counter(RdmaCounter.DIRECT_OPS), ctx.counter(RdmaCounter.DIRECT_FALLBACKS)};
-            barrier.await(); // neither side closes its context while the other may still write into it
+        }
+
+        private void await(byte v) {
+            while ((byte) BYTE.getAcquire(mem, RECV_OFF + 7) != v) {
+                Thread.onSpinWait();
+            }
+        }
+
+        @Override
+        public void ping() {
+            byte v = ++value;
+            write(v);
+            await(v);
+        }
+
+        @Override
+        public void pong() {
+            byte v = ++value;
+            await(v);
+            write(v);
+        }
+
+        @Override
+        public void idle() {
+            long now = System.nanoTime();
+            link.poll(64, now);
+            ctx.poll(now);
+        }
+
+        long[] counters() {
+            return new long[] {ctx.counter(RdmaCounter.DIRECT_OPS), ctx.counter(RdmaCounter.DIRECT_FALLBACKS)};
+        }
+
+        @Override
+        public void close() {
+            ctx.close();
         }
     }
 
     // ---- 3. Aeron IPC ping-pong ----------------------------------------------------------------
 
-    static final int PING_STREAM = 1001;
-    static final int PONG_STREAM = 1002;
+    /** One side of Aeron's ping-pong: ping offers and polls the pong image; pong polls the ping image and echoes. */
+    static final class AeronSide implements Side {
+        private final int length;
+        private final ExclusivePublication pub;
+        private final Image image;
+        private final UnsafeBuffer buf = new UnsafeBuffer(BufferUtil.allocateDirectAligned(BitUtil.CACHE_LINE_LENGTH,
+                BitUtil.CACHE_LINE_LENGTH));
+        private final FragmentHandler ignore = (b, o, l, h) -> { };
+        private final FragmentHandler echo;
+        private long sent;
 
-    static Histogram aeronIpc(int length) throws Exception {
-        String dir = tempPath("aeron").toString();
-        long[] rtt = new long[iterations];
-        // The data path of aeron:ipc is the log buffers, between the publisher and subscriber threads; the
-        // driver's conductor only sets up and moves the publication limit, so on 2 cores it shares one
-        // thread that backs off to parking rather than spinning against the two measuring threads.
-        MediaDriver.Context driverCtx = new MediaDriver.Context()
-                .aeronDirectoryName(dir)
-                .threadingMode(ThreadingMode.SHARED)
-                .sharedIdleStrategy(new BackoffIdleStrategy(10, 10, 1_000, 100_000))
-                .ipcTermBufferLength(16 << 20)
-                .dirDeleteOnStart(true)
-                .dirDeleteOnShutdown(true);
-        try (MediaDriver driver = MediaDriver.launchEmbedded(driverCtx);
-             Aeron aeron = Aeron.connect(new Aeron.Context().aeronDirectoryName(driver.aeronDirectoryName())
-                     .idleStrategy(new SleepingMillisIdleStrategy(1)));
-             Subscription pingSub = aeron.addSubscription("aeron:ipc", PING_STREAM);
-             Subscription pongSub = aeron.addSubscription("aeron:ipc", PONG_STREAM);
-             ExclusivePublication pingPub = aeron.addExclusivePublication("aeron:ipc", PING_STREAM);
-             ExclusivePublication pongPub = aeron.addExclusivePublication("aeron:ipc", PONG_STREAM)) {
-            long deadline = System.nanoTime() + 10_000_000_000L;
-            while (!(pingPub.isConnected() && pongPub.isConnected() && pingSub.imageCount() > 0 && pongSub.imageCount() > 0)) {
-                if (System.nanoTime() > deadline) {
-                    throw new IllegalStateException("Aeron IPC streams did not connect in 10 s");
+        AeronSide(int length, ExclusivePublication pub, Image image) {
+            this.length = length;
+            this.pub = pub;
+            this.image = image;
+            this.echo = (b, o, l, h) -> {
+                while (pub.offer(b, o, l) < 0) {
+                    Thread.onSpinWait();
                 }
-                Thread.sleep(1);
-            }
-            Image pongImage = pongSub.imageAtIndex(0);
-            Image pingImage = pingSub.imageAtIndex(0);
-            int total = warmup + iterations;
-            runPair("aeron" + length, barrier -> {
-                IdleStrategy idle = pause ? new BusySpinIdleStrategy() : new NoOpIdleStrategy();
-                UnsafeBuffer buf = new UnsafeBuffer(BufferUtil.allocateDirectAligned(
-                        Math.max(length, BitUtil.CACHE_LINE_LENGTH), BitUtil.CACHE_LINE_LENGTH));
-                FragmentHandler ignore = (b, o, l, h) -> { };
-                barrier.await();
-                long t0 = System.nanoTime();
-                for (int i = 0; i < total; i++) {
-                    buf.putLong(0, i);
-                    while (pingPub.offer(buf, 0, length) < 0) {
-                        idle.idle();
-                    }
-                    idle.reset();
-                    while (pongImage.poll(ignore, 1) == 0) {
-                        idle.idle();
-                    }
-                    long t1 = System.nanoTime();
-                    if (i >= warmup) {
-                        rtt[i - warmup] = t1 - t0;
-                    }
-                    t0 = t1;
-                }
-            }, barrier -> {
-                IdleStrategy idle = pause ? new BusySpinIdleStrategy() : new NoOpIdleStrategy();
-                FragmentHandler echo = (b, o, l, h) -> {
-                    while (pongPub.offer(b, o, l) < 0) {
-                        idle.idle();
-                    }
-                };
-                barrier.await();
-                for (int i = 0; i < total; i++) {
-                    while (pingImage.poll(echo, 1) == 0) {
-                        idle.idle();
-                    }
-                }
-            });
-        } finally {
-            deleteTree(Path.of(dir));
+            };
         }
-        return histogram(rtt);
+
+        @Override
+        public void ping() {
+            buf.putLong(0, ++sent);
+            while (pub.offer(buf, 0, length) < 0) {
+                Thread.onSpinWait();
+            }
+            while (image.poll(ignore, 1) == 0) {
+                Thread.onSpinWait();
+            }
+        }
+
+        @Override
+        public void pong() {
+            while (image.poll(echo, 1) == 0) {
+                Thread.onSpinWait();
+            }
+        }
     }
 
     // ---- helpers ----------------------------------------------------------------------------

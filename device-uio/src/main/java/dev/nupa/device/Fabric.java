@@ -280,7 +280,7 @@ public final class Fabric implements AutoCloseable {
             MemorySegment region = mem.asSlice(windowArea + at, size);
             region.fill((byte) 0); // a new window never shows an old owner's bytes
             INT.setRelease(mem, e + W_STATE, WINDOW_ACTIVE);
-            return new FabricWindow(this, free, key, owner, access, region, true);
+            return new FabricWindow(this, free, key, owner, ownerGen, access, region, true);
         } finally {
             unlock(owner, ownerGen);
         }
@@ -296,6 +296,7 @@ public final class Fabric implements AutoCloseable {
                     + " is not exported (closed, reclaimed, or a stale key); ask its owner for a fresh id and key");
         }
         int owner = mem.get(ValueLayout.JAVA_INT, e + W_OWNER);
+        int ownerGen = mem.get(ValueLayout.JAVA_INT, e + W_OWNER_GEN);
         int access = mem.get(ValueLayout.JAVA_INT, e + W_ACCESS);
         if ((access & (FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE)) == 0) {
             throw new FabricException("window " + id + " grants no remote access; its owner must export it with REMOTE_READ or REMOTE_WRITE");
@@ -305,7 +306,7 @@ public final class Fabric implements AutoCloseable {
         if ((access & FabricWindow.REMOTE_WRITE) == 0) {
             region = region.asReadOnly();
         }
-        return new FabricWindow(this, id, key, owner, access, region, false);
+        return new FabricWindow(this, id, key, owner, ownerGen, access, region, false);
     }
 
     /** The id of the active DIRECTORY window of {@code owner}'s current generation, or -1. */

@@ -367,9 +367,15 @@ public final class FabricNode implements FabricDevice {
         attached = false;
         liveness.stop();
         livenessThread.interrupt();
+        // A pending interrupt of the caller must not skip the join: the liveness thread reads the mapping,
+        // which the caller may unmap right after this (seen as "Already closed" in that thread).
+        boolean interrupted = Thread.interrupted();
         try {
             livenessThread.join(5_000);
         } catch (InterruptedException e) {
+            interrupted = true;
+        }
+        if (interrupted) {
             Thread.currentThread().interrupt();
         }
         if (!evicted) {

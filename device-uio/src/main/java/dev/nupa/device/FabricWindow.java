@@ -23,10 +23,13 @@ public final class FabricWindow implements AutoCloseable {
     private final int access;
     private final MemorySegment memory;
     private final boolean exported;
+    /** The owner's node state word while it is up in the incarnation that exported this window. */
+    private final long ownerWord;
     private boolean closed;
 
-    FabricWindow(Fabric fabric, int id, int key, int owner, int access, MemorySegment memory, boolean exported) {
+    FabricWindow(Fabric fabric, int id, int key, int owner, int ownerGen, int access, MemorySegment memory, boolean exported) {
         this.fabric = fabric;
+        this.ownerWord = Fabric.word(FabricLayout.STATE_UP, ownerGen);
         this.id = id;
         this.key = key;
         this.owner = owner;
@@ -63,6 +66,15 @@ public final class FabricWindow implements AutoCloseable {
     /** Whether this window is still exported by a live owner with the same key (peers should check before use). */
     public boolean isValid() {
         return !closed && fabric.windowValid(id, key, owner);
+    }
+
+    /**
+     * Whether the node that exported this window is still up in the same incarnation: one load, for a
+     * caller that learns of the window's withdrawal another way (the verbs layer: its directory's epoch
+     * changes before a region's window is freed). {@link #isValid} checks the window entry as well.
+     */
+    public boolean ownerUp() {
+        return !closed && fabric.stateWord(owner) == ownerWord;
     }
 
     /** For the exporter: withdraws the window and frees its space. For a peer: forgets it. */

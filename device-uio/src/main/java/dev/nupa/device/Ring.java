@@ -88,7 +88,7 @@ final class Ring {
 
     /** The ctrl word a producer must replace to publish {@code position}; read right after the claim. */
     long ctrlBefore(long position) {
-        return (long) LONG.getAcquire(mem, slotOffset(position) + S_CTRL);
+        return (long) LONG.getAndAdd(mem, slotOffset(position) + S_CTRL, 0L);
     }
 
     /**

@@ -73,6 +73,9 @@ final class RcRequester {
 
     void post(SendWorkRequest wr) {
         int op = wr.opcode;
+        if (op == WrOpcode.RDMA_WRITE && qp.mode == TransferMode.DIRECT && postDirectWrite(wr)) {
+            return;
+        }
         if (!WrOpcode.valid(op)) {
             throw new RdmaException("send request opcode " + op + " is unknown; use a WrOpcode constant");
         }
@@ -99,15 +102,6 @@ final class RcRequester {
         if (inline && (length > sq.maxInline || WrOpcode.isReadOrAtomic(op))) {
             throw new RdmaException(WrOpcode.isReadOrAtomic(op) ? "INLINE does not apply to " + WrOpcode.name(op)
                     : "inline payload of " + length + " bytes exceeds the QP's max_inline_data of " + sq.maxInline);
-        }
-        if (op == WrOpcode.RDMA_WRITE && qp.mode == TransferMode.DIRECT && sq.head == sq.tail && qp.state == QpState.RTS
-                && rnrUntil == 0 && ctx.direct.writeNow(qp, wr, (int) length) == DirectPlacement.DONE) {
-            // Nothing queued before it and placed already: complete without a send-queue entry (same order).
-            if ((qp.sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0)
-                    && !qp.sendCq.push(wr.wrId, WcStatus.SUCCESS, WcOpcode.RDMA_WRITE, (int) length, 0, qp.qpn, 0, 0, 0, false)) {
-                qp.enterError();
-            }
-            return;
         }
         if (sq.tail - sq.head == sq.capacity) {
             throw new RdmaException("send queue of QP " + qp.qpn + " is full (" + sq.capacity
@@ -153,6 +147,29 @@ final class RcRequester {
         if (inline && direct && sq.state[s] != SendQueue.DONE) {
             copyInline(s); // it did not go yet (a limit, a fallback): keep the bytes for later
         }
+    }
+
+    /**
+     * The post-time fast path of a direct RDMA WRITE of one gather entry with nothing queued before it:
+     * placed at once through the QP's cached check of the rkey ({@link DirectPlacement#writeNow}), completed
+     * without a send-queue entry (the order is the same, the queue being empty). False when anything is
+     * out of the ordinary: the request then takes the queued path, which checks everything and reports errors.
+     */
+    private boolean postDirectWrite(SendWorkRequest wr) {
+        ScatterGather sg = wr.sg;
+        if (sg.count != 1 || sq.head != sq.tail || qp.state != QpState.RTS || rnrUntil != 0 || qp.type != QpType.RC) {
+            return false;
+        }
+        int len = sg.length[0];
+        if (len <= 0 || ((wr.sendFlags & SendFlags.INLINE) != 0 && len > sq.maxInline)
+                || ctx.direct.writeNow(qp, wr, len) != DirectPlacement.DONE) {
+            return false;
+        }
+        if ((qp.sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0)
+                && !qp.sendCq.push(wr.wrId, WcStatus.SUCCESS, WcOpcode.RDMA_WRITE, len, 0, qp.qpn, 0, 0, 0, false)) {
+            qp.enterError();
+        }
+        return true;
     }
 
     /** Copies request {@code s}'s payload into its inline slot (INLINE: the caller may reuse its buffer at once). */
@@ -383,7 +400,7 @@ final class RcRequester {
     /** Copies message bytes of request {@code s} (from its inline copy when {@code fromInline}). */
     private boolean gather(int s, long off, MemorySegment dst, long dstOff, int n, boolean fromInline) {
         if (fromInline && sq.fromInline(s)) {
-            MemorySegment.copy(sq.inline, (long) s * sq.maxInline + off, dst, dstOff, n);
+            Bytes.copy(sq.inline, (long) s * sq.maxInline + off, dst, dstOff, n);
             return true;
         }
         int b = s * sq.maxSge;

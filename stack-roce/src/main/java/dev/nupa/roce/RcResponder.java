@@ -249,7 +249,7 @@ final class RcResponder {
                 classC(Aeth.NAK_REMOTE_ACCESS_ERROR, p);
                 return;
             }
-            MemorySegment.copy(m, pkt.payload(), writeMr.memory, writeVa - writeMr.addr + msgOffset, n);
+            Bytes.copy(m, pkt.payload(), writeMr.memory, writeVa - writeMr.addr + msgOffset, n);
         }
         msgOffset += n;
         if (last) {

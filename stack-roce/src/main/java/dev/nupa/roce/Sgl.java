@@ -37,9 +37,9 @@ final class Sgl {
                 return false;
             }
             if (intoList) {
-                MemorySegment.copy(data, dataOff, mr.memory, va - mr.addr, take);
+                Bytes.copy(data, dataOff, mr.memory, va - mr.addr, take);
             } else {
-                MemorySegment.copy(mr.memory, va - mr.addr, data, dataOff, take);
+                Bytes.copy(mr.memory, va - mr.addr, data, dataOff, take);
             }
             n -= take;
             dataOff += take;
