@@ -86,13 +86,9 @@ final class Ring {
         }
     }
 
-    /**
-     * The ctrl word a producer must replace to publish {@code position}; read right after the claim with an
-     * atomic add of 0, which takes the slot's first line exclusively at once: a plain load would fetch it
-     * shared from the consumer and the publish would then wait for a second transfer to own it.
-     */
+    /** The ctrl word a producer must replace to publish {@code position}; read right after the claim. */
     long ctrlBefore(long position) {
-        return (long) LONG.getAndAdd(mem, slotOffset(position) + S_CTRL, 0L);
+        return (long) LONG.getAcquire(mem, slotOffset(position) + S_CTRL);
     }
 
     /**

@@ -216,15 +216,15 @@ public final class Link implements AutoCloseable {
             drop(DropReason.TRUNCATED);
             return;
         }
-        LinkHeader h = rxHeader.wrap(mem, off);
-        if (!h.payloadFits(len)) {
+        long w = rxHeader.wrap(mem, off).word(); // one load for the four fields
+        int payload = LinkHeader.payloadLength(w);
+        if (payload > len - LinkHeader.LENGTH) {
             drop(DropReason.BAD_LENGTH);
             return;
         }
-        int dst = h.destination();
-        int src = h.source();
-        int protocol = h.protocol();
-        int payload = h.payloadLength();
+        int dst = LinkHeader.destination(w);
+        int src = LinkHeader.source(w);
+        int protocol = LinkHeader.protocol(w);
         long payloadOff = off + LinkHeader.LENGTH;
         PacketCapture c = capture;
         if (c != null) {

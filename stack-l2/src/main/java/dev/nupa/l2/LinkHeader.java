@@ -29,6 +29,7 @@ public final class LinkHeader {
     static final int PROTOCOL = 4;
     static final int PAYLOAD_LENGTH = 6;
     static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    static final ValueLayout.OfLong U64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     private MemorySegment memory = MemorySegment.NULL;
     private long offset;
@@ -102,11 +103,35 @@ public final class LinkHeader {
 
     /** Writes all four fields (low 16 bits of each). */
     public LinkHeader set(int destination, int source, int protocol, int payloadLength) {
-        // One 64-bit store would do, but four 16-bit stores keep the byte order obvious.
-        set(DESTINATION, destination);
-        set(SOURCE, source);
-        set(PROTOCOL, protocol);
-        return set(PAYLOAD_LENGTH, payloadLength);
+        // One big-endian 64-bit store: the four u16 fields in wire order (one checked access on the send path).
+        memory.set(U64, offset, (long) (destination & 0xFFFF) << 48 | (long) (source & 0xFFFF) << 32
+                | (long) (protocol & 0xFFFF) << 16 | (payloadLength & 0xFFFF));
+        return this;
+    }
+
+    /** The whole header as one big-endian 64-bit word: destination, source, protocol, payload length from the top. */
+    public long word() {
+        return memory.get(U64, offset);
+    }
+
+    /** The destination field of a {@link #word()}. */
+    public static int destination(long word) {
+        return (int) (word >>> 48);
+    }
+
+    /** The source field of a {@link #word()}. */
+    public static int source(long word) {
+        return (int) (word >>> 32) & 0xFFFF;
+    }
+
+    /** The protocol field of a {@link #word()}. */
+    public static int protocol(long word) {
+        return (int) (word >>> 16) & 0xFFFF;
+    }
+
+    /** The payload length field of a {@link #word()}. */
+    public static int payloadLength(long word) {
+        return (int) word & 0xFFFF;
     }
 
     private int u16(int field) {

@@ -25,7 +25,7 @@ final class RcCompleter {
             return;
         }
         MemorySegment m = pkt.segment();
-        int p = Bth.psn(m, pkt.bth());
+        int p = pkt.psn();
         RcRequester req = qp.requester;
         // A response for a PSN we never sent is stray (IBA 9.7.5.1.1: ignore it).
         if (Psn.diff(p, req.highestSent) > 0) {

@@ -118,14 +118,23 @@ final class RcRequester {
             sq.sgLkey[b + i] = wr.sg.lkey[i];
         }
         sq.length[s] = length;
-        sq.remoteAddr[s] = wr.remoteAddr;
-        sq.rkey[s] = wr.rkey;
-        sq.compareAdd[s] = wr.compareAdd;
-        sq.swap[s] = wr.swap;
-        sq.imm[s] = wr.immData;
-        sq.udNode[s] = wr.udDestNode;
-        sq.udQpn[s] = wr.udRemoteQpn;
-        sq.udQkey[s] = wr.udRemoteQkey < 0 ? qp.attr.qkey : wr.udRemoteQkey; // IBA 10.2.5: top bit set, use the QP's Q_Key
+        // Only the fields the operation reads later (the queue is walked per message on the hot path).
+        if (op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM) {
+            sq.remoteAddr[s] = wr.remoteAddr;
+            sq.rkey[s] = wr.rkey;
+            if (WrOpcode.isAtomic(op)) {
+                sq.compareAdd[s] = wr.compareAdd;
+                sq.swap[s] = wr.swap;
+            }
+        }
+        if (WrOpcode.hasImm(op)) {
+            sq.imm[s] = wr.immData;
+        }
+        if (qp.type == QpType.UD) {
+            sq.udNode[s] = wr.udDestNode;
+            sq.udQpn[s] = wr.udRemoteQpn;
+            sq.udQkey[s] = wr.udRemoteQkey < 0 ? qp.attr.qkey : wr.udRemoteQkey; // IBA 10.2.5: top bit set, use the QP's Q_Key
+        }
         sq.state[s] = SendQueue.POSTED;
         sq.status[s] = WcStatus.SUCCESS;
         sq.received[s] = 0;
@@ -256,7 +265,8 @@ final class RcRequester {
                 }
                 int mtu = qp.attr.pathMtu;
                 sq.firstPsn[s] = psn;
-                sq.npsn[s] = WrOpcode.isAtomic(op) ? 1 : (int) Math.max(1, (sq.length[s] + mtu - 1) / mtu);
+                // Path MTUs are powers of two (QueuePair checks): a shift, not a 64-bit division.
+                sq.npsn[s] = WrOpcode.isAtomic(op) ? 1 : (int) Math.max(1, (sq.length[s] + mtu - 1) >>> Integer.numberOfTrailingZeros(mtu));
                 if (WrOpcode.isReadOrAtomic(op)) {
                     rdOutstanding++;
                 }
@@ -279,7 +289,7 @@ final class RcRequester {
         int node = qp.attr.destNode;
         int dqp = qp.attr.destQpNum;
         if (WrOpcode.isReadOrAtomic(op)) {
-            int p = Psn.add(sq.firstPsn[s], (int) (sendOffset / mtu));
+            int p = Psn.add(sq.firstPsn[s], (int) (sendOffset >>> Integer.numberOfTrailingZeros(mtu)));
             int hdr = op == WrOpcode.RDMA_READ ? Bth.LENGTH + Reth.LENGTH : Bth.LENGTH + AtomicEth.LENGTH;
             long o = ctx.claim(node, hdr);
             if (o < 0) {
@@ -325,7 +335,7 @@ final class RcRequester {
                 return false;
             }
             MemorySegment m = ctx.txMemory();
-            int p = Psn.add(sq.firstPsn[s], (int) (sendOffset / mtu));
+            int p = Psn.add(sq.firstPsn[s], (int) (sendOffset >>> Integer.numberOfTrailingZeros(mtu)));
             boolean ackReq = last || ++packetsSinceAckReq >= PACKETS_PER_ACK;
             if (ackReq) {
                 packetsSinceAckReq = 0;

@@ -112,7 +112,7 @@ final class RcResponder {
             return;
         }
         MemorySegment m = pkt.segment();
-        int p = Bth.psn(m, pkt.bth());
+        int p = pkt.psn();
         int d = Psn.diff(p, ePsn);
         if (d > 0) {
             ctx.counters.add(RdmaCounter.SEQUENCE_ERRORS, 1);
@@ -197,7 +197,7 @@ final class RcResponder {
             inMessage = NONE;
             recvHeld = false;
             msn = Psn.add(msn, 1);
-            boolean se = Bth.solicited(pkt.segment(), pkt.bth());
+            boolean se = pkt.solicited();
             if (!qp.completeRecv(recvWrId, WcStatus.SUCCESS, WcOpcode.RECV, (int) msgOffset, immData,
                     imm ? WorkCompletion.WITH_IMM : 0, 0, 0, se)) {
                 qp.enterError();
@@ -257,7 +257,7 @@ final class RcResponder {
             recvHeld = false;
             msn = Psn.add(msn, 1);
             if (imm && !qp.completeRecv(recvWrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) writeLength,
-                    ImmDt.get(m, pkt.immDt()), WorkCompletion.WITH_IMM, 0, 0, Bth.solicited(m, pkt.bth()))) {
+                    ImmDt.get(m, pkt.immDt()), WorkCompletion.WITH_IMM, 0, 0, pkt.solicited())) {
                 qp.enterError();
                 return;
             }
@@ -357,9 +357,11 @@ final class RcResponder {
         }
         recvWrId = q.wrId[s];
         recvCount = q.numSge[s];
-        System.arraycopy(q.sgAddr, s * q.maxSge, recvAddr, 0, recvCount);
-        System.arraycopy(q.sgLength, s * q.maxSge, recvLength, 0, recvCount);
-        System.arraycopy(q.sgLkey, s * q.maxSge, recvLkey, 0, recvCount);
+        for (int i = 0, b = s * q.maxSge; i < recvCount; i++) { // lists are short: cheaper than three arraycopy calls
+            recvAddr[i] = q.sgAddr[b + i];
+            recvLength[i] = q.sgLength[b + i];
+            recvLkey[i] = q.sgLkey[b + i];
+        }
         q.pop();
         recvHeld = true;
         return true;
@@ -369,7 +371,7 @@ final class RcResponder {
     private void advance(RocePacket pkt) {
         ePsn = Psn.add(ePsn, 1);
         nakSent = false;
-        if (Bth.ackReq(pkt.segment(), pkt.bth())) {
+        if (pkt.ackReq()) {
             ackPending = true;
             if (++acksOwed >= ACK_BATCH) {
                 flush();
@@ -550,7 +552,7 @@ final class RcResponder {
         boolean imm = (pkt.flags() & Opcode.IMMDT) != 0;
         int immData = imm ? ImmDt.get(m, pkt.immDt()) : 0;
         int srcQp = Deth.srcQp(m, pkt.deth());
-        boolean se = Bth.solicited(m, pkt.bth());
+        boolean se = pkt.solicited();
         if (GRH_BYTES + n > Sgl.length(q.sgLength, s * q.maxSge, q.numSge[s])) {
             qp.completeRecv(q.wrId[s], WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, srcQp, srcNode, se);
             return;

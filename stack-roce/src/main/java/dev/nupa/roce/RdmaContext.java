@@ -268,7 +268,7 @@ public final class RdmaContext implements AutoCloseable {
             counters.add(RdmaCounter.MALFORMED, 1);
             return;
         }
-        int qpn = Bth.destQp(memory, pkt.bth());
+        int qpn = pkt.destQp();
         if (qpn == RdmaCm.CM_QPN && cm != null && (pkt.flags() & Opcode.DETH) != 0) {
             cm.onMessage(sourceNode, pkt);
             return;

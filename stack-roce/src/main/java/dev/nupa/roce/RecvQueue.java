@@ -40,9 +40,11 @@ final class RecvQueue {
         int s = (int) tail & mask;
         wrId[s] = wr.wrId;
         numSge[s] = wr.sg.count;
-        System.arraycopy(wr.sg.addr, 0, sgAddr, s * maxSge, wr.sg.count);
-        System.arraycopy(wr.sg.length, 0, sgLength, s * maxSge, wr.sg.count);
-        System.arraycopy(wr.sg.lkey, 0, sgLkey, s * maxSge, wr.sg.count);
+        for (int i = 0, b = s * maxSge; i < wr.sg.count; i++) { // lists are short: cheaper than three arraycopy calls
+            sgAddr[b + i] = wr.sg.addr[i];
+            sgLength[b + i] = wr.sg.length[i];
+            sgLkey[b + i] = wr.sg.lkey[i];
+        }
         tail++;
     }
 

@@ -32,6 +32,8 @@ public final class RocePacket {
 
     private MemorySegment segment = MemorySegment.NULL;
     private long bth = -1;
+    private long bthHi;
+    private int bthLo;
     private int length;
     private int opcode = -1;
     private int flags;
@@ -62,12 +64,15 @@ public final class RocePacket {
         if (s == null || offset < 0 || length < Bth.LENGTH || offset > s.byteSize() - length) {
             return TRUNCATED;
         }
-        int op = Bth.opcode(s, offset);
+        // The BTH read once, as a long (bytes 0-7) and an int (8-11); the accessors below use these words.
+        long hi = Wire.i64(s, offset);
+        int lo = Wire.i32(s, offset + 8);
+        int op = (int) (hi >>> 56);
         int f = Opcode.flags(op);
         if (f == 0) {
             return UNKNOWN_OPCODE;
         }
-        if (Bth.tver(s, offset) != 0) {
+        if (((hi >>> 48) & 0xF) != 0) {
             return BAD_VERSION;
         }
         int headers = Bth.LENGTH + Opcode.extLength(op);
@@ -75,7 +80,7 @@ public final class RocePacket {
             return TRUNCATED;
         }
         int rest = length - headers;
-        int pad = Bth.padCount(s, offset);
+        int pad = (int) (hi >>> 52) & 3;
         if ((f & Opcode.PAYLOAD) == 0) {
             if (pad != 0) {
                 return BAD_PAD;
@@ -88,6 +93,8 @@ public final class RocePacket {
         }
         this.segment = s;
         this.bth = offset;
+        this.bthHi = hi;
+        this.bthLo = lo;
         this.length = length;
         this.opcode = op;
         this.flags = f;
@@ -124,6 +131,8 @@ public final class RocePacket {
     private void clear() {
         segment = MemorySegment.NULL;
         bth = -1;
+        bthHi = 0;
+        bthLo = 0;
         length = 0;
         opcode = -1;
         flags = 0;
@@ -202,17 +211,27 @@ public final class RocePacket {
 
     /** The BTH pad count (0..3). */
     public int padCount() {
-        return Bth.padCount(segment, bth);
+        return (int) (bthHi >>> 52) & 3;
     }
 
-    /** The BTH PSN. */
-    public int psn() {
-        return Bth.psn(segment, bth);
+    /** The BTH SE bit (solicited event). */
+    public boolean solicited() {
+        return (bthHi & 1L << 55) != 0;
     }
 
     /** The BTH destination QP. */
     public int destQp() {
-        return Bth.destQp(segment, bth);
+        return (int) bthHi & Bth.PSN_MASK;
+    }
+
+    /** The BTH AckReq bit. */
+    public boolean ackReq() {
+        return bthLo < 0;
+    }
+
+    /** The BTH PSN. */
+    public int psn() {
+        return bthLo & Bth.PSN_MASK;
     }
 
     public boolean has(int flag) {
