@@ -144,8 +144,8 @@ abstract class RdmaPerf implements Callable<Integer> {
     boolean all;
 
     @Option(names = "--mode", paramLabel = "packet|direct", defaultValue = "direct",
-            description = "How WRITE, READ and atomics move: direct placement in the peer's window, or packets "
-                    + "through its ring (default: ${DEFAULT-VALUE}); SENDs always go as packets.")
+            description = "How operations move: direct placement in the peer's windows (a SEND into its next "
+                    + "posted receive), or packets through its ring (default: ${DEFAULT-VALUE}).")
     String mode;
 
     @Option(names = {"-t", "--tx-depth"}, paramLabel = "N", defaultValue = "128",
@@ -683,9 +683,8 @@ abstract class RdmaPerf implements Callable<Integer> {
         }
     }
 
-    /** The mode as the human-readable line shows it: SENDs ignore --mode. */
     private String modeLine() {
-        return op == Op.SEND ? "mode " + mode + " (SENDs always travel as packets)" : "mode " + mode;
+        return "mode " + mode;
     }
 
     private String describe() {

@@ -32,6 +32,8 @@ public final class CompletionQueue implements AutoCloseable {
     private Runnable eventHandler;
     int users;
     boolean closed;
+    /** QPs whose receives a peer may fill by direct placement: their completions are taken in at poll. */
+    private QueuePair[] direct = new QueuePair[0];
 
     CompletionQueue(RdmaContext context, int cqe) {
         this.context = context;
@@ -82,7 +84,15 @@ public final class CompletionQueue implements AutoCloseable {
                     + " entries and its QPs were moved to ERR; create the queue with more entries");
         }
         if (tail == head) {
-            return false;
+            if (direct.length == 0) {
+                return false;
+            }
+            for (QueuePair qp : direct) {
+                qp.absorbDirect();
+            }
+            if (tail == head) {
+                return false;
+            }
         }
         int s = (int) head++ & mask;
         wc.wrId = wrId[s];
@@ -133,6 +143,20 @@ public final class CompletionQueue implements AutoCloseable {
             }
         }
         return true;
+    }
+
+    /** Whether {@link #requestNotify} is pending (the next completion raises the event). */
+    boolean armed() {
+        return armed;
+    }
+
+    void addDirect(QueuePair qp) {
+        direct = java.util.Arrays.copyOf(direct, direct.length + 1);
+        direct[direct.length - 1] = qp;
+    }
+
+    void removeDirect(QueuePair qp) {
+        direct = java.util.Arrays.stream(direct).filter(q -> q != qp).toArray(QueuePair[]::new);
     }
 
     /** Destroys the queue ({@code ibv_destroy_cq}); throws while QPs use it. */

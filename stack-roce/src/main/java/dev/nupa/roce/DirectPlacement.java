@@ -37,6 +37,41 @@ final class DirectPlacement {
         long length;
     }
 
+    /**
+     * What a QP knows of its peer's receive queue for direct SENDs ({@link RecvMirror}): the receiver's
+     * checks hold while the peer directory's epoch stays the same; the receive buffer's region is cached.
+     */
+    static final class SendTarget {
+        VerbsDirectory directory;
+        long epoch = -1;
+        RecvMirror mirror;
+        int peerPd;
+        long incarnation = -1;
+        /** SENDs this QP placed in the peer's queue since the queue's incarnation began. */
+        long placed;
+        int lkey;
+        FabricWindow window;
+        long base;
+        long length;
+        /** Set by {@link #sendBegin}: the receive's position and where the payload goes. */
+        long position;
+        MemorySegment dst;
+        long dstOff;
+        /** Whether the receive after the last placed one was posted when it was placed (read ahead; see sendEnd). */
+        boolean nextPosted;
+
+        /** Starts over (the QP was reset or now talks to another peer). */
+        void forget() {
+            directory = null;
+            epoch = -1;
+            mirror = null;
+            incarnation = -1;
+            placed = 0;
+            window = null;
+            lkey = 0;
+        }
+    }
+
     private final RdmaContext ctx;
     private final Peer[] peers;
 
@@ -49,6 +84,9 @@ final class DirectPlacement {
         SendQueue sq = qp.sq;
         int op = sq.opcode[s];
         long len = sq.length[s];
+        if (WrOpcode.isSend(op)) {
+            return sendQueued(qp, s);
+        }
         if (len == 0 && !WrOpcode.isAtomic(op)) {
             ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
             return DONE; // IBA 9.4.4: nothing to move and no key to check
@@ -177,6 +215,166 @@ final class DirectPlacement {
         }
         Bytes.copy(src, srcOff + head, dst, dstOff + head, tail);
         ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
+        return DONE;
+    }
+
+    // ---- direct SENDs -----------------------------------------------------------------------
+
+    /**
+     * Finds the receive a direct SEND of {@code len} bytes goes to and makes the responder's checks on it
+     * (the peer QP takes requests, a receive is posted, its buffer's key, protection domain, LOCAL_WRITE
+     * and room); true with {@code qp.sendTarget} saying where the payload goes. False (uncounted) sends it
+     * as packets, where the responder meets the same case with its answer (RNR NAK, a length error).
+     */
+    private boolean sendBegin(QueuePair qp, int len) {
+        SendTarget t = qp.sendTarget;
+        VerbsDirectory d = directory(qp.attr.destNode);
+        if (d == null) {
+            return false;
+        }
+        long epoch = d.epoch(); // read before the checks: a change after them shows as a new epoch next time
+        if (t.epoch != epoch || t.directory != d || t.mirror == null) {
+            if (!checkReceiver(qp, t, d, qp.attr.destQpNum)) {
+                return false;
+            }
+            t.epoch = epoch;
+        }
+        RecvMirror m = t.mirror;
+        if (!m.window.ownerUp()) {
+            t.forget();
+            return false;
+        }
+        long incarnation = m.incarnation();
+        if (incarnation != t.incarnation) {
+            t.incarnation = incarnation;
+            t.placed = 0;
+        }
+        long p = t.placed + m.packetTaken();
+        if (!m.posted(p)) {
+            return false; // no receive posted
+        }
+        int n = m.numSge(p);
+        t.position = p;
+        if (len == 0) {
+            t.dst = null; // consumes the receive, places nothing (IBA 9.4.4)
+            return true;
+        }
+        if (n != 1) {
+            return false; // a list of several buffers: packets (rare; the responder scatters them)
+        }
+        int lkey = m.lkey(p, 0);
+        long va = m.addr(p, 0);
+        if (len > m.length(p, 0)) {
+            return false;
+        }
+        if (t.window == null || t.lkey != lkey) {
+            long e = d.mrEntry(lkey);
+            if (e < 0 || d.mrPd(e) != t.peerPd || (d.mrAccess(e) & Access.LOCAL_WRITE) == 0 || d.mrWindowId(e) < 0) {
+                return false;
+            }
+            FabricWindow w = window(qp.attr.destNode, lkey >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
+            if (w == null || (w.access() & FabricWindow.REMOTE_WRITE) == 0) {
+                return false;
+            }
+            long base = d.mrAddr(e);
+            long length = Math.min(d.mrLength(e), w.length());
+            VarHandle.loadLoadFence(); // as in execute: the fields were read before this re-check of the key
+            if (!d.stillHolds(e, lkey)) {
+                return false;
+            }
+            t.lkey = lkey;
+            t.window = w;
+            t.base = base;
+            t.length = length;
+        }
+        if (va < t.base || va - t.base > t.length - len) {
+            return false;
+        }
+        t.dst = t.window.memory();
+        t.dstOff = va - t.base;
+        return true;
+    }
+
+    /** The peer QP (re)checked after its directory changed: state, protection domain, its mirror window. */
+    private boolean checkReceiver(QueuePair qp, SendTarget t, VerbsDirectory d, int dqp) {
+        if (dqp >= d.maxQps) {
+            return false;
+        }
+        QpState st = d.qpState(dqp);
+        if (st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) {
+            return false;
+        }
+        int id = d.qpMirrorId(dqp);
+        int key = d.qpMirrorKey(dqp);
+        if (id < 0) {
+            return false; // a shared receive queue, or no window space at the peer: packets
+        }
+        RecvMirror m = t.mirror;
+        if (m == null || m.window.id() != id || m.window.key() != key || !m.window.ownerUp()) {
+            try {
+                m = RecvMirror.open(ctx.link.device().openWindow(id, key));
+            } catch (FabricException e) {
+                m = null;
+            }
+            if (m == null) {
+                return false;
+            }
+            t.mirror = m;
+            t.incarnation = -1;
+            t.placed = 0;
+        }
+        t.directory = d;
+        t.peerPd = d.qpPd(dqp);
+        t.window = null; // the receive buffers' regions are checked again under the new epoch
+        return true;
+    }
+
+    /** Stamps the receive {@link #sendBegin} found as filled; the peer's responder completes it. */
+    private void sendEnd(QueuePair qp, int len, boolean withImm, int imm, boolean solicited) {
+        SendTarget t = qp.sendTarget;
+        t.mirror.stamp(t.position, len, withImm ? imm : 0, (withImm ? RecvMirror.WITH_IMM : 0) | (solicited ? RecvMirror.SOLICITED : 0));
+        t.placed++;
+        // Read the next receive's slot now, while the caller waits anyway: the next SEND then finds its line
+        // in this core's cache (shared with the owner, who polls it) instead of fetching it first.
+        t.nextPosted = t.mirror.posted(t.position + 1);
+        ctx.counters.add(RdmaCounter.DIRECT_SENDS, 1);
+    }
+
+    /** A queued SEND (or SEND_WITH_IMM) of request {@code s}, placed directly. */
+    private int sendQueued(QueuePair qp, int s) {
+        SendQueue sq = qp.sq;
+        int len = (int) sq.length[s];
+        if (!sendBegin(qp, len)) {
+            ctx.counters.add(RdmaCounter.DIRECT_SEND_FALLBACKS, 1);
+            return FALLBACK;
+        }
+        SendTarget t = qp.sendTarget;
+        if (len > 0) {
+            if (sq.fromInline(s)) {
+                Bytes.copy(sq.inline, (long) s * sq.maxInline, t.dst, t.dstOff, len);
+            } else if (!Sgl.copy(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, s * sq.maxSge, sq.numSge[s], 0, t.dst,
+                    t.dstOff, len, false)) {
+                return LOCAL_ERROR; // the receive stays unstamped: the next SEND fills it
+            }
+        }
+        sendEnd(qp, len, sq.opcode[s] == WrOpcode.SEND_WITH_IMM, sq.imm[s], (sq.flags[s] & SendFlags.SOLICITED) != 0);
+        return DONE;
+    }
+
+    /**
+     * The post-time fast path of a direct SEND of at most one gather entry: {@link #DONE} when placed,
+     * else {@link #FALLBACK} (uncounted), and the request takes the queued path, which reports errors.
+     */
+    int sendNow(QueuePair qp, SendWorkRequest wr, int len) {
+        if (!sendBegin(qp, len)) {
+            return FALLBACK;
+        }
+        SendTarget t = qp.sendTarget;
+        ScatterGather sg = wr.sg;
+        if (len > 0 && !Sgl.copy(ctx, qp.pd.id, sg.addr, sg.length, sg.lkey, 0, sg.count, 0, t.dst, t.dstOff, len, false)) {
+            return FALLBACK;
+        }
+        sendEnd(qp, len, wr.opcode == WrOpcode.SEND_WITH_IMM, wr.immData, (wr.sendFlags & SendFlags.SOLICITED) != 0);
         return DONE;
     }
 

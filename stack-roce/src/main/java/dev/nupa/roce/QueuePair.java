@@ -28,6 +28,9 @@ public final class QueuePair implements AutoCloseable {
     final RcResponder responder;
     final RcCompleter completer;
     final DirectPlacement.Target directTarget = new DirectPlacement.Target();
+    final DirectPlacement.SendTarget sendTarget = new DirectPlacement.SendTarget();
+    /** A DIRECT RC QP's own receive queue as its peer sees it (null otherwise, or when the fabric had no room). */
+    final RecvMirror mirror;
     QpState state = QpState.RESET;
     boolean destroyed;
 
@@ -43,6 +46,8 @@ public final class QueuePair implements AutoCloseable {
         this.rq = srq == null ? new RecvQueue(init.maxRecvWr(), init.maxRecvSge()) : null;
         this.sq = new SendQueue(init.maxSendWr(), init.maxSendSge(), init.maxInlineData());
         this.sqSigAll = init.sqSigAll();
+        this.mirror = mode == TransferMode.DIRECT && type == QpType.RC && rq != null
+                ? RecvMirror.export(ctx.link.device(), rq.slots(), rq.maxSge) : null;
         this.requester = new RcRequester(this);
         this.responder = new RcResponder(this);
         this.completer = new RcCompleter(this);
@@ -110,7 +115,10 @@ public final class QueuePair implements AutoCloseable {
         if ((mask & PKEY_INDEX) != 0) attr.pkeyIndex = a.pkeyIndex;
         if ((mask & PORT) != 0) attr.portNum = a.portNum;
         if ((mask & AV) != 0) attr.destNode = a.destNode;
-        if ((mask & (AV | DEST_QPN)) != 0) directTarget.window = null; // checked against another peer
+        if ((mask & (AV | DEST_QPN)) != 0) {
+            directTarget.window = null; // checked against another peer
+            sendTarget.forget();
+        }
         if ((mask & MAX_QP_RD_ATOMIC) != 0) attr.maxRdAtomic = a.maxRdAtomic;
         if ((mask & MAX_DEST_RD_ATOMIC) != 0) attr.maxDestRdAtomic = a.maxDestRdAtomic;
         if ((mask & MIN_RNR_TIMER) != 0) attr.minRnrTimer = a.minRnrTimer;
@@ -209,14 +217,46 @@ public final class QueuePair implements AutoCloseable {
         if (state == QpState.RESET) {
             throw new RdmaException("QP " + qpn + " is in RESET; modify it to INIT before posting receives");
         }
+        if (mirror != null) {
+            absorbDirect(); // receives the peer filled leave the queue now, as they would on arrival
+        }
         rq.post(wr, qpn);
+        if (mirror != null) {
+            mirror.post(rq.tail - 1, wr);
+        }
         if (state == QpState.ERR) {
             flushReceives();
         }
     }
 
+    /**
+     * Completes, in order, the receives at the head of the queue that the peer's requester filled by
+     * direct placement (a SEND placed in place of a packet; see {@link RecvMirror}). Called wherever the
+     * queue's head matters: polling the receive CQ, taking a receive for a packet SEND, posting, ERR.
+     */
+    void absorbDirect() {
+        RecvMirror m = mirror;
+        while (rq.head < rq.tail && m.placed(rq.head)) {
+            long p = rq.head;
+            int s = rq.peek();
+            rq.pop();
+            int f = m.flags(p);
+            responder.receivedDirect();
+            if (!completeRecv(rq.wrId[s], WcStatus.SUCCESS, WcOpcode.RECV, m.byteLen(p), m.imm(p),
+                    (f & RecvMirror.WITH_IMM) != 0 ? WorkCompletion.WITH_IMM : 0, 0, 0, (f & RecvMirror.SOLICITED) != 0)) {
+                if (state != QpState.ERR) {
+                    enterError();
+                }
+                return;
+            }
+        }
+    }
+
     /** Runs timers and pending transmissions; returns the next deadline (Long.MAX_VALUE for none). */
     long poll(long now) {
+        if (mirror != null && !destroyed) {
+            absorbDirect();
+        }
         if (state == QpState.ERR && !destroyed) {
             responder.flushNak();
         }
@@ -225,8 +265,16 @@ public final class QueuePair implements AutoCloseable {
         }
         long next = requester.poll(now);
         responder.flush();
+        if (mirror != null && rq.head < rq.tail && recvCq.armed()) {
+            // A direct SEND brings no frame to wake the datapath: while someone waits for a completion
+            // event, look again soon (a caller polling the CQ itself sees the SEND at once).
+            next = Math.min(next, now + DIRECT_RECV_POLL_NS);
+        }
         return next;
     }
+
+    /** How often a node's datapath looks for direct SENDs while a receive CQ waits for an event. */
+    static final long DIRECT_RECV_POLL_NS = 20_000;
 
     // ---- completions and errors -------------------------------------------------------------
 
@@ -300,6 +348,9 @@ public final class QueuePair implements AutoCloseable {
         if (rq == null) {
             return; // a shared queue's requests belong to the other QPs too
         }
+        if (mirror != null) {
+            absorbDirect(); // placed before the error: they completed
+        }
         for (int s = rq.peek(); s >= 0; s = rq.peek()) {
             rq.pop();
             if (!completeRecv(rq.wrId[s], WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false)) {
@@ -315,13 +366,17 @@ public final class QueuePair implements AutoCloseable {
         if (rq != null) {
             rq.head = rq.tail = 0;
         }
+        sendTarget.forget();
+        if (mirror != null) {
+            mirror.restart();
+        }
         requester.stop();
         responder.stop(false); // RESET discards outstanding work without completions
         publish();
     }
 
     void publish() {
-        ctx.directory.publishQp(qpn, state, pd.id, attr.qpAccessFlags, type);
+        ctx.directory.publishQp(qpn, state, pd.id, attr.qpAccessFlags, type, mirror == null ? null : mirror.window);
     }
 
     private void requireLive() {

@@ -73,7 +73,7 @@ final class RcRequester {
 
     void post(SendWorkRequest wr) {
         int op = wr.opcode;
-        if (op == WrOpcode.RDMA_WRITE && qp.mode == TransferMode.DIRECT && postDirectWrite(wr)) {
+        if (qp.mode == TransferMode.DIRECT && (op == WrOpcode.RDMA_WRITE || WrOpcode.isSend(op)) && postDirect(wr, op)) {
             return;
         }
         if (!WrOpcode.valid(op)) {
@@ -159,23 +159,28 @@ final class RcRequester {
     }
 
     /**
-     * The post-time fast path of a direct RDMA WRITE of one gather entry with nothing queued before it:
-     * placed at once through the QP's cached check of the rkey ({@link DirectPlacement#writeNow}), completed
-     * without a send-queue entry (the order is the same, the queue being empty). False when anything is
-     * out of the ordinary: the request then takes the queued path, which checks everything and reports errors.
+     * The post-time fast path of a DIRECT QP's RDMA WRITE or SEND of at most one gather entry with nothing
+     * queued before it: placed at once ({@link DirectPlacement#writeNow} through the QP's cached check of
+     * the rkey, {@link DirectPlacement#sendNow} into the peer's next receive), completed without a
+     * send-queue entry (the order is the same, the queue being empty). False when anything is out of the
+     * ordinary: the request then takes the queued path, which checks everything and reports errors.
      */
-    private boolean postDirectWrite(SendWorkRequest wr) {
+    private boolean postDirect(SendWorkRequest wr, int op) {
         ScatterGather sg = wr.sg;
-        if (sg.count != 1 || sq.head != sq.tail || qp.state != QpState.RTS || rnrUntil != 0 || qp.type != QpType.RC) {
+        if (sg.count > 1 || sq.head != sq.tail || qp.state != QpState.RTS || rnrUntil != 0 || qp.type != QpType.RC) {
             return false;
         }
-        int len = sg.length[0];
-        if (len <= 0 || ((wr.sendFlags & SendFlags.INLINE) != 0 && len > sq.maxInline)
-                || ctx.direct.writeNow(qp, wr, len) != DirectPlacement.DONE) {
+        int len = sg.count == 0 ? 0 : sg.length[0];
+        if (len < 0 || ((wr.sendFlags & SendFlags.INLINE) != 0 && len > sq.maxInline)) {
             return false;
         }
-        if ((qp.sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0)
-                && !qp.sendCq.push(wr.wrId, WcStatus.SUCCESS, WcOpcode.RDMA_WRITE, len, 0, qp.qpn, 0, 0, 0, false)) {
+        boolean write = op == WrOpcode.RDMA_WRITE;
+        if (write ? len == 0 || ctx.direct.writeNow(qp, wr, len) != DirectPlacement.DONE
+                : ctx.direct.sendNow(qp, wr, len) != DirectPlacement.DONE) {
+            return false;
+        }
+        if ((qp.sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0) && !qp.sendCq.push(wr.wrId, WcStatus.SUCCESS,
+                write ? WcOpcode.RDMA_WRITE : WcOpcode.SEND, len, 0, qp.qpn, 0, 0, 0, false)) {
             qp.enterError();
         }
         return true;

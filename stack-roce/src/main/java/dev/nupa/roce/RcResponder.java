@@ -348,6 +348,12 @@ final class RcResponder {
 
     /** Takes a receive request for a SEND or WRITE_WITH_IMM; sends an RNR NAK when there is none (IBA 9.7.5.2.8). */
     private boolean takeReceive(int p) {
+        if (qp.mirror != null) {
+            qp.absorbDirect(); // receives the requester filled directly come first: they were earlier messages
+            if (qp.state == QpState.ERR) {
+                return false;
+            }
+        }
         RecvQueue q = qp.srq != null ? qp.srq.queue : qp.rq;
         int s = q.peek();
         if (s < 0) {
@@ -363,8 +369,16 @@ final class RcResponder {
             recvLkey[i] = q.sgLkey[b + i];
         }
         q.pop();
+        if (qp.mirror != null) {
+            qp.mirror.takenByPacket(); // before this SEND is acknowledged: the requester's next direct SEND counts it
+        }
         recvHeld = true;
         return true;
+    }
+
+    /** A SEND the requester placed directly completed here: one more message (the MSN of later ACKs counts it). */
+    void receivedDirect() {
+        msn = Psn.add(msn, 1);
     }
 
     /** The request was executed: expect the next PSN and owe an ACK if the requester asked for one. */

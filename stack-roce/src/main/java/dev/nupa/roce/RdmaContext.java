@@ -145,6 +145,9 @@ public final class RdmaContext implements AutoCloseable {
         }
         qp.attr.pathMtu = mtu;
         qps[qpn] = qp;
+        if (qp.mirror != null) {
+            init.recvCq().addDirect(qp);
+        }
         pd.users++;
         init.sendCq().users++;
         init.recvCq().users++;
@@ -169,8 +172,12 @@ public final class RdmaContext implements AutoCloseable {
     void destroy(QueuePair qp) {
         qp.destroyed = true;
         qp.state = QpState.RESET;
-        directory.publishQp(qp.qpn, null, 0, 0, qp.type);
+        directory.publishQp(qp.qpn, null, 0, 0, qp.type, null);
         qps[qp.qpn] = null;
+        if (qp.mirror != null) {
+            qp.recvCq.removeDirect(qp);
+            qp.mirror.window.close();
+        }
         active = Arrays.stream(active).filter(q -> q != qp).toArray(QueuePair[]::new);
         qp.pd.users--;
         qp.sendCq.users--;
@@ -204,8 +211,9 @@ public final class RdmaContext implements AutoCloseable {
         requireOpen();
         checkPd(pd);
         Access.checkRegion(access);
-        int windowAccess = FabricWindow.REMOTE_READ | ((access & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC)) != 0
-                ? FabricWindow.REMOTE_WRITE : 0);
+        // Peers write the window for remote writes and atomics, and for direct SENDs into receives (LOCAL_WRITE).
+        int windowAccess = FabricWindow.REMOTE_READ
+                | ((access & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC | Access.LOCAL_WRITE)) != 0 ? FabricWindow.REMOTE_WRITE : 0);
         FabricWindow w = link.device().exportWindow(length, windowAccess);
         try {
             return add(pd, w.memory().asSlice(0, length), access, w);

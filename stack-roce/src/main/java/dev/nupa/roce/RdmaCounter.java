@@ -31,6 +31,10 @@ public enum RdmaCounter {
     DIRECT_OPS,
     /** Direct operations whose checks failed and that went as packets instead. */
     DIRECT_FALLBACKS,
+    /** SENDs placed directly in the receive the peer posted next. */
+    DIRECT_SENDS,
+    /** SENDs of DIRECT QPs that went as packets: no receive posted, a list of buffers, too long, no mirror. */
+    DIRECT_SEND_FALLBACKS,
     CQ_OVERRUNS;
 
     static final RdmaCounter[] ALL = values();

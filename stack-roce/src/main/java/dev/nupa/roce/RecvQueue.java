@@ -25,6 +25,11 @@ final class RecvQueue {
         sgLkey = new int[slots * maxSge];
     }
 
+    /** Slots in the arrays: the capacity rounded up to a power of two. */
+    int slots() {
+        return mask + 1;
+    }
+
     int size() {
         return (int) (tail - head);
     }

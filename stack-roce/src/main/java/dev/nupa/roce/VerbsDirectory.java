@@ -14,16 +14,17 @@ import java.lang.invoke.VarHandle;
  *
  * <pre>
  * 0   u64 magic "NUPAVRB1"        8  u32 maxQps     12 u32 maxMrs     16 u64 epoch (+1 after every entry change)
- * 64  QP entry[maxQps], 16 bytes: u32 state (0 none, else QpState ordinal + 1), u32 pd, u32 access, u32 type
+ * 64  QP entry[maxQps], 32 bytes: u32 state (0 none, else QpState ordinal + 1), u32 pd, u32 access, u32 type,
+ *     i32 receive mirror window id (-1 none: SENDs to it go as packets), u32 its key, u64 0
  * M   MR entry[maxMrs], 48 bytes: u32 key (0 free), u32 pd, u32 access, i32 window id (-1 none),
  *     u32 window key, u32 0, u64 addr, u64 length
  * </pre>
- * where {@code M = align(64 + 16 * maxQps, 64)}.
+ * where {@code M = align(64 + 32 * maxQps, 64)}.
  */
 final class VerbsDirectory {
     static final long MAGIC = 0x4E55504156524231L;
     static final int QP_BASE = 64;
-    static final int QP_ENTRY = 16;
+    static final int QP_ENTRY = 32;
     static final int MR_ENTRY = 48;
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
@@ -75,11 +76,13 @@ final class VerbsDirectory {
 
     // ---- QP entries (owner writes) --------------------------------------------------------
 
-    void publishQp(int qpn, QpState state, int pd, int access, QpType type) {
+    void publishQp(int qpn, QpState state, int pd, int access, QpType type, FabricWindow mirror) {
         long e = QP_BASE + (long) QP_ENTRY * qpn;
         mem.set(ValueLayout.JAVA_INT, e + 4, pd);
         mem.set(ValueLayout.JAVA_INT, e + 8, access);
         mem.set(ValueLayout.JAVA_INT, e + 12, type.ordinal());
+        mem.set(ValueLayout.JAVA_INT, e + 16, mirror == null ? -1 : mirror.id());
+        mem.set(ValueLayout.JAVA_INT, e + 20, mirror == null ? 0 : mirror.key());
         INT.setRelease(mem, e, state == null ? 0 : state.ordinal() + 1);
         bump();
     }
@@ -108,6 +111,15 @@ final class VerbsDirectory {
 
     int qpAccess(int qpn) {
         return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 8);
+    }
+
+    /** The window id of a peer QP's {@link RecvMirror}, or -1 when it has none. */
+    int qpMirrorId(int qpn) {
+        return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 16);
+    }
+
+    int qpMirrorKey(int qpn) {
+        return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 20);
     }
 
     // ---- MR entries -------------------------------------------------------------------------

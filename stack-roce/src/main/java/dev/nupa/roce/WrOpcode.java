@@ -28,7 +28,11 @@ public final class WrOpcode {
 
     /** The operations a DIRECT QP places itself; SENDs and WRITE_WITH_IMM consume a receive, so they travel as packets. */
     static boolean placesDirectly(int opcode) {
-        return opcode == RDMA_WRITE || opcode == RDMA_READ || isAtomic(opcode);
+        return opcode == RDMA_WRITE || opcode == RDMA_READ || isAtomic(opcode) || isSend(opcode);
+    }
+
+    static boolean isSend(int opcode) {
+        return opcode == SEND || opcode == SEND_WITH_IMM;
     }
 
 

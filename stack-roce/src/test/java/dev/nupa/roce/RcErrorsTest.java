@@ -152,9 +152,10 @@ class RcErrorsTest {
         }
     }
 
-    @Test
-    void aMessageLongerThanTheReceiveIsALengthErrorOnBothSides() {
-        try (RcPair p = new RcPair(TransferMode.PACKET, 1024)) {
+    @ParameterizedTest
+    @EnumSource(TransferMode.class)
+    void aMessageLongerThanTheReceiveIsALengthErrorOnBothSides(TransferMode mode) {
+        try (RcPair p = new RcPair(mode, 1024)) { // DIRECT: the SEND goes as packets, for the responder to refuse
             p.qb.postRecv(new RecvWorkRequest().wrId(7).local(p.mrB, 0, 1000));
             p.qb.postRecv(new RecvWorkRequest().wrId(8).local(p.mrB, 0, 1000));
             p.qa.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED).local(p.mrA, 0, 3000));

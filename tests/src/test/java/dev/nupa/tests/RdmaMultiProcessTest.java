@@ -276,6 +276,7 @@ class RdmaMultiProcessTest {
         long startMs = (System.nanoTime() - t0) / MS;
         long direct0 = ctx.counter(RdmaCounter.DIRECT_OPS);
         long fallbacks0 = ctx.counter(RdmaCounter.DIRECT_FALLBACKS);
+        long directSends0 = ctx.counter(RdmaCounter.DIRECT_SENDS);
         int rdmaOps = 0; // WRITE, READ and atomics posted: what DIRECT places directly
         MemorySegment mem = mem();
         fill(mem.asSlice(SRC, MIB), 11 + m.ordinal());
@@ -442,6 +443,8 @@ class RdmaMultiProcessTest {
         if (m == TransferMode.DIRECT) {
             assertEquals(rdmaOps, direct, "every WRITE, READ and atomic of the DIRECT QP went direct: " + ctx.counters());
             assertEquals(0, fallbacks, "no direct operation fell back to packets: " + ctx.counters());
+            assertTrue(ctx.counter(RdmaCounter.DIRECT_SENDS) - directSends0 > 0,
+                    "SENDs into single-buffer receives were placed directly: " + ctx.counters());
         } else {
             assertEquals(0, direct, "the PACKET QP placed nothing directly: " + ctx.counters());
             assertTrue(ctx.counter(RdmaCounter.PACKETS_SENT) > 2 * MIB / 4096, "the PACKET QP moved its bytes as packets: "

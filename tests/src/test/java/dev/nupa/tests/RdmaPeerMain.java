@@ -24,7 +24,6 @@ import dev.nupa.roce.WrOpcode;
 import java.io.IOException;
 import java.io.Reader;
 import java.io.Writer;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
@@ -77,11 +76,11 @@ public final class RdmaPeerMain {
         boolean stopped = false;
         try (FabricNode node = ShmFabric.attach(fabricPath, address, null);
              Link link = new Link(node);
-             RdmaContext ctx = RdmaContext.open(link, 64, 64, System::nanoTime);
-             Arena arena = Arena.ofShared()) {
+             RdmaContext ctx = RdmaContext.open(link, 64, 64, System::nanoTime)) {
             ProtectionDomain pd = ctx.allocPd();
             MemoryRegion target = pd.allocMr(TARGET_BYTES, ALL);
-            MemoryRegion slots = pd.regMr(arena.allocate((long) MODES.length * SLOTS * SLOT_BYTES, 64), Access.LOCAL_WRITE);
+            // In a fabric window: the client's DIRECT QP places its SENDs straight into these receives.
+            MemoryRegion slots = pd.allocMr((long) MODES.length * SLOTS * SLOT_BYTES, Access.LOCAL_WRITE);
             CompletionQueue cq = ctx.createCq(4096);
             QueuePair[] qps = new QueuePair[MODES.length];
             for (int m = 0; m < MODES.length; m++) {
