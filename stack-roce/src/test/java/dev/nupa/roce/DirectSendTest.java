@@ -163,6 +163,26 @@ class DirectSendTest {
     }
 
     @Test
+    void whileAReceiveCqWaitsForAnEventTheContextAsksToBePolledSoonAndItsPollRaisesTheEvent() {
+        try (RcPair p = new RcPair(TransferMode.DIRECT, 1024)) {
+            p.qb.postRecv(new RecvWorkRequest().wrId(1).local(p.mrB, 0, 100));
+            long now = p.fx.now;
+            assertEquals(Long.MAX_VALUE, p.b.poll(now), "nothing to wait for: no deadline");
+            AtomicInteger events = new AtomicInteger();
+            p.cqB.onEvent(events::incrementAndGet);
+            p.cqB.requestNotify(false);
+            // A direct SEND sends no frame that would wake a node's datapath: the context's deadline does.
+            assertEquals(now + QueuePair.DIRECT_RECV_POLL_NS, p.b.poll(now));
+            p.qa.postSend(send(1).local(p.mrA, 0, 10));
+            assertEquals(1, p.a.counter(RdmaCounter.DIRECT_SENDS));
+            assertEquals(0, events.get());
+            assertEquals(Long.MAX_VALUE, p.b.poll(now + QueuePair.DIRECT_RECV_POLL_NS), "the event fired: no longer armed");
+            assertEquals(1, events.get());
+            assertEquals(1, poll(p.cqB).wrId);
+        }
+    }
+
+    @Test
     void aReceiverThatFailsCompletesWhatWasPlacedBeforeAndFlushesTheRest() {
         try (RcPair p = new RcPair(TransferMode.DIRECT, 1024)) {
             for (int i = 0; i < 4; i++) {
