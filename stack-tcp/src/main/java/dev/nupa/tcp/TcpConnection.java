@@ -1199,7 +1199,12 @@ public final class TcpConnection {
 
     /** RFC 7323 5.4: a clock of 1 ms per tick (the fastest allowed, as Linux), from a random-free base plus 1 so 0 never appears. */
     private int tsValue(long now) {
-        return (int) ((now - tsBase) / 1_000_000L) + 1;
+        return timestampClock(now, tsBase);
+    }
+
+    /** The timestamp clock at {@code now} of a clock whose base is {@code base}; SYN cookies read it too. */
+    static int timestampClock(long now, long base) {
+        return (int) ((now - base) / 1_000_000L) + 1;
     }
 
     private void sendRst(int seq, int ack, boolean withAck) {
