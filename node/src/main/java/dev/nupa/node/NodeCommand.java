@@ -44,7 +44,8 @@ final class NodeCommand implements Callable<Integer> {
         if (socketOption != null && tcpEcho == null) {
             throw new IllegalArgumentException(socketOption + " sets the TCP echo server's connections; give --tcp-echo PORT too");
         }
-        TcpConfig echoConfig = sockets.apply(config.tcpOrDefault()); // checked before the node starts
+        // Checked before the node starts; without socket options the node's own checks come first (--mtu).
+        TcpConfig checked = socketOption != null ? sockets.apply(config.tcpOrDefault()) : null;
         Vertx vertx = Vertx.vertx();
         NupaNode node;
         try {
@@ -58,6 +59,7 @@ final class NodeCommand implements Callable<Integer> {
             echo.handler(d -> echo.send(d.data(), d.senderPort(), d.senderHost()));
             echo.listen(udpEcho, "0.0.0.0").await(5, TimeUnit.SECONDS);
         }
+        TcpConfig echoConfig = checked != null ? checked : node.tcp().defaults();
         if (tcpEcho != null) {
             node.createTcpServer(echoConfig).connectHandler(s -> {
                 sockets.applyTo(s);

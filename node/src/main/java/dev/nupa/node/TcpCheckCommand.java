@@ -56,8 +56,9 @@ final class TcpCheckCommand implements Callable<Integer> {
         if (connections < 1 || bytes < 1 || window < 0) {
             throw new IllegalArgumentException("need --connections >= 1, --bytes >= 1 and --window >= 0");
         }
-        TcpConfig config = sockets.apply(options.config().tcpOrDefault()); // checked before the node starts
-        return CommandNode.run(options, (vertx, node) -> run(vertx, node, config));
+        // Checked before the node starts; without socket options the node's own checks come first (--mtu).
+        TcpConfig config = sockets.firstGiven() != null ? sockets.apply(options.config().tcpOrDefault()) : null;
+        return CommandNode.run(options, (vertx, node) -> run(vertx, node, config != null ? config : node.tcp().defaults()));
     }
 
     private int run(Vertx vertx, NupaNode node, TcpConfig config) throws Exception {
