@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 
 import dev.nupa.ip.IpCounter;
 import dev.nupa.ip.UdpSocket;
+import dev.nupa.tcp.TcpConfig;
 import io.vertx.core.Vertx;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -15,7 +16,8 @@ import picocli.CommandLine.Option;
 
 @Command(name = "node", mixinStandardHelpOptions = true,
         description = {"Run a node in the foreground until interrupted: it answers ping, serves UDP echo if asked,",
-                "forwards if asked, and mirrors its frames to `nupa capture`. Prints its counters on exit."})
+                "forwards if asked, and mirrors its frames to `nupa capture`. Prints its counters on exit.",
+                "The TCP socket options (--no-delay to --congestion) set the connections of the TCP echo server."})
 final class NodeCommand implements Callable<Integer> {
     @Mixin
     NodeOptions options;
@@ -32,9 +34,18 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--run-for", paramLabel = "SECONDS", description = "Stop after this many seconds (default: until interrupted).")
     Double runFor;
 
+    @Mixin
+    TcpSocketOptions sockets;
+
     @Override
     public Integer call() throws Exception {
         NodeConfig config = options.config().withCapture(capture);
+        String socketOption = sockets.firstGiven();
+        if (socketOption != null && tcpEcho == null) {
+            throw new IllegalArgumentException(socketOption + " sets the TCP echo server's connections; give --tcp-echo PORT too");
+        }
+        // Checked before the node starts; without socket options the node's own checks come first (--mtu).
+        TcpConfig checked = socketOption != null ? sockets.apply(config.tcpOrDefault()) : null;
         Vertx vertx = Vertx.vertx();
         NupaNode node;
         try {
@@ -48,12 +59,21 @@ final class NodeCommand implements Callable<Integer> {
             echo.handler(d -> echo.send(d.data(), d.senderPort(), d.senderHost()));
             echo.listen(udpEcho, "0.0.0.0").await(5, TimeUnit.SECONDS);
         }
+        TcpConfig echoConfig = checked != null ? checked : node.tcp().defaults();
         if (tcpEcho != null) {
-            node.createTcpServer().connectHandler(s -> s.pipeTo(s)).listen(tcpEcho).await(5, TimeUnit.SECONDS);
+            node.createTcpServer(echoConfig).connectHandler(s -> {
+                sockets.applyTo(s);
+                if (sockets.linger == null) {
+                    s.pipeTo(s); // ends (FIN) when the client ends
+                } else {
+                    s.pipeTo(s).onComplete(ar -> s.close()); // then closes as --linger says
+                }
+            }).listen(tcpEcho).await(5, TimeUnit.SECONDS);
         }
         System.out.println("nupa node: " + node + " on " + config.fabric()
-                + (udpEcho != null ? ", UDP echo on port " + udpEcho : "") + (tcpEcho != null ? ", TCP echo on port " + tcpEcho : "") + (capture != null ? ", capturing to " + capture : "")
-                + "; Ctrl-C to stop");
+                + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")
+                + (tcpEcho != null ? ", TCP echo on port " + tcpEcho + " (" + sockets.describe(echoConfig) + ")" : "")
+                + (capture != null ? ", capturing to " + capture : "") + "; Ctrl-C to stop");
         System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
         Thread hook = new Thread(() -> {

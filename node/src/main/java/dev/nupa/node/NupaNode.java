@@ -13,6 +13,7 @@ import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkVerticle;
 import dev.nupa.l2.PcapWriter;
 import dev.nupa.roce.RoceVerticle;
+import dev.nupa.tcp.TcpConfig;
 import dev.nupa.tcp.TcpLayer;
 import dev.nupa.tcp.TcpServer;
 import dev.nupa.tcp.TcpSocket;
@@ -134,12 +135,22 @@ public final class NupaNode {
 
     /** A TCP server (in the manner of Vert.x's NetServer) whose handlers run on the caller's context. */
     public TcpServer createTcpServer() {
-        return TcpServer.create(vertx, tcp(), tcp().defaults());
+        return createTcpServer(tcp().defaults());
+    }
+
+    /** A TCP server whose connections use {@code config} (socket options) instead of the node's defaults. */
+    public TcpServer createTcpServer(TcpConfig config) {
+        return TcpServer.create(vertx, tcp(), config);
     }
 
     /** Connects to {@code host}:{@code port} over the fabric; fails with the reason (refused, timed out). */
     public Future<TcpSocket> connectTcp(int port, String host) {
-        return TcpSocket.connect(vertx, tcp(), port, host, tcp().defaults());
+        return connectTcp(port, host, tcp().defaults());
+    }
+
+    /** Connects with {@code config} (socket options) instead of the node's defaults. */
+    public Future<TcpSocket> connectTcp(int port, String host, TcpConfig config) {
+        return TcpSocket.connect(vertx, tcp(), port, host, config);
     }
 
     /** A UDP socket whose handlers run on the caller's Vert.x context. */

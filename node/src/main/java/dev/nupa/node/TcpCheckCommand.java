@@ -9,6 +9,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
+import dev.nupa.tcp.TcpConfig;
 import dev.nupa.tcp.TcpSocket;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -47,15 +48,21 @@ final class TcpCheckCommand implements Callable<Integer> {
     @Mixin
     NodeOptions options;
 
+    @Mixin
+    TcpSocketOptions sockets;
+
     @Override
     public Integer call() throws Exception {
         if (connections < 1 || bytes < 1 || window < 0) {
             throw new IllegalArgumentException("need --connections >= 1, --bytes >= 1 and --window >= 0");
         }
-        return CommandNode.run(options, (vertx, node) -> run(vertx, node));
+        // Checked before the node starts; without socket options the node's own checks come first (--mtu).
+        TcpConfig config = sockets.firstGiven() != null ? sockets.apply(options.config().tcpOrDefault()) : null;
+        return CommandNode.run(options, (vertx, node) -> run(vertx, node, config != null ? config : node.tcp().defaults()));
     }
 
-    private int run(Vertx vertx, NupaNode node) throws Exception {
+    private int run(Vertx vertx, NupaNode node, TcpConfig config) throws Exception {
+        System.out.println("tcp-check: socket options: " + sockets.describe(config));
         AtomicInteger intact = new AtomicInteger();
         AtomicInteger failed = new AtomicInteger();
         AtomicInteger closed = new AtomicInteger();
@@ -74,13 +81,14 @@ final class TcpCheckCommand implements Callable<Integer> {
             new SplittableRandom(i).nextBytes(data);
             CRC32C want = new CRC32C();
             want.update(data);
-            node.connectTcp(port, host).onComplete(ar -> {
+            node.connectTcp(port, host, config).onComplete(ar -> {
                 if (ar.failed()) {
                     failure(firstError, "connection " + i + ": " + ar.cause().getMessage(), failed, done, intact, closed);
                     next[0].run();
                     return;
                 }
                 TcpSocket s = ar.result();
+                sockets.applyTo(s);
                 CRC32C got = new CRC32C();
                 long[] count = {0};
                 s.handler(b -> {
@@ -94,7 +102,12 @@ final class TcpCheckCommand implements Callable<Integer> {
                         } else {
                             failure(firstError, "connection " + i + ": echo changed", failed, done, intact, closed);
                         }
-                        s.end(); // FIN; the server's pipe ends and closes too
+                        if (sockets.linger == null) {
+                            s.end(); // FIN; the server's pipe ends and closes too
+                        } else {
+                            s.close().onFailure(t -> failure(firstError, "connection " + i + ": " + t.getMessage(), failed,
+                                    done, intact, closed)); // as --linger says: RST, or FIN acknowledged in time
+                        }
                     }
                 });
                 s.exceptionHandler(t -> failure(firstError, "connection " + i + ": " + t.getMessage(), failed, done, intact,

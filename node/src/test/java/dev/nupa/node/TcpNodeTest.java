@@ -2,6 +2,8 @@ package dev.nupa.node;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -131,5 +133,101 @@ class TcpNodeTest {
         Future<TcpSocket> f = client.connectTcp(4444, "10.0.0.1");
         Throwable t = f.transform(ar -> Future.succeededFuture(ar.cause())).await(10, TimeUnit.SECONDS);
         assertTrue(t != null && t.getMessage().contains("connection refused"), String.valueOf(t));
+    }
+    /** An echo server on port {@code port} of the server node whose sockets' errors reach {@code errors} (pipeTo would take them). */
+    private void echo(int port, Promise<Throwable> errors) throws Exception {
+        server.createTcpServer().connectHandler(s -> {
+            s.exceptionHandler(errors::tryComplete);
+            s.handler(s::write);
+        }).listen(port).await(5, TimeUnit.SECONDS);
+    }
+
+    /** Writes {@code n} bytes and waits until they came back. */
+    private static void echoed(TcpSocket socket, int n) throws Exception {
+        Promise<Void> back = Promise.promise();
+        long[] got = {0};
+        socket.handler(b -> {
+            got[0] += b.length();
+            if (got[0] >= n) {
+                back.tryComplete();
+            }
+        });
+        socket.write(Buffer.buffer(new byte[n]));
+        back.future().await(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void soLinger_zeroResetsOnCloseLeavingNoTimeWaitAndNoErrorOnThisSide() throws Exception {
+        Promise<Throwable> serverError = Promise.promise();
+        echo(11, serverError);
+        TcpSocket socket = client.connectTcp(11, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        Promise<Throwable> clientError = Promise.promise();
+        Promise<Void> closed = Promise.promise();
+        socket.exceptionHandler(clientError::tryComplete);
+        socket.closeHandler(v -> closed.tryComplete());
+        echoed(socket, 1000);
+
+        socket.setLinger(0).close().await(5, TimeUnit.SECONDS);
+        closed.future().await(5, TimeUnit.SECONDS);
+        assertEquals(0, client.tcp().connections(), "RFC 9293 3.10.5: an abort leaves no TIME-WAIT " + client.tcp().states());
+        assertTrue(serverError.future().await(5, TimeUnit.SECONDS).getMessage().contains("connection reset by peer"),
+                "the peer got a RST");
+        assertEquals(1, client.tcp().counter(dev.nupa.tcp.TcpLayer.Counter.CONNECTIONS_FAILED), "closed by abort");
+        Thread.sleep(100);
+        assertFalse(clientError.future().isComplete(), "closing is no error: " + clientError.future().result());
+    }
+
+    @Test
+    void soLinger_positiveCompletesCloseOnceThePeerAcknowledgedEveryByte() throws Exception {
+        java.util.concurrent.atomic.AtomicLong received = new java.util.concurrent.atomic.AtomicLong();
+        server.createTcpServer().connectHandler(s -> s.handler(b -> received.addAndGet(b.length()))).listen(12)
+                .await(5, TimeUnit.SECONDS);
+        TcpSocket socket = client.connectTcp(12, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        socket.setLinger(10);
+        assertEquals(10, socket.linger());
+        int n = 4 << 20;
+        socket.write(Buffer.buffer(new byte[n]));
+        socket.close().await(15, TimeUnit.SECONDS);
+        client.tcp().lock.lock();
+        try {
+            dev.nupa.tcp.TcpState st = socket.connection().state();
+            assertTrue(st == dev.nupa.tcp.TcpState.FIN_WAIT_2 || st == dev.nupa.tcp.TcpState.TIME_WAIT,
+                    "the FIN was acknowledged when close completed: " + st);
+            assertEquals(0, socket.connection().unacknowledged(), "every byte acknowledged");
+        } finally {
+            client.tcp().lock.unlock();
+        }
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (received.get() < n && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(n, received.get(), "and the server read them all");
+    }
+
+    @Test
+    void soLinger_runsOutWhenThePeerNeverAcknowledgesTheFin() throws Exception {
+        server.createTcpServer().connectHandler(s -> { }).listen(13).await(5, TimeUnit.SECONDS);
+        TcpSocket socket = client.connectTcp(13, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        server.close().await(10, TimeUnit.SECONDS); // the peer leaves the fabric: nothing will acknowledge
+        long start = System.nanoTime();
+        Throwable t = socket.setLinger(1).close().transform(ar -> Future.succeededFuture(ar.cause()))
+                .await(10, TimeUnit.SECONDS);
+        double seconds = (System.nanoTime() - start) / 1e9;
+        assertTrue(t != null && t.getMessage().contains("linger of 1 s ran out"), String.valueOf(t));
+        assertTrue(seconds >= 0.9, "it lingered: " + seconds + " s");
+    }
+
+    @Test
+    void soLinger_valuesOutsideMinusOneTo65535AreRefused() throws Exception {
+        server.createTcpServer().connectHandler(s -> { }).listen(14).await(5, TimeUnit.SECONDS);
+        TcpSocket socket = client.connectTcp(14, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        assertEquals(-1, socket.linger(), "off unless set");
+        for (int bad : new int[] {-2, 65_536, Integer.MIN_VALUE}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> socket.setLinger(bad));
+            assertEquals("linger must be -1 (off) or 0..65535 seconds, got " + bad, e.getMessage());
+        }
+        assertEquals(-1, socket.linger(), "a refused value changes nothing");
+        socket.setLinger(65_535).setLinger(-1);
+        assertEquals(-1, socket.linger());
     }
 }

@@ -19,8 +19,8 @@ import java.security.SecureRandom;
  *       short enough that a cookie seen by an eavesdropper soon stops working.</li>
  *   <li>MSS index: 3 bits into {@link #MSS_TABLE}; the SYN-ACK promises the largest entry not above
  *       the MSS the client offered, because the listener cannot remember the exact value.</li>
- *   <li>MAC: the low 24 bits of SipHash-2-4 over the 4-tuple, the full tick count, the client ISN
- *       and the MSS index. Because it covers the full count, a cookie 32 ticks old, whose 5 count
+ *   <li>MAC: the low 24 bits of SipHash-2-4 over the 4-tuple, the full tick count, the client ISN,
+ *       the MSS index and the options (below). Because it covers the full count, a cookie 32 ticks old, whose 5 count
  *       bits alias the current ones, still fails; because it covers the index and the client ISN,
  *       flipping any bit of the ACK's sequence or acknowledgment number fails too (where Linux's
  *       additive scheme lets the low bits choose another MSS). A blind forgery succeeds with
@@ -29,12 +29,34 @@ import java.security.SecureRandom;
  *       (as Linux does) hides the count and index bits, so the ISNs stay unpredictable from outside
  *       as RFC 6528 requires of every ISN.</li>
  * </ul>
- * Both hashes use one 128-bit secret and differ in a domain byte; the messages are the 24-byte
- * words localIp | remoteIp, localPort | remotePort &lt;&lt; 16 | domain &lt;&lt; 32 | index &lt;&lt; 40,
- * and (count &lt;&lt; 32 | client ISN) for the MAC, 0 for H0.
+ * The hashes use one 128-bit secret and differ in a domain byte; the messages are the 24-byte
+ * words localIp | remoteIp, localPort | remotePort &lt;&lt; 16 | domain &lt;&lt; 32 | index &lt;&lt; 40
+ * | options &lt;&lt; 43, and (count &lt;&lt; 32 | client ISN) for the MAC, 0 for H0 and the clock offset.
  *
- * <p>What a cookie does not carry: window scale, SACK-permitted and timestamps from the SYN (Linux
- * hides some in the timestamp option). A connection made from a cookie runs without them.
+ * <p><b>Options in the timestamp</b> (Linux's cookie_init_timestamp and cookie_timestamp_decode).
+ * When the SYN carried a timestamp and the listener uses them, the low {@link #TS_OPTION_BITS} bits
+ * of the SYN-ACK's TSval carry the SYN's other options, and the client echoes them in its ACK's TSecr
+ * (RFC 7323 4.3):
+ * <pre>
+ *   bits 0-3: the peer's window-scale shift, or 15 when its SYN offered none (a shift is at most 14)
+ *   bit 4:    SACK-permitted (RFC 2018 2)
+ *   bit 5:    0 (Linux's ECN bit; NUPA does no ECN)
+ * </pre>
+ * The MAC covers these bits too ({@link #options}; {@link #NO_TIMESTAMPS} for a cookie sent without
+ * timestamps), so an ACK whose echo was changed, or that drops the timestamp a cookie was sent with,
+ * fails like a forged one; in Linux the echo is not authenticated. Without a timestamp in the SYN
+ * nothing can carry them, and the connection goes without window scaling, SACK and timestamps (as
+ * Linux).
+ *
+ * <p><b>The clock under the options.</b> The TSval is the connection's timestamp clock
+ * ({@link TcpConnection#timestampClock}, 1 ms per tick) over a base derived from the secret and the
+ * 4-tuple ({@link #timestampBase}, as Linux's secure_tcp_ts_off), so the connection a cookie later
+ * opens finds the same clock without having stored it. {@link #timestampValue} puts the options in
+ * the clock's low 6 bits and, if that lands above the clock, steps back 64 ticks: the TSval is at most
+ * 63 ms behind the clock and never ahead. So every later TSval of the connection, read straight from
+ * the clock, is at least this one, as the peer's PAWS (RFC 7323 5.3) requires; the peer's RTT samples
+ * (from its own TSvals, echoed by us) are untouched; and only an RTT taken from this one echo would
+ * read up to 63 ms long, which no code here takes (TcpConnection times RTT by a timed segment).
  *
  * <p>Immutable after construction: any thread may encode and decode; nothing is allocated, and no
  * input makes decode throw.
@@ -68,6 +90,19 @@ public final class SynCookies {
     private static final int MAC_MASK = 0xff_ffff;
     private static final long DOMAIN_H0 = 1L << 32;
     private static final long DOMAIN_MAC = 2L << 32;
+    private static final long DOMAIN_CLOCK = 3L << 32;
+
+    /** Low bits of a cookie SYN-ACK's TSval that carry the SYN's options (Linux's TSBITS). */
+    public static final int TS_OPTION_BITS = 6;
+    private static final int TS_OPTION_MASK = (1 << TS_OPTION_BITS) - 1;
+    /** The window-scale field of the options when the SYN offered none (Linux's TS_OPT_WSCALE_MASK). */
+    private static final int TS_NO_WSCALE = 0xf;
+    private static final int TS_SACK = 1 << 4;
+    /**
+     * The options value of a cookie sent without timestamps: above the {@link #TS_OPTION_BITS} bits,
+     * so no echoed TSecr decodes to it.
+     */
+    public static final int NO_TIMESTAMPS = 1 << TS_OPTION_BITS;
 
     private final long k0;
     private final long k1;
@@ -91,6 +126,12 @@ public final class SynCookies {
         this.k1 = k1;
     }
 
+    /** {@link #encode(long, int, int, int, int, int, int, int)} for a SYN-ACK without timestamps. */
+    public int encode(long now, int localIp, int localPort, int remoteIp, int remotePort, int clientIsn,
+            int mss) {
+        return encode(now, localIp, localPort, remoteIp, remotePort, clientIsn, mss, NO_TIMESTAMPS);
+    }
+
     /**
      * The ISN of a SYN-ACK answering a SYN statelessly.
      *
@@ -98,14 +139,26 @@ public final class SynCookies {
      * @param clientIsn the sequence number of the client's SYN
      * @param mss the MSS the client offered (536 if it sent no option, RFC 9293 3.7.1), already
      *     capped by the listener's own limit; values below 536 get 536, as in Linux
+     * @param options what the SYN-ACK's TSval carries ({@link #options}), or {@link #NO_TIMESTAMPS}
+     * @throws IllegalArgumentException if {@code options} is neither
      */
     public int encode(long now, int localIp, int localPort, int remoteIp, int remotePort, int clientIsn,
-            int mss) {
+            int mss, int options) {
+        if (options != NO_TIMESTAMPS && (options & ~TS_OPTION_MASK) != 0) {
+            throw new IllegalArgumentException("cookie options " + options + " are neither 0.." + TS_OPTION_MASK
+                    + " (SynCookies.options) nor NO_TIMESTAMPS");
+        }
         long tick = Math.floorDiv(now, TICK_NS);
         int index = indexFor(mss);
-        int mac = mac(localIp, localPort, remoteIp, remotePort, tick, clientIsn, index);
+        int mac = mac(localIp, localPort, remoteIp, remotePort, tick, clientIsn, index, options);
         int value = ((int) tick & COUNT_MASK) << COUNT_SHIFT | index << INDEX_SHIFT | mac;
         return value + h0(localIp, localPort, remoteIp, remotePort) + clientIsn;
+    }
+
+    /** {@link #decode(long, int, int, int, int, int, int, int)} for an ACK without timestamps. */
+    public int decode(long now, int localIp, int localPort, int remoteIp, int remotePort, int clientIsnPlus1,
+            int ackMinus1) {
+        return decode(now, localIp, localPort, remoteIp, remotePort, clientIsnPlus1, ackMinus1, NO_TIMESTAMPS);
     }
 
     /**
@@ -114,11 +167,12 @@ public final class SynCookies {
      * @param now the time, nanoseconds
      * @param clientIsnPlus1 the ACK segment's sequence number (the client ISN + 1)
      * @param ackMinus1 the ACK segment's acknowledgment number - 1 (the cookie, if genuine)
-     * @return the MSS the cookie promised, or -1 if it is forged, damaged, for another 4-tuple or
-     *     expired
+     * @param options what the ACK echoes ({@link #optionsFromEcho})
+     * @return the MSS the cookie promised, or -1 if it is forged, damaged, for another 4-tuple,
+     *     expired, or its options were changed or dropped
      */
     public int decode(long now, int localIp, int localPort, int remoteIp, int remotePort, int clientIsnPlus1,
-            int ackMinus1) {
+            int ackMinus1, int options) {
         int clientIsn = clientIsnPlus1 - 1;
         int value = ackMinus1 - h0(localIp, localPort, remoteIp, remotePort) - clientIsn;
         long tick = Math.floorDiv(now, TICK_NS);
@@ -127,11 +181,62 @@ public final class SynCookies {
             return -1;
         }
         int index = (value >>> INDEX_SHIFT) & INDEX_MASK;
-        int mac = mac(localIp, localPort, remoteIp, remotePort, tick - age, clientIsn, index);
+        int mac = mac(localIp, localPort, remoteIp, remotePort, tick - age, clientIsn, index, options);
         if ((value & MAC_MASK) != mac) {
             return -1;
         }
         return MSS_TABLE[index];
+    }
+
+    /**
+     * The options a cookie SYN-ACK carries in its TSval (Linux's cookie_init_timestamp).
+     *
+     * @param peerWindowShift the shift of the SYN's window-scale option, or -1 when it had none (or
+     *     the listener does not scale); above 14 counts as 14 (RFC 7323 2.3)
+     * @param sackPermitted whether the SYN offered SACK and the listener uses it
+     */
+    public static int options(int peerWindowShift, boolean sackPermitted) {
+        int wscale = peerWindowShift < 0 ? TS_NO_WSCALE : Math.min(peerWindowShift, TcpOptions.MAX_WINDOW_SCALE);
+        return wscale | (sackPermitted ? TS_SACK : 0);
+    }
+
+    /** The options an ACK echoes: its TSecr's low bits, or {@link #NO_TIMESTAMPS} when it has no timestamp. */
+    public static int optionsFromEcho(boolean timestamps, int tsEcr) {
+        return timestamps ? tsEcr & TS_OPTION_MASK : NO_TIMESTAMPS;
+    }
+
+    /** The peer's window-scale shift the options carry, or -1 for none (Linux's cookie_timestamp_decode). */
+    public static int windowShift(int options) {
+        if (options == NO_TIMESTAMPS || (options & TS_NO_WSCALE) == TS_NO_WSCALE) {
+            return -1;
+        }
+        return options & TS_NO_WSCALE;
+    }
+
+    /** Whether the options say the SYN offered SACK. */
+    public static boolean sackPermitted(int options) {
+        return options != NO_TIMESTAMPS && (options & TS_SACK) != 0;
+    }
+
+    /**
+     * The TSval of a cookie SYN-ACK: {@code clock} with its low 6 bits replaced by {@code options},
+     * 64 ticks lower when that would put it ahead of the clock (Linux's cookie_init_timestamp), so it
+     * is never ahead and at most 63 ticks behind (modulo 2^32).
+     */
+    public static int timestampValue(int clock, int options) {
+        int ts = (clock & ~TS_OPTION_MASK) | (options & TS_OPTION_MASK);
+        return ts - clock > 0 ? ts - (1 << TS_OPTION_BITS) : ts;
+    }
+
+    /**
+     * The base, in nanoseconds, of the timestamp clock ({@link TcpConnection#timestampClock}) for
+     * this 4-tuple's cookie SYN-ACKs and the connection a cookie opens: a 32-bit offset in
+     * milliseconds from the secret (as Linux's secure_tcp_ts_off), so a TSval shows no uptime.
+     */
+    public long timestampBase(int localIp, int localPort, int remoteIp, int remotePort) {
+        long offset = SipHash.hash(k0, k1, SipHash.addresses(localIp, remoteIp),
+                SipHash.ports(localPort, remotePort) | DOMAIN_CLOCK, 0L) & 0xffff_ffffL;
+        return -offset * 1_000_000L;
     }
 
     /** The largest table index whose MSS is not above {@code mss}; 0 below the table. */
@@ -149,8 +254,8 @@ public final class SynCookies {
     }
 
     private int mac(int localIp, int localPort, int remoteIp, int remotePort, long tick, int clientIsn,
-            int index) {
-        long word1 = SipHash.ports(localPort, remotePort) | DOMAIN_MAC | (long) index << 40;
+            int index, int options) {
+        long word1 = SipHash.ports(localPort, remotePort) | DOMAIN_MAC | (long) index << 40 | (long) options << 43;
         long word2 = (tick << 32) | (clientIsn & 0xffffffffL);
         return (int) SipHash.hash(k0, k1, SipHash.addresses(localIp, remoteIp), word1, word2) & MAC_MASK;
     }

@@ -257,21 +257,23 @@ public final class TcpConnection {
 
     /**
      * Passive open completed by a valid SYN cookie (RFC 4987 3.6): no SYN-RECEIVED state existed, so
-     * the connection starts ESTABLISHED with the MSS the cookie carried and no other options.
+     * the connection starts ESTABLISHED. The SYN's options, as the cookie restored them, stand in
+     * {@code ack}'s MSS, window-scale and SACK-permitted fields (as Linux's cookie_v4_check fills its
+     * parsed options); timestamps are on when the ACK carries one. {@code tsBase} is the base of the
+     * clock the SYN-ACK's TSval was read from, so this end's TSvals go on from it.
      */
-    public void acceptCookie(Segment ack, int iss, int irs, int mss, long now) {
+    public void acceptCookie(Segment ack, int iss, int irs, long tsBase, long now) {
         requireState(TcpState.CLOSED, "accept");
         initSend(iss, now);
+        this.tsBase = tsBase;
         this.irs = irs;
         rcvNxt = irs + 1;
         sndUna = iss + 1;
         sndNxt = iss + 1;
         sndMax = iss + 1;
-        sendMss = Math.min(config.mss(), mss);
-        rcvShift = 0;
-        sndShift = 0;
-        cc.reset(sendMss, initialWindow(sendMss));
-        sndWnd = ack.window;
+        lastAckSent = rcvNxt; // the SYN-ACK acknowledged the SYN: TS.Recent follows from here (RFC 7323 4.3)
+        negotiate(ack, now);
+        sndWnd = ack.window << sndShift;
         sndWl1 = ack.seq;
         sndWl2 = ack.ack;
         maxSndWnd = sndWnd;
@@ -1199,7 +1201,12 @@ public final class TcpConnection {
 
     /** RFC 7323 5.4: a clock of 1 ms per tick (the fastest allowed, as Linux), from a random-free base plus 1 so 0 never appears. */
     private int tsValue(long now) {
-        return (int) ((now - tsBase) / 1_000_000L) + 1;
+        return timestampClock(now, tsBase);
+    }
+
+    /** The timestamp clock at {@code now} of a clock whose base is {@code base}; SYN cookies read it too. */
+    static int timestampClock(long now, long base) {
+        return (int) ((now - base) / 1_000_000L) + 1;
     }
 
     private void sendRst(int seq, int ack, boolean withAck) {

@@ -352,13 +352,29 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             // RFC 4987 3.6: no state; the ISN carries what the ACK must prove.
             count(Counter.SYN_BACKLOG_FULL);
             int mss = Math.min(l.config.mss(), syn.mss > 0 ? syn.mss : 536);
-            int cookie = cookies.encode(now, ip.address(), l.port, remoteIp, remotePort, syn.seq, mss);
+            // Linux's cookie_init_timestamp: window scale and SACK-permitted ride in the TSval's low
+            // bits; without a timestamp in the SYN the connection goes without them (tcp_conn_request).
+            boolean timestamps = l.config.timestamps() && syn.timestamps;
+            int options = timestamps
+                    ? SynCookies.options(l.config.windowScaling() ? syn.windowScale : -1, l.config.sack() && syn.sackPermitted)
+                    : SynCookies.NO_TIMESTAMPS;
+            int cookie = cookies.encode(now, ip.address(), l.port, remoteIp, remotePort, syn.seq, mss, options);
             Segment out = rstOut.clear();
             out.flags = Segment.SYN | Segment.ACK;
             out.seq = cookie;
             out.ack = syn.seq + 1;
-            out.window = Math.min(l.config.receiveBuffer(), 65_535);
+            out.window = Math.min(l.config.receiveBuffer(), 65_535); // RFC 7323 2.2: never scaled in a SYN
             out.mss = l.config.mss();
+            if (timestamps) {
+                long base = cookies.timestampBase(ip.address(), l.port, remoteIp, remotePort);
+                out.timestamps = true;
+                out.tsVal = SynCookies.timestampValue(TcpConnection.timestampClock(now, base), options);
+                out.tsEcr = syn.tsVal;
+                if (SynCookies.windowShift(options) >= 0) {
+                    out.windowScale = l.config.receiveWindowShift(); // RFC 7323 2.2: only if the SYN offered one
+                }
+                out.sackPermitted = SynCookies.sackPermitted(options);
+            }
             send(remoteIp, remotePort, l.port, out);
             count(Counter.SYN_COOKIES_SENT);
             return;
@@ -371,9 +387,13 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         nextDeadline = Math.min(nextDeadline, c.deadline());
     }
 
-    /** The ACK completing a handshake answered with a SYN cookie: a valid cookie opens the connection. */
+    /**
+     * The ACK completing a handshake answered with a SYN cookie: a valid cookie opens the connection,
+     * with the options its TSecr echoes (Linux's cookie_timestamp_decode; the MAC covers them).
+     */
     private boolean acceptCookie(Listener l, int remoteIp, int remotePort, Segment ack, long now) {
-        int mss = cookies.decode(now, ip.address(), l.port, remoteIp, remotePort, ack.seq, ack.ack - 1);
+        int options = SynCookies.optionsFromEcho(ack.timestamps, ack.tsEcr);
+        int mss = cookies.decode(now, ip.address(), l.port, remoteIp, remotePort, ack.seq, ack.ack - 1, options);
         if (mss <= 0) {
             count(Counter.SYN_COOKIES_REJECTED);
             return false;
@@ -383,7 +403,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         l.halfOpen++; // balanced by onEstablished
         TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output, hooks);
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
-        c.acceptCookie(ack, ack.ack - 1, ack.seq - 1, mss, now);
+        ack.mss = mss; // the SYN's options as the cookie restored them (TcpConnection.acceptCookie)
+        ack.windowScale = SynCookies.windowShift(options);
+        ack.sackPermitted = SynCookies.sackPermitted(options);
+        c.acceptCookie(ack, ack.ack - 1, ack.seq - 1, cookies.timestampBase(ip.address(), l.port, remoteIp, remotePort),
+                now);
         nextDeadline = Math.min(nextDeadline, c.deadline());
         return true;
     }

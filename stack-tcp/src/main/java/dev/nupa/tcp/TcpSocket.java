@@ -21,13 +21,19 @@ import io.vertx.core.streams.WriteStream;
  * {@link ReadStream} and {@link WriteStream} of {@link Buffer}s, so {@code pipeTo} and back-pressure
  * work (pause/resume/fetch reach the receive window; {@link #writeQueueFull} and the drain handler
  * follow the send buffer). Handlers run on the Vert.x context that created the socket. {@link #end()}
- * half-closes (FIN after the queued data); {@link #close()} closes; errors reach the exception handler
- * as IOExceptions that say what happened (reset, timed out, refused).
+ * half-closes (FIN after the queued data); {@link #close()} closes, as {@link #setLinger} says; errors
+ * reach the exception handler as IOExceptions that say what happened (reset, timed out, refused).
+ * Per-socket settings other than linger (Nagle, keep-alive, buffers, congestion control) are the
+ * {@link TcpConfig} the socket was made with ({@link #connect}, {@link TcpServer#create}).
  */
 public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>, TcpConnection.Events {
     /** Default bound of data queued beyond the send buffer before {@link #writeQueueFull()}. */
     public static final int DEFAULT_WRITE_QUEUE = 256 * 1024;
+    /** The longest linger, seconds (as the JDK's Socket.setSoLinger caps it). */
+    public static final int MAX_LINGER = 65_535;
     private static final int READ_CHUNK = 64 * 1024;
+    /** How often a lingering close looks whether its FIN was acknowledged (no event says so). */
+    private static final long LINGER_CHECK_MS = 5;
 
     private final TcpLayer layer;
     private final Context context;
@@ -42,6 +48,9 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     private boolean ending;
     private boolean endSignalled;
     private boolean closed;
+    private volatile int linger = -1;
+    /** close() aborted the connection (linger 0): the abort is no error to report. */
+    private volatile boolean abortedByClose;
     private Promise<TcpSocket> connecting;
     private Handler<Buffer> handler;
     private Handler<Void> endHandler;
@@ -322,9 +331,89 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         }
     }
 
-    /** Closes both directions: FIN after the queued data; the close handler runs when the connection is gone. */
+    /**
+     * SO_LINGER: how {@link #close()} ends the connection (Linux's tcp_close; Vert.x's
+     * NetClientOptions.setSoLinger). {@link #end()} is never affected, as shutdown(SHUT_WR) is not.
+     * <ul>
+     *   <li>-1, the default: close returns at once and the FIN follows the queued data.</li>
+     *   <li>0: close aborts (RFC 9293 3.10.5): a RST, queued and unacknowledged data dropped, no
+     *       TIME-WAIT. The exception handler does not hear of this abort; pending writes fail.</li>
+     *   <li>1..{@value #MAX_LINGER}: close's Future completes once the peer has acknowledged the FIN,
+     *       and so every byte, or fails after that many seconds; the connection goes on closing
+     *       either way (as Linux's close returns after sk_stream_wait_close).</li>
+     * </ul>
+     *
+     * @throws IllegalArgumentException if {@code seconds} is outside -1..{@value #MAX_LINGER}
+     */
+    public TcpSocket setLinger(int seconds) {
+        if (seconds < -1 || seconds > MAX_LINGER) {
+            throw new IllegalArgumentException("linger must be -1 (off) or 0.." + MAX_LINGER + " seconds, got " + seconds);
+        }
+        this.linger = seconds;
+        return this;
+    }
+
+    /** The linger set by {@link #setLinger}: -1 when off. */
+    public int linger() {
+        return linger;
+    }
+
+    /**
+     * Closes both directions: FIN after the queued data, or as {@link #setLinger} says; the close
+     * handler runs when the connection is gone.
+     */
     public Future<Void> close() {
-        return end();
+        int seconds = linger;
+        if (seconds < 0) {
+            return end();
+        }
+        if (seconds == 0) {
+            ending = true;
+            abortedByClose = true;
+            layer.lock.lock();
+            try {
+                if (connection != null) {
+                    connection.abort(System.nanoTime());
+                }
+            } finally {
+                layer.lock.unlock();
+            }
+            return Future.succeededFuture();
+        }
+        end();
+        Promise<Void> done = Promise.promise();
+        long deadline = System.nanoTime() + seconds * 1_000_000_000L;
+        context.runOnContext(v -> checkLinger(done, seconds, deadline));
+        return done.future();
+    }
+
+    /** On the context: completes a lingering close once the FIN is acknowledged, fails it at the deadline. */
+    private void checkLinger(Promise<Void> done, int seconds, long deadline) {
+        boolean queued;
+        synchronized (this) {
+            queued = !pending.isEmpty();
+        }
+        TcpState state;
+        TcpError error;
+        int unacknowledged;
+        layer.lock.lock();
+        try {
+            state = connection.state();
+            error = connection.error();
+            unacknowledged = connection.unacknowledged();
+        } finally {
+            layer.lock.unlock();
+        }
+        if (state == TcpState.CLOSED && error != null) {
+            done.tryFail(new IOException(error.message() + " while lingering (" + remoteAddress() + ")"));
+        } else if (!queued && (state == TcpState.FIN_WAIT_2 || state == TcpState.TIME_WAIT || state == TcpState.CLOSED)) {
+            done.tryComplete(); // our FIN was acknowledged: the peer has every byte
+        } else if (System.nanoTime() - deadline >= 0) {
+            done.tryFail(new IOException("linger of " + seconds + " s ran out before the peer acknowledged the FIN ("
+                    + unacknowledged + " bytes unacknowledged, state " + state + "); the connection goes on closing"));
+        } else {
+            context.owner().setTimer(LINGER_CHECK_MS, id -> checkLinger(done, seconds, deadline));
+        }
     }
 
     /** Drops the connection with a reset (RFC 9293 ABORT). */
@@ -411,7 +500,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             }
             if (e != null) {
                 failPending(e);
-                if (exceptionHandler != null) {
+                if (exceptionHandler != null && !(error == TcpError.ABORTED && abortedByClose)) {
                     exceptionHandler.handle(e);
                 }
             }

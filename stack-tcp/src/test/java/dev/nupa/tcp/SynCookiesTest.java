@@ -1,6 +1,9 @@
 package dev.nupa.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashSet;
@@ -8,7 +11,10 @@ import java.util.Random;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** Stateless SYN cookies (RFC 4987 section 3.6) as {@link SynCookies} lays them out. */
+/**
+ * Stateless SYN cookies (RFC 4987 section 3.6) as {@link SynCookies} lays them out, and the options
+ * they keep in the SYN-ACK's timestamp (Linux's cookie_init_timestamp / cookie_timestamp_decode).
+ */
 class SynCookiesTest {
     private static final long K0 = 0x0706050403020100L;
     private static final long K1 = 0x0f0e0d0c0b0a0908L;
@@ -175,5 +181,103 @@ class SynCookiesTest {
             topBits.add(cookies.encode(now, SERVER, 80, CLIENT, port, CLIENT_ISN, 1460) >>> 27);
         }
         assertTrue(topBits.size() > 24, "the count bits are masked by H0: " + topBits.size() + " of 32");
+    }
+    // ---- options in the timestamp ---------------------------------------------------------------
+
+    @Test
+    void linuxCookieInitTimestamp_windowScaleAndSackTakeTheLowFiveBitsAsLinuxLaysThemOut() {
+        assertEquals(7 | 1 << 4, SynCookies.options(7, true));
+        assertEquals(0, SynCookies.options(0, false), "shift 0 is a shift, not its absence");
+        assertEquals(0xf, SynCookies.options(-1, false), "15: no window scale in the SYN");
+        assertEquals(0xf | 1 << 4, SynCookies.options(-1, true));
+        assertEquals(14, SynCookies.options(15, false), "RFC 7323 2.3: above 14 counts as 14");
+        for (int shift = -1; shift <= 14; shift++) {
+            for (boolean sack : new boolean[] {false, true}) {
+                int options = SynCookies.options(shift, sack);
+                assertTrue(options >= 0 && options < 1 << SynCookies.TS_OPTION_BITS, "fits 6 bits: " + options);
+                assertEquals(0, options & 1 << 5, "Linux's ECN bit stays 0");
+                assertEquals(shift, SynCookies.windowShift(options), "shift " + shift);
+                assertEquals(sack, SynCookies.sackPermitted(options), "shift " + shift);
+            }
+        }
+        assertEquals(-1, SynCookies.windowShift(SynCookies.NO_TIMESTAMPS));
+        assertFalse(SynCookies.sackPermitted(SynCookies.NO_TIMESTAMPS));
+    }
+
+    @Test
+    void linuxCookieTimestampDecode_theOptionsAreTheLowSixBitsOfTheEchoOrNoneWithoutATimestamp() {
+        assertEquals(0x17, SynCookies.optionsFromEcho(true, 0x1234_5697));
+        assertEquals(0x3f, SynCookies.optionsFromEcho(true, -1));
+        assertEquals(SynCookies.NO_TIMESTAMPS, SynCookies.optionsFromEcho(false, 0x17));
+    }
+
+    @Test
+    void rfc7323_5_3_theCookieTsvalIsNeverAheadOfTheClockAndAtMost63TicksBehind() {
+        Random random = new Random(7323);
+        int[] clocks = {0, 1, 63, 64, 65, 0x7fff_ffff, 0x8000_0000, -1, -64, -63, 0xffff_ffc0};
+        for (int i = 0; i < 20_000; i++) {
+            int clock = i < clocks.length ? clocks[i] : random.nextInt();
+            int options = random.nextInt(1 << SynCookies.TS_OPTION_BITS);
+            int ts = SynCookies.timestampValue(clock, options);
+            assertEquals(options, ts & 63, "the options survive in the low bits");
+            int behind = clock - ts; // modulo 2^32, as PAWS compares (RFC 7323 5.3)
+            assertTrue(behind >= 0 && behind <= 63, "clock " + Integer.toHexString(clock) + " options " + options
+                    + ": " + behind + " ticks behind");
+        }
+        assertEquals(0x1017, SynCookies.timestampValue(0x1020, 0x17), "above 0x17 in its block of 64: same block");
+        assertEquals(0x0fd7, SynCookies.timestampValue(0x1010, 0x17), "below: the block before");
+    }
+
+    @Test
+    void rfc4987_3_6_aCookieRoundTripsItsOptionsAndTheMssThroughTheEcho() {
+        long now = 9 * TICK;
+        for (int options = 0; options < 32; options++) {
+            int cookie = cookies.encode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN, 1460, options);
+            int echo = SynCookies.timestampValue(123_456_789, options);
+            assertEquals(1460, cookies.decode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN + 1, cookie,
+                    SynCookies.optionsFromEcho(true, echo)), "options " + options);
+        }
+        int plain = cookies.encode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN, 1460, SynCookies.NO_TIMESTAMPS);
+        assertEquals(plain, cookies.encode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN, 1460), "the old form: no timestamps");
+        assertEquals(1460, cookies.decode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN + 1, plain));
+    }
+
+    @Test
+    void rfc4987_3_6_theEchoedOptionsAreAuthenticatedSoAChangedOrDroppedEchoFails() {
+        long now = 9 * TICK;
+        int sent = SynCookies.options(7, true);
+        int cookie = cookies.encode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN, 1460, sent);
+        for (int echoed = 0; echoed <= SynCookies.NO_TIMESTAMPS; echoed++) {
+            int mss = cookies.decode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN + 1, cookie, echoed);
+            assertEquals(echoed == sent ? 1460 : -1, mss, "echoed options " + echoed);
+        }
+        int plain = cookies.encode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN, 1460);
+        for (int echoed = 0; echoed < SynCookies.NO_TIMESTAMPS; echoed++) {
+            assertEquals(-1, cookies.decode(now, SERVER, 80, CLIENT, 51000, CLIENT_ISN + 1, plain, echoed),
+                    "a timestamp on the ACK of a cookie sent without: " + echoed);
+        }
+    }
+
+    @Test
+    void encodingOptionsOutsideTheSixBitsIsMisuse() {
+        for (int bad : new int[] {-1, 65, 1 << 10, Integer.MIN_VALUE}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> cookies.encode(0, SERVER, 80, CLIENT, 51000, CLIENT_ISN, 1460, bad));
+            assertTrue(e.getMessage().contains("cookie options " + bad), e.getMessage());
+        }
+    }
+
+    @Test
+    void linuxSecureTcpTsOff_theTimestampClockBaseIsPerFourTupleAndSecret() {
+        long base = cookies.timestampBase(SERVER, 80, CLIENT, 51000);
+        assertEquals(base, new SynCookies(K0, K1).timestampBase(SERVER, 80, CLIENT, 51000), "a function of secret and 4-tuple");
+        assertNotEquals(base, cookies.timestampBase(SERVER, 80, CLIENT, 51001));
+        assertNotEquals(base, new SynCookies(K0, K1 + 1).timestampBase(SERVER, 80, CLIENT, 51000));
+        assertEquals(0, base % 1_000_000L, "whole milliseconds");
+        assertTrue(base <= 0 && base > -(1L << 32) * 1_000_000L, "a 32-bit offset of milliseconds: " + base);
+        // The clock under that base ticks once a millisecond from wherever the offset put it.
+        int at = TcpConnection.timestampClock(5_000_000_000L, base);
+        assertEquals(1000, TcpConnection.timestampClock(6_000_000_000L, base) - at);
+        assertEquals(at, TcpConnection.timestampClock(5_000_999_999L, base));
     }
 }

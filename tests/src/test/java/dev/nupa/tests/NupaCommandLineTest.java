@@ -235,4 +235,50 @@ class NupaCommandLineTest {
         assertEquals(4, r.out().split(", ratio ", -1).length - 1, "a floor and a ratio for each RDMA run: " + r.out());
         assertTrue(r.out().contains("demo ok"), r.out());
     }
+    @Test
+    void tcpCheckAndTcpEchoTakeSocketOptions() throws Exception {
+        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "node", "--fabric", fabric.toString(), "--address", "0", "--tcp-echo", "7", "--tcp-time-wait", "1",
+                "--no-delay", "--congestion", "newreno", "--linger", "5").redirectErrorStream(true).start();
+        try {
+            var nodeOut = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream()));
+            String first = nodeOut.readLine();
+            assertTrue(first != null && first.contains("TCP echo on port 7 (no-delay, no keepalive, send buffer 262144, "
+                    + "recv buffer 262144, linger 5, newreno)"), first);
+            // linger 0: every client connection ends with a RST, so none waits in TIME-WAIT.
+            Run reset = nupa("tcp-check", "--fabric", fabric.toString(), "--address", "1", "--connections", "20", "--bytes",
+                    "100000", "--no-delay", "--keepalive-idle", "30", "--send-buffer", "65536", "--recv-buffer", "131072",
+                    "--linger", "0", "--congestion", "newreno", "10.0.0.1");
+            assertEquals(0, reset.status(), reset.out() + reset.err());
+            assertTrue(reset.out().contains("socket options: no-delay, keepalive 30/75/9, send buffer 65536, "
+                    + "recv buffer 131072, linger 0, newreno"), reset.out());
+            assertTrue(reset.out().contains("20 echoed intact, 0 failed, 20 closed, 0 left after TIME-WAIT"), reset.out());
+            // linger 5: each close completes once the server acknowledged the FIN.
+            Run lingered = nupa("tcp-check", "--fabric", fabric.toString(), "--address", "1", "--connections", "5", "--bytes",
+                    "1000000", "--delay", "--keepalive", "--linger", "5", "--congestion", "cubic", "--tcp-time-wait", "1",
+                    "10.0.0.1");
+            assertEquals(0, lingered.status(), lingered.out() + lingered.err());
+            assertTrue(lingered.out().contains("socket options: nagle, keepalive 7200/75/9, send buffer 262144, "
+                    + "recv buffer 262144, linger 5, cubic"), lingered.out());
+            assertTrue(lingered.out().contains("5 echoed intact, 0 failed, 5 closed, 0 left after TIME-WAIT"), lingered.out());
+        } finally {
+            node.destroy();
+            node.waitFor(30, TimeUnit.SECONDS);
+            node.destroyForcibly();
+        }
+    }
+
+    @Test
+    void tcpSocketOptionsGiveOneLineErrors() throws Exception {
+        assertOneLineError(nupa("tcp-check", "--fabric", fabric.toString(), "--linger", "65536", "10.0.0.1"), 2,
+                "--linger 65536 is outside 0..65535 seconds");
+        assertOneLineError(nupa("tcp-check", "--fabric", fabric.toString(), "--congestion", "bbr", "10.0.0.1"), 2,
+                "--congestion bbr is unknown; choose one of: newreno, cubic");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-echo", "7", "--recv-buffer", "100",
+                "--run-for", "1"), 2, "--recv-buffer 100 is outside 8960..1073741824 bytes");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--keepalive", "--run-for", "1"), 2,
+                "--keepalive sets the TCP echo server's connections; give --tcp-echo PORT too");
+        assertFalse(Files.exists(fabric), "refused before any node started");
+    }
 }
