@@ -10,12 +10,13 @@ import java.lang.foreign.MemorySegment;
  * thread-safe: its owner serializes the calls.
  *
  * <p>What it implements: the RFC 9293 state machine with simultaneous open and close, half-close and
- * TIME-WAIT; the acceptability test of 3.10.7.4; MSS; RFC 7323 window scaling, timestamps and PAWS;
- * RFC 2018 SACK (blocks sent from the out-of-order ranges, received blocks steering retransmission in
- * recovery); the RFC 6298 retransmission timer with Karn's rule; RFC 5681 fast retransmit with RFC
- * 6582 NewReno recovery over a pluggable {@link CongestionControl}; delayed ACK and Nagle; zero-window
- * probing; receiver and sender silly-window avoidance; keep-alive; user timeout; RFC 5961 challenge
- * ACKs for in-window RSTs and SYNs.
+ * TIME-WAIT; the acceptability test of 3.10.7.4; MSS; RFC 7323 window scaling, timestamps and
+ * PAWS; RFC 2018 SACK (blocks sent from the out-of-order ranges); with a SACK peer, RFC 6675
+ * conservative loss recovery on a {@link SackScoreboard} (IsLost, SetPipe, NextSeg rules 1 to 4, the
+ * RTO rule of 5.1, a reneging check); without one, RFC 5681 fast retransmit with RFC 6582 NewReno
+ * recovery; both over a pluggable {@link CongestionControl}; the RFC 6298 retransmission timer with
+ * Karn's rule; delayed ACK and Nagle; zero-window probing; receiver and sender silly-window
+ * avoidance; keep-alive; user timeout; RFC 5961 challenge ACKs for in-window RSTs and SYNs.
  */
 public final class TcpConnection {
     /** Where segments leave. The payload of an outgoing segment is {@code payloadLength} bytes of {@code payload} at {@code payloadOffset}. */
@@ -72,9 +73,7 @@ public final class TcpConnection {
     private final RttEstimator rtt;
     private final CongestionControl cc;
     private final Segment tx = new Segment();
-    private final int[] sackedLeft;
-    private final int[] sackedRight;
-    private int sackedCount;
+    private final SackScoreboard scoreboard;
 
     private TcpState state = TcpState.CLOSED;
     private TcpError error;
@@ -128,11 +127,21 @@ public final class TcpConnection {
     private int timedSeq;
     private long timedAt;
 
-    // Loss recovery (RFC 5681, RFC 6582).
+    // Loss recovery: RFC 6675 with a SACK peer, RFC 5681 and RFC 6582 NewReno without.
+    /** DupAcks: with SACK, ACKs that SACKed new octets (RFC 6675 section 2); else RFC 5681's. */
     private int dupAcks;
     private boolean inRecovery;
+    /**
+     * One past the last octet sent when recovery began or the timer last expired: RFC 6582's
+     * "recover" + 1 and RFC 6675's RecoveryPoint + 1 (HighData + 1).
+     */
     private int recover;
+    /** RFC 6675 HighRxt + 1: the end of the highest retransmission of this recovery. */
     private int highRxt;
+    /** RFC 6675 RescueRxt + 1: rule 4 may rescue once SND.UNA reaches it. */
+    private int rescueRxt;
+    /** New data sent by limited transmit since the last cumulative ACK (RFC 6675 (4.2): not in FlightSize). */
+    private int limitedTransmit;
 
     private boolean ackNow;
     private int unackedSegments;
@@ -164,8 +173,7 @@ public final class TcpConnection {
         // 1 us granularity: the datapath loop polls timers far more often than every millisecond.
         this.rtt = new RttEstimator(RttEstimator.DEFAULT_INITIAL_RTO_NS, config.minRtoNs(), config.maxRtoNs(), 1_000L);
         this.cc = CongestionControls.create(config.congestionControl(), config.mss());
-        this.sackedLeft = new int[config.maxOutOfOrderRanges()];
-        this.sackedRight = new int[config.maxOutOfOrderRanges()];
+        this.scoreboard = new SackScoreboard(config.maxOutOfOrderRanges());
         this.sendMss = Math.min(536, config.mss()); // RFC 9293 3.7.1: 536 until the peer says otherwise
     }
 
@@ -551,39 +559,54 @@ public final class TcpConnection {
             challengeAck(now); // RFC 5961 5.2: far too old
             return false;
         }
-        if (sackOk && in.sackBlocks > 0) {
-            recordSack(in);
-        }
         int flightBefore = sndMax - sndUna;
-        if (Seq.gt(ack, sndUna)) {
+        boolean advanced = Seq.gt(ack, sndUna);
+        if (advanced) {
             int acked = ack - sndUna;
             long rttNs = rttSample(in, ack, now);
             ackAdvance(ack, now);
+            dupAcks = 0; // RFC 6675 section 5, RFC 5681 3.2: a cumulative ACK resets DupAcks
+            limitedTransmit = 0;
             if (inRecovery) {
                 if (Seq.ge(ack, recover)) {
-                    inRecovery = false; // RFC 6582 3.2 step 3: full acknowledgment
+                    // RFC 6675 (A), RFC 6582 3.2 step 3: a full acknowledgment ends recovery; the
+                    // scoreboard above SND.UNA stays.
+                    inRecovery = false;
                     cc.onExitRecovery(now);
-                } else {
-                    // RFC 6582 3.2 step 3 partial ACK: retransmit the next hole at once.
-                    retransmitHole(now);
+                } else if (!sackOk) {
+                    retransmitFirstUnacknowledged(now); // RFC 6582 3.2 step 3: a partial ACK
                 }
+                // With SACK, (B) and (C) follow in transmit(): SetPipe, then NextSeg while cwnd allows.
             } else {
                 cc.onAck(now, acked, rttNs, flightBefore);
             }
-            dupAcks = 0;
-        } else if (ack == sndUna && in.segmentLength() == 0 && flightBefore > 0
+        }
+        int newlySacked = sackOk && in.sackBlocks > 0 ? recordSack(in) : 0;
+        if (advanced && !scoreboard.isEmpty() && scoreboard.left(0) == sndUna) {
+            reneged(now);
+        }
+        if (sackOk) {
+            // RFC 6675 section 2: an ACK is a duplicate when it SACKs octets not SACKed before,
+            // whatever else it carries.
+            if (newlySacked > 0 && !inRecovery) {
+                dupAcks++;
+                // RFC 6675 section 5 (1) and (2); 5.1: not again before SND.UNA reaches RecoveryPoint + 1.
+                if ((dupAcks >= SackScoreboard.DUP_THRESH || scoreboard.isLost(sndUna, maxPayload()))
+                        && Seq.ge(sndUna, recover)) {
+                    enterSackRecovery(now);
+                }
+                // Otherwise (3): limited transmit, governed by pipe, in transmit().
+            }
+        } else if (!advanced && ack == sndUna && in.segmentLength() == 0 && flightBefore > 0
                 && (in.window << sndShift) == sndWnd && !in.has(Segment.FIN)) {
             // RFC 5681 section 2: a duplicate acknowledgment.
             dupAcks++;
-            if (dupAcks == 3 && !inRecovery && Seq.gt(ack, recover)) { // RFC 6582 3.2 step 2
+            if (dupAcks == SackScoreboard.DUP_THRESH && !inRecovery && Seq.gt(ack, recover)) { // RFC 6582 3.2 step 2
                 inRecovery = true;
                 recover = sndMax;
-                highRxt = sndUna;
                 fastRetransmits++;
                 cc.onEnterRecovery(now, flightBefore);
-                retransmitHole(now);
-            } else if (inRecovery && sackOk) {
-                retransmitHole(now); // RFC 6675 style: each ACK in recovery may release the next hole
+                retransmitFirstUnacknowledged(now);
             }
         }
         // Window update (RFC 9293 3.10.7.4: SND.WL1 / SND.WL2 rule).
@@ -643,7 +666,7 @@ public final class TcpConnection {
         if (Seq.lt(sndNxt, sndUna)) {
             sndNxt = sndUna;
         }
-        dropSackedBelow(ack);
+        scoreboard.dropBelow(ack);
         retries = 0;
         persistBackoff = 0;
         if (sndUna == sndMax) {
@@ -759,77 +782,144 @@ public final class TcpConnection {
         }
     }
 
-    // ---- SACK scoreboard (sender side) -------------------------------------------------------
+    // ---- loss recovery (sender side) ---------------------------------------------------------
 
-    private void recordSack(Segment in) {
+    /** RFC 6675 Update(): records the ACK's SACK blocks; returns the octets SACKed for the first time. */
+    private int recordSack(Segment in) {
+        int dataEnd = sentDataEnd();
+        int added = 0;
         for (int i = 0; i < in.sackBlocks; i++) {
             int l = in.sackLeft[i];
             int r = in.sackRight[i];
-            // RFC 2018 / RFC 6675: only blocks above SND.UNA and within what was sent count.
-            if (!Seq.lt(l, r) || Seq.le(r, sndUna) || Seq.gt(r, sndMax)) {
+            // RFC 2018, RFC 6675: only what lies above SND.UNA and was sent counts; a D-SACK (RFC
+            // 2883) below SND.UNA, a block beyond SND.MAX and one claiming our FIN do not.
+            if (!Seq.lt(l, r) || Seq.le(r, sndUna) || Seq.gt(r, dataEnd)) {
                 continue;
             }
-            addSacked(Seq.max(l, sndUna), r);
+            added += scoreboard.add(Seq.max(l, sndUna), r);
         }
+        return added;
     }
 
-    private void addSacked(int l, int r) {
-        int n = sackedCount;
-        for (int i = 0; i < n; i++) {
-            if (Seq.le(sackedLeft[i], r) && Seq.ge(sackedRight[i], l)) {
-                sackedLeft[i] = Seq.min(sackedLeft[i], l);
-                sackedRight[i] = Seq.max(sackedRight[i], r);
-                return;
-            }
-        }
-        if (n < sackedLeft.length) {
-            sackedLeft[n] = l;
-            sackedRight[n] = r;
-            sackedCount++;
-        }
+    /** One past the last data octet sent: SND.MAX, less the FIN once that was sent. */
+    private int sentDataEnd() {
+        return finSent ? sndMax - 1 : sndMax;
     }
 
-    private void dropSackedBelow(int una) {
-        int k = 0;
-        for (int i = 0; i < sackedCount; i++) {
-            if (Seq.gt(sackedRight[i], una)) {
-                sackedLeft[k] = Seq.max(sackedLeft[i], una);
-                sackedRight[k] = sackedRight[i];
-                k++;
-            }
-        }
-        sackedCount = k;
+    /**
+     * The cumulative ACK stopped at, or inside, data the peer had SACKed: it discarded what it had
+     * SACKed (reneging, RFC 2018 section 8). The scoreboard is no longer trusted (RFC 6675 5.1 keeps
+     * it across a timeout only with such a check) and the retransmission timer fires at once, which
+     * sends everything from SND.UNA again (as Linux's tcp_check_sack_reneging, without its delay).
+     */
+    private void reneged(long now) {
+        scoreboard.clear();
+        rtoAt = now;
     }
 
-    private boolean sacked(int seq) {
-        for (int i = 0; i < sackedCount; i++) {
-            if (Seq.le(sackedLeft[i], seq) && Seq.lt(seq, sackedRight[i])) {
-                return true;
-            }
-        }
-        return false;
+    /** RFC 6675 section 5 step (4): fast retransmit and entry into loss recovery. */
+    private void enterSackRecovery(long now) {
+        inRecovery = true;
+        recover = sndMax; // (4.1) RecoveryPoint = HighData
+        fastRetransmits++;
+        // (4.2) cwnd and ssthresh from FlightSize, less what limited transmit sent.
+        cc.onEnterRecovery(now, Math.max(0, sndMax - sndUna - limitedTransmit));
+        limitedTransmit = 0;
+        // (4.3) Retransmit the segment at HighACK + 1 (up to the first SACKed octet); HighRxt and
+        // RescueRxt both mark its end. (4.4) and (4.5), SetPipe and step (C), run in transmit().
+        int length = Math.min(maxPayload(), scoreboard.nextSackedAbove(sndUna, sentDataEnd()) - sndUna);
+        highRxt = sndUna + retransmit(sndUna, length, now); // unmoved if the output refused it: NextSeg finds it
+        rescueRxt = sndUna + length;
     }
 
-    /** Retransmits the first segment at or after HighRxt that the peer has not SACKed (RFC 6675 NextSeg, rule 1). */
-    private void retransmitHole(long now) {
-        int seq = Seq.max(highRxt, sndUna);
-        while (Seq.lt(seq, sndMax) && sacked(seq)) {
-            int next = seq;
-            for (int i = 0; i < sackedCount; i++) {
-                if (Seq.le(sackedLeft[i], seq) && Seq.lt(seq, sackedRight[i])) {
-                    next = sackedRight[i];
-                }
-            }
-            seq = next;
+    /** RFC 6582 3.2 steps 2 and 3: NewReno retransmits the first unacknowledged segment. */
+    private void retransmitFirstUnacknowledged(long now) {
+        retransmit(sndUna, maxPayload(), now);
+    }
+
+    /**
+     * RFC 6675 NextSeg() and the sending of its segment (step (C.1) to (C.3)); returns the octets
+     * sent, 0 when there is nothing to send. {@code room} is cwnd - pipe, at least one SMSS.
+     */
+    private int sendNextSegment(int room, long now) {
+        int smss = maxPayload();
+        boolean hole = scoreboard.findHole(sndUna, Seq.max(highRxt, sndUna), smss);
+        // Rule 1: the first unSACKed octet above HighRxt, below the highest SACKed one, that IsLost.
+        if (hole && scoreboard.holeLost()) {
+            return retransmitHole(now);
         }
-        if (!Seq.lt(seq, sndMax)) {
-            return;
+        // Rule 2: new data, if any and the receive window allows.
+        int n = sendData(now, room);
+        if (n > 0) {
+            return n;
         }
-        int sent = transmitFrom(seq, maxPayload(), now, true);
+        // Rule 3: as rule 1, lost or not.
+        if (hole) {
+            return retransmitHole(now);
+        }
+        // Rule 4: once per recovery, after SND.UNA passed RescueRxt, rescue the highest unSACKed
+        // octets; HighRxt stays (C.2).
+        if (Seq.ge(sndUna, rescueRxt)) {
+            return rescue(now);
+        }
+        return 0;
+    }
+
+    /** NextSeg rules 1 and 3: up to one SMSS of the hole found, which moves HighRxt (C.2). */
+    private int retransmitHole(long now) {
+        int start = scoreboard.holeStart();
+        int sent = retransmit(start, Math.min(maxPayload(), scoreboard.holeEnd() - start), now);
         if (sent > 0) {
-            highRxt = seq + sent;
+            highRxt = start + sent;
+        }
+        return sent;
+    }
+
+    /**
+     * NextSeg rule 4: one segment ending at the highest unSACKed octet sent, when that lies above
+     * every SACKed one (a lost tail no SACK will reveal). Unsacked octets below the highest SACKed
+     * one are rules 1 and 3's, which have sent them already when rule 4 is reached, so they are not
+     * sent a third time.
+     */
+    private int rescue(long now) {
+        int count = scoreboard.count();
+        int from = count == 0 ? sndUna : scoreboard.right(count - 1);
+        int to = sentDataEnd();
+        if (!Seq.lt(from, to)) {
+            return 0;
+        }
+        int start = Seq.max(from, to - maxPayload());
+        int sent = retransmit(start, to - start, now);
+        if (sent > 0) {
+            rescueRxt = recover; // RescueRxt = RecoveryPoint: no second rescue in this recovery
+        }
+        return sent;
+    }
+
+    /** Sends {@code max} octets again from {@code seq}; returns how many left. */
+    private int retransmit(int seq, int max, long now) {
+        if (max <= 0) {
+            return 0;
+        }
+        int sent = transmitFrom(seq, max, now, true);
+        if (sent > 0) {
             retransmits++;
         }
+        return sent;
+    }
+
+    /**
+     * RFC 6675 SetPipe(): in SACK recovery, the scoreboard's count. Outside it, the unSACKed octets
+     * sent: SetPipe's count whenever nothing IsLost, which holds outside recovery unless a recovery
+     * may not begin yet; going back after a timeout, what lies beyond SND.NXT counts as lost (5.1).
+     * Without SACK this is FlightSize (SND.NXT - SND.UNA). Package-private for tests.
+     */
+    int pipe() {
+        if (inRecovery && sackOk) {
+            return scoreboard.pipe(sndUna, sndMax, highRxt, maxPayload());
+        }
+        int sent = sndNxt - sndUna;
+        return scoreboard.isEmpty() ? sent : sent - scoreboard.sackedBytes(sndUna, sndNxt);
     }
 
     // ---- output and timers -------------------------------------------------------------------
@@ -901,12 +991,18 @@ public final class TcpConnection {
         timing = false; // Karn: a retransmitted segment is never timed
         if (!handshake) {
             cc.onRetransmitTimeout(now, sndMax - sndUna);
+            // RFC 6675 5.1: recovery ends, RecoveryPoint = HighData, and no new recovery before
+            // SND.UNA reaches it (RFC 6582 section 4 likewise). HighRxt starts over. The scoreboard
+            // stays (RFC 6675 5.1, RFC 2018 erratum 1610), guarded by the reneging check.
             inRecovery = false;
-            recover = sndMax; // RFC 6582 4: no fast retransmit for what was sent before the timeout
+            recover = sndMax;
+            highRxt = sndUna;
             dupAcks = 0;
-            sackedCount = 0; // RFC 6675 5.1: SACK information may be reneged; start over
+            limitedTransmit = 0;
         }
-        sndNxt = sndUna; // go back: resend from the first unacknowledged byte
+        // Go back to the first unacknowledged octet; sendData() skips what the peer SACKed (5.1:
+        // "filling in" the holes it reports).
+        sndNxt = sndUna;
         retransmits++;
         rtoAt = now + rtt.rto();
         return true;
@@ -923,12 +1019,26 @@ public final class TcpConnection {
         }
         boolean sent = false;
         if (state.synchronizedState() && state != TcpState.TIME_WAIT) {
-            while (true) {
-                int n = sendData(now);
-                if (n <= 0) {
-                    break;
+            int pipe = pipe();
+            if (inRecovery && sackOk) {
+                // RFC 6675 step (C): while cwnd - pipe >= 1 SMSS, NextSeg(); (C.4) pipe grows by what left.
+                while (cc.cwnd() - pipe >= maxPayload()) {
+                    int n = sendNextSegment(cc.cwnd() - pipe, now);
+                    if (n <= 0) {
+                        break;
+                    }
+                    pipe += n;
+                    sent = true;
                 }
-                sent = true;
+            } else {
+                while (true) {
+                    int n = sendData(now, cc.cwnd() - pipe);
+                    if (n <= 0) {
+                        break;
+                    }
+                    pipe += n;
+                    sent = true;
+                }
             }
             if (finQueued && sndNxt == finSeq()) {
                 sent |= sendFin(now); // all data out, FIN not (or, after going back, no longer)
@@ -939,16 +1049,24 @@ public final class TcpConnection {
         }
     }
 
-    /** Sends one segment of new (or gone-back) data if the windows, Nagle and SWS avoidance allow; returns its length. */
-    private int sendData(long now) {
+    /**
+     * Sends one segment at SND.NXT: new data, or data sent before when going back after a timeout
+     * (skipping what the peer SACKed), if the receive window, {@code cwndRoom} (cwnd - pipe), Nagle
+     * and SWS avoidance allow; returns its length.
+     */
+    private int sendData(long now, int cwndRoom) {
+        boolean goingBack = Seq.lt(sndNxt, sndMax);
+        if (goingBack && !scoreboard.isEmpty()) {
+            sndNxt = Seq.min(scoreboard.skipSacked(sndNxt), sentDataEnd()); // RFC 6675 5.1: only the holes
+            goingBack = Seq.lt(sndNxt, sndMax);
+        }
         int offset = sndNxt - bufSeq;
         int unsent = sendBuf.size() - offset;
         if (unsent <= 0) {
             return 0;
         }
         int inFlight = sndNxt - sndUna;
-        int window = Math.min(sndWnd, cc.cwnd());
-        int room = window - inFlight;
+        int room = Math.min(sndWnd - inFlight, cwndRoom);
         if (sndWnd == 0 || room <= 0) {
             if (sndWnd == 0 && inFlight == 0 && persistAt == NEVER) {
                 persistAt = now + rtt.rto(); // RFC 9293 3.8.6.1: probe a zero window
@@ -957,6 +1075,15 @@ public final class TcpConnection {
         }
         int segmentMax = maxPayload();
         int n = Math.min(Math.min(unsent, segmentMax), room);
+        if (goingBack) {
+            // Resent data stops at the next SACKed range and is not held by Nagle; a piece cut short by
+            // the windows waits while something is in flight (SWS avoidance, RFC 9293 3.8.6.2.1).
+            int piece = Math.min(Math.min(unsent, segmentMax), scoreboard.nextSackedAbove(sndNxt, sndMax) - sndNxt);
+            if (room < piece && inFlight > 0) {
+                return 0;
+            }
+            return transmitFrom(sndNxt, Math.min(piece, room), now, false);
+        }
         // Nagle (RFC 9293 3.7.4) and sender SWS avoidance (3.8.6.2.1): hold a small segment while data is in flight.
         if (n < segmentMax && n < unsent && n < maxSndWnd / 2) {
             return 0; // RFC 9293 3.8.6.2.1: wait for a full segment or half the largest window
@@ -964,7 +1091,11 @@ public final class TcpConnection {
         if (n < segmentMax && !config.noDelay() && inFlight > 0 && !finQueued) {
             return 0;
         }
-        return transmitFrom(sndNxt, n, now, false);
+        int sent = transmitFrom(sndNxt, n, now, false);
+        if (!inRecovery && dupAcks > 0) {
+            limitedTransmit += sent; // RFC 6675 (3): limited transmit, left out of FlightSize at (4.2)
+        }
+        return sent;
     }
 
     /**
@@ -1001,6 +1132,8 @@ public final class TcpConnection {
                 timedSeq = seq;
                 timedAt = now;
             }
+        } else if (timing && Seq.le(seq, timedSeq) && Seq.lt(timedSeq, end)) {
+            timing = false; // Karn (RFC 6298 3): the timed segment was sent again; its ACK is ambiguous
         }
         if (Seq.gt(end, sndMax)) {
             sndMax = end;
