@@ -10,7 +10,8 @@ import java.lang.foreign.MemorySegment;
  * thread-safe: its owner serializes the calls.
  *
  * <p>What it implements: the RFC 9293 state machine with simultaneous open and close, half-close and
- * TIME-WAIT; the acceptability test of 3.10.7.4; MSS; RFC 7323 window scaling, timestamps and
+ * TIME-WAIT, and a bounded FIN-WAIT-2 once the application has closed fully (as Linux's
+ * tcp_fin_timeout); the acceptability test of 3.10.7.4; MSS; RFC 7323 window scaling, timestamps and
  * PAWS; RFC 2018 SACK (blocks sent from the out-of-order ranges); with a SACK peer, RFC 6675
  * conservative loss recovery on a {@link SackScoreboard} (IsLost, SetPipe, NextSeg rules 1 to 4, the
  * RTO rule of 5.1, a reneging check); without one, RFC 5681 fast retransmit with RFC 6582 NewReno
@@ -117,6 +118,7 @@ public final class TcpConnection {
     private long persistAt = NEVER;
     private long keepAliveAt = NEVER;
     private long timeWaitAt = NEVER;
+    private long finWait2At = NEVER;
     private long unackedSince = NEVER;
     private int retries;
     private int keepAliveProbes;
@@ -142,6 +144,9 @@ public final class TcpConnection {
     private int rescueRxt;
     /** New data sent by limited transmit since the last cumulative ACK (RFC 6675 (4.2): not in FlightSize). */
     private int limitedTransmit;
+
+    /** The application closed fully ({@link #close}), not only its sending side ({@link #shutdownOutput}). */
+    private boolean appClosed;
 
     private boolean ackNow;
     private int unackedSegments;
@@ -332,8 +337,8 @@ public final class TcpConnection {
     public int write(MemorySegment src, long offset, int length, long now) {
         if (finQueued || !(state == TcpState.ESTABLISHED || state == TcpState.CLOSE_WAIT || state == TcpState.SYN_SENT
                 || state == TcpState.SYN_RECEIVED)) {
-            throw new IllegalStateException("cannot write in state " + state + (finQueued ? " after close()" : "")
-                    + ": the connection is not open for sending");
+            throw new IllegalStateException("cannot write in state " + state
+                    + (finQueued ? " after close() or shutdownOutput()" : "") + ": the connection is not open for sending");
         }
         int n = sendBuf.write(src, offset, length);
         if (n > 0) {
@@ -374,10 +379,11 @@ public final class TcpConnection {
     }
 
     /**
-     * Closes this end for sending (RFC 9293 3.10.4): FIN follows the data already queued. Reading
-     * goes on until the peer closes too (half-close).
+     * Closes this end for sending (RFC 9293 3.10.4, half-close): FIN follows the data already
+     * queued; reading goes on until the peer closes too, and FIN-WAIT-2 lasts as long as the peer
+     * keeps its side open (RFC 9293 sets no bound).
      */
-    public void close(long now) {
+    public void shutdownOutput(long now) {
         switch (state) {
             case CLOSED, TIME_WAIT, LAST_ACK, CLOSING, FIN_WAIT_1, FIN_WAIT_2 -> {
                 return;
@@ -391,6 +397,22 @@ public final class TcpConnection {
         }
         finQueued = true;
         poll(now);
+    }
+
+    /**
+     * Closes fully: as {@link #shutdownOutput}, and the application reads no more, so waiting in
+     * FIN-WAIT-2 for the peer's FIN ends after {@link TcpConfig#finWait2TimeoutNs()} with a reset and
+     * {@link TcpError#FIN_WAIT_2_TIMEOUT} (Linux's tcp_fin_timeout for orphaned sockets). After an
+     * earlier {@link #shutdownOutput} that left the connection in FIN-WAIT-2, the wait starts now.
+     */
+    public void close(long now) {
+        appClosed = true;
+        if (state == TcpState.FIN_WAIT_2) {
+            startFinWait2Timer(now);
+            poll(now);
+            return;
+        }
+        shutdownOutput(now);
     }
 
     /** Aborts (RFC 9293 3.10.5): RST to the peer if synchronized, everything dropped. */
@@ -624,6 +646,9 @@ public final class TcpConnection {
             case FIN_WAIT_1 -> {
                 if (finAcked()) {
                     state = TcpState.FIN_WAIT_2;
+                    if (appClosed) {
+                        startFinWait2Timer(now);
+                    }
                 }
             }
             case CLOSING -> {
@@ -765,9 +790,21 @@ public final class TcpConnection {
     private void enterTimeWait(long now) {
         state = TcpState.TIME_WAIT;
         timeWaitAt = now + config.timeWaitNs();
+        finWait2At = NEVER;
         rtoAt = NEVER;
         persistAt = NEVER;
         keepAliveAt = NEVER;
+    }
+
+    /**
+     * FIN-WAIT-2 of an application that closed fully is bounded (Linux's tcp_fin_timeout; RFC 9293
+     * 3.10.4 lets a half-closed connection wait there for ever, and it does).
+     */
+    private void startFinWait2Timer(long now) {
+        long timeout = config.finWait2TimeoutNs();
+        if (timeout > 0 && finWait2At == NEVER) {
+            finWait2At = now + Math.min(timeout, NEVER - 1 - now); // a huge timeout saturates, never wraps
+        }
     }
 
     private void challengeAck(long now) {
@@ -948,6 +985,11 @@ public final class TcpConnection {
             finish(null);
             return NEVER;
         }
+        if (now >= finWait2At) {
+            sendRst(sndNxt, 0, false); // the peer, likely still in CLOSE-WAIT, learns it is gone
+            finish(TcpError.FIN_WAIT_2_TIMEOUT);
+            return NEVER;
+        }
         if (config.userTimeoutNs() > 0 && unackedSince != NEVER && now - unackedSince >= config.userTimeoutNs()) {
             sendRst(sndNxt, 0, false);
             finish(TcpError.USER_TIMEOUT);
@@ -971,7 +1013,7 @@ public final class TcpConnection {
         transmit(now);
         scheduleKeepAlive(now);
         return Math.min(Math.min(Math.min(rtoAt, delayedAckAt), blockedRetryAt),
-                Math.min(Math.min(persistAt, keepAliveAt), timeWaitAt));
+                Math.min(Math.min(persistAt, keepAliveAt), Math.min(timeWaitAt, finWait2At)));
     }
 
     /** RFC 6298 5.4-5.7; returns false if the connection was dropped. */
@@ -1361,6 +1403,7 @@ public final class TcpConnection {
         persistAt = NEVER;
         keepAliveAt = NEVER;
         timeWaitAt = NEVER;
+        finWait2At = NEVER;
         events.onClosed(this, why);
     }
 

@@ -7,7 +7,9 @@ public enum TcpError {
     TIMED_OUT("connection timed out (no acknowledgment after the retransmissions allowed)"),
     USER_TIMEOUT("user timeout: data stayed unacknowledged longer than the user timeout"),
     KEEPALIVE("connection timed out (keep-alive probes unanswered)"),
-    ABORTED("connection aborted by this end");
+    ABORTED("connection aborted by this end"),
+    FIN_WAIT_2_TIMEOUT("connection reset by this end: it had closed, and the peer did not close its side within the"
+            + " FIN-WAIT-2 timeout");
 
     private final String message;
 

@@ -36,7 +36,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public enum Counter {
         SEGMENTS_IN, SEGMENTS_OUT, SEND_DEFERRED, SEND_FAILURES, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
         SYN_BACKLOG_FULL, SYN_COOKIES_SENT, SYN_COOKIES_ACCEPTED, SYN_COOKIES_REJECTED,
-        CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED
+        CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED,
+        /** Connections closed fully by their application and reset after waiting too long in FIN-WAIT-2. */
+        FIN_WAIT_2_TIMEOUTS
     }
 
     /** One listening port. */
@@ -108,6 +110,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 listener.halfOpen--;
             }
             count(error == null ? Counter.CONNECTIONS_CLOSED : Counter.CONNECTIONS_FAILED);
+            if (error == TcpError.FIN_WAIT_2_TIMEOUT) {
+                count(Counter.FIN_WAIT_2_TIMEOUTS);
+            }
             if (user != null) {
                 user.onClosed(c, error);
             }

@@ -21,10 +21,12 @@ import io.vertx.core.streams.WriteStream;
  * {@link ReadStream} and {@link WriteStream} of {@link Buffer}s, so {@code pipeTo} and back-pressure
  * work (pause/resume/fetch reach the receive window; {@link #writeQueueFull} and the drain handler
  * follow the send buffer). Handlers run on the Vert.x context that created the socket. {@link #end()}
- * half-closes (FIN after the queued data); {@link #close()} closes, as {@link #setLinger} says; errors
- * reach the exception handler as IOExceptions that say what happened (reset, timed out, refused).
- * Per-socket settings other than linger (Nagle, keep-alive, buffers, congestion control) are the
- * {@link TcpConfig} the socket was made with ({@link #connect}, {@link TcpServer#create}).
+ * half-closes (FIN after the queued data, reading goes on); {@link #close()} closes fully, as
+ * {@link #setLinger} says, which also bounds how long the connection then waits for the peer's FIN
+ * ({@link TcpConfig#finWait2TimeoutNs()}); errors reach the exception handler as IOExceptions that
+ * say what happened (reset, timed out, refused). Per-socket settings other than linger (Nagle,
+ * keep-alive, buffers, congestion control) are the {@link TcpConfig} the socket was made with
+ * ({@link #connect}, {@link TcpServer#create}).
  */
 public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>, TcpConnection.Events {
     /** Default bound of data queued beyond the send buffer before {@link #writeQueueFull()}. */
@@ -46,6 +48,8 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     private boolean flushScheduled;
     private boolean wasFull;
     private boolean ending;
+    /** close(), not just end(): the connection is closed fully once the queued data is in. */
+    private volatile boolean closing;
     private boolean endSignalled;
     private boolean closed;
     private volatile int linger = -1;
@@ -323,7 +327,11 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         if (ending && empty && connection != null) {
             layer.lock.lock();
             try {
-                connection.close(System.nanoTime());
+                if (closing) {
+                    connection.close(System.nanoTime());
+                } else {
+                    connection.shutdownOutput(System.nanoTime());
+                }
                 layer.touched(connection);
             } finally {
                 layer.lock.unlock();
@@ -359,10 +367,13 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     }
 
     /**
-     * Closes both directions: FIN after the queued data, or as {@link #setLinger} says; the close
-     * handler runs when the connection is gone.
+     * Closes fully: FIN after the queued data, or as {@link #setLinger} says; the close handler runs
+     * when the connection is gone. Once the FIN is acknowledged, the connection is reset if the peer
+     * keeps its side open longer than {@link TcpConfig#finWait2TimeoutNs()} (after {@link #end()}
+     * alone it waits for ever).
      */
     public Future<Void> close() {
+        closing = true;
         int seconds = linger;
         if (seconds < 0) {
             return end();

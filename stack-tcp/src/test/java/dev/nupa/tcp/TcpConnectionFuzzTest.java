@@ -12,7 +12,7 @@ import dev.nupa.tcp.Wire.Seg;
  * in whatever state, nothing escapes and the invariants hold. Input: one byte picks the start
  * (active open, established, passive open), then 16-byte records, each one segment (flags, offsets
  * of seq/ack near the interesting edges or anywhere, window, options, a payload length) or, when
- * the flag byte says so, a user call or a jump in time.
+ * the flag byte says so, a user call (write, read, close, shutdownOutput) or a jump in time.
  */
 class TcpConnectionFuzzTest {
     static final int ISS = 1_000;
@@ -50,10 +50,10 @@ class TcpConnectionFuzzTest {
                         }
                     }
                     case 7 -> {
-                        if ((input[at + 15] & 1) == 0) {
-                            o.c.close(o.now);
-                        } else {
-                            o.read(len + 1);
+                        switch (input[at + 15] & 3) {
+                            case 0 -> o.c.close(o.now);
+                            case 2 -> o.c.shutdownOutput(o.now);
+                            default -> o.read(len + 1);
                         }
                     }
                     default -> {

@@ -389,6 +389,75 @@ class TcpConnectionTest {
     }
 
     @Test
+    void linuxFinTimeout_aFullyClosedConnectionLeftInFinWait2IsResetAfterTheTimeout() {
+        One o = established(plain().withFinWait2Timeout(60_000 * MS), 65_535);
+        o.c.close(o.now);
+        assertEquals(FIN | ACK, o.onlySent().flags());
+        o.inject(seg(ACK, IRS + 1, ISS + 2, 65_535)); // our FIN acknowledged; the peer stays in CLOSE-WAIT
+        assertEquals(TcpState.FIN_WAIT_2, o.c.state());
+        long t = o.now;
+        o.advanceTo(t + 60_000 * MS - 1);
+        assertEquals(TcpState.FIN_WAIT_2, o.c.state());
+        assertTrue(o.sent().isEmpty());
+        o.advanceTo(t + 60_000 * MS);
+        Seg rst = o.onlySent();
+        assertEquals(RST, rst.flags(), "the peer learns the connection is gone");
+        assertEquals(ISS + 2, rst.seq(), "at SND.NXT, past our FIN: the peer's RCV.NXT");
+        assertEquals(TcpState.CLOSED, o.c.state());
+        assertEquals(TcpError.FIN_WAIT_2_TIMEOUT, o.closedWith);
+    }
+
+    @Test
+    void rfc9293_3_6_aHalfClosedConnectionThatStillReadsWaitsInFinWait2ForEver() {
+        One o = established(plain().withFinWait2Timeout(60_000 * MS), 65_535);
+        o.c.shutdownOutput(o.now);
+        o.sent();
+        o.inject(seg(ACK, IRS + 1, ISS + 2, 65_535));
+        assertEquals(TcpState.FIN_WAIT_2, o.c.state());
+        o.advance(3_600_000 * MS); // an hour: no timer runs
+        assertEquals(TcpState.FIN_WAIT_2, o.c.state());
+        assertTrue(o.sent().isEmpty());
+        o.inject(seg(ACK, IRS + 1, ISS + 2, 65_535, bytes(7, 1))); // the peer still sends, and we read
+        assertEquals(IRS + 8, o.onlySent().ack());
+        assertArrayEquals(bytes(7, 1), o.read(100));
+        o.inject(seg(FIN | ACK, IRS + 8, ISS + 2, 65_535));
+        assertEquals(TcpState.TIME_WAIT, o.c.state());
+        assertNull(o.closedWith);
+    }
+
+    @Test
+    void linuxFinTimeout_closeAfterAHalfCloseStartsTheFinWait2TimerThen() {
+        One o = established(plain().withFinWait2Timeout(60_000 * MS), 65_535);
+        o.c.shutdownOutput(o.now);
+        o.sent();
+        o.inject(seg(ACK, IRS + 1, ISS + 2, 65_535));
+        o.advance(100_000 * MS);
+        long closedAt = o.now;
+        o.c.close(o.now); // the application is done with reading too
+        o.deadline = o.c.deadline();
+        assertEquals(closedAt + 60_000 * MS, o.deadline, "the wait counts from close()");
+        o.advanceTo(closedAt + 60_000 * MS - 1);
+        assertEquals(TcpState.FIN_WAIT_2, o.c.state());
+        o.advanceTo(closedAt + 60_000 * MS);
+        assertEquals(RST, o.onlySent().flags());
+        assertEquals(TcpError.FIN_WAIT_2_TIMEOUT, o.closedWith);
+    }
+
+    @Test
+    void linuxFinTimeout_zeroWaitsForEverAndANegativeTimeoutIsRefusedWithTheRemedy() {
+        One o = established(plain().withFinWait2Timeout(0), 65_535);
+        o.c.close(o.now);
+        o.sent();
+        o.inject(seg(ACK, IRS + 1, ISS + 2, 65_535));
+        o.advance(3_600_000 * MS);
+        assertEquals(TcpState.FIN_WAIT_2, o.c.state());
+        assertEquals(60_000 * MS, TcpConfig.defaults(1500).finWait2TimeoutNs(), "Linux's tcp_fin_timeout");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> plain().withFinWait2Timeout(-1));
+        assertTrue(e.getMessage().contains("finWait2TimeoutNs is -1") && e.getMessage().contains("0 (wait"),
+                e.getMessage());
+    }
+
+    @Test
     void rfc9293_3_6_passiveCloseGoesThroughCloseWaitAndLastAck() {
         One o = established(plain(), 65_535);
         o.inject(seg(FIN | ACK, IRS + 1, ISS + 1, 65_535));
@@ -445,7 +514,7 @@ class TcpConnectionTest {
         One o = established(plain(), 65_535);
         o.c.close(o.now);
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> o.write(bytes(1, 1)));
-        assertTrue(e.getMessage().contains("after close()"), e.getMessage());
+        assertTrue(e.getMessage().contains("after close() or shutdownOutput()"), e.getMessage());
         assertThrows(IllegalStateException.class, () -> o.c.connect(1, o.now));
         assertTrue(assertThrows(IllegalArgumentException.class, () -> plain().withCongestionControl("vegas")).getMessage()
                 .contains("choose newreno or cubic"));
