@@ -40,33 +40,27 @@ final class DirectPlacement {
     /**
      * What a QP knows of its peer's receive queue for direct SENDs ({@link RecvMirror}): the receiver's
      * checks hold while the peer directory's epoch stays the same; the receive buffer's region is cached.
+     * Which receive is next is never cached: it is the mirror's {@code next} word, claimed with a CAS.
      */
     static final class SendTarget {
         VerbsDirectory directory;
         long epoch = -1;
         RecvMirror mirror;
         int peerPd;
-        long incarnation = -1;
-        /** SENDs this QP placed in the peer's queue since the queue's incarnation began. */
-        long placed;
         int lkey;
         FabricWindow window;
         long base;
         long length;
-        /** Set by {@link #sendBegin}: the receive's position and where the payload goes. */
-        long position;
+        /** Set by {@link #sendBegin}: the mirror word that names the receive, and where the payload goes. */
+        long next;
         MemorySegment dst;
         long dstOff;
-        /** Whether the receive after the last placed one was posted when it was placed (read ahead; see sendEnd). */
-        boolean nextPosted;
 
-        /** Starts over (the QP was reset or now talks to another peer). */
+        /** Forgets what was checked (the QP was reset or now talks to another peer). */
         void forget() {
             directory = null;
             epoch = -1;
             mirror = null;
-            incarnation = -1;
-            placed = 0;
             window = null;
             lkey = 0;
         }
@@ -221,14 +215,16 @@ final class DirectPlacement {
     // ---- direct SENDs -----------------------------------------------------------------------
 
     /**
-     * Finds the receive a direct SEND of {@code len} bytes goes to and makes the responder's checks on it
-     * (the peer QP takes requests, a receive is posted, its buffer's key, protection domain, LOCAL_WRITE
-     * and room); true with {@code qp.sendTarget} saying where the payload goes. False (uncounted) sends it
-     * as packets, where the responder meets the same case with its answer (RNR NAK, a length error).
+     * Finds the receive a direct SEND of {@code len} bytes goes to, makes the responder's checks on it (the
+     * peer QP is connected to this one and takes requests, a receive is posted, its buffer's key, protection
+     * domain, LOCAL_WRITE and room) and claims it; true with {@code qp.sendTarget} saying where the payload
+     * goes. False (uncounted) sends it as packets, where the responder meets the same case with its answer
+     * (RNR NAK, a length error).
      */
     private boolean sendBegin(QueuePair qp, int len) {
         SendTarget t = qp.sendTarget;
-        VerbsDirectory d = directory(qp.attr.destNode);
+        int node = qp.attr.destNode;
+        VerbsDirectory d = directory(node);
         if (d == null) {
             return false;
         }
@@ -242,66 +238,77 @@ final class DirectPlacement {
         RecvMirror m = t.mirror;
         if (!m.window.ownerUp()) {
             t.forget();
+            peers[node] = null; // the peer died or restarted: open its directory afresh next time
             return false;
         }
-        long incarnation = m.incarnation();
-        if (incarnation != t.incarnation) {
-            t.incarnation = incarnation;
-            t.placed = 0;
+        long next = m.next();
+        if ((next & RecvMirror.CLOSED) != 0) {
+            return false; // the receiver is in ERR or gone: packets, which it drops, and the retry timer decides
         }
-        long p = t.placed + m.packetTaken();
-        if (!m.posted(p)) {
+        long inc = RecvMirror.incarnationOf(next);
+        long p = RecvMirror.positionOf(next);
+        if (!m.posted(inc, p)) {
             return false; // no receive posted
         }
-        int n = m.numSge(p);
-        t.position = p;
-        if (len == 0) {
+        if (len > 0) {
+            if (m.numSge(p) != 1) {
+                return false; // a list of several buffers: packets (rare; the responder scatters them)
+            }
+            int lkey = m.lkey(p, 0);
+            long va = m.addr(p, 0);
+            if (len > m.length(p, 0) || !receiveRegion(qp, t, d, lkey) || va < t.base || va - t.base > t.length - len) {
+                return false;
+            }
+            t.dst = t.window.memory();
+            t.dstOff = va - t.base;
+        } else {
             t.dst = null; // consumes the receive, places nothing (IBA 9.4.4)
-            return true;
         }
-        if (n != 1) {
-            return false; // a list of several buffers: packets (rare; the responder scatters them)
-        }
-        int lkey = m.lkey(p, 0);
-        long va = m.addr(p, 0);
-        if (len > m.length(p, 0)) {
+        // Claimed only now, with everything checked: a claimed receive is always filled and stamped.
+        if (!m.claim(next)) {
             return false;
         }
-        if (t.window == null || t.lkey != lkey) {
-            long e = d.mrEntry(lkey);
-            if (e < 0 || d.mrPd(e) != t.peerPd || (d.mrAccess(e) & Access.LOCAL_WRITE) == 0 || d.mrWindowId(e) < 0) {
-                return false;
-            }
-            FabricWindow w = window(qp.attr.destNode, lkey >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
-            if (w == null || (w.access() & FabricWindow.REMOTE_WRITE) == 0) {
-                return false;
-            }
-            long base = d.mrAddr(e);
-            long length = Math.min(d.mrLength(e), w.length());
-            VarHandle.loadLoadFence(); // as in execute: the fields were read before this re-check of the key
-            if (!d.stillHolds(e, lkey)) {
-                return false;
-            }
-            t.lkey = lkey;
-            t.window = w;
-            t.base = base;
-            t.length = length;
-        }
-        if (va < t.base || va - t.base > t.length - len) {
-            return false;
-        }
-        t.dst = t.window.memory();
-        t.dstOff = va - t.base;
+        t.next = next;
         return true;
     }
 
-    /** The peer QP (re)checked after its directory changed: state, protection domain, its mirror window. */
+    /** The region behind a receive buffer's key, checked (domain, LOCAL_WRITE, a writable window) and cached in {@code t}. */
+    private boolean receiveRegion(QueuePair qp, SendTarget t, VerbsDirectory d, int lkey) {
+        if (t.window != null && t.lkey == lkey) {
+            return true;
+        }
+        long e = d.mrEntry(lkey);
+        if (e < 0 || d.mrPd(e) != t.peerPd || (d.mrAccess(e) & Access.LOCAL_WRITE) == 0 || d.mrWindowId(e) < 0) {
+            return false;
+        }
+        FabricWindow w = window(qp.attr.destNode, lkey >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
+        if (w == null || (w.access() & FabricWindow.REMOTE_WRITE) == 0) {
+            return false;
+        }
+        long base = d.mrAddr(e);
+        long length = Math.min(d.mrLength(e), w.length());
+        VarHandle.loadLoadFence(); // as in execute: the fields were read before this re-check of the key
+        if (!d.stillHolds(e, lkey)) {
+            return false;
+        }
+        t.lkey = lkey;
+        t.window = w;
+        t.base = base;
+        t.length = length;
+        return true;
+    }
+
+    /**
+     * The peer QP (re)checked after its directory changed: connected to this QP (packet mode drops RC frames
+     * from anyone else), taking requests, its protection domain and its mirror window.
+     */
     private boolean checkReceiver(QueuePair qp, SendTarget t, VerbsDirectory d, int dqp) {
         if (dqp >= d.maxQps) {
             return false;
         }
         QpState st = d.qpState(dqp);
-        if (st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) {
+        if ((st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) || d.qpType(dqp) != QpType.RC.ordinal()
+                || d.qpPeerNode(dqp) != ctx.node() || d.qpPeerQpn(dqp) != qp.qpn) {
             return false;
         }
         int id = d.qpMirrorId(dqp);
@@ -320,8 +327,6 @@ final class DirectPlacement {
                 return false;
             }
             t.mirror = m;
-            t.incarnation = -1;
-            t.placed = 0;
         }
         t.directory = d;
         t.peerPd = d.qpPd(dqp);
@@ -329,14 +334,11 @@ final class DirectPlacement {
         return true;
     }
 
-    /** Stamps the receive {@link #sendBegin} found as filled; the peer's responder completes it. */
+    /** Stamps the receive {@link #sendBegin} claimed as filled; the peer's responder completes it. */
     private void sendEnd(QueuePair qp, int len, boolean withImm, int imm, boolean solicited) {
         SendTarget t = qp.sendTarget;
-        t.mirror.stamp(t.position, len, withImm ? imm : 0, (withImm ? RecvMirror.WITH_IMM : 0) | (solicited ? RecvMirror.SOLICITED : 0));
-        t.placed++;
-        // Read the next receive's slot now, while the caller waits anyway: the next SEND then finds its line
-        // in this core's cache (shared with the owner, who polls it) instead of fetching it first.
-        t.nextPosted = t.mirror.posted(t.position + 1);
+        t.mirror.stamp(RecvMirror.incarnationOf(t.next), RecvMirror.positionOf(t.next), len, withImm ? imm : 0,
+                (withImm ? RecvMirror.WITH_IMM : 0) | (solicited ? RecvMirror.SOLICITED : 0));
         ctx.counters.add(RdmaCounter.DIRECT_SENDS, 1);
     }
 
@@ -344,17 +346,22 @@ final class DirectPlacement {
     private int sendQueued(QueuePair qp, int s) {
         SendQueue sq = qp.sq;
         int len = (int) sq.length[s];
+        int b = s * sq.maxSge;
+        boolean inline = sq.fromInline(s);
+        // The local list is checked before a receive is claimed: a claimed receive must be filled.
+        if (len > 0 && !inline && !Sgl.check(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], len)) {
+            return LOCAL_ERROR;
+        }
         if (!sendBegin(qp, len)) {
             ctx.counters.add(RdmaCounter.DIRECT_SEND_FALLBACKS, 1);
             return FALLBACK;
         }
         SendTarget t = qp.sendTarget;
         if (len > 0) {
-            if (sq.fromInline(s)) {
+            if (inline) {
                 Bytes.copy(sq.inline, (long) s * sq.maxInline, t.dst, t.dstOff, len);
-            } else if (!Sgl.copy(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, s * sq.maxSge, sq.numSge[s], 0, t.dst,
-                    t.dstOff, len, false)) {
-                return LOCAL_ERROR; // the receive stays unstamped: the next SEND fills it
+            } else {
+                Sgl.copy(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], 0, t.dst, t.dstOff, len, false);
             }
         }
         sendEnd(qp, len, sq.opcode[s] == WrOpcode.SEND_WITH_IMM, sq.imm[s], (sq.flags[s] & SendFlags.SOLICITED) != 0);
@@ -366,13 +373,14 @@ final class DirectPlacement {
      * else {@link #FALLBACK} (uncounted), and the request takes the queued path, which reports errors.
      */
     int sendNow(QueuePair qp, SendWorkRequest wr, int len) {
-        if (!sendBegin(qp, len)) {
+        ScatterGather sg = wr.sg;
+        // The local list is checked before a receive is claimed: a claimed receive must be filled.
+        if ((len > 0 && !Sgl.check(ctx, qp.pd.id, sg.addr, sg.length, sg.lkey, 0, sg.count, len)) || !sendBegin(qp, len)) {
             return FALLBACK;
         }
         SendTarget t = qp.sendTarget;
-        ScatterGather sg = wr.sg;
-        if (len > 0 && !Sgl.copy(ctx, qp.pd.id, sg.addr, sg.length, sg.lkey, 0, sg.count, 0, t.dst, t.dstOff, len, false)) {
-            return FALLBACK;
+        if (len > 0) {
+            Sgl.copy(ctx, qp.pd.id, sg.addr, sg.length, sg.lkey, 0, sg.count, 0, t.dst, t.dstOff, len, false);
         }
         sendEnd(qp, len, wr.opcode == WrOpcode.SEND_WITH_IMM, wr.immData, (wr.sendFlags & SendFlags.SOLICITED) != 0);
         return DONE;

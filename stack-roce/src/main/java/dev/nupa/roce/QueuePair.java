@@ -29,8 +29,12 @@ public final class QueuePair implements AutoCloseable {
     final RcCompleter completer;
     final DirectPlacement.Target directTarget = new DirectPlacement.Target();
     final DirectPlacement.SendTarget sendTarget = new DirectPlacement.SendTarget();
-    /** A DIRECT RC QP's own receive queue as its peer sees it (null otherwise, or when the fabric had no room). */
-    final RecvMirror mirror;
+    /**
+     * A DIRECT RC QP's own receive queue as its peer sees it, exported at the first receive posted (null
+     * before, for other QPs, and when the fabric had no window room: SENDs then arrive as packets).
+     */
+    RecvMirror mirror;
+    private boolean mirrorRefused;
     QpState state = QpState.RESET;
     boolean destroyed;
 
@@ -46,8 +50,6 @@ public final class QueuePair implements AutoCloseable {
         this.rq = srq == null ? new RecvQueue(init.maxRecvWr(), init.maxRecvSge()) : null;
         this.sq = new SendQueue(init.maxSendWr(), init.maxSendSge(), init.maxInlineData());
         this.sqSigAll = init.sqSigAll();
-        this.mirror = mode == TransferMode.DIRECT && type == QpType.RC && rq != null
-                ? RecvMirror.export(ctx.link.device(), rq.slots(), rq.maxSge) : null;
         this.requester = new RcRequester(this);
         this.responder = new RcResponder(this);
         this.completer = new RcCompleter(this);
@@ -219,6 +221,8 @@ public final class QueuePair implements AutoCloseable {
         }
         if (mirror != null) {
             absorbDirect(); // receives the peer filled leave the queue now, as they would on arrival
+        } else if (mode == TransferMode.DIRECT && type == QpType.RC && !mirrorRefused) {
+            exportMirror();
         }
         rq.post(wr, qpn);
         if (mirror != null) {
@@ -227,6 +231,20 @@ public final class QueuePair implements AutoCloseable {
         if (state == QpState.ERR) {
             flushReceives();
         }
+    }
+
+    /** Exports the receive mirror (a window per QP, only for QPs that receive) and names it in the directory. */
+    private void exportMirror() {
+        mirror = RecvMirror.export(ctx.link.device(), rq.slots(), rq.maxSge);
+        if (mirror == null) {
+            mirrorRefused = true;
+            return;
+        }
+        if (state == QpState.ERR) {
+            mirror.close();
+        }
+        recvCq.addDirect(this);
+        publish();
     }
 
     /**
@@ -330,6 +348,9 @@ public final class QueuePair implements AutoCloseable {
             return;
         }
         state = QpState.ERR;
+        if (mirror != null) {
+            mirror.close(); // no more direct SENDs; those placed already complete before the flush below
+        }
         publish();
         for (long i = sq.head; i < sq.tail; i++) {
             int s = sq.slot(i);
@@ -376,7 +397,9 @@ public final class QueuePair implements AutoCloseable {
     }
 
     void publish() {
-        ctx.directory.publishQp(qpn, state, pd.id, attr.qpAccessFlags, type, mirror == null ? null : mirror.window);
+        boolean rc = type == QpType.RC;
+        ctx.directory.publishQp(qpn, state, pd.id, attr.qpAccessFlags, type, mirror == null ? null : mirror.window,
+                rc ? attr.destNode : -1, rc ? attr.destQpNum : -1);
     }
 
     private void requireLive() {

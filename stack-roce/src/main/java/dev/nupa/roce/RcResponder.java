@@ -356,7 +356,9 @@ final class RcResponder {
         }
         RecvQueue q = qp.srq != null ? qp.srq.queue : qp.rq;
         int s = q.peek();
-        if (s < 0) {
+        // With a mirror the receive is taken by moving its shared position: a requester's claim of it (a
+        // direct SEND not yet stamped) wins, and this packet waits like one that found no receive.
+        if (s < 0 || (qp.mirror != null && !qp.mirror.takeForPacket(q.head))) {
             ctx.counters.add(RdmaCounter.RNR_NAKS_SENT, 1);
             nak(Aeth.rnrNak(qp.attr.minRnrTimer), p);
             return false;
@@ -369,9 +371,6 @@ final class RcResponder {
             recvLkey[i] = q.sgLkey[b + i];
         }
         q.pop();
-        if (qp.mirror != null) {
-            qp.mirror.takenByPacket(); // before this SEND is acknowledged: the requester's next direct SEND counts it
-        }
         recvHeld = true;
         return true;
     }
@@ -556,7 +555,9 @@ final class RcResponder {
         }
         RecvQueue q = qp.srq != null ? qp.srq.queue : qp.rq;
         int s = q.peek();
-        if (s < 0) {
+        // With a mirror the receive is taken by moving its shared position: a requester's claim of it (a
+        // direct SEND not yet stamped) wins, and this packet waits like one that found no receive.
+        if (s < 0 || (qp.mirror != null && !qp.mirror.takeForPacket(q.head))) {
             ctx.counters.add(RdmaCounter.UD_DROPS, 1); // UD has no RNR: no receive, no delivery (IBA 9.8.3)
             return;
         }

@@ -145,9 +145,6 @@ public final class RdmaContext implements AutoCloseable {
         }
         qp.attr.pathMtu = mtu;
         qps[qpn] = qp;
-        if (qp.mirror != null) {
-            init.recvCq().addDirect(qp);
-        }
         pd.users++;
         init.sendCq().users++;
         init.recvCq().users++;
@@ -172,9 +169,10 @@ public final class RdmaContext implements AutoCloseable {
     void destroy(QueuePair qp) {
         qp.destroyed = true;
         qp.state = QpState.RESET;
-        directory.publishQp(qp.qpn, null, 0, 0, qp.type, null);
+        directory.publishQp(qp.qpn, null, 0, 0, qp.type, null, -1, -1);
         qps[qp.qpn] = null;
         if (qp.mirror != null) {
+            qp.mirror.close(); // a requester that checked before the epoch moved fails its claim
             qp.recvCq.removeDirect(qp);
             qp.mirror.window.close();
         }

@@ -10,33 +10,36 @@ import java.lang.invoke.VarHandle;
 /**
  * The receive queue of a {@link TransferMode#DIRECT} RC QP as the peer's requester sees it: a fabric
  * window its owner exports, one slot per receive-queue slot (docs/rdma.md, "Direct SEND"). The owner
- * writes each posted receive's scatter list into its slot and stamps the slot with the receive's
- * position; the peer's requester, finding the next receive posted, places a SEND's payload in its buffer
- * (after the responder's checks, made against the owner's directory) and stamps the slot done with the
- * length, immediate data and flags; the owner completes the receive when it sees that stamp. Receives the
- * owner takes for packet SENDs are counted in the header, so both sides agree on which receive is next.
+ * writes each posted receive's scatter list into its slot and stamps the slot posted; the peer's
+ * requester claims the next receive by moving the header's {@code next} position with a CAS, places a
+ * SEND's payload in its buffer (after the responder's checks, made against the owner's directory) and
+ * stamps the slot done with the length, immediate data and flags; the owner completes the receive when
+ * it sees that stamp. The owner takes receives for packet SENDs by moving {@code next} the same way, so a
+ * receive goes to exactly one message whichever path it comes by.
  *
  * <pre>
- * 0   u64 packetTaken  receives the owner gave to packet SENDs (owner, release)
- * 8   u64 incarnation  +1 each time the owner's queue restarts (RESET): the requester's count starts over
- * 16  u32 slots        24 u32 maxSge
- * 64  slot[slots], {@link #slotBytes} each, 64-byte aligned:
- *     0  u64 posted   position + 1 of the receive posted in this slot (owner, release after the list)
- *     8  u64 done     position + 1 once a SEND was placed in it (requester, release after the fields below)
+ * 0   u64 next         incarnation << 40 | position of the next receive to consume; bit 62 CLOSED: no direct
+ *                      SENDs (the owner is in ERR or gone). The incarnation moves each time the owner's queue
+ *                      restarts (RESET), so a claim or stamp made for an earlier one never matches.
+ * 72  u32 slots        76 u32 maxSge
+ * 128 slot[slots], {@link #slotBytes} each, 64-byte aligned:
+ *     0  u64 posted   tag of the receive posted in this slot (owner, release after the list)
+ *     8  u64 done     tag once a SEND was placed in it (requester, release after the fields below)
  *     16 u32 byteLen  20 u32 imm  24 u32 flags (1 immediate data, 2 solicited)  28 u32 numSge (owner)
  *     32 entry[maxSge], 16 bytes: u64 addr, u32 length, u32 lkey
  * </pre>
- * A slot is reused only after its owner completed the receive in it, so owner and requester never write
- * one at the same time. Host byte order: the fabric joins processes of one host.
+ * A tag is {@code incarnation << 40 | position + 1}, so a late stamp from before a RESET never completes a
+ * receive of the new incarnation. A slot is reused only after its owner completed the receive in it.
+ * Host byte order: the fabric joins processes of one host.
  */
 final class RecvMirror {
     static final int WITH_IMM = 1;
     static final int SOLICITED = 2;
-    private static final long PACKET_TAKEN = 0;
-    private static final long INCARNATION = 8;
-    private static final long SLOTS = 16;
-    private static final long MAX_SGE = 24;
-    private static final int HEADER = 64;
+    static final long CLOSED = 1L << 62;
+    private static final long NEXT = 0;
+    private static final long SLOTS = 72;
+    private static final long MAX_SGE = 76;
+    private static final int HEADER = 128;
     private static final long POSTED = 0;
     private static final long DONE = 8;
     private static final long BYTE_LEN = 16;
@@ -44,6 +47,9 @@ final class RecvMirror {
     private static final long FLAGS = 24;
     private static final long NUM_SGE = 28;
     private static final long ENTRIES = 32;
+    private static final long POSITION_BITS = 40;
+    static final long POSITION_MASK = (1L << POSITION_BITS) - 1;
+    private static final long INCARNATION_MASK = (1L << (62 - POSITION_BITS)) - 1;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     final FabricWindow window;
@@ -52,6 +58,8 @@ final class RecvMirror {
     final int maxSge;
     private final long mask;
     private final long slotBytes;
+    /** The owner's incarnation (owner side only). */
+    private long incarnation;
 
     private RecvMirror(FabricWindow window, int slots, int maxSge) {
         this.window = window;
@@ -68,6 +76,10 @@ final class RecvMirror {
 
     static long bytes(int slots, int maxSge) {
         return HEADER + slots * slotBytes(maxSge);
+    }
+
+    static long tag(long incarnation, long position) {
+        return incarnation << POSITION_BITS | (position + 1);
     }
 
     /**
@@ -92,7 +104,7 @@ final class RecvMirror {
     /** The requester's side: a view of the peer's window, or null unless it holds a mirror. */
     static RecvMirror open(FabricWindow w) {
         MemorySegment m = w.memory();
-        if (m.byteSize() < HEADER) {
+        if (m.byteSize() < HEADER || (w.access() & FabricWindow.REMOTE_WRITE) == 0) {
             return null;
         }
         int slots = m.get(ValueLayout.JAVA_INT, SLOTS);
@@ -119,17 +131,22 @@ final class RecvMirror {
             mem.set(ValueLayout.JAVA_INT, e + 8, wr.sg.length[i]);
             mem.set(ValueLayout.JAVA_INT, e + 12, wr.sg.lkey[i]);
         }
-        LONG.setRelease(mem, s + POSTED, position + 1);
+        LONG.setRelease(mem, s + POSTED, tag(incarnation, position));
     }
 
-    /** The owner gave the next receive to a packet SEND (before it acknowledges that SEND). */
-    void takenByPacket() {
-        LONG.setRelease(mem, PACKET_TAKEN, (long) LONG.get(mem, PACKET_TAKEN) + 1);
+    /**
+     * Takes the receive at {@code position} (the queue's head) for a packet SEND. False when a requester
+     * claimed it for a direct SEND not yet stamped: the packet must wait (an RNR NAK), as it would for a
+     * receive not yet posted.
+     */
+    boolean takeForPacket(long position) {
+        long n = incarnation << POSITION_BITS | position;
+        return LONG.compareAndSet(mem, NEXT, n, n + 1);
     }
 
     /** Whether a SEND was placed in the receive at {@code position}. */
     boolean placed(long position) {
-        return (long) LONG.getAcquire(mem, slot(position) + DONE) == position + 1;
+        return (long) LONG.getAcquire(mem, slot(position) + DONE) == tag(incarnation, position);
     }
 
     int byteLen(long position) {
@@ -144,26 +161,40 @@ final class RecvMirror {
         return mem.get(ValueLayout.JAVA_INT, slot(position) + FLAGS);
     }
 
-    /** The queue starts over (RESET): every stamp is cleared and requesters restart their count. */
+    /** No more direct SENDs (ERR, destroy): a requester's claim fails from now on. */
+    void close() {
+        LONG.getAndBitwiseOr(mem, NEXT, CLOSED);
+    }
+
+    /** The queue starts over (RESET): a new incarnation, position 0, open again. */
     void restart() {
-        mem.asSlice(HEADER, slots * slotBytes).fill((byte) 0);
-        LONG.setRelease(mem, PACKET_TAKEN, 0L);
-        LONG.setRelease(mem, INCARNATION, (long) LONG.get(mem, INCARNATION) + 1);
+        incarnation = (incarnation + 1) & INCARNATION_MASK;
+        LONG.setRelease(mem, NEXT, incarnation << POSITION_BITS);
     }
 
     // ---- requester -------------------------------------------------------------------------
 
-    long packetTaken() {
-        return (long) LONG.getAcquire(mem, PACKET_TAKEN);
+    /** The header word: {@link #incarnationOf} and {@link #positionOf} say what a requester would claim next. */
+    long next() {
+        return (long) LONG.getAcquire(mem, NEXT);
     }
 
-    long incarnation() {
-        return (long) LONG.getAcquire(mem, INCARNATION);
+    static long incarnationOf(long next) {
+        return (next >>> POSITION_BITS) & INCARNATION_MASK;
     }
 
-    /** Whether the receive at {@code position} is posted (its list may then be read). */
-    boolean posted(long position) {
-        return (long) LONG.getAcquire(mem, slot(position) + POSTED) == position + 1;
+    static long positionOf(long next) {
+        return next & POSITION_MASK;
+    }
+
+    /** Whether the receive at {@code position} of incarnation {@code inc} is posted (its list may then be read). */
+    boolean posted(long inc, long position) {
+        return (long) LONG.getAcquire(mem, slot(position) + POSTED) == tag(inc, position);
+    }
+
+    /** Claims the receive {@code next} names for a direct SEND; false if the owner (a packet, RESET, ERR) or another claim moved first. */
+    boolean claim(long next) {
+        return (next & CLOSED) == 0 && LONG.compareAndSet(mem, NEXT, next, next + 1);
     }
 
     int numSge(long position) {
@@ -182,12 +213,12 @@ final class RecvMirror {
         return mem.get(ValueLayout.JAVA_INT, slot(position) + ENTRIES + 16L * i + 12);
     }
 
-    /** Marks the receive at {@code position} filled: its fields, then the stamp (release). */
-    void stamp(long position, int byteLen, int imm, int flags) {
+    /** Marks the claimed receive at {@code position} filled: its fields, then the stamp (release). */
+    void stamp(long inc, long position, int byteLen, int imm, int flags) {
         long s = slot(position);
         mem.set(ValueLayout.JAVA_INT, s + BYTE_LEN, byteLen);
         mem.set(ValueLayout.JAVA_INT, s + IMM, imm);
         mem.set(ValueLayout.JAVA_INT, s + FLAGS, flags);
-        LONG.setRelease(mem, s + DONE, position + 1);
+        LONG.setRelease(mem, s + DONE, tag(inc, position));
     }
 }

@@ -24,6 +24,16 @@ final class Sgl {
      */
     static boolean copy(RdmaContext ctx, int pd, long[] addr, int[] length, int[] lkey, int base, int count, long off,
             MemorySegment data, long dataOff, int n, boolean intoList) {
+        return walk(ctx, pd, addr, length, lkey, base, count, off, data, dataOff, n, intoList, true);
+    }
+
+    /** Whether {@link #copy} out of the list ({@code intoList} false) would succeed for the first {@code n} bytes; copies nothing. */
+    static boolean check(RdmaContext ctx, int pd, long[] addr, int[] length, int[] lkey, int base, int count, int n) {
+        return walk(ctx, pd, addr, length, lkey, base, count, 0, null, 0, n, false, false);
+    }
+
+    private static boolean walk(RdmaContext ctx, int pd, long[] addr, int[] length, int[] lkey, int base, int count, long off,
+            MemorySegment data, long dataOff, int n, boolean intoList, boolean move) {
         for (int i = base; i < base + count && n > 0; i++) {
             int l = length[i];
             if (off >= l) {
@@ -36,9 +46,9 @@ final class Sgl {
             if (mr == null || mr.pd.id != pd || (intoList && (mr.access & Access.LOCAL_WRITE) == 0) || !mr.covers(va, take)) {
                 return false;
             }
-            if (intoList) {
+            if (move && intoList) {
                 Bytes.copy(data, dataOff, mr.memory, va - mr.addr, take);
-            } else {
+            } else if (move) {
                 Bytes.copy(mr.memory, va - mr.addr, data, dataOff, take);
             }
             n -= take;

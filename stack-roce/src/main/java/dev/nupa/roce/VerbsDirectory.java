@@ -15,7 +15,8 @@ import java.lang.invoke.VarHandle;
  * <pre>
  * 0   u64 magic "NUPAVRB1"        8  u32 maxQps     12 u32 maxMrs     16 u64 epoch (+1 after every entry change)
  * 64  QP entry[maxQps], 32 bytes: u32 state (0 none, else QpState ordinal + 1), u32 pd, u32 access, u32 type,
- *     i32 receive mirror window id (-1 none: SENDs to it go as packets), u32 its key, u64 0
+ *     i32 receive mirror window id (-1 none: SENDs to it go as packets), u32 its key,
+ *     i32 the node and i32 the QP number it is connected to (RC; -1 before RTR)
  * M   MR entry[maxMrs], 48 bytes: u32 key (0 free), u32 pd, u32 access, i32 window id (-1 none),
  *     u32 window key, u32 0, u64 addr, u64 length
  * </pre>
@@ -76,8 +77,10 @@ final class VerbsDirectory {
 
     // ---- QP entries (owner writes) --------------------------------------------------------
 
-    void publishQp(int qpn, QpState state, int pd, int access, QpType type, FabricWindow mirror) {
+    void publishQp(int qpn, QpState state, int pd, int access, QpType type, FabricWindow mirror, int peerNode, int peerQpn) {
         long e = QP_BASE + (long) QP_ENTRY * qpn;
+        mem.set(ValueLayout.JAVA_INT, e + 24, peerNode);
+        mem.set(ValueLayout.JAVA_INT, e + 28, peerQpn);
         mem.set(ValueLayout.JAVA_INT, e + 4, pd);
         mem.set(ValueLayout.JAVA_INT, e + 8, access);
         mem.set(ValueLayout.JAVA_INT, e + 12, type.ordinal());
@@ -111,6 +114,20 @@ final class VerbsDirectory {
 
     int qpAccess(int qpn) {
         return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 8);
+    }
+
+    int qpType(int qpn) {
+        return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 12);
+    }
+
+    /** The node a peer RC QP is connected to (-1 before RTR). */
+    int qpPeerNode(int qpn) {
+        return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 24);
+    }
+
+    /** The QP number a peer RC QP is connected to (-1 before RTR). */
+    int qpPeerQpn(int qpn) {
+        return mem.get(ValueLayout.JAVA_INT, QP_BASE + (long) QP_ENTRY * qpn + 28);
     }
 
     /** The window id of a peer QP's {@link RecvMirror}, or -1 when it has none. */

@@ -183,6 +183,80 @@ class DirectSendTest {
     }
 
     @Test
+    void aRequesterResetAndReconnectedAloneTakesTheReceiverNextReceiveNotAnOldOne() {
+        try (RcPair p = new RcPair(TransferMode.DIRECT, 1024)) {
+            fill(p.mrA.memory(), 15);
+            for (int i = 0; i < 4; i++) {
+                p.qb.postRecv(new RecvWorkRequest().wrId(i).local(p.mrB, 100L * i, 100));
+            }
+            p.qa.postSend(send(1).local(p.mrA, 0, 10));
+            p.qa.postSend(send(2).local(p.mrA, 10, 10));
+            // Only the requester starts over; the receiver's queue goes on (position 2 is next).
+            p.qa.modify(new QpAttr().qpState(QpState.RESET), QpAttrMask.STATE);
+            p.qa.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qpAccessFlags(RcPair.ALL & ~Access.LOCAL_WRITE),
+                    QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
+            RdmaFixture.rtr(p.qa, p.qb, 1024, 0xFFFFF0);
+            RdmaFixture.rts(p.qa, 0x100, 8, 7, 7);
+            p.qa.postSend(send(3).local(p.mrA, 20, 10));
+            p.qa.postSend(send(4).local(p.mrA, 30, 10));
+            assertEquals(4, p.a.counter(RdmaCounter.DIRECT_SENDS));
+            for (int i = 0; i < 4; i++) {
+                WorkCompletion wc = poll(p.cqB);
+                assertEquals(i, wc.wrId);
+                assertStatus(WcStatus.SUCCESS, wc);
+                assertEquals(-1, p.mrA.memory().asSlice(10L * i, 10).mismatch(p.mrB.memory().asSlice(100L * i, 10)), "receive " + i);
+            }
+            assertFalse(p.cqB.poll(new WorkCompletion()));
+        }
+    }
+
+    @Test
+    void aRequesterThatTheReceiverIsNoLongerConnectedToPlacesNothing() {
+        try (RcPair p = new RcPair(TransferMode.DIRECT, 1024)) {
+            QueuePair qc = p.a.createQp(p.pdA, QpInitAttr.rc(p.cqA, p.cqA).withMode(TransferMode.DIRECT));
+            p.qb.modify(new QpAttr().qpState(QpState.RESET), QpAttrMask.STATE);
+            RdmaFixture.connect(qc, p.qb, 1024); // qb now talks to qc; qa still believes it talks to qb
+            p.qb.postRecv(new RecvWorkRequest().wrId(7).local(p.mrB, 0, 100));
+            p.qa.postSend(send(1).local(p.mrA, 0, 10));
+            assertEquals(0, p.a.counter(RdmaCounter.DIRECT_SENDS), "qa's SEND was not placed in qc's connection");
+            qc.postSend(send(2).local(p.mrA, 500, 20));
+            assertEquals(1, p.a.counter(RdmaCounter.DIRECT_SENDS));
+            p.fx.pump();
+            WorkCompletion wc = poll(p.cqB);
+            assertEquals(7, wc.wrId);
+            assertEquals(20, wc.byteLen, "the receive holds qc's message");
+        }
+    }
+
+    @Test
+    void theMirrorWordsLetEachReceiveGoToOneMessageAndNoStampOutliveARestart() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            RdmaContext c = fx.node(1);
+            RecvMirror m = RecvMirror.export(c.link.device(), 8, 1);
+            RecvWorkRequest wr = new RecvWorkRequest().local(c.allocPd().allocMr(4096, Access.LOCAL_WRITE), 0, 64);
+            m.post(0, wr);
+            m.post(1, wr);
+            long n = m.next();
+            assertTrue(m.posted(RecvMirror.incarnationOf(n), 0));
+            assertTrue(m.claim(n), "a requester claims receive 0");
+            assertFalse(m.takeForPacket(0), "a packet cannot take a claimed receive");
+            assertFalse(m.claim(n), "nor can a second claim");
+            assertTrue(m.takeForPacket(1), "the next one goes to a packet");
+            m.stamp(RecvMirror.incarnationOf(n), 0, 5, 0, 0);
+            assertTrue(m.placed(0));
+            // A requester that read the word before a restart claims nothing after it, and its stamp matches nothing.
+            long stale = m.next();
+            m.restart();
+            m.post(0, wr);
+            assertFalse(m.claim(stale));
+            m.stamp(RecvMirror.incarnationOf(stale), 0, 5, 0, 0);
+            assertFalse(m.placed(0), "a stamp of the old incarnation completes no receive of the new one");
+            m.close();
+            assertFalse(m.claim(m.next()), "closed: no claim");
+        }
+    }
+
+    @Test
     void aReceiverThatFailsCompletesWhatWasPlacedBeforeAndFlushesTheRest() {
         try (RcPair p = new RcPair(TransferMode.DIRECT, 1024)) {
             for (int i = 0; i < 4; i++) {

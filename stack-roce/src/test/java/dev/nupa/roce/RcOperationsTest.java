@@ -159,13 +159,15 @@ class RcOperationsTest {
         }
     }
 
-    @Test
-    void psnsWrapAroundUnderLoad() {
-        // Packet mode: a DIRECT QP's SENDs are placed in the peer's receives and use no PSNs (DirectSendTest).
-        try (RcPair p = new RcPair(TransferMode.PACKET, 256)) {
+    @ParameterizedTest
+    @EnumSource(TransferMode.class)
+    void psnsWrapAroundUnderLoad(TransferMode mode) {
+        try (RcPair p = new RcPair(mode, 256)) {
             // qb sends from PSN 0xFFFFF0 (RcPair's default): 3,000 messages of 2 packets cross 0xFFFFFF.
             SendWorkRequest s = new SendWorkRequest().opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED).local(p.mrB, 0, 300);
-            RecvWorkRequest r = new RecvWorkRequest().local(p.mrA, 0, 300);
+            // Receives of two buffers: a DIRECT QP sends into them as packets too (the responder scatters).
+            RecvWorkRequest r = new RecvWorkRequest(2);
+            r.sg.add(p.mrA, 0, 150).add(p.mrA, 150, 150);
             WorkCompletion wc = new WorkCompletion();
             int done = 0;
             for (int i = 0; i < 3000; i++) {
