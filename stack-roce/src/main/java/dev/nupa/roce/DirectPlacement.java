@@ -55,6 +55,8 @@ final class DirectPlacement {
         long next;
         MemorySegment dst;
         long dstOff;
+        /** Whether the receive after the last one placed was posted then (a read ahead: see sendEnd). */
+        boolean nextPosted;
 
         /** Forgets what was checked (the QP was reset or now talks to another peer). */
         void forget() {
@@ -337,8 +339,14 @@ final class DirectPlacement {
     /** Stamps the receive {@link #sendBegin} claimed as filled; the peer's responder completes it. */
     private void sendEnd(QueuePair qp, int len, boolean withImm, int imm, boolean solicited) {
         SendTarget t = qp.sendTarget;
-        t.mirror.stamp(RecvMirror.incarnationOf(t.next), RecvMirror.positionOf(t.next), len, withImm ? imm : 0,
-                (withImm ? RecvMirror.WITH_IMM : 0) | (solicited ? RecvMirror.SOLICITED : 0));
+        long inc = RecvMirror.incarnationOf(t.next);
+        long p = RecvMirror.positionOf(t.next);
+        t.mirror.stamp(inc, p, len, withImm ? imm : 0, (withImm ? RecvMirror.WITH_IMM : 0) | (solicited ? RecvMirror.SOLICITED : 0));
+        // Read the next receive's slot now, while the caller waits for an answer anyway: the next SEND then
+        // finds that line in this core's cache (shared with the owner, who polls it) instead of fetching it
+        // on its critical path. Measured gain small: send-lat p50 median 0.25 us with it, 0.27 us without,
+        // over a few runs each on 2 vCPUs (within the noise of vCPU placement).
+        t.nextPosted = t.mirror.posted(inc, p + 1);
         ctx.counters.add(RdmaCounter.DIRECT_SENDS, 1);
     }
 
