@@ -23,9 +23,9 @@ import dev.nupa.tcp.Wire.Seg;
  * Two connections across a seeded simulated network with loss, duplication, reordering and delay,
  * on virtual time (DESIGN.md section 6): a bulk transfer arrives complete, in order and
  * checksum-equal, and the goodput per loss rate is compared with the committed snapshot
- * {@code stack-tcp/src/test/resources/tcp-goodput.txt} (deterministic: same seed, same virtual time).
- * {@code -Dnupa.tcp.transferMiB=256} runs the issue's full size; {@code -Dnupa.updateSnapshots=true}
- * rewrites the snapshot.
+ * {@code stack-tcp/src/test/resources/tcp-goodput-256MiB.txt} (deterministic: same seed, same virtual time).
+ * 256 MiB is the issue's size (a few seconds); {@code -Dnupa.tcp.transferMiB=N} runs another, against
+ * {@code tcp-goodput-NMiB.txt}; {@code -Dnupa.updateSnapshots=true} rewrites the snapshot.
  */
 class LossyNetworkTest {
     static final long US = 1_000L;
@@ -174,7 +174,7 @@ class LossyNetworkTest {
 
     @Test
     void bulkTransfersUnderLossReorderingAndDuplicationArriveCompleteAndChecksumEqual() throws IOException {
-        long mib = Long.getLong("nupa.tcp.transferMiB", 32);
+        long mib = Long.getLong("nupa.tcp.transferMiB", 256);
         List<Result> results = new ArrayList<>();
         for (double loss : new double[] {0.0, 0.01, 0.05}) {
             Result r = transfer(mib << 20, loss, loss == 0 ? 0 : 0.01, loss == 0 ? 0 : 0.02, 42);
