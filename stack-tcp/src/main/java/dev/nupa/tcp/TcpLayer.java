@@ -508,12 +508,16 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             o.emit(txScratch, TcpHeader.MIN_HEADER);
         }
         int payload = s.payloadLength;
-        int sum = Checksum.pseudoHeaderSum(ip.address(), remoteIp, Ipv4Header.PROTOCOL_TCP, hl + payload);
-        sum = Checksum.add(sum, Checksum.sum(txScratch, 0, hl)); // the header is a multiple of 4 bytes
-        if (payload > 0) {
-            sum = Checksum.add(sum, Checksum.sum(s.payload, s.payloadOffset, payload));
+        if (ip.config().computeChecksums()) {
+            int sum = Checksum.pseudoHeaderSum(ip.address(), remoteIp, Ipv4Header.PROTOCOL_TCP, hl + payload);
+            sum = Checksum.add(sum, Checksum.sum(txScratch, 0, hl)); // the header is a multiple of 4 bytes
+            if (payload > 0) {
+                sum = Checksum.add(sum, Checksum.sum(s.payload, s.payloadOffset, payload));
+            }
+            h.setChecksum(Checksum.finish(sum));
         }
-        h.setChecksum(Checksum.finish(sum));
+        // Otherwise the lossless-fabric policy (IpConfig): left 0, as Linux leaves it on lo; receivers with the
+        // same policy do not verify (every node of a fabric must agree on it, or TCP segments are dropped).
         int rc = ip.sendDatagram(remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
                 payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
         // A full ring is not loss: the connection keeps the segment and retries shortly. Other

@@ -31,8 +31,8 @@ import dev.nupa.l2.NeighborDirectory;
 final class LayerWire implements AutoCloseable {
     static final long MS = 1_000_000L;
 
-    /** One segment a raw peer received: the header as a value and the payload. */
-    record Got(TcpRepr h, byte[] data) {
+    /** One segment a raw peer received: the header as a value, the payload, and the checksum field as sent. */
+    record Got(TcpRepr h, byte[] data, int checksum) {
         boolean has(int flag) {
             return (h.flags() & flag) != 0;
         }
@@ -58,14 +58,14 @@ final class LayerWire implements AutoCloseable {
         @Override
         public void onDatagram(Ipv4Header iph, long now) {
             int status = header.wrap(iph.segment(), iph.payloadOffset(), iph.payloadLength(), iph.sourceAddress(),
-                    iph.destinationAddress(), true);
+                    iph.destinationAddress(), ip.config().verifyChecksums());
             if (status != WireStatus.OK) {
                 throw new AssertionError("the layer sent a bad segment: status " + status);
             }
             options.clear().parse(header);
             byte[] data = header.segment().asSlice(header.payloadOffset(), header.payloadLength()).toArray(
                     java.lang.foreign.ValueLayout.JAVA_BYTE);
-            got.add(new Got(TcpRepr.parse(header, options), data));
+            got.add(new Got(TcpRepr.parse(header, options), data, header.checksum()));
         }
 
         /** Sends {@code h} with {@code data} to {@code destination}, checksummed, and lets the nodes run. */
@@ -108,6 +108,11 @@ final class LayerWire implements AutoCloseable {
     long now = 1_000 * MS;
 
     LayerWire(int nodes) {
+        this(nodes, true);
+    }
+
+    /** With {@code checksums} false every node runs the lossless-fabric policy: TCP checksums neither computed nor verified. */
+    LayerWire(int nodes, boolean checksums) {
         fabric = ShmFabric.create(path, new FabricGeometry(Math.max(nodes, 2), 1, 256, 9216, 8, 64 * 1024, 10 * MS,
                 100 * MS, 10_000 * MS));
         open.push(fabric);
@@ -116,7 +121,7 @@ final class LayerWire implements AutoCloseable {
             open.push(dev);
             NeighborDirectory nd = new NeighborDirectory(dev);
             open.push(nd);
-            stacks.add(new Ipv4Stack(new Link(dev), nd, IpConfig.of(ip(i), 24)));
+            stacks.add(new Ipv4Stack(new Link(dev), nd, IpConfig.of(ip(i), 24).withChecksums(checksums, checksums)));
         }
     }
 

@@ -236,6 +236,28 @@ class NupaCommandLineTest {
         assertTrue(r.out().contains("demo ok"), r.out());
     }
     @Test
+    void tcpWithoutChecksumsOnBothNodesMovesDataIntact() throws Exception {
+        // The lossless-fabric policy: TCP segments leave with checksum 0 and are not verified (as Linux on lo).
+        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "node", "--fabric", fabric.toString(), "--address", "0", "--tcp-echo", "7", "--tcp-time-wait", "1", "--no-checksums")
+                .redirectErrorStream(true).start();
+        try {
+            var nodeOut = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream()));
+            String first = nodeOut.readLine();
+            assertTrue(first != null && first.contains("TCP echo on port 7"), first);
+            Run r = nupa("tcp-check", "--fabric", fabric.toString(), "--address", "1", "--no-checksums", "--tcp-time-wait", "1", "--connections", "5",
+                    "--bytes", "1000000", "10.0.0.1");
+            assertEquals(0, r.status(), r.out() + r.err());
+            assertTrue(r.out().contains("5 echoed intact, 0 failed, 5 closed"), r.out());
+        } finally {
+            node.destroy();
+            node.waitFor(30, TimeUnit.SECONDS);
+            node.destroyForcibly();
+        }
+    }
+
+    @Test
     void tcpCheckAndTcpEchoTakeSocketOptions() throws Exception {
         Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
                 "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
