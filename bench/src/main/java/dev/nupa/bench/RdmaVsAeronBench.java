@@ -262,7 +262,7 @@ public final class RdmaVsAeronBench {
                     }
                     try (Nupa nupa = new Nupa(side, nodes[side], barrier, endpoints)) {
                         Side[] sides = {
-                            new FloorSide(line, side == 0),
+                            new FloorSide(line),
                             nupa,
                             new AeronSide(8, side == 0 ? pingPub : pongPub, side == 0 ? pongImage : pingImage),
                             new AeronSide(32, side == 0 ? pingPub : pongPub, side == 0 ? pongImage : pingImage)
@@ -338,7 +338,7 @@ public final class RdmaVsAeronBench {
         private final MemorySegment line;
         private long value;
 
-        FloorSide(MemorySegment line, boolean ping) {
+        FloorSide(MemorySegment line) {
             this.line = line;
         }
 

@@ -64,19 +64,19 @@ public final class LinkHeader {
     }
 
     public int destination() {
-        return u16(DESTINATION);
+        return destination(word());
     }
 
     public int source() {
-        return u16(SOURCE);
+        return source(word());
     }
 
     public int protocol() {
-        return u16(PROTOCOL);
+        return protocol(word());
     }
 
     public int payloadLength() {
-        return u16(PAYLOAD_LENGTH);
+        return payloadLength(word());
     }
 
     /** Whether the announced payload lies inside a frame of {@code frameLength} bytes that starts at this header. */
@@ -132,10 +132,6 @@ public final class LinkHeader {
     /** The payload length field of a {@link #word()}. */
     public static int payloadLength(long word) {
         return (int) word & 0xFFFF;
-    }
-
-    private int u16(int field) {
-        return memory.get(U16, offset + field) & 0xFFFF;
     }
 
     private LinkHeader set(int field, int v) {

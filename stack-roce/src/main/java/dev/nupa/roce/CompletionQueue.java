@@ -151,12 +151,11 @@ public final class CompletionQueue implements AutoCloseable {
     }
 
     void addDirect(QueuePair qp) {
-        direct = java.util.Arrays.copyOf(direct, direct.length + 1);
-        direct[direct.length - 1] = qp;
+        direct = QueuePair.with(direct, qp);
     }
 
     void removeDirect(QueuePair qp) {
-        direct = java.util.Arrays.stream(direct).filter(q -> q != qp).toArray(QueuePair[]::new);
+        direct = QueuePair.without(direct, qp);
     }
 
     /** Destroys the queue ({@code ibv_destroy_cq}); throws while QPs use it. */

@@ -47,10 +47,8 @@ final class DirectPlacement {
         long epoch = -1;
         RecvMirror mirror;
         int peerPd;
-        int lkey;
-        FabricWindow window;
-        long base;
-        long length;
+        /** The region of the last receive buffer, checked under {@link #epoch} (its key in {@code rkey}). */
+        final Target buffer = new Target();
         /** Set by {@link #sendBegin}: the mirror word that names the receive, and where the payload goes. */
         long next;
         MemorySegment dst;
@@ -63,8 +61,7 @@ final class DirectPlacement {
             directory = null;
             epoch = -1;
             mirror = null;
-            window = null;
-            lkey = 0;
+            buffer.window = null;
         }
     }
 
@@ -105,35 +102,14 @@ final class DirectPlacement {
             base = t.base;
         } else {
             QpState st = d.qpState(dqp);
-            if ((st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) || (d.qpAccess(dqp) & need) == 0) {
+            if ((st != QpState.RTR && st != QpState.RTS && st != QpState.SQD)
+                    || !region(qp.attr.destNode, d, rkey, d.qpPd(dqp), d.qpAccess(dqp), need, t)) {
                 return fallback();
             }
-            long e = d.mrEntry(rkey);
-            if (e < 0 || d.mrPd(e) != d.qpPd(dqp) || d.mrWindowId(e) < 0) {
-                return fallback();
-            }
-            int access = d.mrAccess(e) & d.qpAccess(dqp);
-            base = d.mrAddr(e);
-            long length = d.mrLength(e);
-            if ((access & need) == 0) {
-                return fallback();
-            }
-            w = window(qp.attr.destNode, rkey >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
-            if (w == null) {
-                peers[qp.attr.destNode] = null; // the peer may have restarted: reread its directory next time
-                return fallback();
-            }
-            VarHandle.loadLoadFence(); // the entry's fields were read before this re-check of its key (a seqlock's second read)
-            if (!d.stillHolds(e, rkey)) {
-                return fallback();
-            }
-            t.window = w;
             t.directory = d;
             t.epoch = epoch;
-            t.rkey = rkey;
-            t.access = access;
-            t.base = base;
-            t.length = Math.min(length, w.length());
+            w = t.window;
+            base = t.base;
         }
         if (va < base || va - base > t.length - size || (WrOpcode.isAtomic(op) && (va & 7) != 0)) {
             return fallback();
@@ -258,11 +234,14 @@ final class DirectPlacement {
             }
             int lkey = m.lkey(p, 0);
             long va = m.addr(p, 0);
-            if (len > m.length(p, 0) || !receiveRegion(qp, t, d, lkey) || va < t.base || va - t.base > t.length - len) {
+            Target b = t.buffer;
+            if (len > m.length(p, 0) || ((b.window == null || b.rkey != lkey)
+                    && !region(qp.attr.destNode, d, lkey, t.peerPd, -1, Access.LOCAL_WRITE, b))
+                    || va < b.base || va - b.base > b.length - len) {
                 return false;
             }
-            t.dst = t.window.memory();
-            t.dstOff = va - t.base;
+            t.dst = b.window.memory();
+            t.dstOff = va - b.base;
         } else {
             t.dst = null; // consumes the receive, places nothing (IBA 9.4.4)
         }
@@ -274,29 +253,42 @@ final class DirectPlacement {
         return true;
     }
 
-    /** The region behind a receive buffer's key, checked (domain, LOCAL_WRITE, a writable window) and cached in {@code t}. */
-    private boolean receiveRegion(QueuePair qp, SendTarget t, VerbsDirectory d, int lkey) {
-        if (t.window != null && t.lkey == lkey) {
-            return true;
-        }
-        long e = d.mrEntry(lkey);
-        if (e < 0 || d.mrPd(e) != t.peerPd || (d.mrAccess(e) & Access.LOCAL_WRITE) == 0 || d.mrWindowId(e) < 0) {
+    /**
+     * The responder's checks of the peer region {@code key} names, against its directory: a live region of
+     * protection domain {@code pd} in a fabric window, granting {@code need} within {@code allowed} (the peer
+     * QP's access flags for a remote key, everything for a receive buffer), a writable window when
+     * {@code need} writes. On success the region is cached in {@code into} (window, key, access, base,
+     * length); the caller records the epoch it read first.
+     */
+    private boolean region(int node, VerbsDirectory d, int key, int pd, int allowed, int need, Target into) {
+        long e = d.mrEntry(key);
+        if (e < 0 || d.mrPd(e) != pd || d.mrWindowId(e) < 0) {
             return false;
         }
-        FabricWindow w = window(qp.attr.destNode, lkey >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
-        if (w == null || (w.access() & FabricWindow.REMOTE_WRITE) == 0) {
-            return false;
-        }
+        int access = d.mrAccess(e) & allowed;
         long base = d.mrAddr(e);
-        long length = Math.min(d.mrLength(e), w.length());
-        VarHandle.loadLoadFence(); // as in execute: the fields were read before this re-check of the key
-        if (!d.stillHolds(e, lkey)) {
+        long length = d.mrLength(e);
+        if ((access & need) == 0) {
             return false;
         }
-        t.lkey = lkey;
-        t.window = w;
-        t.base = base;
-        t.length = length;
+        FabricWindow w = window(node, key >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
+        if (w == null) {
+            peers[node] = null; // the peer may have restarted: reread its directory next time
+            return false;
+        }
+        boolean writes = (need & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC | Access.LOCAL_WRITE)) != 0;
+        if (writes && (w.access() & FabricWindow.REMOTE_WRITE) == 0) {
+            return false;
+        }
+        VarHandle.loadLoadFence(); // the entry's fields were read before this re-check of its key (a seqlock's second read)
+        if (!d.stillHolds(e, key)) {
+            return false;
+        }
+        into.window = w;
+        into.rkey = key;
+        into.access = access;
+        into.base = base;
+        into.length = Math.min(length, w.length());
         return true;
     }
 
@@ -332,7 +324,7 @@ final class DirectPlacement {
         }
         t.directory = d;
         t.peerPd = d.qpPd(dqp);
-        t.window = null; // the receive buffers' regions are checked again under the new epoch
+        t.buffer.window = null; // the receive buffers' regions are checked again under the new epoch
         return true;
     }
 

@@ -291,6 +291,23 @@ public final class QueuePair implements AutoCloseable {
         return next;
     }
 
+    /** {@code qps} with {@code qp} appended unless it is there already (lists a context or CQ walks; set up rarely). */
+    static QueuePair[] with(QueuePair[] qps, QueuePair qp) {
+        for (QueuePair q : qps) {
+            if (q == qp) {
+                return qps;
+            }
+        }
+        QueuePair[] a = java.util.Arrays.copyOf(qps, qps.length + 1);
+        a[qps.length] = qp;
+        return a;
+    }
+
+    /** {@code qps} without {@code qp}. */
+    static QueuePair[] without(QueuePair[] qps, QueuePair qp) {
+        return java.util.Arrays.stream(qps).filter(q -> q != qp).toArray(QueuePair[]::new);
+    }
+
     /** How often a node's datapath looks for direct SENDs while a receive CQ waits for an event. */
     static final long DIRECT_RECV_POLL_NS = 20_000;
 

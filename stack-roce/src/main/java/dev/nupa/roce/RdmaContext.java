@@ -7,7 +7,6 @@ import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkClaim;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.function.LongSupplier;
@@ -176,7 +175,7 @@ public final class RdmaContext implements AutoCloseable {
             qp.recvCq.removeDirect(qp);
             qp.mirror.window.close();
         }
-        active = Arrays.stream(active).filter(q -> q != qp).toArray(QueuePair[]::new);
+        active = QueuePair.without(active, qp);
         qp.pd.users--;
         qp.sendCq.users--;
         qp.recvCq.users--;
@@ -187,13 +186,7 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Puts a QP on the list {@link #poll} serves (it has a send side now). */
     void activate(QueuePair qp) {
-        for (QueuePair q : active) {
-            if (q == qp) {
-                return;
-            }
-        }
-        active = Arrays.copyOf(active, active.length + 1);
-        active[active.length - 1] = qp;
+        active = QueuePair.with(active, qp);
     }
 
     // ---- memory regions ---------------------------------------------------------------------
