@@ -423,6 +423,19 @@ public final class TcpConnection {
         finish(TcpError.ABORTED);
     }
 
+    /**
+     * Drops a SYN-RECEIVED connection without a word to the peer: the peer completed the handshake with
+     * a SYN cookie sent for an earlier copy of its SYN (TcpLayer), so this one will never be acknowledged.
+     */
+    void supersede() {
+        finish(TcpError.SUPERSEDED);
+    }
+
+    /** Whether {@code ack} is the one ACK that completes this SYN-RECEIVED connection's handshake (RFC 9293 3.10.7.4). */
+    boolean completesHandshake(int ack) {
+        return Seq.gt(ack, sndUna) && Seq.le(ack, sndMax);
+    }
+
     // ---- segment arrival (RFC 9293 3.10.7) ---------------------------------------------------
 
     /** Processes one incoming segment. Hostile or stale segments are dropped (and maybe answered), never thrown on. */
@@ -527,7 +540,7 @@ public final class TcpConnection {
             return;
         }
         if (state == TcpState.SYN_RECEIVED) {
-            if (Seq.gt(in.ack, sndUna) && Seq.le(in.ack, sndMax)) {
+            if (completesHandshake(in.ack)) {
                 ackAdvance(in.ack, now);
                 sndWnd = in.window << sndShift;
                 sndWl1 = in.seq;

@@ -8,6 +8,8 @@ public enum TcpError {
     USER_TIMEOUT("user timeout: data stayed unacknowledged longer than the user timeout"),
     KEEPALIVE("connection timed out (keep-alive probes unanswered)"),
     ABORTED("connection aborted by this end"),
+    /** Never seen by a user: a half-open passive connection whose handshake a SYN cookie completed instead. */
+    SUPERSEDED("handshake superseded: the peer completed it with the SYN cookie sent for an earlier copy of its SYN"),
     FIN_WAIT_2_TIMEOUT("connection reset by this end: it had closed, and the peer did not close its side within the"
             + " FIN-WAIT-2 timeout");
 

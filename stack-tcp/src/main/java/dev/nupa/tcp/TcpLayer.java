@@ -36,6 +36,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public enum Counter {
         SEGMENTS_IN, SEGMENTS_OUT, SEND_DEFERRED, SEND_FAILURES, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
         SYN_BACKLOG_FULL, SYN_COOKIES_SENT, SYN_COOKIES_ACCEPTED, SYN_COOKIES_REJECTED,
+        /** Half-open connections dropped because the peer completed the handshake with a cookie instead. */
+        HANDSHAKES_SUPERSEDED,
         CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED,
         /** Connections closed fully by their application and reset after waiting too long in FIN-WAIT-2. */
         FIN_WAIT_2_TIMEOUTS
@@ -109,7 +111,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 counted = true;
                 listener.halfOpen--;
             }
-            count(error == null ? Counter.CONNECTIONS_CLOSED : Counter.CONNECTIONS_FAILED);
+            count(error == TcpError.SUPERSEDED ? Counter.HANDSHAKES_SUPERSEDED
+                    : error == null ? Counter.CONNECTIONS_CLOSED : Counter.CONNECTIONS_FAILED);
             if (error == TcpError.FIN_WAIT_2_TIMEOUT) {
                 count(Counter.FIN_WAIT_2_TIMEOUTS);
             }
@@ -328,6 +331,14 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         int remotePort = h.sourcePort();
         int localPort = h.destinationPort();
         TcpConnection c = table.get(ConnectionTable.key(remoteIp, remotePort, localPort));
+        if (c != null && c.state() == TcpState.SYN_RECEIVED && s.has(Segment.ACK) && !s.has(Segment.SYN)
+                && !s.has(Segment.RST) && !c.completesHandshake(s.ack) && listeners[localPort] != null
+                && acceptCookie(listeners[localPort], remoteIp, remotePort, s, now, c)) {
+            // The peer's SYN was answered twice: with a cookie while the backlog was full, then (a
+            // retransmitted copy) with state. It took the cookie SYN-ACK; the ACK proves it, so the cookie
+            // wins, where a reset (RFC 9293 3.10.7.4) would kill a connection the peer has established.
+            return;
+        }
         if (c != null) {
             c.onSegment(s, now);
             nextDeadline = Math.min(nextDeadline, c.deadline());
@@ -336,7 +347,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         Listener l = listeners[localPort];
         if (l != null && !s.has(Segment.RST)) {
             if (s.has(Segment.ACK)) {
-                if (!s.has(Segment.SYN) && acceptCookie(l, remoteIp, remotePort, s, now)) {
+                if (!s.has(Segment.SYN) && acceptCookie(l, remoteIp, remotePort, s, now, null)) {
                     return;
                 }
                 reset(remoteIp, remotePort, localPort, s); // RFC 9293 3.10.7.2: an ACK to a listener
@@ -394,9 +405,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /**
      * The ACK completing a handshake answered with a SYN cookie: a valid cookie opens the connection,
-     * with the options its TSecr echoes (Linux's cookie_timestamp_decode; the MAC covers them).
+     * with the options its TSecr echoes (Linux's cookie_timestamp_decode; the MAC covers them). A valid
+     * cookie supersedes {@code halfOpen}, the same peer's SYN-RECEIVED connection, if there is one.
      */
-    private boolean acceptCookie(Listener l, int remoteIp, int remotePort, Segment ack, long now) {
+    private boolean acceptCookie(Listener l, int remoteIp, int remotePort, Segment ack, long now, TcpConnection halfOpen) {
         int options = SynCookies.optionsFromEcho(ack.timestamps, ack.tsEcr);
         int mss = cookies.decode(now, ip.address(), l.port, remoteIp, remotePort, ack.seq, ack.ack - 1, options);
         if (mss <= 0) {
@@ -404,6 +416,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             return false;
         }
         count(Counter.SYN_COOKIES_ACCEPTED);
+        if (halfOpen != null) {
+            halfOpen.supersede(); // leaves the table and the backlog (Hooks.onClosed)
+        }
         Hooks hooks = new Hooks(l, null);
         l.halfOpen++; // balanced by onEstablished
         TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output, hooks);

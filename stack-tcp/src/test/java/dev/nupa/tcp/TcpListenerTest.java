@@ -251,6 +251,47 @@ class TcpListenerTest {
         cookieConnection(synAck); // the genuine echo still opens it: the cookie itself was never the problem
     }
 
+    /**
+     * The race the 10,000-connection system test met: a SYN answered with a cookie while the backlog was
+     * full, its retransmission answered with state once a place was free, and the client completing the
+     * handshake with the cookie. The ACK must open the cookie connection, not draw the reset that RFC
+     * 9293 3.10.7.4 gives a SYN-RECEIVED connection for an ACK of another ISN.
+     */
+    @Test
+    void rfc4987_3_6_aCookieAckSupersedesTheHalfOpenConnectionOfTheSynsRetransmission() {
+        Got cookieSynAck = cookieSynAck(7, true, new Timestamps(1000, 0));
+        int cookie = cookieSynAck.h().sequenceNumber();
+        peer.send(LayerWire.ip(0), new TcpRepr(FLOOD_PORT, PORT, 2, 0, RST, 0, 0, -1, -1, false, null, List.of()));
+        assertEquals(0, server.connections(), "the flood's half-open connection reset: the backlog has room");
+        peer.send(LayerWire.ip(0), syn(CLIENT_PORT, CLIENT_ISN, 7, true, new Timestamps(1500, 0)));
+        Got statefulSynAck = onlyToClient();
+        assertEquals(SYN | ACK, statefulSynAck.h().flags());
+        assertEquals(1, server.counter(TcpLayer.Counter.SYN_COOKIES_SENT), "the retransmitted SYN got state");
+        assertTrue(statefulSynAck.h().sequenceNumber() != cookie, "another ISN than the cookie");
+        assertEquals(1, server.connections());
+
+        // The client took the cookie SYN-ACK: its first segment acknowledges the cookie and carries data.
+        peer.send(LayerWire.ip(0), segment(ACK, CLIENT_ISN + 1, cookie + 1, 1000,
+                new Timestamps(1501, cookieSynAck.h().timestamps().value())), new byte[100]);
+        Got ack = onlyToClient();
+        assertEquals(ACK, ack.h().flags(), "no reset: " + ack);
+        assertEquals(cookie + 1, ack.h().sequenceNumber());
+        assertEquals(CLIENT_ISN + 101, ack.h().acknowledgmentNumber(), "the data taken");
+        assertEquals(1, server.counter(TcpLayer.Counter.SYN_COOKIES_ACCEPTED));
+        assertEquals(1, server.counter(TcpLayer.Counter.HANDSHAKES_SUPERSEDED));
+        assertEquals(0, server.counter(TcpLayer.Counter.RESETS_SENT));
+        assertEquals(1, server.connections(), "the cookie connection replaced the half-open one");
+        assertEquals(1, accepted.size());
+        TcpConnection c = accepted.get(0);
+        assertEquals(TcpState.ESTABLISHED, c.state());
+        assertEquals(100, c.readable());
+
+        wire.advance(3000 * LayerWire.MS);
+        assertTrue(toClient().stream().noneMatch(g -> (g.h().flags() & SYN) != 0),
+                "the superseded connection's SYN-ACK is not retransmitted");
+        assertEquals(1, server.counter(TcpLayer.Counter.CONNECTIONS_FAILED), "only the flood's, which was reset");
+    }
+
     @Test
     void rfc4987_3_6_aStackClientCompletesACookieHandshakeAndTransfersWithAllOptions() {
         server = wire.tcp(0, CONFIG);
