@@ -133,7 +133,6 @@ public final class FabricNode implements FabricDevice {
         claim.node = this;
         claim.ring = r;
         claim.destination = destination;
-        claim.ctrlBefore = r.ctrlBefore(p);
         claim.offset = r.slotOffset(p) + SLOT_HEADER;
         claim.length = length;
         claim.position = p;
@@ -141,7 +140,7 @@ public final class FabricNode implements FabricDevice {
     }
 
     int publish(FrameClaim claim, long position, long flags) {
-        boolean ok = claim.ring.publish(position, claim.ctrlBefore, claim.length, address, generation, flags);
+        boolean ok = claim.ring.publish(position, claim.length, address, generation, flags);
         return published(claim.destination, ok, flags == 0 ? claim.length : -1);
     }
 
@@ -157,14 +156,13 @@ public final class FabricNode implements FabricDevice {
         if (p < 0) {
             return (int) p;
         }
-        long before = r.ctrlBefore(p);
         try {
             MemorySegment.copy(source, offset, mem, r.slotOffset(p) + SLOT_HEADER, length);
         } catch (RuntimeException e) {
-            r.publish(p, before, 0, address, generation, CTRL_PADDING); // never leave a claim to stall the ring
+            r.publish(p, 0, address, generation, CTRL_PADDING); // never leave a claim to stall the ring
             throw e;
         }
-        return published(destination, r.publish(p, before, length, address, generation, 0), length);
+        return published(destination, r.publish(p, length, address, generation, 0), length);
     }
 
     /** After a publish: ring the destination's doorbell if it sleeps, then count. */

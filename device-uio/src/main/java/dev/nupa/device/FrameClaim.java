@@ -12,7 +12,6 @@ public final class FrameClaim {
     Ring ring;
     int destination;
     long position = -1;
-    long ctrlBefore;
     long offset;
     int length;
 
