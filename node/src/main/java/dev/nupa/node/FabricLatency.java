@@ -14,8 +14,10 @@ import picocli.CommandLine.Option;
 /**
  * `nupa perf fabric-lat`: ping-pong of frames through two rings between two processes, half round
  * trip reported as perftest does, beside the floor measured in the same run by the same processes:
- * a counter bounced through one cache line of a fabric window with nothing in between.
- * Floor and frames alternate in rounds so that drift on a busy machine hits both alike.
+ * a counter bounced through one cache line of a fabric window with nothing in between; and, for
+ * frames up to {@link FloorLine#MAX_MESSAGE} bytes, the message floor: the same frame behind a
+ * slot's 16-byte header, copied in and out with nothing in between (two lines for 64 bytes).
+ * The floors and frames alternate in rounds so that drift on a busy machine hits both alike.
  */
 @Command(name = "fabric-lat", mixinStandardHelpOptions = true,
         description = "Ring one-way latency between two processes (half round trip), with the cache-line floor and the ratio.")
@@ -68,6 +70,9 @@ final class FabricLatency implements Callable<Integer> {
                     s.send(mem, off, len);
                 } else if (seq == PerfSession.FLOOR) {
                     s.floorEcho(mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8), mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 16));
+                } else if (seq == PerfSession.MESSAGE_FLOOR) {
+                    FloorLine.echoMessage(s.floorWindow.memory(), (int) mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 24),
+                            mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8), mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 16));
                 } else if (seq == PerfSession.BYE) {
                     done[0] = true;
                 }
@@ -85,14 +90,23 @@ final class FabricLatency implements Callable<Integer> {
             MemorySegment frame = Arena.ofAuto().allocate(size, 64);
             Histogram ours = LatencyStats.newHistogram();
             Histogram floor = LatencyStats.newHistogram();
+            Histogram message = LatencyStats.newHistogram();
+            boolean withMessage = size <= FloorLine.MAX_MESSAGE;
             long warm = Math.min(warmup, Math.max(1000, iterations));
             long counter = 0;
+            long messages = 0;
             counter = floor(s, counter, warm, null);
+            if (withMessage) {
+                messages = messageFloor(s, frame, size, messages, warm, null);
+            }
             frames(s, frame, size, warm, null);
             long per = Math.max(1, iterations / ROUNDS);
             for (int r = 0; r < ROUNDS; r++) {
                 long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
                 counter = floor(s, counter, n, floor);
+                if (withMessage) {
+                    messages = messageFloor(s, frame, size, messages, n, message);
+                }
                 frames(s, frame, size, n, ours);
             }
             s.sendControl(PerfSession.BYE, 0, 0);
@@ -106,9 +120,19 @@ final class FabricLatency implements Callable<Integer> {
             System.out.println("floor: one cache line handed off between the same two processes");
             System.out.println(f.row(8));
             System.out.printf(java.util.Locale.ROOT, "ratio (p50 ours / p50 floor): %.2f%n", ratio);
+            String messageJson = "";
+            if (withMessage) {
+                LatencyStats mf = LatencyStats.ofRoundTrips(message);
+                System.out.println("message floor: the frame behind a 16-byte header, copied in and out as a ring slot is, nothing else");
+                System.out.println(mf.row(size));
+                System.out.printf(java.util.Locale.ROOT, "ratio (p50 message floor / p50 floor): %.2f; (p50 ours / p50 message floor): %.2f%n",
+                        mf.p50() / f.p50(), a.p50() / mf.p50());
+                messageJson = String.format(java.util.Locale.ROOT, ",\"message_floor\":{\"bytes\":%d,%s},\"message_ratio\":%.3f",
+                        size, mf.json(), a.p50() / mf.p50());
+            }
             if (o.json) {
                 System.out.printf(java.util.Locale.ROOT, "{\"test\":\"fabric-lat\",\"bytes\":%d,\"wait\":\"%s\",%s,"
-                        + "\"floor\":{\"bytes\":8,%s},\"ratio\":%.3f}%n", size, wait, a.json(), f.json(), ratio);
+                        + "\"floor\":{\"bytes\":8,%s},\"ratio\":%.3f%s}%n", size, wait, a.json(), f.json(), ratio, messageJson);
             }
         }
         return 0;
@@ -117,6 +141,11 @@ final class FabricLatency implements Callable<Integer> {
     private long floor(PerfSession s, long start, long n, Histogram h) {
         s.sendControl(PerfSession.FLOOR, start, n);
         return FloorLine.measure(s.floorWindow.memory(), start, n, h);
+    }
+
+    private long messageFloor(PerfSession s, MemorySegment frame, int size, long start, long n, Histogram h) {
+        s.sendControl(PerfSession.MESSAGE_FLOOR, start, n, size);
+        return FloorLine.measureMessage(s.floorWindow.memory(), frame, size, start, n, h);
     }
 
     private final FrameHandler reply = (src, mem, off, len) -> {

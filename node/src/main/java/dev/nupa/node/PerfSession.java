@@ -20,6 +20,7 @@ final class PerfSession implements AutoCloseable {
     static final long BYE = -2;
     static final long END = -3;
     static final long ACK = -4;
+    static final long MESSAGE_FLOOR = -5;
 
     final FabricNode node;
     final int peer;
@@ -87,10 +88,15 @@ final class PerfSession implements AutoCloseable {
     }
 
     void sendControl(long code, long a, long b) {
+        sendControl(code, a, b, 0);
+    }
+
+    void sendControl(long code, long a, long b, long c) {
         control.set(ValueLayout.JAVA_LONG, 0, code);
         control.set(ValueLayout.JAVA_LONG, 8, a);
         control.set(ValueLayout.JAVA_LONG, 16, b);
-        send(control, 0, 24);
+        control.set(ValueLayout.JAVA_LONG, 24, c);
+        send(control, 0, 32);
     }
 
     /** One poll, then idles as the wait mode says. */

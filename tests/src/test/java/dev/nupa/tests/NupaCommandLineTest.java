@@ -99,6 +99,8 @@ class NupaCommandLineTest {
             assertTrue(json.contains(field), field + " in " + json);
         }
         assertTrue(Pattern.compile("\"iterations\":5000.*\"floor\":\\{\"bytes\":8,\"iterations\":5000").matcher(json).find(), json);
+        assertTrue(Pattern.compile("\"message_floor\":\\{\"bytes\":64,\"iterations\":5000,.*\"message_ratio\":[0-9.]+\\}$")
+                .matcher(json).find(), "the two-line message floor of a 64-byte frame: " + json);
         assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
     }
 
