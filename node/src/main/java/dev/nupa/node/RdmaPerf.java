@@ -339,8 +339,8 @@ abstract class RdmaPerf implements Callable<Integer> {
     private void look(int looks) {
         if ((looks & 15) == 0) {
             pump();
-        } else {
-            pn.link.poll(64, pn.link.now());
+        } else if (pn.link.poll(64, pn.link.now()) == 0) {
+            Thread.onSpinWait(); // as the floor spins: a core shared with the peer (SMT) keeps its issue slots
         }
     }
 

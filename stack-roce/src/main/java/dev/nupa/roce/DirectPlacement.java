@@ -169,13 +169,12 @@ final class DirectPlacement {
             return FALLBACK;
         }
         ScatterGather sg = wr.sg;
-        MemoryRegion local = ctx.region(sg.lkey[0]);
-        long lva = sg.addr[0];
-        if (local == null || local.pd != qp.pd || !local.covers(lva, len)) {
+        MemoryRegion local = source(qp, sg, len);
+        if (local == null) {
             return FALLBACK; // a bad local key: the queued path reports LOC_PROT_ERR
         }
         MemorySegment src = local.memory;
-        long srcOff = lva - local.addr;
+        long srcOff = sg.addr[0] - local.addr;
         MemorySegment dst = w.memory();
         long dstOff = va - t.base;
         // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
@@ -374,16 +373,26 @@ final class DirectPlacement {
      */
     int sendNow(QueuePair qp, SendWorkRequest wr, int len) {
         ScatterGather sg = wr.sg;
-        // The local list is checked before a receive is claimed: a claimed receive must be filled.
-        if ((len > 0 && !Sgl.check(ctx, qp.pd.id, sg.addr, sg.length, sg.lkey, 0, sg.count, len)) || !sendBegin(qp, len)) {
+        MemoryRegion local = null;
+        // The local entry is checked before a receive is claimed: a claimed receive must be filled.
+        if ((len > 0 && (local = source(qp, sg, len)) == null) || !sendBegin(qp, len)) {
             return FALLBACK;
         }
         SendTarget t = qp.sendTarget;
         if (len > 0) {
-            Sgl.copy(ctx, qp.pd.id, sg.addr, sg.length, sg.lkey, 0, sg.count, 0, t.dst, t.dstOff, len, false);
+            Bytes.copy(local.memory, sg.addr[0] - local.addr, t.dst, t.dstOff, len);
         }
         sendEnd(qp, len, wr.opcode == WrOpcode.SEND_WITH_IMM, wr.immData, (wr.sendFlags & SendFlags.SOLICITED) != 0);
         return DONE;
+    }
+
+    /**
+     * The region a post-time fast path copies its one gather entry of {@code len} bytes from, or null when
+     * it is unsound (no such key, another protection domain, out of range): the queued path reports that.
+     */
+    private MemoryRegion source(QueuePair qp, ScatterGather sg, int len) {
+        MemoryRegion local = ctx.region(sg.lkey[0]);
+        return local != null && local.pd == qp.pd && local.covers(sg.addr[0], len) ? local : null;
     }
 
     /**
