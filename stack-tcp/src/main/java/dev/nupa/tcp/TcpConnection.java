@@ -57,6 +57,8 @@ public final class TcpConnection {
     /** RFC 5961 section 7: at most this many challenge ACKs per second. */
     static final int CHALLENGE_ACKS_PER_SECOND = 1000;
     private static final long NEVER = Long.MAX_VALUE;
+    /** The least time between SYN-ACKs sent again for duplicate SYNs (Linux's tcp_invalid_ratelimit, 500 ms). */
+    static final long DUP_SYN_INTERVAL_NS = 500_000_000L;
     private static final long SECOND = 1_000_000_000L;
     /** RFC 7323 5.5: a timestamp older than 24 days is not trusted for PAWS. */
     private static final long PAWS_IDLE_NS = 24L * 24 * 3600 * SECOND;
@@ -150,6 +152,7 @@ public final class TcpConnection {
 
     private boolean ackNow;
     private int unackedSegments;
+    private long dupSynAnsweredAt = NEVER;
     private long challengeWindowStart;
     private int challengeAcks;
     private long lastActivity;
@@ -493,6 +496,19 @@ public final class TcpConnection {
     }
 
     private void synchronizedOrSynReceived(Segment in, long now) {
+        if (state == TcpState.SYN_RECEIVED && in.has(Segment.SYN) && in.seq == irs && !in.has(Segment.ACK)
+                && !in.has(Segment.RST)) {
+            // The peer's SYN again: our SYN-ACK was lost or is slow. Answer it now, as Linux does
+            // (tcp_check_req), at most once per DUP_SYN_INTERVAL_NS, rather than leave the peer to
+            // wait for our retransmission timer (RFC 9293 would only ACK it, which a SYN-SENT peer drops).
+            if (dupSynAnsweredAt == NEVER || now - dupSynAnsweredAt >= DUP_SYN_INTERVAL_NS) {
+                dupSynAnsweredAt = now;
+                sndNxt = iss; // transmit() sends the SYN-ACK again; no back-off, not counted as a timeout
+                timing = false; // Karn: an RTT sample of the handshake would now be ambiguous
+                retransmits++;
+            }
+            return;
+        }
         if (state == TcpState.SYN_RECEIVED && in.has(Segment.SYN) && in.seq == irs) {
             // Simultaneous open (RFC 9293 figure 8): the peer's SYN-ACK repeats the SYN we already
             // have; only its new part, the ACK, is processed (3.10.7.4: "straddle" the boundary).

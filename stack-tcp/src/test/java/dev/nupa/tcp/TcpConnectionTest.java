@@ -99,6 +99,33 @@ class TcpConnectionTest {
         assertTrue(o.sent().isEmpty());
     }
 
+    /** Linux's tcp_check_req: a retransmitted SYN means our SYN-ACK went missing; send it again, rate-limited. */
+    @Test
+    void linuxTcpCheckReq_aDuplicateSynInSynReceivedDrawsTheSynAckAgainAtMostOncePerHalfSecond() {
+        One o = new One(plain());
+        o.c.accept(syn(IRS, 1460, -1, false, false, 0).into(new Segment()), ISS, o.now);
+        assertEquals(SYN | ACK, o.onlySent().flags());
+        long start = o.now;
+        o.advanceTo(start + 100 * MS);
+        o.inject(syn(IRS, 1460, -1, false, false, 0));
+        Seg again = o.onlySent();
+        assertEquals(SYN | ACK, again.flags(), "the SYN-ACK again, at once: " + again);
+        assertEquals(ISS, again.seq());
+        assertEquals(IRS + 1, again.ack());
+        o.advanceTo(start + 300 * MS);
+        o.inject(syn(IRS, 1460, -1, false, false, 0));
+        assertTrue(o.sent().isEmpty(), "a second duplicate within 500 ms draws nothing");
+        o.advanceTo(start + 600 * MS);
+        o.inject(syn(IRS, 1460, -1, false, false, 0));
+        assertEquals(SYN | ACK, o.onlySent().flags(), "500 ms after the last answer: answered again");
+        o.advanceTo(start + 1000 * MS);
+        assertEquals(SYN | ACK, o.onlySent().flags(), "the retransmission timer still runs from the first SYN-ACK");
+        assertEquals(TcpState.SYN_RECEIVED, o.c.state());
+        o.inject(seg(ACK, IRS + 1, ISS + 1, 65_535));
+        assertEquals(TcpState.ESTABLISHED, o.c.state());
+        assertTrue(o.sent().isEmpty());
+    }
+
     @Test
     void rfc9293_3_5_simultaneousOpenGoesThroughSynReceived() {
         One o = new One(plain());
