@@ -260,24 +260,29 @@ abstract class IpLatency implements Callable<Integer> {
 
     private long fabric(int server, int port, MemorySegment payload, int size, long seq, long n, Histogram h) {
         for (long i = 0; i < n; i++, seq++) {
-            payload.set(ValueLayout.JAVA_LONG, 0, seq);
-            expected = seq;
-            answered = false;
-            long t0 = System.nanoTime();
-            int rc = icmp ? stack.sendEchoRequest(server, ECHO_ID, (int) seq, payload, 0, size)
-                    : stack.sendUdp(port, server, ECHO_PORT, payload, 0, size);
-            if (rc != SendStatus.OK) {
-                throw new IllegalStateException((icmp ? "ICMP" : "UDP") + " send failed: " + SendStatus.describe(rc));
-            }
-            for (int looks = 0; !answered; looks++) {
-                look(looks);
-            }
-            long t1 = System.nanoTime();
+            long t = round(server, port, payload, size, seq);
             if (h != null) {
-                h.recordValue(t1 - t0);
+                h.recordValue(t);
             }
         }
         return seq;
+    }
+
+    /** One timed round trip, in a method of its own called per round (as write-lat's RdmaPerf.writeRound). */
+    private long round(int server, int port, MemorySegment payload, int size, long seq) {
+        payload.set(ValueLayout.JAVA_LONG, 0, seq);
+        expected = seq;
+        answered = false;
+        long t0 = System.nanoTime();
+        int rc = icmp ? stack.sendEchoRequest(server, ECHO_ID, (int) seq, payload, 0, size)
+                : stack.sendUdp(port, server, ECHO_PORT, payload, 0, size);
+        if (rc != SendStatus.OK) {
+            throw new IllegalStateException((icmp ? "ICMP" : "UDP") + " send failed: " + SendStatus.describe(rc));
+        }
+        for (int looks = 0; !answered; looks++) {
+            look(looks);
+        }
+        return System.nanoTime() - t0;
     }
 
     /**
