@@ -331,23 +331,24 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         int remotePort = h.sourcePort();
         int localPort = h.destinationPort();
         TcpConnection c = table.get(ConnectionTable.key(remoteIp, remotePort, localPort));
-        if (c != null && c.state() == TcpState.SYN_RECEIVED && s.has(Segment.ACK) && !s.has(Segment.SYN)
-                && !s.has(Segment.RST) && !c.completesHandshake(s.ack) && listeners[localPort] != null
-                && acceptCookie(listeners[localPort], remoteIp, remotePort, s, now, c)) {
-            // The peer's SYN was answered twice: with a cookie while the backlog was full, then (a
-            // retransmitted copy) with state. It took the cookie SYN-ACK; the ACK proves it, so the cookie
-            // wins, where a reset (RFC 9293 3.10.7.4) would kill a connection the peer has established.
-            return;
-        }
+        Listener l = listeners[localPort];
+        // A segment that may complete a handshake answered with a SYN cookie (RFC 4987 3.6).
+        boolean cookieAck = l != null && s.has(Segment.ACK) && !s.has(Segment.SYN) && !s.has(Segment.RST);
         if (c != null) {
+            if (cookieAck && c.state() == TcpState.SYN_RECEIVED && !c.completesHandshake(s.ack)
+                    && acceptCookie(l, remoteIp, remotePort, s, now, c)) {
+                // The peer's SYN was answered twice: with a cookie while the backlog was full, then (a
+                // retransmitted copy) with state. It took the cookie SYN-ACK; the ACK proves it, so the
+                // cookie wins, where a reset (RFC 9293 3.10.7.4) would kill a connection the peer has established.
+                return;
+            }
             c.onSegment(s, now);
             nextDeadline = Math.min(nextDeadline, c.deadline());
             return;
         }
-        Listener l = listeners[localPort];
         if (l != null && !s.has(Segment.RST)) {
             if (s.has(Segment.ACK)) {
-                if (!s.has(Segment.SYN) && acceptCookie(l, remoteIp, remotePort, s, now, null)) {
+                if (cookieAck && acceptCookie(l, remoteIp, remotePort, s, now, null)) {
                     return;
                 }
                 reset(remoteIp, remotePort, localPort, s); // RFC 9293 3.10.7.2: an ACK to a listener
