@@ -150,16 +150,31 @@ public final class RingStepsBench {
         boolean pin = true;
         for (String a : args) {
             String[] kv = a.split("=", 2);
-            if (kv.length != 2) {
-                throw new IllegalArgumentException("arguments are key=value (turns=N, pin=true|false), not " + a);
+            if (kv.length != 2 || !(kv[0].equals("turns") || kv[0].equals("pin"))) {
+                usage("unknown argument " + a);
             }
-            switch (kv[0]) {
-                case "turns" -> turns = Integer.parseInt(kv[1]);
-                case "pin" -> pin = Boolean.parseBoolean(kv[1]);
-                default -> throw new IllegalArgumentException("unknown argument " + kv[0] + "; known: turns, pin");
+            if (kv[0].equals("pin")) {
+                pin = Boolean.parseBoolean(kv[1]);
+            } else {
+                try {
+                    turns = Integer.parseInt(kv[1]);
+                } catch (NumberFormatException e) {
+                    turns = 0;
+                }
+                if (turns < 10) {
+                    usage("turns must be a whole number of at least 10, not " + kv[1]);
+                }
             }
         }
-        int n = turns;
+        run(turns, pin);
+    }
+
+    private static void usage(String problem) {
+        System.err.println("ring-steps: " + problem + "; arguments: [turns=N (default 400)] [pin=true|false]");
+        System.exit(2);
+    }
+
+    private static void run(int n, boolean pin) throws Exception {
         Path path = Path.of("/dev/shm", "nupa-ring-steps-" + ProcessHandle.current().pid());
         try (Arena arena = Arena.ofShared(); Fabric fabric = ShmFabric.create(path, FabricGeometry.defaults().withMaxNodes(2));
              FabricNode a = fabric.attach(0); FabricNode b = fabric.attach(1)) {
@@ -177,7 +192,11 @@ public final class RingStepsBench {
             boolean pinBoth = pin && Runtime.getRuntime().availableProcessors() >= 2;
             CyclicBarrier start = new CyclicBarrier(2);
             int warmTurns = Math.max(20, n / 10);
-            Thread echo = Thread.ofPlatform().name("ring-steps-echo").start(() -> {
+            // A failed echo would leave the pinger spinning forever: say why and stop the benchmark.
+            Thread echo = Thread.ofPlatform().name("ring-steps-echo").uncaughtExceptionHandler((t, e) -> {
+                System.err.println("ring-steps: the echo thread failed: " + e);
+                Runtime.getRuntime().halt(1);
+            }).start(() -> {
                 if (pinBoth) {
                     Affinity.pin(1);
                 }
