@@ -20,6 +20,9 @@ public final class FabricNode implements FabricDevice {
     private final CopyOnWriteArrayList<PeerListener> listeners = new CopyOnWriteArrayList<>();
     private final Liveness liveness;
     private final Thread livenessThread;
+    /** The polling thread's totals behind frames_received and bytes_received (zeroed in the entry at attach). */
+    private long framesReceived;
+    private long bytesReceived;
     private volatile boolean attached = true;
     private volatile boolean evicted;
     private boolean closeFabric;
@@ -200,9 +203,12 @@ public final class FabricNode implements FabricDevice {
             bytes += r.lastBatchBytes;
         }
         if (n > 0) {
-            // Single writer (the polling thread): plain read-modify-write, published opaquely for readers.
-            LONG.setOpaque(mem, self + N_FRAMES_RECEIVED, (long) LONG.getOpaque(mem, self + N_FRAMES_RECEIVED) + n);
-            LONG.setOpaque(mem, self + N_BYTES_RECEIVED, (long) LONG.getOpaque(mem, self + N_BYTES_RECEIVED) + bytes);
+            // Single writer (the polling thread): totals kept here, only stored to the fabric (opaquely,
+            // for readers), so the hot path reads nothing back from fabric memory.
+            framesReceived += n;
+            bytesReceived += bytes;
+            LONG.setOpaque(mem, self + N_FRAMES_RECEIVED, framesReceived);
+            LONG.setOpaque(mem, self + N_BYTES_RECEIVED, bytesReceived);
         }
         return n;
     }
