@@ -30,9 +30,9 @@ import java.util.concurrent.CyclicBarrier;
  *   <li><b>+ rotation</b>: each frame in the next of 256 slots of 128 bytes, its ctrl word the position + 1;</li>
  *   <li><b>+ head</b>: the consumer also release-stores its head on a line of the ring header;</li>
  *   <li><b>+ claim CAS</b>: the producer claims the position with a CAS on the tail word first;</li>
- *   <li><b>claim ahead</b>: the claim (an atomic add on the tail here) made right after the previous publish instead (off the
- *       critical path,
- *       which the real ring cannot do: a claim held while idle blocks every other producer);</li>
+ *   <li><b>claim ahead</b>: the claim (an atomic add on the tail here) made right after the previous publish
+ *       instead, off the critical path, which the real ring cannot do: a claim held while idle blocks every
+ *       other producer;</li>
  *   <li><b>ring protocol</b>: + claim CAS, the slot's ctrl read at publish, length and source stored, and
  *       the publish made by a CAS of the ctrl word, as {@code Ring.publish} does;</li>
  *   <li><b>fabric nodes</b>: the real thing, two {@link FabricNode}s of a fresh shm fabric of the default
