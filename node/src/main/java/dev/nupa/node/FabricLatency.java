@@ -17,13 +17,11 @@ import picocli.CommandLine.Option;
  * a counter bounced through one cache line of a fabric window with nothing in between; and, for
  * frames up to {@link FloorLine#MAX_MESSAGE} bytes, the message floor: the same frame behind a
  * slot's 16-byte header, copied in and out with nothing in between (two lines for 64 bytes).
- * The floors and frames alternate in rounds so that drift on a busy machine hits both alike.
+ * The floors and frames alternate in short {@link Turns}, and the ratios are medians over the turns.
  */
 @Command(name = "fabric-lat", mixinStandardHelpOptions = true,
         description = "Ring one-way latency between two processes (half round trip), with the cache-line floor and the ratio.")
 final class FabricLatency implements Callable<Integer> {
-    private static final int ROUNDS = 5;
-
     @Mixin
     PerfOptions o;
 
@@ -88,9 +86,6 @@ final class FabricLatency implements Callable<Integer> {
         try (PerfSession s = new PerfSession(o, false, wait.equals("interrupt"))) {
             s.awaitServer(30_000, size);
             MemorySegment frame = Arena.ofAuto().allocate(size, 64);
-            Histogram ours = LatencyStats.newHistogram();
-            Histogram floor = LatencyStats.newHistogram();
-            Histogram message = LatencyStats.newHistogram();
             boolean withMessage = size <= FloorLine.MAX_MESSAGE;
             long warm = Math.min(warmup, Math.max(1000, iterations));
             long counter = 0;
@@ -100,39 +95,43 @@ final class FabricLatency implements Callable<Integer> {
                 messages = messageFloor(s, frame, size, messages, warm, null);
             }
             frames(s, frame, size, warm, null);
-            long per = Math.max(1, iterations / ROUNDS);
-            for (int r = 0; r < ROUNDS; r++) {
-                long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
-                counter = floor(s, counter, n, floor);
+            Turns turns = new Turns(3, iterations); // 0 ours, 1 floor, 2 message floor
+            for (int t = 0; t < turns.count(); t++) {
+                long n = turns.length(t);
+                counter = floor(s, counter, n, turns.turn(1));
                 if (withMessage) {
-                    messages = messageFloor(s, frame, size, messages, n, message);
+                    messages = messageFloor(s, frame, size, messages, n, turns.turn(2));
                 }
-                frames(s, frame, size, n, ours);
+                frames(s, frame, size, n, turns.turn(0));
+                turns.endTurn();
             }
             s.sendControl(PerfSession.BYE, 0, 0);
-            LatencyStats a = LatencyStats.ofRoundTrips(ours);
-            LatencyStats f = LatencyStats.ofRoundTrips(floor);
-            double ratio = a.p50() / f.p50();
+            LatencyStats a = LatencyStats.ofRoundTrips(turns.pooled(0));
+            LatencyStats f = LatencyStats.ofRoundTrips(turns.pooled(1));
+            double ratio = turns.ratio(0, 1);
+            double pooledRatio = turns.pooledRatio(0, 1);
             System.out.println("fabric-lat: ring one-way latency, " + size + "-byte frames, wait=" + wait
                     + ", fabric " + s.node.fabric().name());
             System.out.println(LatencyStats.header());
             System.out.println(a.row(size));
             System.out.println("floor: one cache line handed off between the same two processes");
             System.out.println(f.row(8));
-            System.out.printf(java.util.Locale.ROOT, "ratio (p50 ours / p50 floor): %.2f%n", ratio);
+            System.out.printf(java.util.Locale.ROOT, "ratio (p50 ours / p50 floor, median over %d turns): %.2f; pooled p50 ratio: %.2f%n",
+                    turns.count(), ratio, pooledRatio);
             String messageJson = "";
             if (withMessage) {
-                LatencyStats mf = LatencyStats.ofRoundTrips(message);
+                LatencyStats mf = LatencyStats.ofRoundTrips(turns.pooled(2));
                 System.out.println("message floor: the frame behind a 16-byte header, copied in and out as a ring slot is, nothing else");
                 System.out.println(mf.row(size));
-                System.out.printf(java.util.Locale.ROOT, "ratio (p50 message floor / p50 floor): %.2f; (p50 ours / p50 message floor): %.2f%n",
-                        mf.p50() / f.p50(), a.p50() / mf.p50());
+                System.out.printf(java.util.Locale.ROOT, "ratio (p50 message floor / p50 floor): %.2f; (p50 ours / p50 message floor): %.2f"
+                        + " (medians over turns)%n", turns.ratio(2, 1), turns.ratio(0, 2));
                 messageJson = String.format(java.util.Locale.ROOT, ",\"message_floor\":{\"bytes\":%d,%s},\"message_ratio\":%.3f",
-                        size, mf.json(), a.p50() / mf.p50());
+                        size, mf.json(), turns.ratio(0, 2));
             }
             if (o.json) {
                 System.out.printf(java.util.Locale.ROOT, "{\"test\":\"fabric-lat\",\"bytes\":%d,\"wait\":\"%s\",%s,"
-                        + "\"floor\":{\"bytes\":8,%s},\"ratio\":%.3f%s}%n", size, wait, a.json(), f.json(), ratio, messageJson);
+                        + "\"floor\":{\"bytes\":8,%s},\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d%s}%n",
+                        size, wait, a.json(), f.json(), ratio, pooledRatio, turns.count(), messageJson);
             }
         }
         return 0;

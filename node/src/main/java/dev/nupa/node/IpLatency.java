@@ -60,7 +60,8 @@ abstract class IpLatency implements Callable<Integer> {
     static final int ECHO_PORT = 7;
     static final int CONTROL_PORT = 9;
     static final int ECHO_ID = 0x4e50;
-    private static final int ROUNDS = 5;
+    /** Iterations per turn: Linux's round trips take several microseconds, so fewer than {@link Turns#TURN}. */
+    private static final int TURN = 1000;
     private static final byte HELLO = 1;
     private static final byte LINUX = 2;
     private static final byte BYE = 3;
@@ -189,9 +190,6 @@ abstract class IpLatency implements Callable<Integer> {
             MemorySegment payload = Arena.ofAuto().allocate(size, 64);
             ByteBuffer out = ByteBuffer.allocateDirect(size);
             ByteBuffer in = ByteBuffer.allocateDirect(65_536);
-            Histogram ours = LatencyStats.newHistogram();
-            Histogram peer = LatencyStats.newHistogram();
-            Histogram floor = LatencyStats.newHistogram();
             floorWindow = node.openWindow(windowId, windowKey);
             long seq = 0;
             long counter = 0;
@@ -201,41 +199,44 @@ abstract class IpLatency implements Callable<Integer> {
                 linuxRounds(server, port, linux, out, in, size, warm, null);
             }
             counter = floor(server, port, counter, warm, null);
-            long per = Math.max(1, iterations / ROUNDS);
-            for (int r = 0; r < ROUNDS; r++) {
-                long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
-                seq = fabric(server, port, payload, size, seq, n, ours);
+            Turns turns = new Turns(3, iterations, TURN); // 0 ours, 1 floor, 2 Linux
+            for (int t = 0; t < turns.count(); t++) {
+                long n = turns.length(t);
+                seq = fabric(server, port, payload, size, seq, n, turns.turn(0));
                 if (!icmp) {
-                    linuxRounds(server, port, linux, out, in, size, n, peer);
+                    linuxRounds(server, port, linux, out, in, size, n, turns.turn(2));
                 }
-                counter = floor(server, port, counter, n, floor);
+                counter = floor(server, port, counter, n, turns.turn(1));
+                turns.endTurn();
             }
             floorWindow.close();
             control.set(ValueLayout.JAVA_BYTE, 0, BYE);
             stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
-            LatencyStats a = LatencyStats.of(ours);
-            LatencyStats fl = LatencyStats.of(floor);
-            double floorRatio = a.p50() / fl.p50();
+            LatencyStats a = LatencyStats.of(turns.pooled(0));
+            LatencyStats fl = LatencyStats.of(turns.pooled(1));
+            double floorRatio = turns.ratio(0, 1);
             System.out.println(name + ": " + (icmp ? "ICMP echo round trip, back to back, " + size + " data bytes"
                     : "UDP echo round trip, " + size + "-byte payload") + ", checksums " + checksums + ", fabric " + o.fabric);
             System.out.println(LatencyStats.header());
             System.out.println(a.row(size));
             String peerJson = "";
             if (!icmp) {
-                LatencyStats p = LatencyStats.of(peer);
-                double ratio = a.p50() / p.p50();
+                LatencyStats p = LatencyStats.of(turns.pooled(2));
+                double ratio = turns.ratio(0, 2);
                 System.out.println("peer: Linux UDP over loopback, busy-polling non-blocking sockets, the same two processes");
                 System.out.println(p.row(size));
-                System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer): %.2f%n", ratio);
-                peerJson = String.format(Locale.ROOT, ",\"peer\":{\"bytes\":%d,%s},\"ratio\":%.3f", size, p.json(), ratio);
+                System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer, median over %d turns): %.3f; pooled p50 ratio: %.3f%n",
+                        turns.count(), ratio, turns.pooledRatio(0, 2));
+                peerJson = String.format(Locale.ROOT, ",\"peer\":{\"bytes\":%d,%s},\"ratio\":%.3f,\"pooled_ratio\":%.3f",
+                        size, p.json(), ratio, turns.pooledRatio(0, 2));
             }
             System.out.println("floor: one cache line bounced between the same two processes (round trip)");
             System.out.println(fl.row(8));
-            System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 floor): %.2f%n", floorRatio);
+            System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 floor, median over turns): %.2f%n", floorRatio);
             if (o.json) {
                 System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"round_trip\":true,\"checksums\":\"%s\",%s%s,"
-                        + "\"floor\":{\"bytes\":8,%s},\"floor_ratio\":%.3f}%n", name, size, checksums, a.json(), peerJson,
-                        fl.json(), floorRatio);
+                        + "\"floor\":{\"bytes\":8,%s},\"floor_ratio\":%.3f,\"turns\":%d}%n", name, size, checksums, a.json(), peerJson,
+                        fl.json(), floorRatio, turns.count());
             }
         }
         return 0;

@@ -120,7 +120,6 @@ abstract class RdmaPerf implements Callable<Integer> {
     static final int CONTROL_PORT = 9;
     static final int MAX_SIZE = 8 << 20;
     static final int MAX_INLINE = 256;
-    private static final int ROUNDS_LAT = 5;
     private static final int ROUNDS_BW = 3;
     private static final int RX_DEPTH = 512;
     private static final int LAT_SIGNAL_EVERY = 64;
@@ -646,23 +645,24 @@ abstract class RdmaPerf implements Callable<Integer> {
     private void latency(int[] sizes, long iterations) {
         Histogram floor = LatencyStats.newHistogram();
         List<LatencyStats> rows = new ArrayList<>();
+        double[] ratios = new double[sizes.length];
         boolean halved = op == Op.WRITE || op == Op.SEND;
         long warm = Math.min(warmup, iterations);
         floor(warm, null);
-        for (int size : sizes) {
-            Histogram ours = LatencyStats.newHistogram();
+        for (int i = 0; i < sizes.length; i++) {
+            int size = sizes[i];
             prepare(size);
             ops(size, warm, null);
-            long per = Math.max(1, iterations / ROUNDS_LAT);
-            for (int r = 0; r < ROUNDS_LAT; r++) {
-                long n = r == ROUNDS_LAT - 1 ? iterations - per * (ROUNDS_LAT - 1) : per;
-                if (n <= 0) {
-                    continue;
-                }
-                floor(n, floor);
-                ops(size, n, ours);
+            Turns turns = new Turns(2, iterations); // 0 ours, 1 floor
+            for (int t = 0; t < turns.count(); t++) {
+                long n = turns.length(t);
+                floor(n, turns.turn(1));
+                ops(size, n, turns.turn(0));
+                turns.endTurn();
             }
-            rows.add(halved ? LatencyStats.ofRoundTrips(ours) : LatencyStats.of(ours));
+            rows.add(halved ? LatencyStats.ofRoundTrips(turns.pooled(0)) : LatencyStats.of(turns.pooled(0)));
+            ratios[i] = turns.ratio(0, 1);
+            floor.add(turns.pooled(1));
         }
         LatencyStats f = halved ? LatencyStats.ofRoundTrips(floor) : LatencyStats.of(floor);
         System.out.println(name + ": " + describe() + ", " + modeLine() + (halved ? ", half round trip" : ", each op to its completion")
@@ -675,12 +675,13 @@ abstract class RdmaPerf implements Callable<Integer> {
             if (i > 0) {
                 json.append(',');
             }
-            json.append(String.format(Locale.ROOT, "{\"bytes\":%d,%s,\"ratio\":%.3f}", sizes[i], a.json(), a.p50() / f.p50()));
+            json.append(String.format(Locale.ROOT, "{\"bytes\":%d,%s,\"ratio\":%.3f}", sizes[i], a.json(), ratios[i]));
         }
         LatencyStats last = rows.get(rows.size() - 1);
-        double ratio = last.p50() / f.p50();
-        System.out.printf(Locale.ROOT, "floor p50 %.3f us, ratio %.2f  (one cache line handed off between the same two processes%s)%n",
-                f.p50() / 1000, ratio, halved ? ", one way" : ", round trip");
+        double ratio = ratios[sizes.length - 1];
+        System.out.printf(Locale.ROOT, "floor p50 %.3f us, ratio %.2f  (one cache line handed off between the same two processes%s;"
+                        + " the ratio is the median over turns of %d of each turn's p50 ratio)%n",
+                f.p50() / 1000, ratio, halved ? ", one way" : ", round trip", Turns.TURN);
         if (o.json) {
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"bytes\":%d,\"round_trip\":%b,%s,\"floor\":{\"bytes\":8,%s},"
                             + "\"ratio\":%.3f%s}%n", name, mode, sizes[sizes.length - 1], !halved, last.json(), f.json(), ratio,

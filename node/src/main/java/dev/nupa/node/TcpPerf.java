@@ -64,6 +64,8 @@ abstract class TcpPerf implements Callable<Integer> {
     private static final byte LINUX = 2;
     private static final byte BYE = 3;
     private static final int ROUNDS = 3;
+    /** tcp-lat's iterations per turn ({@link Turns}): Linux's TCP round trips take several microseconds. */
+    private static final int LATENCY_TURN = 1000;
 
     @Mixin
     PerfOptions o;
@@ -306,56 +308,64 @@ abstract class TcpPerf implements Callable<Integer> {
         long iterations = o.iterations != null ? o.iterations : 100_000;
         TcpConnection c = open(server);
         MemorySegment msg = Arena.ofAuto().allocate(size);
-        Histogram ours = LatencyStats.newHistogram();
-        Histogram peer = LatencyStats.newHistogram();
+        Turns turns = new Turns(2, iterations, LATENCY_TURN); // 0 ours, 1 Linux
         try (SocketChannel linux = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
             linux.setOption(StandardSocketOptions.TCP_NODELAY, true);
             linux.configureBlocking(false);
             ByteBuffer buf = ByteBuffer.allocateDirect(size);
-            long per = Math.max(1, iterations / ROUNDS);
-            for (int r = -1; r < ROUNDS; r++) { // round -1 warms up
-                long n = r < 0 ? Math.min(20_000, iterations) : r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
-                for (long i = 0; i < n; i++) {
-                    long target = got + size;
-                    long t0 = now();
-                    c.write(msg, 0, size, t0);
-                    while (got < target) {
-                        pump();
-                    }
-                    if (r >= 0) {
-                        ours.recordValue(now() - t0);
-                    }
-                }
-                linuxPhase(server, port, n);
-                for (long i = 0; i < n; i++) {
-                    long t0 = now();
-                    buf.clear();
-                    while (buf.hasRemaining()) {
-                        linux.write(buf);
-                    }
-                    buf.clear();
-                    while (buf.hasRemaining()) {
-                        linux.read(buf);
-                    }
-                    if (r >= 0) {
-                        peer.recordValue(now() - t0);
-                    }
-                }
+            long warm = Math.min(20_000, iterations);
+            latencyTurn(c, msg, size, linux, buf, server, port, warm, null, null);
+            for (int t = 0; t < turns.count(); t++) {
+                latencyTurn(c, msg, size, linux, buf, server, port, turns.length(t), turns.turn(0), turns.turn(1));
+                turns.endTurn();
             }
         }
         c.close(now());
-        LatencyStats a = LatencyStats.of(ours);
-        LatencyStats p = LatencyStats.of(peer);
-        double ratio = a.p50() / p.p50();
+        LatencyStats a = LatencyStats.of(turns.pooled(0));
+        LatencyStats p = LatencyStats.of(turns.pooled(1));
+        double ratio = turns.ratio(0, 1);
         System.out.println(name + ": TCP request/response round trip, " + size + "-byte messages, checksums " + checksums
                 + ", fabric " + o.fabric);
         System.out.println(LatencyStats.header());
         System.out.println(a.row(size));
         System.out.println("peer: Linux TCP over loopback, TCP_NODELAY, busy-polling non-blocking sockets, the same two processes");
         System.out.println(p.row(size));
-        System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer): %.2f%n", ratio);
+        System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer, median over %d turns): %.2f; pooled p50 ratio: %.2f%n",
+                turns.count(), ratio, turns.pooledRatio(0, 1));
         return String.format(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"round_trip\":true,%s,\"peer\":{\"bytes\":%d,%s},"
-                + "\"ratio\":%.3f}", name, size, a.json(), size, p.json(), ratio);
+                + "\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d}", name, size, a.json(), size, p.json(), ratio,
+                turns.pooledRatio(0, 1), turns.count());
+    }
+
+    /** One turn of tcp-lat: {@code n} round trips of ours, then of Linux's (recorded where not null). */
+    private void latencyTurn(TcpConnection c, MemorySegment msg, int size, SocketChannel linux, ByteBuffer buf, int server,
+            int port, long n, Histogram ours, Histogram peer) throws IOException {
+        for (long i = 0; i < n; i++) {
+            long target = got + size;
+            long t0 = now();
+            c.write(msg, 0, size, t0);
+            while (got < target) {
+                pump();
+            }
+            if (ours != null) {
+                ours.recordValue(now() - t0);
+            }
+        }
+        linuxPhase(server, port, n);
+        for (long i = 0; i < n; i++) {
+            long t0 = now();
+            buf.clear();
+            while (buf.hasRemaining()) {
+                linux.write(buf);
+            }
+            buf.clear();
+            while (buf.hasRemaining()) {
+                linux.read(buf);
+            }
+            if (peer != null) {
+                peer.recordValue(now() - t0);
+            }
+        }
     }
 
     private String bandwidth(int server, int port) throws IOException {

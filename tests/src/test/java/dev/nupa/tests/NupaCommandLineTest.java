@@ -101,6 +101,8 @@ class NupaCommandLineTest {
         assertTrue(Pattern.compile("\"iterations\":5000.*\"floor\":\\{\"bytes\":8,\"iterations\":5000").matcher(json).find(), json);
         assertTrue(Pattern.compile("\"message_floor\":\\{\"bytes\":64,\"iterations\":5000,.*\"message_ratio\":[0-9.]+\\}$")
                 .matcher(json).find(), "the two-line message floor of a 64-byte frame: " + json);
+        assertTrue(Pattern.compile("\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,\"turns\":1,").matcher(json).find(),
+                "5000 iterations make one turn of 5000: " + json);
         assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
     }
 
@@ -138,8 +140,8 @@ class NupaCommandLineTest {
         assertEquals(0, r.status(), r.err());
         String json = r.lastLine();
         assertTrue(Pattern.compile("^\\{\"test\":\"udp-lat\",\"bytes\":100,\"round_trip\":true,\"checksums\":\"on\",\"iterations\":3000,\"min_ns\":[0-9.]+,"
-                + "\"p50_ns\":[0-9.]+,.*\"peer\":\\{\"bytes\":100,\"iterations\":3000,.*\"ratio\":[0-9.]+,"
-                + "\"floor\":\\{\"bytes\":8,\"iterations\":3000,.*\"floor_ratio\":[0-9.]+\\}$").matcher(json).find(), json);
+                + "\"p50_ns\":[0-9.]+,.*\"peer\":\\{\"bytes\":100,\"iterations\":3000,.*\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,"
+                + "\"floor\":\\{\"bytes\":8,\"iterations\":3000,.*\"floor_ratio\":[0-9.]+,\"turns\":3\\}$").matcher(json).find(), json);
         assertTrue(r.out().contains("peer: Linux UDP over loopback"), r.out());
         assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
     }
@@ -149,7 +151,7 @@ class NupaCommandLineTest {
         Run r = nupa("perf", "icmp-lat", "-n", "2000", "--warmup", "1000", "--json");
         assertEquals(0, r.status(), r.err());
         assertTrue(Pattern.compile("^\\{\"test\":\"icmp-lat\",\"bytes\":64,.*\"p50_ns\":[0-9.]+,.*\"floor\":\\{\"bytes\":8,.*"
-                + "\"floor_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
+                + "\"floor_ratio\":[0-9.]+,\"turns\":[0-9]+\\}$").matcher(r.lastLine()).find(), r.out());
     }
 
     @Test
@@ -158,7 +160,8 @@ class NupaCommandLineTest {
         Run lat = nupa("perf", "tcp-lat", "-n", "2000", "--json");
         assertEquals(0, lat.status(), lat.err());
         assertTrue(Pattern.compile("^\\{\"test\":\"tcp-lat\",\"bytes\":1,\"round_trip\":true,\"iterations\":2000,.*\"p50_ns\":[0-9.]+,"
-                + ".*\"peer\":\\{\"bytes\":1,\"iterations\":2000,.*\"ratio\":[0-9.]+\\}$").matcher(lat.lastLine()).find(), lat.out());
+                + ".*\"peer\":\\{\"bytes\":1,\"iterations\":2000,.*\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,\"turns\":2\\}$")
+                .matcher(lat.lastLine()).find(), lat.out());
         Run crr = nupa("perf", "tcp-crr", "-n", "60", "--json");
         assertEquals(0, crr.status(), crr.err());
         assertTrue(Pattern.compile("^\\{\"test\":\"tcp-crr\",\"iterations\":60,\"msgs_s\":[0-9.]+,\"peer\":\\{\"msgs_s\":[0-9.]+\\},"

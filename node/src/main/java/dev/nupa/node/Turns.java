@@ -1,0 +1,97 @@
+package dev.nupa.node;
+
+import java.util.Arrays;
+
+import org.HdrHistogram.Histogram;
+
+/**
+ * A side-by-side latency measurement taken in short turns: each turn runs every series (ours, the
+ * floor, a peer) for {@link #TURN} iterations, one after the other, and a ratio is the median over the
+ * turns of each turn's own p50 ratio. The host moves the two vCPUs of a small VM between cores that
+ * share a cache and cores that do not, within a run, so a ratio of pooled percentiles may compare one
+ * placement with another; it is kept as the pooled ratio. Each series is also pooled over all turns for
+ * its percentiles.
+ */
+final class Turns {
+    /** Iterations per turn: one to a few milliseconds, short beside the host's moves of the vCPUs. */
+    static final int TURN = 5000;
+
+    private final long iterations;
+    private final int turnLength;
+    private final Histogram[] turn;
+    private final Histogram[] pooled;
+    private final double[][] p50;
+    private int done;
+
+    Turns(int series, long iterations) {
+        this(series, iterations, TURN);
+    }
+
+    Turns(int series, long iterations, int turnLength) {
+        if (iterations < 1 || turnLength < 1) {
+            throw new IllegalArgumentException("turns need at least one iteration, not " + iterations + " in turns of " + turnLength);
+        }
+        this.iterations = iterations;
+        this.turnLength = turnLength;
+        int count = (int) ((iterations + turnLength - 1) / turnLength);
+        turn = new Histogram[series];
+        pooled = new Histogram[series];
+        p50 = new double[series][count];
+        for (int s = 0; s < series; s++) {
+            turn[s] = LatencyStats.newHistogram();
+            pooled[s] = LatencyStats.newHistogram();
+        }
+    }
+
+    /** How many turns the iterations make. */
+    int count() {
+        return p50[0].length;
+    }
+
+    /** Iterations of turn {@code t} (the last may be shorter). */
+    long length(int t) {
+        return Math.min(turnLength, iterations - (long) t * turnLength);
+    }
+
+    /** Where series {@code s} records the current turn. */
+    Histogram turn(int s) {
+        return turn[s];
+    }
+
+    /** Closes the current turn: keeps each series' p50 and pools its samples. */
+    void endTurn() {
+        for (int s = 0; s < turn.length; s++) {
+            p50[s][done] = turn[s].getTotalCount() == 0 ? Double.NaN : turn[s].getValueAtPercentile(50);
+            pooled[s].add(turn[s]);
+            turn[s].reset();
+        }
+        done++;
+    }
+
+    /** All samples of series {@code s}. */
+    Histogram pooled(int s) {
+        return pooled[s];
+    }
+
+    /** The median over the finished turns of p50(a) / p50(b); turns where either recorded nothing are left out. */
+    double ratio(int a, int b) {
+        double[] r = new double[done];
+        int n = 0;
+        for (int t = 0; t < done; t++) {
+            double q = p50[a][t] / p50[b][t];
+            if (!Double.isNaN(q) && !Double.isInfinite(q)) {
+                r[n++] = q;
+            }
+        }
+        if (n == 0) {
+            return Double.NaN;
+        }
+        Arrays.sort(r, 0, n);
+        return n % 2 == 1 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+    }
+
+    /** p50(a) / p50(b) of the pooled samples. */
+    double pooledRatio(int a, int b) {
+        return (double) pooled[a].getValueAtPercentile(50) / pooled[b].getValueAtPercentile(50);
+    }
+}
