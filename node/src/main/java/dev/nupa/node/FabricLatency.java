@@ -155,18 +155,23 @@ final class FabricLatency implements Callable<Integer> {
 
     private void frames(PerfSession s, MemorySegment frame, int size, long n, Histogram h) {
         for (long i = 0; i < n; i++) {
-            frame.set(ValueLayout.JAVA_LONG, 0, i);
-            expected = i;
-            received = false;
-            long t0 = System.nanoTime();
-            s.send(frame, 0, size);
-            while (!received) {
-                s.pollOnce(reply, 16);
-            }
-            long t1 = System.nanoTime();
+            long t = frame(s, frame, size, i);
             if (h != null) {
-                h.recordValue(t1 - t0);
+                h.recordValue(t);
             }
         }
+    }
+
+    /** One timed round trip (a method of its own; see {@link FloorLine#ping}). */
+    private long frame(PerfSession s, MemorySegment frame, int size, long i) {
+        frame.set(ValueLayout.JAVA_LONG, 0, i);
+        expected = i;
+        received = false;
+        long t0 = System.nanoTime();
+        s.send(frame, 0, size);
+        while (!received) {
+            s.pollOnce(reply, 16);
+        }
+        return System.nanoTime() - t0;
     }
 }

@@ -133,17 +133,22 @@ abstract class IpLatency implements Callable<Integer> {
                     floorCount = 0;
                 }
                 while (linuxToEcho > 0) {
-                    SocketAddress from = linux.receive(buf.clear());
-                    if (from != null) {
-                        linux.send(buf.flip(), from);
-                        linuxToEcho--;
-                    } else {
-                        Thread.onSpinWait();
-                    }
+                    echoLinux(linux, buf);
                 }
             }
         }
         return 0;
+    }
+
+    /** One look for a Linux datagram to echo (a method of its own; see {@link FloorLine#ping}). */
+    private void echoLinux(DatagramChannel linux, ByteBuffer buf) throws IOException {
+        SocketAddress from = linux.receive(buf.clear());
+        if (from != null) {
+            linux.send(buf.flip(), from);
+            linuxToEcho--;
+        } else {
+            Thread.onSpinWait();
+        }
     }
 
     private void serverControl(int src, int srcPort, int dst, MemorySegment mem, long off, int len) {
@@ -311,22 +316,27 @@ abstract class IpLatency implements Callable<Integer> {
         control.set(ValueLayout.JAVA_LONG_UNALIGNED, 1, n);
         stack.sendUdp(port, server, CONTROL_PORT, control, 0, 9);
         for (long i = 0; i < n; i++) {
-            out.clear().putLong(0, i);
-            out.limit(size);
-            long t0 = System.nanoTime();
-            while (linux.write(out) == 0) {
-                Thread.onSpinWait();
-            }
-            int got;
-            while ((got = linux.read(in.clear())) <= 0 || in.getLong(0) != i) {
-                if (got <= 0) {
-                    Thread.onSpinWait();
-                }
-            }
-            long t1 = System.nanoTime();
+            long t = linuxRound(linux, out, in, size, i);
             if (h != null) {
-                h.recordValue(t1 - t0);
+                h.recordValue(t);
             }
         }
+    }
+
+    /** One timed Linux round trip (a method of its own; see {@link FloorLine#ping}). */
+    private static long linuxRound(DatagramChannel linux, ByteBuffer out, ByteBuffer in, int size, long i) throws IOException {
+        out.clear().putLong(0, i);
+        out.limit(size);
+        long t0 = System.nanoTime();
+        while (linux.write(out) == 0) {
+            Thread.onSpinWait();
+        }
+        int got;
+        while ((got = linux.read(in.clear())) <= 0 || in.getLong(0) != i) {
+            if (got <= 0) {
+                Thread.onSpinWait();
+            }
+        }
+        return System.nanoTime() - t0;
     }
 }

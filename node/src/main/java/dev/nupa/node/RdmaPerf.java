@@ -525,14 +525,19 @@ abstract class RdmaPerf implements Callable<Integer> {
     private void sendEcho(int size, long count) {
         swr.opcode(WrOpcode.SEND).local(mr, half, size);
         for (long i = 0; i < count; i++) {
-            for (int looks = 1; drainRecvs() == 0; looks++) {
-                look(looks);
-            }
-            swr.sendFlags(latFlags(size));
-            qp.postSend(swr);
+            sendEchoRound(size);
             drainSends();
             progress();
         }
+    }
+
+    /** One echo of send-lat's server (a method of its own, as {@link #writeRound}). */
+    private void sendEchoRound(int size) {
+        for (int looks = 1; drainRecvs() == 0; looks++) {
+            look(looks);
+        }
+        swr.sendFlags(latFlags(size));
+        qp.postSend(swr);
     }
 
     // ---- client ------------------------------------------------------------------------------
@@ -753,33 +758,33 @@ abstract class RdmaPerf implements Callable<Integer> {
     private void sendPingPong(int size, long n, Histogram h) {
         command(SEND_ECHO, size, n, 0);
         for (long i = 0; i < n; i++) {
-            swr.sendFlags(latFlags(size));
-            long t0 = System.nanoTime();
-            qp.postSend(swr);
-            for (int looks = 1; drainRecvs() == 0; looks++) {
-                look(looks);
-            }
-            long t1 = System.nanoTime();
+            long t = sendRound(size);
             if (h != null) {
-                h.recordValue(t1 - t0);
+                h.recordValue(t);
             }
             drainSends();
             progress();
         }
     }
 
+    /** One timed round trip of send-lat (a method of its own, as {@link #writeRound}). */
+    private long sendRound(int size) {
+        swr.sendFlags(latFlags(size));
+        long t0 = System.nanoTime();
+        qp.postSend(swr);
+        for (int looks = 1; drainRecvs() == 0; looks++) {
+            look(looks);
+        }
+        return System.nanoTime() - t0;
+    }
+
     private void oneByOne(long n, Histogram h) {
         swr.sendFlags(SendFlags.SIGNALED);
         for (long i = 0; i < n; i++) {
-            long t0 = System.nanoTime();
-            qp.postSend(swr);
-            for (int looks = 1; !sendCq.poll(wc); looks++) {
-                look(looks);
-            }
-            long t1 = System.nanoTime();
+            long t = opRound();
             check(wc);
             if (h != null) {
-                h.recordValue(t1 - t0);
+                h.recordValue(t);
             }
             if (op == Op.ATOMIC) {
                 long got = mem.get(ValueLayout.JAVA_LONG, 0);
@@ -794,6 +799,16 @@ abstract class RdmaPerf implements Callable<Integer> {
             }
             progress();
         }
+    }
+
+    /** One timed READ or atomic to its completion (a method of its own, as {@link #writeRound}). */
+    private long opRound() {
+        long t0 = System.nanoTime();
+        qp.postSend(swr);
+        for (int looks = 1; !sendCq.poll(wc); looks++) {
+            look(looks);
+        }
+        return System.nanoTime() - t0;
     }
 
     // ---- client: bandwidth -------------------------------------------------------------------

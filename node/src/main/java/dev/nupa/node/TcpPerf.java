@@ -341,31 +341,43 @@ abstract class TcpPerf implements Callable<Integer> {
     private void latencyTurn(TcpConnection c, MemorySegment msg, int size, SocketChannel linux, ByteBuffer buf, int server,
             int port, long n, Histogram ours, Histogram peer) throws IOException {
         for (long i = 0; i < n; i++) {
-            long target = got + size;
-            long t0 = now();
-            c.write(msg, 0, size, t0);
-            while (got < target) {
-                pump();
-            }
+            long t = ourRound(c, msg, size);
             if (ours != null) {
-                ours.recordValue(now() - t0);
+                ours.recordValue(t);
             }
         }
         linuxPhase(server, port, n);
         for (long i = 0; i < n; i++) {
-            long t0 = now();
-            buf.clear();
-            while (buf.hasRemaining()) {
-                linux.write(buf);
-            }
-            buf.clear();
-            while (buf.hasRemaining()) {
-                linux.read(buf);
-            }
+            long t = linuxRound(linux, buf);
             if (peer != null) {
-                peer.recordValue(now() - t0);
+                peer.recordValue(t);
             }
         }
+    }
+
+    /** One timed round trip of ours (a method of its own; see {@link FloorLine#ping}). */
+    private long ourRound(TcpConnection c, MemorySegment msg, int size) {
+        long target = got + size;
+        long t0 = now();
+        c.write(msg, 0, size, t0);
+        while (got < target) {
+            pump();
+        }
+        return now() - t0;
+    }
+
+    /** One timed round trip of Linux's (a method of its own). */
+    private long linuxRound(SocketChannel linux, ByteBuffer buf) throws IOException {
+        long t0 = now();
+        buf.clear();
+        while (buf.hasRemaining()) {
+            linux.write(buf);
+        }
+        buf.clear();
+        while (buf.hasRemaining()) {
+            linux.read(buf);
+        }
+        return now() - t0;
     }
 
     private String bandwidth(int server, int port) throws IOException {
