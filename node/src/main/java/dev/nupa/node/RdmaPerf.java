@@ -651,6 +651,8 @@ abstract class RdmaPerf implements Callable<Integer> {
         Histogram floor = LatencyStats.newHistogram();
         List<LatencyStats> rows = new ArrayList<>();
         double[] ratios = new double[sizes.length];
+        double pooledRatio = 0;
+        int turnCount = 0;
         boolean halved = op == Op.WRITE || op == Op.SEND;
         long warm = Math.min(warmup, iterations);
         floor(warm, null);
@@ -667,6 +669,8 @@ abstract class RdmaPerf implements Callable<Integer> {
             }
             rows.add(halved ? LatencyStats.ofRoundTrips(turns.pooled(0)) : LatencyStats.of(turns.pooled(0)));
             ratios[i] = turns.ratio(0, 1);
+            pooledRatio = turns.pooledRatio(0, 1); // the last size's, as the headline ratio
+            turnCount = turns.count();
             floor.add(turns.pooled(1));
         }
         LatencyStats f = halved ? LatencyStats.ofRoundTrips(floor) : LatencyStats.of(floor);
@@ -689,8 +693,8 @@ abstract class RdmaPerf implements Callable<Integer> {
                 f.p50() / 1000, ratio, halved ? ", one way" : ", round trip", Turns.TURN);
         if (o.json) {
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"bytes\":%d,\"round_trip\":%b,%s,\"floor\":{\"bytes\":8,%s},"
-                            + "\"ratio\":%.3f%s}%n", name, mode, sizes[sizes.length - 1], !halved, last.json(), f.json(), ratio,
-                    all ? ",\"rows\":[" + json + "]" : "");
+                            + "\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d%s}%n", name, mode, sizes[sizes.length - 1], !halved,
+                    last.json(), f.json(), ratio, pooledRatio, turnCount, all ? ",\"rows\":[" + json + "]" : "");
         }
     }
 

@@ -180,7 +180,8 @@ class NupaCommandLineTest {
             int bytes = t[0].equals("atomic-lat") ? 8 : 2;
             assertTrue(Pattern.compile("^\\{\"test\":\"" + t[0] + "\",\"mode\":\"" + t[1] + "\",\"bytes\":" + bytes
                     + ",\"round_trip\":" + t[2] + ",\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\"stdev_ns\":[0-9.]+,"
-                    + "\"floor\":\\{\"bytes\":8,\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\\},\"ratio\":[0-9.]+\\}$")
+                    + "\"floor\":\\{\"bytes\":8,\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\\},\"ratio\":[0-9.]+,"
+                    + "\"pooled_ratio\":[0-9.]+,\"turns\":1\\}$")
                     .matcher(r.lastLine()).find(), r.out());
             assertTrue(r.out().contains("#bytes  #iterations   t_min[usec]   t_max[usec]   t_typical[usec]"), r.out());
             assertTrue(Pattern.compile("floor p50 [0-9.]+ us, ratio [0-9.]+").matcher(r.out()).find(), r.out());
