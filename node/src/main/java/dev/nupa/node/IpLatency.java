@@ -60,8 +60,6 @@ abstract class IpLatency implements Callable<Integer> {
     static final int ECHO_PORT = 7;
     static final int CONTROL_PORT = 9;
     static final int ECHO_ID = 0x4e50;
-    /** Iterations per turn: Linux's round trips take several microseconds, so fewer than {@link Turns#TURN}. */
-    private static final int TURN = 1000;
     private static final byte HELLO = 1;
     private static final byte LINUX = 2;
     private static final byte BYE = 3;
@@ -204,7 +202,7 @@ abstract class IpLatency implements Callable<Integer> {
                 linuxRounds(server, port, linux, out, in, size, warm, null);
             }
             counter = floor(server, port, counter, warm, null);
-            Turns turns = new Turns(3, iterations, TURN); // 0 ours, 1 floor, 2 Linux
+            Turns turns = new Turns(3, iterations, Turns.PEER_TURN); // 0 ours, 1 floor, 2 Linux
             for (int t = 0; t < turns.count(); t++) {
                 long n = turns.length(t);
                 seq = fabric(server, port, payload, size, seq, n, turns.turn(0));

@@ -651,8 +651,7 @@ abstract class RdmaPerf implements Callable<Integer> {
         Histogram floor = LatencyStats.newHistogram();
         List<LatencyStats> rows = new ArrayList<>();
         double[] ratios = new double[sizes.length];
-        double pooledRatio = 0;
-        int turnCount = 0;
+        Turns turns = null;
         boolean halved = op == Op.WRITE || op == Op.SEND;
         long warm = Math.min(warmup, iterations);
         floor(warm, null);
@@ -660,7 +659,7 @@ abstract class RdmaPerf implements Callable<Integer> {
             int size = sizes[i];
             prepare(size);
             ops(size, warm, null);
-            Turns turns = new Turns(2, iterations); // 0 ours, 1 floor
+            turns = new Turns(2, iterations); // 0 ours, 1 floor
             for (int t = 0; t < turns.count(); t++) {
                 long n = turns.length(t);
                 floor(n, turns.turn(1));
@@ -669,8 +668,6 @@ abstract class RdmaPerf implements Callable<Integer> {
             }
             rows.add(halved ? LatencyStats.ofRoundTrips(turns.pooled(0)) : LatencyStats.of(turns.pooled(0)));
             ratios[i] = turns.ratio(0, 1);
-            pooledRatio = turns.pooledRatio(0, 1); // the last size's, as the headline ratio
-            turnCount = turns.count();
             floor.add(turns.pooled(1));
         }
         LatencyStats f = halved ? LatencyStats.ofRoundTrips(floor) : LatencyStats.of(floor);
@@ -694,7 +691,7 @@ abstract class RdmaPerf implements Callable<Integer> {
         if (o.json) {
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"bytes\":%d,\"round_trip\":%b,%s,\"floor\":{\"bytes\":8,%s},"
                             + "\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d%s}%n", name, mode, sizes[sizes.length - 1], !halved,
-                    last.json(), f.json(), ratio, pooledRatio, turnCount, all ? ",\"rows\":[" + json + "]" : "");
+                    last.json(), f.json(), ratio, turns.pooledRatio(0, 1), turns.count(), all ? ",\"rows\":[" + json + "]" : "");
         }
     }
 
@@ -746,7 +743,7 @@ abstract class RdmaPerf implements Callable<Integer> {
      * One timed round trip of write-lat, in a method of its own called per round (and so the server's
      * {@link #echoRound}). Measured in alternating runs: p50 85-120 ns at 65-75 ns floors this way,
      * 145-200 ns with the round written inside the loop; the loop's on-stack-replaced code is the likely
-     * cause. (send-lat and fabric-lat showed no such difference.)
+     * cause. Every latency tool's round is now a method of its own, for the reason {@link FloorLine#ping} gives.
      */
     private long writeRound(int size) {
         byte v = nextRolling(rolling);

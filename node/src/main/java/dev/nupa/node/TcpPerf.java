@@ -64,8 +64,6 @@ abstract class TcpPerf implements Callable<Integer> {
     private static final byte LINUX = 2;
     private static final byte BYE = 3;
     private static final int ROUNDS = 3;
-    /** tcp-lat's iterations per turn ({@link Turns}): Linux's TCP round trips take several microseconds. */
-    private static final int LATENCY_TURN = 1000;
 
     @Mixin
     PerfOptions o;
@@ -308,7 +306,7 @@ abstract class TcpPerf implements Callable<Integer> {
         long iterations = o.iterations != null ? o.iterations : 100_000;
         TcpConnection c = open(server);
         MemorySegment msg = Arena.ofAuto().allocate(size);
-        Turns turns = new Turns(2, iterations, LATENCY_TURN); // 0 ours, 1 Linux
+        Turns turns = new Turns(2, iterations, Turns.PEER_TURN); // 0 ours, 1 Linux
         try (SocketChannel linux = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
             linux.setOption(StandardSocketOptions.TCP_NODELAY, true);
             linux.configureBlocking(false);

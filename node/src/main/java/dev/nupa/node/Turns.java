@@ -15,6 +15,8 @@ import org.HdrHistogram.Histogram;
 final class Turns {
     /** Iterations per turn: one to a few milliseconds, short beside the host's moves of the vCPUs. */
     static final int TURN = 5000;
+    /** Iterations per turn beside a Linux peer, whose round trips take several microseconds each. */
+    static final int PEER_TURN = 1000;
 
     private final long iterations;
     private final int turnLength;

@@ -47,26 +47,28 @@ class TurnsTest {
     @Test
     void anEvenNumberOfTurnsAveragesTheMiddleTwo() {
         Turns t = new Turns(2, 2, 1);
-        t.turn(0).recordValue(200);
-        t.turn(1).recordValue(100);
-        t.endTurn();
-        t.turn(0).recordValue(400);
-        t.turn(1).recordValue(100);
-        t.endTurn();
+        turn(t, 200, 100);
+        turn(t, 400, 100);
         assertEquals(3.0, t.ratio(0, 1), 0.01);
     }
 
     @Test
     void turnsWhereASeriesRecordedNothingAreLeftOut() {
         Turns t = new Turns(2, 2, 1);
-        t.turn(0).recordValue(300);
-        t.turn(1).recordValue(100);
-        t.endTurn();
-        t.turn(0).recordValue(500); // the other series was not measured this turn
-        t.endTurn();
+        turn(t, 300, 100);
+        turn(t, 500, 0); // the other series was not measured this turn
         assertEquals(3.0, t.ratio(0, 1), 0.01);
         Turns none = new Turns(2, 1, 1);
         none.endTurn();
         assertTrue(Double.isNaN(none.ratio(0, 1)), "no turn with both series: no ratio");
+    }
+
+    /** One turn with one sample of series 0 and, unless {@code floor} is 0, one of series 1. */
+    private static void turn(Turns t, long ours, long floor) {
+        t.turn(0).recordValue(ours);
+        if (floor > 0) {
+            t.turn(1).recordValue(floor);
+        }
+        t.endTurn();
     }
 }

@@ -496,20 +496,19 @@ public final class TcpConnection {
     }
 
     private void synchronizedOrSynReceived(Segment in, long now) {
-        if (state == TcpState.SYN_RECEIVED && in.has(Segment.SYN) && in.seq == irs && !in.has(Segment.ACK)
-                && !in.has(Segment.RST)) {
-            // The peer's SYN again: our SYN-ACK was lost or is slow. Answer it now, as Linux does
-            // (tcp_check_req), at most once per DUP_SYN_INTERVAL_NS, rather than leave the peer to
-            // wait for our retransmission timer (RFC 9293 would only ACK it, which a SYN-SENT peer drops).
-            if (dupSynAnsweredAt == NEVER || now - dupSynAnsweredAt >= DUP_SYN_INTERVAL_NS) {
-                dupSynAnsweredAt = now;
-                sndNxt = iss; // transmit() sends the SYN-ACK again; no back-off, not counted as a timeout
-                timing = false; // Karn: an RTT sample of the handshake would now be ambiguous
-                retransmits++;
-            }
-            return;
-        }
         if (state == TcpState.SYN_RECEIVED && in.has(Segment.SYN) && in.seq == irs) {
+            if (!in.has(Segment.ACK) && !in.has(Segment.RST)) {
+                // The peer's SYN again: our SYN-ACK was lost or is slow. Answer it now, as Linux does
+                // (tcp_check_req), at most once per DUP_SYN_INTERVAL_NS, rather than leave the peer to
+                // wait for our retransmission timer (RFC 9293 would only ACK it, which a SYN-SENT peer drops).
+                if (dupSynAnsweredAt == NEVER || now - dupSynAnsweredAt >= DUP_SYN_INTERVAL_NS) {
+                    dupSynAnsweredAt = now;
+                    sndNxt = iss; // transmit() sends the SYN-ACK again; no back-off, not counted as a timeout
+                    timing = false; // Karn: an RTT sample of the handshake would now be ambiguous
+                    retransmits++;
+                }
+                return;
+            }
             // Simultaneous open (RFC 9293 figure 8): the peer's SYN-ACK repeats the SYN we already
             // have; only its new part, the ACK, is processed (3.10.7.4: "straddle" the boundary).
             in.flags &= ~Segment.SYN;
