@@ -14,6 +14,8 @@ public final class FabricNode implements FabricDevice {
     private final int generation;
     private final long self;
     private final int ringsPerNode;
+    private final int maxNodes;
+    private final int maxFrame;
     private final Ring[] out;
     private final Ring[] in;
     private final Futex futex = new Futex();
@@ -34,6 +36,8 @@ public final class FabricNode implements FabricDevice {
         this.generation = generation;
         this.self = fabric.nodeOffset(address);
         this.ringsPerNode = fabric.geometry.ringsPerNode();
+        this.maxNodes = fabric.geometry.maxNodes();
+        this.maxFrame = fabric.geometry.maxFrame();
         this.out = new Ring[fabric.geometry.maxNodes() * ringsPerNode];
         // We hold the address in state JOINING: set up the entry, then go UP with a release store.
         mem.set(ValueLayout.JAVA_LONG, self + N_PID, ProcessHandle.current().pid());
@@ -80,13 +84,12 @@ public final class FabricNode implements FabricDevice {
         return fabric.geometry;
     }
 
+    // The hot paths keep their checks to a compare each and build messages out of line, so the JIT
+    // inlines them whole (string building inlined in line bloats the send path past its inlining budget).
+
     private Ring outRing(int destination, int ring) {
-        if (destination < 0 || destination >= fabric.geometry.maxNodes()) {
-            fabric.checkAddress(destination);
-        }
-        if (ring < 0 || ring >= ringsPerNode) {
-            throw new FabricException("ring " + ring + " is outside 0.." + (ringsPerNode - 1)
-                    + "; the fabric was created with " + ringsPerNode + " ring(s) per node");
+        if (destination < 0 || destination >= maxNodes || ring < 0 || ring >= ringsPerNode) {
+            throw badTarget(destination, ring);
         }
         int i = destination * ringsPerNode + ring;
         Ring r = out[i];
@@ -98,11 +101,21 @@ public final class FabricNode implements FabricDevice {
         return r;
     }
 
+    private FabricException badTarget(int destination, int ring) {
+        fabric.checkAddress(destination);
+        return new FabricException("ring " + ring + " is outside 0.." + (ringsPerNode - 1)
+                + "; the fabric was created with " + ringsPerNode + " ring(s) per node");
+    }
+
     private void checkLength(int length) {
-        if (length < 0 || length > fabric.geometry.maxFrame()) {
-            throw new FabricException("frame of " + length + " bytes does not fit a slot of fabric " + fabric.name()
-                    + " (maximum " + fabric.geometry.maxFrame() + " bytes, set when the fabric was created)");
+        if (length < 0 || length > maxFrame) {
+            throw frameTooBig(length);
         }
+    }
+
+    private FabricException frameTooBig(int length) {
+        return new FabricException("frame of " + length + " bytes does not fit a slot of fabric " + fabric.name()
+                + " (maximum " + maxFrame + " bytes, set when the fabric was created)");
     }
 
     /** Claims a position in {@code r} of {@code destination}, or returns the (negative) code that stops the send. */
@@ -152,8 +165,7 @@ public final class FabricNode implements FabricDevice {
         Ring r = outRing(destination, ring);
         checkLength(length);
         if (offset < 0 || offset > source.byteSize() - length) {
-            throw new FabricException("offer of " + length + " bytes at offset " + offset + " lies outside its source of "
-                    + source.byteSize() + " bytes");
+            throw outsideSource(source, offset, length);
         }
         long p = claim(r, destination);
         if (p < 0) {
@@ -166,6 +178,11 @@ public final class FabricNode implements FabricDevice {
             throw e;
         }
         return published(destination, r.publish(p, length, address, generation, 0), length);
+    }
+
+    private static FabricException outsideSource(MemorySegment source, long offset, int length) {
+        return new FabricException("offer of " + length + " bytes at offset " + offset + " lies outside its source of "
+                + source.byteSize() + " bytes");
     }
 
     /** After a publish: ring the destination's doorbell if it sleeps, then count. */

@@ -9,11 +9,10 @@ import static dev.nupa.device.FabricLayout.R_TAIL;
 import static dev.nupa.device.FabricLayout.SLOT_HEADER;
 import static dev.nupa.device.FabricLayout.S_CTRL;
 import static dev.nupa.device.FabricLayout.S_LENGTH;
-import static dev.nupa.device.FabricLayout.S_SOURCE;
-import static dev.nupa.device.FabricLayout.S_SOURCE_GEN;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 
 /**
  * One many-producer, one-consumer ring of fixed slots in fabric memory (docs/fabric-layout.md, "Rings").
@@ -32,6 +31,9 @@ import java.lang.foreign.ValueLayout;
  * shared by a node's sending threads; consumer state is owned by the single consuming thread.
  */
 final class Ring {
+    /** The slot header's length, source and source_gen read or written as one word (they are adjacent, 8-aligned). */
+    private static final ValueLayout.OfLong SLOT_WORD = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
+
     final MemorySegment mem;
     final long base;
     final int slots;
@@ -103,9 +105,9 @@ final class Ring {
         if ((before >>> 2) >= position + 1) {
             return false;
         }
-        mem.set(ValueLayout.JAVA_INT, slot + S_LENGTH, length);
-        mem.set(ValueLayout.JAVA_SHORT, slot + S_SOURCE, (short) source);
-        mem.set(ValueLayout.JAVA_SHORT, slot + S_SOURCE_GEN, (short) sourceGen);
+        // length, source and source_gen (docs/fabric-layout.md, "Slots") in one little-endian store.
+        mem.set(SLOT_WORD, slot + S_LENGTH, (length & 0xFFFF_FFFFL) | (long) (source & 0xFFFF) << 32
+                | (long) (sourceGen & 0xFFFF) << 48);
         return LONG.compareAndSet(mem, slot + S_CTRL, before, ((position + 1) << 2) | flags);
     }
 
@@ -133,12 +135,13 @@ final class Ring {
             if ((c & (CTRL_PADDING | CTRL_SKIPPED)) != 0) {
                 continue;
             }
-            int length = mem.get(ValueLayout.JAVA_INT, slot + S_LENGTH);
+            long word = mem.get(SLOT_WORD, slot + S_LENGTH); // length, source and source_gen in one load
+            int length = (int) word;
             if (length < 0 || length > maxFrame) {
                 count(FabricLayout.N_CORRUPT); // only a foreign writer could do this; never trust it with a bad length
                 continue;
             }
-            int source = mem.get(ValueLayout.JAVA_SHORT, slot + S_SOURCE) & 0xFFFF;
+            int source = (int) (word >>> 32) & 0xFFFF;
             try {
                 handler.onFrame(source, mem, slot + SLOT_HEADER, length);
             } catch (RuntimeException e) {

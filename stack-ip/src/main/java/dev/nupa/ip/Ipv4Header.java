@@ -1,6 +1,7 @@
 package dev.nupa.ip;
 
 import static dev.nupa.ip.Checksum.BE_INT;
+import static dev.nupa.ip.Checksum.BE_LONG;
 import static dev.nupa.ip.Checksum.BE_SHORT;
 
 import java.lang.foreign.MemorySegment;
@@ -273,9 +274,13 @@ public final class Ipv4Header {
 
     /** Writes flags and offset together; {@code fragmentOffset} in bytes, a multiple of 8. */
     public Ipv4Header setFlagsAndFragmentOffset(boolean dontFragment, boolean moreFragments, int fragmentOffset) {
-        int v = (dontFragment ? FLAG_DF : 0) | (moreFragments ? FLAG_MF : 0) | ((fragmentOffset >>> 3) & OFFSET_MASK);
-        seg.set(BE_SHORT, base + FLAGS_FRAGMENT, (short) v);
+        seg.set(BE_SHORT, base + FLAGS_FRAGMENT, (short) flagsWord(dontFragment, moreFragments, fragmentOffset));
         return this;
+    }
+
+    /** The wire word of flags and fragment offset; {@code fragmentOffset} in bytes, a multiple of 8. */
+    public static int flagsWord(boolean dontFragment, boolean moreFragments, int fragmentOffset) {
+        return (dontFragment ? FLAG_DF : 0) | (moreFragments ? FLAG_MF : 0) | ((fragmentOffset >>> 3) & OFFSET_MASK);
     }
 
     public Ipv4Header setTtl(int ttl) {
@@ -300,6 +305,26 @@ public final class Ipv4Header {
 
     public Ipv4Header setDestinationAddress(int address) {
         seg.set(BE_INT, base + DESTINATION, address);
+        return this;
+    }
+
+    /**
+     * Writes a whole option-less header and its checksum (RFC 791 3.1) in three stores: the send
+     * path's way to emit (smoltcp's Repr::emit), where ten setters would each check the segment.
+     * {@code flagsAndOffset} is the wire's 16-bit word of flags and fragment offset in 8-byte units.
+     */
+    public Ipv4Header emit(int tos, int totalLength, int id, int flagsAndOffset, int ttl, int protocol, int source,
+                           int destination) {
+        int first = 0x4500 | (tos & 0xFF);
+        int ttlProtocol = (ttl & 0xFF) << 8 | (protocol & 0xFF);
+        // RFC 1071: the sum of the header's 16-bit words, taken from the values, not read back.
+        long words = first + (totalLength & 0xFFFF) + (id & 0xFFFF) + (flagsAndOffset & 0xFFFF) + ttlProtocol
+                + (source >>> 16) + (source & 0xFFFF) + (destination >>> 16) + (destination & 0xFFFF);
+        long checksum = Checksum.finish(Checksum.fold(words));
+        seg.set(BE_LONG, base, (long) first << 48 | (long) (totalLength & 0xFFFF) << 32 | (long) (id & 0xFFFF) << 16
+                | (flagsAndOffset & 0xFFFF));
+        seg.set(BE_LONG, base + TTL, (long) ttlProtocol << 48 | checksum << 32 | (source & 0xFFFF_FFFFL));
+        seg.set(BE_INT, base + DESTINATION, destination);
         return this;
     }
 

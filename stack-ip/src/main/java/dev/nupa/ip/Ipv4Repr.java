@@ -65,6 +65,12 @@ public record Ipv4Repr(int sourceAddress, int destinationAddress, int protocol, 
 
     /** Writes the header through a view prepared with {@link Ipv4Header#wrapForWrite}. */
     public void emit(Ipv4Header h, boolean computeChecksum) {
+        if (computeChecksum) {
+            h.emit(dscp << 2 | (ecn & 3), length(), identification,
+                    Ipv4Header.flagsWord(dontFragment, moreFragments, fragmentOffset), ttl, protocol, sourceAddress,
+                    destinationAddress);
+            return;
+        }
         h.setVersionAndHeaderLength(Ipv4Header.MIN_HEADER)
                 .setDscpEcn(dscp, ecn)
                 .setTotalLength(length())
@@ -75,9 +81,6 @@ public record Ipv4Repr(int sourceAddress, int destinationAddress, int protocol, 
                 .setHeaderChecksum(0)
                 .setSourceAddress(sourceAddress)
                 .setDestinationAddress(destinationAddress);
-        if (computeChecksum) {
-            h.fillChecksum();
-        }
     }
 
     @Override

@@ -449,25 +449,25 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      */
     public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length,
                        long waitNs) {
-        if (length < 0 || length > Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER) {
-            throw new IllegalArgumentException("UDP payload of " + length + " bytes is outside 0.."
-                    + (Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER) + " (RFC 768 / RFC 791 limit)");
+        if (length < 0 || length > MAX_UDP_PAYLOAD || (sourcePort | destinationPort) >>> 16 != 0) {
+            throw badUdpSend(sourcePort, destinationPort, length);
         }
-        checkPort(destinationPort, "destination");
-        checkPort(sourcePort, "source");
         txLock.lock();
         try {
             int udpLength = UdpHeader.HEADER + length;
+            int checksum = 0;
+            if (config.computeChecksums()) {
+                // RFC 768: pseudo header, the header's words (checksum zero; the ports and length from the
+                // values, not read back), then the data, which the 8-byte header keeps word-aligned.
+                int sum = Checksum.pseudoHeaderSum(config.address(), destination, Ipv4Header.PROTOCOL_UDP, udpLength);
+                sum = Checksum.add(sum, Checksum.fold((long) sourcePort + destinationPort + udpLength));
+                sum = Checksum.add(sum, Checksum.sum(data, offset, length));
+                int c = Checksum.finish(sum);
+                checksum = c == 0 ? 0xFFFF : c;
+            }
             UdpHeader h = txUdp;
             h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
-            h.setSourcePort(sourcePort).setDestinationPort(destinationPort).setLength(udpLength).setChecksum(0);
-            if (config.computeChecksums()) {
-                int sum = Checksum.pseudoHeaderSum(config.address(), destination, Ipv4Header.PROTOCOL_UDP, udpLength);
-                sum = Checksum.add(sum, Checksum.sum(txHead, 0, UdpHeader.HEADER));
-                sum = Checksum.add(sum, Checksum.sum(data, offset, length)); // the 8-byte header keeps the data word-aligned
-                int c = Checksum.finish(sum);
-                h.setChecksum(c == 0 ? 0xFFFF : c);
-            }
+            h.emit(sourcePort, destinationPort, udpLength, checksum);
             int rc = send(waitNs, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
             if (rc == SendStatus.OK) {
                 counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
@@ -637,14 +637,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         long p = c.payloadOffset();
         Ipv4Header h = txIp;
         h.wrapForWrite(m, p, total);
-        int flags = (df ? 0x4000 : 0) | (more ? 0x2000 : 0) | (fragmentOffset >>> 3);
-        h.setVersionAndHeaderLength(Ipv4Header.MIN_HEADER).setTypeOfService(tos).setTotalLength(total)
-                .setIdentification(id).setFlagsAndFragmentOffset(df, more, fragmentOffset).setTtl(ttl)
-                .setProtocol(protocol).setSourceAddress(src).setDestinationAddress(dst);
-        // The checksum from the values just written, not by reading the header back (RFC 1071).
-        long words = (0x4500 | tos) + total + id + flags + ((ttl << 8) | protocol)
-                + (src >>> 16) + (src & 0xFFFF) + (dst >>> 16) + (dst & 0xFFFF);
-        h.setHeaderChecksum(Checksum.finish(Checksum.fold(words)));
+        h.emit(tos, total, id, Ipv4Header.flagsWord(df, more, fragmentOffset), ttl, protocol, src, dst);
         long out = p + Ipv4Header.MIN_HEADER;
         int fromHead = Math.max(0, Math.min(headLen - from, n));
         if (fromHead > 0) {
@@ -708,10 +701,17 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
     }
 
-    private static void checkPort(int port, String which) {
-        if (port < 0 || port > 65535) {
-            throw new IllegalArgumentException(which + " UDP port " + port + " is outside 0..65535");
+    private static final int MAX_UDP_PAYLOAD = Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER;
+
+    /** The message for a send {@link #sendUdp} refuses (out of line: the send path stays small for the JIT). */
+    private static IllegalArgumentException badUdpSend(int sourcePort, int destinationPort, int length) {
+        if (length < 0 || length > MAX_UDP_PAYLOAD) {
+            return new IllegalArgumentException("UDP payload of " + length + " bytes is outside 0.." + MAX_UDP_PAYLOAD
+                    + " (RFC 768 / RFC 791 limit)");
         }
+        boolean destination = destinationPort >>> 16 != 0;
+        return new IllegalArgumentException((destination ? "destination" : "source") + " UDP port "
+                + (destination ? destinationPort : sourcePort) + " is outside 0..65535");
     }
 
     @Override

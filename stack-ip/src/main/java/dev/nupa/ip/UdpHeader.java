@@ -1,6 +1,7 @@
 package dev.nupa.ip;
 
 import static dev.nupa.ip.Checksum.BE_SHORT;
+import static dev.nupa.ip.Checksum.BE_LONG;
 
 import java.lang.foreign.MemorySegment;
 
@@ -120,6 +121,13 @@ public final class UdpHeader {
         int len = length();
         return Checksum.sum(seg, base, len, Checksum.pseudoHeaderSum(source, destination, Ipv4Header.PROTOCOL_UDP, len))
                 == 0xFFFF;
+    }
+
+    /** Writes the whole header in one store (the send path's way; see {@link Ipv4Header#emit}). */
+    public UdpHeader emit(int sourcePort, int destinationPort, int length, int checksum) {
+        seg.set(BE_LONG, base, (long) (sourcePort & 0xFFFF) << 48 | (long) (destinationPort & 0xFFFF) << 32
+                | (long) (length & 0xFFFF) << 16 | (checksum & 0xFFFF));
+        return this;
     }
 
     public UdpHeader setSourcePort(int port) {

@@ -340,17 +340,27 @@ public final class Link implements AutoCloseable {
         return rc;
     }
 
+    // Checks are a compare in line and a message out of line, keeping the send path small for the JIT's inlining.
+
     private void checkPayloadLength(int length) {
         if (length < 0 || length > mtu) {
-            throw new IllegalArgumentException("payload of " + length + " bytes exceeds the link MTU of " + mtu
-                    + " bytes (node " + address + ")");
+            throw overMtu(length);
         }
+    }
+
+    private IllegalArgumentException overMtu(int length) {
+        return new IllegalArgumentException("payload of " + length + " bytes exceeds the link MTU of " + mtu
+                + " bytes (node " + address + ")");
     }
 
     private static void checkProtocol(int protocol) {
         if (protocol < 0 || protocol > 0xFFFF) {
-            throw new IllegalArgumentException("protocol " + protocol + " is outside 0..65535 (an EtherType)");
+            throw badProtocol(protocol);
         }
+    }
+
+    private static IllegalArgumentException badProtocol(int protocol) {
+        return new IllegalArgumentException("protocol " + protocol + " is outside 0..65535 (an EtherType)");
     }
 
     // ---- capture -----------------------------------------------------------------------------
