@@ -70,6 +70,28 @@ class Ipv4HeaderTest {
     }
 
     @Test
+    void emitWritesWhatTheSettersAndAFullChecksumWrite() {
+        java.util.Random rnd = new java.util.Random(7);
+        Ipv4Header bySetters = new Ipv4Header();
+        for (int n = 0; n < 2000; n++) {
+            int tos = rnd.nextInt(256), total = 20 + rnd.nextInt(65516), id = rnd.nextInt(65536), ttl = rnd.nextInt(256);
+            int protocol = rnd.nextInt(256), src = rnd.nextInt(), dst = rnd.nextInt(), offset = rnd.nextInt(8192) * 8;
+            boolean df = rnd.nextBoolean(), mf = rnd.nextBoolean();
+            int at = rnd.nextInt(8); // any alignment
+            byte[] a = new byte[28];
+            byte[] b = new byte[28];
+            assertTrue(ip.wrapForWrite(seg(a), at, 20));
+            ip.emit(tos, total, id, Ipv4Header.flagsWord(df, mf, offset), ttl, protocol, src, dst);
+            assertTrue(bySetters.wrapForWrite(seg(b), at, 20));
+            bySetters.setVersionAndHeaderLength(20).setTypeOfService(tos).setTotalLength(total).setIdentification(id)
+                    .setFlagsAndFragmentOffset(df, mf, offset).setTtl(ttl).setProtocol(protocol).setSourceAddress(src)
+                    .setDestinationAddress(dst).fillChecksum();
+            assertArrayEquals(b, a, "tos " + tos + " total " + total + " id " + id + " ttl " + ttl + " at " + at);
+            assertEquals(0xFFFF, naiveSum(a, at, at + 20), "independent check: the emitted header sums to ffff");
+        }
+    }
+
+    @Test
     void emitWithoutChecksumLeavesTheFieldZeroAndStillParsesWhenVerificationIsOff() {
         byte[] out = new byte[40];
         Ipv4Repr repr = new Ipv4Repr(0x0A000001, 0x0A000002, 17, 20, 1);

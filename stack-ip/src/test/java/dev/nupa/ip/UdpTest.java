@@ -24,6 +24,17 @@ class UdpTest {
     private final UdpHeader udp = new UdpHeader();
 
     @Test
+    void emitWritesTheKernelsHeaderBytesInOneStore() {
+        byte[] want = Arrays.copyOfRange(hex(Captured.UDP_HELLO), 20, 28);
+        byte[] out = new byte[11];
+        Arrays.fill(out, (byte) 0xEE);
+        assertTrue(udp.wrapForWrite(seg(out), 3, 8));
+        udp.emit(40000, 9, 13, 0x21B6);
+        assertArrayEquals(want, Arrays.copyOfRange(out, 3, 11));
+        assertEquals((byte) 0xEE, out[2], "bytes before the header are untouched");
+    }
+
+    @Test
     void helloDatagramParsesAndItsChecksum21b6CoversThePseudoHeader() {
         byte[] b = hex(Captured.UDP_HELLO);
         assertEquals(0xFFFF, naiveSum(concat(pseudoHeader(LOCALHOST, LOCALHOST, 17, 13), Arrays.copyOfRange(b, 20, 33))),
