@@ -231,10 +231,11 @@ final class DirectPlacement {
             if (m.numSge(p) != 1) {
                 return false; // a list of several buffers: packets (rare; the responder scatters them)
             }
-            int lkey = m.lkey(p, 0);
+            long lengthAndKey = m.lengthAndKey(p, 0);
+            int lkey = RecvMirror.upper(lengthAndKey);
             long va = m.addr(p, 0);
             Target b = t.buffer;
-            if (len > m.length(p, 0) || ((b.window == null || b.rkey != lkey)
+            if (len > RecvMirror.lower(lengthAndKey) || ((b.window == null || b.rkey != lkey)
                     && !region(qp.attr.destNode, d, lkey, t.peerPd, -1, Access.LOCAL_WRITE, b))
                     || va < b.base || va - b.base > b.length - len) {
                 return false;

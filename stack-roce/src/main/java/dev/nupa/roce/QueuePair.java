@@ -259,8 +259,9 @@ public final class QueuePair implements AutoCloseable {
             int s = rq.peek();
             rq.pop();
             int f = m.flags(p);
+            long lenImm = m.byteLenAndImm(p);
             responder.receivedDirect();
-            if (!completeRecv(rq.wrId[s], WcStatus.SUCCESS, WcOpcode.RECV, m.byteLen(p), m.imm(p),
+            if (!completeRecv(rq.wrId[s], WcStatus.SUCCESS, WcOpcode.RECV, RecvMirror.lower(lenImm), RecvMirror.upper(lenImm),
                     (f & RecvMirror.WITH_IMM) != 0 ? WorkCompletion.WITH_IMM : 0, 0, 0, (f & RecvMirror.SOLICITED) != 0)) {
                 if (state != QpState.ERR) {
                     enterError();
