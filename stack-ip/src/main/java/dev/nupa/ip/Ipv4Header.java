@@ -56,6 +56,12 @@ public final class Ipv4Header {
     private MemorySegment seg;
     private long base;
     private int length;
+    // The fixed header as read once by wrap (bytes 0-7 and 8-15 big-endian, and the destination), so the
+    // accessors of the receive path read no memory; any setter drops it and the accessors read again.
+    private boolean cached;
+    private long w0;
+    private long w1;
+    private int w2;
 
     /** Wraps and verifies the header checksum. */
     public int wrap(MemorySegment seg, long offset, int length) {
@@ -93,7 +99,11 @@ public final class Ipv4Header {
         this.seg = seg;
         this.base = offset;
         this.length = length;
-        int verIhl = seg.get(ValueLayout.JAVA_BYTE, offset) & 0xFF;
+        w0 = seg.get(BE_LONG, offset);
+        w1 = seg.get(BE_LONG, offset + TTL);
+        w2 = seg.get(BE_INT, offset + DESTINATION);
+        cached = true;
+        int verIhl = u8(VER_IHL);
         if ((verIhl >>> 4) != 4) {
             return WireStatus.BAD_VERSION;
         }
@@ -125,6 +135,7 @@ public final class Ipv4Header {
         this.seg = seg;
         this.base = offset;
         this.length = length;
+        cached = false;
         return true;
     }
 
@@ -209,11 +220,11 @@ public final class Ipv4Header {
     }
 
     public int sourceAddress() {
-        return seg.get(BE_INT, base + SOURCE);
+        return cached ? (int) w1 : seg.get(BE_INT, base + SOURCE);
     }
 
     public int destinationAddress() {
-        return seg.get(BE_INT, base + DESTINATION);
+        return cached ? w2 : seg.get(BE_INT, base + DESTINATION);
     }
 
     /** Options are accepted and skipped (RFC 1122 3.2.1.8 lets a host ignore those it does not implement). */
@@ -249,11 +260,13 @@ public final class Ipv4Header {
 
     /** Writes version 4 and IHL for a header of {@code bytes} (a multiple of 4, 20..60). */
     public Ipv4Header setVersionAndHeaderLength(int bytes) {
+        cached = false;
         seg.set(ValueLayout.JAVA_BYTE, base + VER_IHL, (byte) (0x40 | (bytes >>> 2)));
         return this;
     }
 
     public Ipv4Header setTypeOfService(int tos) {
+        cached = false;
         seg.set(ValueLayout.JAVA_BYTE, base + TOS, (byte) tos);
         return this;
     }
@@ -263,17 +276,20 @@ public final class Ipv4Header {
     }
 
     public Ipv4Header setTotalLength(int totalLength) {
+        cached = false;
         seg.set(BE_SHORT, base + TOTAL_LENGTH, (short) totalLength);
         return this;
     }
 
     public Ipv4Header setIdentification(int id) {
+        cached = false;
         seg.set(BE_SHORT, base + IDENTIFICATION, (short) id);
         return this;
     }
 
     /** Writes flags and offset together; {@code fragmentOffset} in bytes, a multiple of 8. */
     public Ipv4Header setFlagsAndFragmentOffset(boolean dontFragment, boolean moreFragments, int fragmentOffset) {
+        cached = false;
         seg.set(BE_SHORT, base + FLAGS_FRAGMENT, (short) flagsWord(dontFragment, moreFragments, fragmentOffset));
         return this;
     }
@@ -284,26 +300,31 @@ public final class Ipv4Header {
     }
 
     public Ipv4Header setTtl(int ttl) {
+        cached = false;
         seg.set(ValueLayout.JAVA_BYTE, base + TTL, (byte) ttl);
         return this;
     }
 
     public Ipv4Header setProtocol(int protocol) {
+        cached = false;
         seg.set(ValueLayout.JAVA_BYTE, base + PROTOCOL, (byte) protocol);
         return this;
     }
 
     public Ipv4Header setHeaderChecksum(int checksum) {
+        cached = false;
         seg.set(BE_SHORT, base + CHECKSUM, (short) checksum);
         return this;
     }
 
     public Ipv4Header setSourceAddress(int address) {
+        cached = false;
         seg.set(BE_INT, base + SOURCE, address);
         return this;
     }
 
     public Ipv4Header setDestinationAddress(int address) {
+        cached = false;
         seg.set(BE_INT, base + DESTINATION, address);
         return this;
     }
@@ -321,6 +342,7 @@ public final class Ipv4Header {
         long words = first + (totalLength & 0xFFFF) + (id & 0xFFFF) + (flagsAndOffset & 0xFFFF) + ttlProtocol
                 + (source >>> 16) + (source & 0xFFFF) + (destination >>> 16) + (destination & 0xFFFF);
         long checksum = Checksum.finish(Checksum.fold(words));
+        cached = false;
         seg.set(BE_LONG, base, (long) first << 48 | (long) (totalLength & 0xFFFF) << 32 | (long) (id & 0xFFFF) << 16
                 | (flagsAndOffset & 0xFFFF));
         seg.set(BE_LONG, base + TTL, (long) ttlProtocol << 48 | checksum << 32 | (source & 0xFFFF_FFFFL));
@@ -342,16 +364,25 @@ public final class Ipv4Header {
     public Ipv4Header decrementTtl() {
         int oldWord = u16(TTL);
         int newWord = (oldWord - 0x100) & 0xFFFF;
+        cached = false;
         seg.set(BE_SHORT, base + TTL, (short) newWord);
         setHeaderChecksum(Checksum.update(headerChecksum(), oldWord, newWord));
         return this;
     }
 
+    /** The byte at {@code field} (below 16). */
     private int u8(int field) {
+        if (cached) {
+            return (int) (field < 8 ? w0 >>> (56 - 8 * field) : w1 >>> (120 - 8 * field)) & 0xFF;
+        }
         return seg.get(ValueLayout.JAVA_BYTE, base + field) & 0xFF;
     }
 
+    /** The big-endian 16 bits at {@code field} (even, below 16). */
     private int u16(int field) {
+        if (cached) {
+            return (int) (field < 8 ? w0 >>> (48 - 8 * field) : w1 >>> (112 - 8 * field)) & 0xFFFF;
+        }
         return seg.get(BE_SHORT, base + field) & 0xFFFF;
     }
 }

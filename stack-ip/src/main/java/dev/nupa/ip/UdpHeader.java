@@ -27,6 +27,10 @@ public final class UdpHeader {
 
     private MemorySegment seg;
     private long base;
+    // The header as read once by wrap (big-endian), so the receive path's accessors read no memory;
+    // any setter drops it and the accessors read again.
+    private boolean cached;
+    private long word;
 
     /**
      * Points the view at the IP payload ({@code length} bytes) and checks the UDP length: at least
@@ -39,6 +43,8 @@ public final class UdpHeader {
         }
         this.seg = seg;
         this.base = offset;
+        word = seg.get(BE_LONG, offset);
+        cached = true;
         int udpLength = length();
         if (udpLength < HEADER || udpLength > length) {
             return WireStatus.BAD_LENGTH;
@@ -66,6 +72,7 @@ public final class UdpHeader {
         }
         this.seg = seg;
         this.base = offset;
+        cached = false;
         return true;
     }
 
@@ -125,27 +132,32 @@ public final class UdpHeader {
 
     /** Writes the whole header in one store (the send path's way; see {@link Ipv4Header#emit}). */
     public UdpHeader emit(int sourcePort, int destinationPort, int length, int checksum) {
+        cached = false;
         seg.set(BE_LONG, base, (long) (sourcePort & 0xFFFF) << 48 | (long) (destinationPort & 0xFFFF) << 32
                 | (long) (length & 0xFFFF) << 16 | (checksum & 0xFFFF));
         return this;
     }
 
     public UdpHeader setSourcePort(int port) {
+        cached = false;
         seg.set(BE_SHORT, base + SOURCE_PORT, (short) port);
         return this;
     }
 
     public UdpHeader setDestinationPort(int port) {
+        cached = false;
         seg.set(BE_SHORT, base + DESTINATION_PORT, (short) port);
         return this;
     }
 
     public UdpHeader setLength(int length) {
+        cached = false;
         seg.set(BE_SHORT, base + LENGTH, (short) length);
         return this;
     }
 
     public UdpHeader setChecksum(int checksum) {
+        cached = false;
         seg.set(BE_SHORT, base + CHECKSUM, (short) checksum);
         return this;
     }
@@ -156,7 +168,11 @@ public final class UdpHeader {
         return setChecksum(computeChecksum(source, destination));
     }
 
+    /** The big-endian 16 bits at {@code field} (0, 2, 4 or 6). */
     private int u16(int field) {
+        if (cached) {
+            return (int) (word >>> (48 - 8 * field)) & 0xFFFF;
+        }
         return seg.get(BE_SHORT, base + field) & 0xFFFF;
     }
 }

@@ -70,6 +70,26 @@ class Ipv4HeaderTest {
     }
 
     @Test
+    void settersOnAWrappedHeaderShowInItsAccessors() {
+        byte[] b = hex(Captured.ECHO_REQUEST);
+        assertEquals(WireStatus.OK, ip.wrap(seg(b), 0, b.length)); // wrap reads the header once
+        ip.decrementTtl();
+        assertEquals(63, ip.ttl());
+        assertTrue(ip.verifyChecksum(), "the patched checksum (RFC 1624) is the one read back");
+        ip.setTotalLength(40).setProtocol(17).setSourceAddress(0x0A000001).setFlagsAndFragmentOffset(false, true, 8);
+        assertEquals(40, ip.totalLength());
+        assertEquals(20, ip.payloadLength());
+        assertEquals(17, ip.protocol());
+        assertEquals(0x0A000001, ip.sourceAddress());
+        assertTrue(ip.isFragment());
+        assertEquals(8, ip.fragmentOffset());
+        ip.fillChecksum();
+        assertEquals(WireStatus.OK, ip.wrap(seg(b), 0, b.length));
+        assertEquals(63, ip.ttl());
+        assertEquals(40, ip.totalLength());
+    }
+
+    @Test
     void emitWritesWhatTheSettersAndAFullChecksumWrite() {
         java.util.Random rnd = new java.util.Random(7);
         Ipv4Header bySetters = new Ipv4Header();

@@ -24,6 +24,21 @@ class UdpTest {
     private final UdpHeader udp = new UdpHeader();
 
     @Test
+    void settersOnAWrappedHeaderShowInItsAccessors() {
+        byte[] b = Arrays.copyOfRange(hex(Captured.UDP_HELLO), 20, 33);
+        assertEquals(WireStatus.OK, udp.wrap(seg(b), 0, b.length)); // wrap reads the header once
+        udp.setDestinationPort(53).setLength(12);
+        assertEquals(53, udp.destinationPort());
+        assertEquals(12, udp.length());
+        assertEquals(4, udp.payloadLength());
+        udp.fillChecksum(LOCALHOST, LOCALHOST);
+        assertTrue(udp.verifyChecksum(LOCALHOST, LOCALHOST));
+        udp.emit(1, 2, 13, 0);
+        assertEquals(1, udp.sourcePort());
+        assertEquals(0, udp.checksum());
+    }
+
+    @Test
     void emitWritesTheKernelsHeaderBytesInOneStore() {
         byte[] want = Arrays.copyOfRange(hex(Captured.UDP_HELLO), 20, 28);
         byte[] out = new byte[11];
