@@ -22,7 +22,9 @@ import java.lang.foreign.ValueLayout;
  * </pre>
  *
  * {@link #wrap} checks everything once; after it returns {@link WireStatus#OK} no accessor can
- * fail. After a failed wrap the view must not be read. {@link #wrapForWrite} points the view at a
+ * fail. It also reads the fixed 20 bytes once, and the accessors answer from that copy until a setter
+ * writes through the view: bytes changed behind the view's back show only after the next wrap. After
+ * a failed wrap the view must not be read. {@link #wrapForWrite} points the view at a
  * buffer to be filled by the setters. The view allocates nothing.
  */
 public final class Ipv4Header {

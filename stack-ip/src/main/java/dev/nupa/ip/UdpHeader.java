@@ -15,7 +15,9 @@ import java.lang.foreign.MemorySegment;
  *
  * The checksum covers a pseudo header (source, destination, protocol 17, UDP length), the
  * header and the data. Zero means "not computed" (RFC 768), so a computed zero is sent as 0xFFFF.
- * After {@link #wrap} returns {@link WireStatus#OK} no accessor can fail.
+ * After {@link #wrap} returns {@link WireStatus#OK} no accessor can fail; wrap reads the 8 header
+ * bytes once and the accessors answer from that copy until a setter writes through the view (as
+ * {@link Ipv4Header}).
  */
 public final class UdpHeader {
     public static final int HEADER = 8;
