@@ -84,8 +84,8 @@ public final class FabricNode implements FabricDevice {
         return fabric.geometry;
     }
 
-    // The hot paths keep their checks to a compare each and build messages out of line, so the JIT
-    // inlines them whole (string building inlined in line bloats the send path past its inlining budget).
+    // The hot paths keep their checks to a compare each and build messages in methods of their own: the
+    // JIT's inlining limits count bytecode, and message building would count against the send path.
 
     private Ring outRing(int destination, int ring) {
         if (destination < 0 || destination >= maxNodes || ring < 0 || ring >= ringsPerNode) {

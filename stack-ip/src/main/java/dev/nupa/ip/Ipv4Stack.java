@@ -703,7 +703,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     private static final int MAX_UDP_PAYLOAD = Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER;
 
-    /** The message for a send {@link #sendUdp} refuses (out of line: the send path stays small for the JIT). */
+    /** The error for a send {@link #sendUdp} refuses (a method of its own: the JIT's inlining limits count bytecode). */
     private static IllegalArgumentException badUdpSend(int sourcePort, int destinationPort, int length) {
         if (length < 0 || length > MAX_UDP_PAYLOAD) {
             return new IllegalArgumentException("UDP payload of " + length + " bytes is outside 0.." + MAX_UDP_PAYLOAD

@@ -340,7 +340,7 @@ public final class Link implements AutoCloseable {
         return rc;
     }
 
-    // Checks are a compare in line and a message out of line, keeping the send path small for the JIT's inlining.
+    // Checks are a compare in line and a message in a method of its own: the JIT's inlining limits count bytecode.
 
     private void checkPayloadLength(int length) {
         if (length < 0 || length > mtu) {
