@@ -22,6 +22,7 @@ import java.util.function.LongUnaryOperator;
  * One thread's UDP echo through two stacks on a fresh fabric (what {@link UdpEchoBench} measures), as a
  * {@link LongUnaryOperator} for {@link BuildAbBench}: {@code applyAsLong(n)} runs n echoes of 64 bytes and
  * returns the nanoseconds they took. Public API only, so one compiled copy runs against two builds.
+ * {@link UdpEchoBench} runs its {@link #echo} at other sizes.
  */
 public final class UdpEchoCore implements LongUnaryOperator, AutoCloseable {
     private final Path path;
@@ -33,14 +34,21 @@ public final class UdpEchoCore implements LongUnaryOperator, AutoCloseable {
     private final Ipv4Stack a;
     private final int port;
     private final int server = Ipv4Address.of(10, 0, 0, 2);
-    private final MemorySegment payload = Arena.ofAuto().allocate(64, 64);
+    private final MemorySegment payload;
+    private final int size;
     private long expected;
     private boolean answered;
     private long seq;
 
-    /** {@code checksums}: "on" or "off", the stacks' UDP checksum policy. */
+    /** {@code checksums}: "on" or "off", the stacks' UDP checksum policy; 64-byte echoes (BuildAbBench's constructor). */
     public UdpEchoCore(String checksums) throws Exception {
-        boolean on = checksums.equals("on");
+        this(checksums.equals("on"), 64);
+    }
+
+    /** Echoes of {@code size} bytes (fragmented above the MTU), checksums computed and verified or not. */
+    public UdpEchoCore(boolean on, int size) throws Exception {
+        this.size = size;
+        payload = Arena.ofAuto().allocate(size, 64);
         path = Files.createTempFile(Path.of("/dev/shm"), "nupa-ab-", ".fabric");
         Files.delete(path);
         fabric = ShmFabric.create(path, FabricGeometry.defaults().withMaxNodes(2));
@@ -57,36 +65,45 @@ public final class UdpEchoCore implements LongUnaryOperator, AutoCloseable {
             }
         });
         long deadline = System.nanoTime() + 10_000_000_000L; // the directory publishes B's address shortly after attach
-        while (a.sendUdp(port, server, 7, payload, 0, 64) != SendStatus.OK) {
+        while (a.sendUdp(port, server, 7, payload, 0, size) != SendStatus.OK) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("node B's address never appeared in the directory");
             }
             Thread.sleep(1);
         }
-        while (lb.poll(16, System.nanoTime()) == 0) {
-            Thread.onSpinWait();
-        }
-        while (la.poll(16, System.nanoTime()) == 0) {
-            Thread.onSpinWait();
-        }
+        awaitEcho(); // the first echo: sequence 0, the expected value before any echo()
     }
 
     @Override
     public long applyAsLong(long n) {
         long t0 = System.nanoTime();
         for (long i = 0; i < n; i++) {
-            echo(++seq);
+            echo();
         }
         return System.nanoTime() - t0;
     }
 
-    private void echo(long s) {
+    /** One echo: A sends, B's poll echoes it from its handler, A's poll takes the echo. Returns its sequence number. */
+    public long echo() {
+        long s = ++seq;
         payload.set(ValueLayout.JAVA_LONG, 0, s);
         expected = s;
         answered = false;
-        if (a.sendUdp(port, server, 7, payload, 0, 64) != SendStatus.OK || lb.poll(16, lb.now()) != 1
-                || la.poll(16, la.now()) != 1 || !answered) {
-            throw new IllegalStateException("echo " + s + " was lost");
+        if (a.sendUdp(port, server, 7, payload, 0, size) != SendStatus.OK) {
+            throw new IllegalStateException("echo " + s + " was not sent");
+        }
+        awaitEcho();
+        return s;
+    }
+
+    private void awaitEcho() {
+        long now = System.nanoTime();
+        for (int polls = 0; !answered; polls++) {
+            if (polls == 1000) { // one pass of each poll suffices in one thread; fragments take a few more
+                throw new IllegalStateException("echo " + expected + " was lost");
+            }
+            lb.poll(16, now);
+            la.poll(16, now);
         }
     }
 

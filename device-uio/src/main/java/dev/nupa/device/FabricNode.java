@@ -38,7 +38,7 @@ public final class FabricNode implements FabricDevice {
         this.ringsPerNode = fabric.geometry.ringsPerNode();
         this.maxNodes = fabric.geometry.maxNodes();
         this.maxFrame = fabric.geometry.maxFrame();
-        this.out = new Ring[fabric.geometry.maxNodes() * ringsPerNode];
+        this.out = new Ring[maxNodes * ringsPerNode];
         // We hold the address in state JOINING: set up the entry, then go UP with a release store.
         mem.set(ValueLayout.JAVA_LONG, self + N_PID, ProcessHandle.current().pid());
         mem.set(ValueLayout.JAVA_LONG, self + N_HOST_ID, Fabric.HOST_ID);
@@ -50,7 +50,7 @@ public final class FabricNode implements FabricDevice {
         for (int r = 0; r < ringsPerNode; r++) {
             long base = fabric.ringOffset(address, r);
             discarded += Ring.drain(mem, base); // frames sent to an earlier incarnation
-            in[r] = new Ring(mem, base, fabric.geometry.ringSlots(), fabric.slotBytes, fabric.geometry.maxFrame(),
+            in[r] = new Ring(mem, base, fabric.geometry.ringSlots(), fabric.slotBytes, maxFrame,
                     fabric.geometry.stallTimeoutNs(), self);
         }
         mem.set(ValueLayout.JAVA_LONG, self + N_DISCARDED, discarded);
@@ -95,7 +95,7 @@ public final class FabricNode implements FabricDevice {
         Ring r = out[i];
         if (r == null) {
             r = new Ring(mem, fabric.ringOffset(destination, ring), fabric.geometry.ringSlots(), fabric.slotBytes,
-                    fabric.geometry.maxFrame(), fabric.geometry.stallTimeoutNs(), -1);
+                    maxFrame, fabric.geometry.stallTimeoutNs(), -1);
             out[i] = r;
         }
         return r;

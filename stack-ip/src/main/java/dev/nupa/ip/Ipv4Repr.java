@@ -65,22 +65,11 @@ public record Ipv4Repr(int sourceAddress, int destinationAddress, int protocol, 
 
     /** Writes the header through a view prepared with {@link Ipv4Header#wrapForWrite}. */
     public void emit(Ipv4Header h, boolean computeChecksum) {
-        if (computeChecksum) {
-            h.emit(dscp << 2 | (ecn & 3), length(), identification,
-                    Ipv4Header.flagsWord(dontFragment, moreFragments, fragmentOffset), ttl, protocol, sourceAddress,
-                    destinationAddress);
-            return;
+        h.emit(dscp << 2 | (ecn & 3), length(), identification, Ipv4Header.flagsWord(dontFragment, moreFragments, fragmentOffset),
+                ttl, protocol, sourceAddress, destinationAddress);
+        if (!computeChecksum) {
+            h.setHeaderChecksum(0);
         }
-        h.setVersionAndHeaderLength(Ipv4Header.MIN_HEADER)
-                .setDscpEcn(dscp, ecn)
-                .setTotalLength(length())
-                .setIdentification(identification)
-                .setFlagsAndFragmentOffset(dontFragment, moreFragments, fragmentOffset)
-                .setTtl(ttl)
-                .setProtocol(protocol)
-                .setHeaderChecksum(0)
-                .setSourceAddress(sourceAddress)
-                .setDestinationAddress(destinationAddress);
     }
 
     @Override
