@@ -164,7 +164,7 @@ final class DirectPlacement {
         FabricWindow w = t.window;
         long va = wr.remoteAddr;
         if (w == null || t.rkey != wr.rkey || (t.access & Access.REMOTE_WRITE) == 0 || va < t.base
-                || va - t.base > t.length - len || t.directory.epoch() != t.epoch || !w.ownerUp()) {
+                || va - t.base > t.length - len || !t.directory.unchangedSince(t.epoch) || !w.ownerUp()) {
             // The epoch covers the region's withdrawal (it moves before the window is freed), ownerUp the peer's death.
             return FALLBACK;
         }

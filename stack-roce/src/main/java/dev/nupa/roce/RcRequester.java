@@ -73,9 +73,16 @@ final class RcRequester {
 
     void post(SendWorkRequest wr) {
         int op = wr.opcode;
-        if (qp.mode == TransferMode.DIRECT && (op == WrOpcode.RDMA_WRITE || WrOpcode.isSend(op)) && postDirect(wr, op)) {
-            return;
+        if (qp.mode != TransferMode.DIRECT || (op != WrOpcode.RDMA_WRITE && !WrOpcode.isSend(op)) || !postDirect(wr, op)) {
+            postQueued(wr, op);
         }
+    }
+
+    /**
+     * Checks and queues a request (the whole of {@link #post} but its direct fast path, which stays small
+     * enough for the JIT to inline into the caller's code: a post that completes at once costs no call).
+     */
+    private void postQueued(SendWorkRequest wr, int op) {
         if (!WrOpcode.valid(op)) {
             throw new RdmaException("send request opcode " + op + " is unknown; use a WrOpcode constant");
         }

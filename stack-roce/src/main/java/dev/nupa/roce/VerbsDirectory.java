@@ -95,8 +95,17 @@ final class VerbsDirectory {
         LONG.setRelease(mem, EPOCH, (long) LONG.getAcquire(mem, EPOCH) + 1);
     }
 
+    /** The epoch, read before the entries a requester checks (an acquire: those reads must not pass it). */
     long epoch() {
         return (long) LONG.getAcquire(mem, EPOCH);
+    }
+
+    /**
+     * Whether the epoch is still {@code epoch}: a requester's per-operation check of what it cached. A plain
+     * load, as {@link dev.nupa.device.FabricWindow#ownerUp}: it guards only the caller's later stores.
+     */
+    boolean unchangedSince(long epoch) {
+        return mem.get(ValueLayout.JAVA_LONG, EPOCH) == epoch;
     }
 
     /** A peer QP's state, or null when absent. */
