@@ -22,40 +22,51 @@ import dev.nupa.tcp.TcpConfig;
  * @param idle     how the datapath loop waits
  * @param capture  a pcap file for this node's own frames, or null
  * @param tcp      the TCP settings of its connections, or null for {@link TcpConfig#defaults} of the MTU
+ * @param tcpBufferMemory the bytes all TCP connection buffers may hold together (see
+ *                 {@link dev.nupa.tcp.TcpLayer#TcpLayer(dev.nupa.ip.Ipv4Stack, TcpConfig, long)}), or 0 for the
+ *                 default: 3/4 of the JVM's native memory bound
  */
 public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Route> routes, FabricGeometry geometry,
-                         Datapath.Idle idle, Path capture, TcpConfig tcp) {
+                         Datapath.Idle idle, Path capture, TcpConfig tcp, long tcpBufferMemory) {
     public NodeConfig {
         routes = List.copyOf(routes);
+        if (tcpBufferMemory < 0) {
+            throw new IllegalArgumentException("TCP buffer memory " + tcpBufferMemory
+                    + " is negative; give a number of bytes, or 0 for the default (3/4 of the JVM's native memory bound)");
+        }
     }
 
     public static NodeConfig defaults(Path fabric, int address) {
         return new NodeConfig(fabric, address, null, Link.DEFAULT_MTU, List.of(), FabricGeometry.defaults(),
-                Datapath.Idle.backoff(), null, null);
+                Datapath.Idle.backoff(), null, null, 0);
     }
 
     public NodeConfig withIp(IpConfig ip) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
     }
 
     public NodeConfig withMtu(int mtu) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
     }
 
     public NodeConfig withRoutes(List<Route> routes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
     }
 
     public NodeConfig withIdle(Datapath.Idle idle) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
     }
 
     public NodeConfig withCapture(Path capture) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
     }
 
     public NodeConfig withTcp(TcpConfig tcp) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
+    }
+
+    public NodeConfig withTcpBufferMemory(long bytes) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes);
     }
 
     /** The TCP settings: as given, or the defaults for the MTU. */

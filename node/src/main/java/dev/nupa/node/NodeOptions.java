@@ -46,6 +46,10 @@ final class NodeOptions {
     @Option(names = "--tcp-buffer", paramLabel = "BYTES", description = "TCP send and receive buffer per connection (default: 262144).")
     Integer tcpBuffer;
 
+    @Option(names = "--tcp-buffer-memory", paramLabel = "BYTES", description = "TCP buffer memory of all connections together;"
+            + " past it, arriving data is dropped (the peer resends it) and writes fail (default: 3/4 of the JVM's -XX:MaxDirectMemorySize).")
+    Long tcpBufferMemory;
+
     @Option(names = "--tcp-time-wait", paramLabel = "SECONDS", description = "TCP TIME-WAIT, 2*MSL (default: 60).")
     Double tcpTimeWait;
 
@@ -60,7 +64,13 @@ final class NodeOptions {
         NodeConfig c = NodeConfig.defaults(fabric, address).withMtu(mtu).withRoutes(rs)
                 .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.backoff());
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
-                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null);
+                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null, 0);
+        if (tcpBufferMemory != null) {
+            if (tcpBufferMemory < 1) {
+                throw new IllegalArgumentException("--tcp-buffer-memory must be a positive number of bytes, not " + tcpBufferMemory);
+            }
+            c = c.withTcpBufferMemory(tcpBufferMemory);
+        }
         if (tcpBuffer != null || tcpTimeWait != null) {
             TcpConfig t = TcpConfig.defaults(mtu);
             if (tcpBuffer != null) {

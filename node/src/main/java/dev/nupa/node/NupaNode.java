@@ -72,7 +72,9 @@ public final class NupaNode {
             } catch (RuntimeException e) {
                 return vertx.undeploy(linkId).transform(v -> Future.failedFuture(e));
             }
-            TcpVerticle tcp = new TcpVerticle(link, ip, config.tcpOrDefault());
+            TcpVerticle tcp = config.tcpBufferMemory() > 0
+                    ? new TcpVerticle(link, ip, config.tcpOrDefault(), config.tcpBufferMemory())
+                    : new TcpVerticle(link, ip, config.tcpOrDefault());
             RoceVerticle roce = new RoceVerticle(link);
             return vertx.deployVerticle(ip).transform(ar -> {
                 if (ar.failed()) {

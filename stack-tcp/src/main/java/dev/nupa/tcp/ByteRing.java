@@ -11,27 +11,67 @@ import java.lang.foreign.MemorySegment;
 final class ByteRing {
     private MemorySegment memory;
     private final int capacity;
+    private final BufferBudget budget;
+    /** Set by {@link #release}: the budget has this ring's bytes back; no memory is taken again. */
+    private boolean released;
     private long head;
     private long tail;
 
     ByteRing(int capacity) {
+        this(capacity, BufferBudget.UNLIMITED);
+    }
+
+    ByteRing(int capacity, BufferBudget budget) {
         if (capacity < 1) {
             throw new IllegalArgumentException("buffer capacity must be positive, got " + capacity);
         }
         this.capacity = capacity;
+        this.budget = budget;
     }
 
     /**
-     * The memory, allocated on first use: a connection that never carries data (or one that only
-     * sends) does not pay for zeroing a buffer it does not use (connect-request-close rates).
+     * Makes sure the memory is there, allocated on first use: a connection that never carries data (or
+     * one that only sends) does not pay for zeroing a buffer it does not use (connect-request-close
+     * rates). False, with nothing changed, when the budget or the JVM has no room for it (a later call
+     * tries again), or after {@link #release}.
      */
-    private MemorySegment memory() {
-        MemorySegment m = memory;
-        if (m == null) {
-            m = Arena.ofAuto().allocate(capacity, 64);
-            memory = m;
+    boolean reserve() {
+        if (memory != null) {
+            return true;
         }
-        return m;
+        if (released || !budget.take(capacity)) {
+            return false;
+        }
+        try {
+            memory = Arena.ofAuto().allocate(capacity, 64);
+            return true;
+        } catch (OutOfMemoryError e) {
+            budget.give(capacity); // the JVM's own bound came first (other native memory of the process)
+            return false;
+        }
+    }
+
+    /** Whether the memory was allocated (a ring never written holds none). */
+    boolean allocated() {
+        return memory != null;
+    }
+
+    /**
+     * Gives the ring's bytes back to the budget (the connection closed). The memory itself stays, for
+     * reads of what is left in it, until the ring is unreachable; no memory is taken after this.
+     */
+    void release() {
+        if (!released && memory != null) {
+            budget.give(capacity);
+        }
+        released = true;
+    }
+
+    private MemorySegment memory() {
+        if (!reserve()) {
+            throw new BufferUnavailableException(capacity, budget);
+        }
+        return memory;
     }
 
     int capacity() {

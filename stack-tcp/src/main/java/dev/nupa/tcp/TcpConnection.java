@@ -52,6 +52,10 @@ public final class TcpConnection {
         /** The connection is gone: {@code error} null for an orderly close. */
         default void onClosed(TcpConnection c, TcpError error) {
         }
+
+        /** Data arrived that no buffer memory could be had for: it was dropped unacknowledged (see {@link BufferBudget}). */
+        default void onBufferShortage(TcpConnection c) {
+        }
     }
 
     /** RFC 5961 section 7: at most this many challenge ACKs per second. */
@@ -164,9 +168,16 @@ public final class TcpConnection {
     private long challengeAcksSent;
     private long pawsDrops;
     private long outOfOrderSegments;
+    private long bufferDrops;
 
     public TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Output output,
                          Events events) {
+        this(localIp, localPort, remoteIp, remotePort, config, output, events, BufferBudget.UNLIMITED);
+    }
+
+    /** A connection whose buffers count against {@code budget} (its layer's). */
+    TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Output output,
+                  Events events, BufferBudget budget) {
         this.localIp = localIp;
         this.localPort = localPort;
         this.remoteIp = remoteIp;
@@ -175,8 +186,8 @@ public final class TcpConnection {
         this.output = output;
         this.events = events != null ? events : new Events() {
         };
-        this.sendBuf = new ByteRing(config.sendBuffer());
-        this.recvBuf = new ByteRing(config.receiveBuffer());
+        this.sendBuf = new ByteRing(config.sendBuffer(), budget);
+        this.recvBuf = new ByteRing(config.receiveBuffer(), budget);
         this.outOfOrder = new Assembler(config.maxOutOfOrderRanges());
         // 1 us granularity: the datapath loop polls timers far more often than every millisecond.
         this.rtt = new RttEstimator(RttEstimator.DEFAULT_INITIAL_RTO_NS, config.minRtoNs(), config.maxRtoNs(), 1_000L);
@@ -238,6 +249,11 @@ public final class TcpConnection {
 
     public long outOfOrderSegments() {
         return outOfOrderSegments;
+    }
+
+    /** Data segments dropped because no memory could be had for the receive buffer. */
+    public long bufferDrops() {
+        return bufferDrops;
     }
 
     public long smoothedRttNs() {
@@ -336,7 +352,10 @@ public final class TcpConnection {
 
     // ---- the user side ---------------------------------------------------------------------
 
-    /** Queues up to {@code length} bytes for sending; returns how many fit the send buffer. Sends what it can at once. */
+    /**
+     * Queues up to {@code length} bytes for sending; returns how many fit the send buffer. Sends what it can at once.
+     * Throws {@link BufferUnavailableException}, taking nothing, when the send buffer's memory cannot be had.
+     */
     public int write(MemorySegment src, long offset, int length, long now) {
         if (finQueued || !(state == TcpState.ESTABLISHED || state == TcpState.CLOSE_WAIT || state == TcpState.SYN_SENT
                 || state == TcpState.SYN_RECEIVED)) {
@@ -772,6 +791,14 @@ public final class TcpConnection {
             return;
         }
         len = Math.min(len, window - at); // trim what lies beyond the window
+        if (!recvBuf.reserve()) {
+            // No memory for the receive buffer (the layer's budget or the JVM's bound): drop the data
+            // unacknowledged, as Linux does past tcp_mem; the peer sends it again, and it lands once
+            // other connections have given memory back.
+            bufferDrops++;
+            events.onBufferShortage(this);
+            return;
+        }
         if (at == 0) {
             recvBuf.writeAt(0, in.payload, off, len);
             int more = outOfOrder.advance(len); // bytes held beyond the new RCV.NXT that are now in order
@@ -1426,6 +1453,8 @@ public final class TcpConnection {
         }
         state = TcpState.CLOSED;
         error = why;
+        sendBuf.release(); // the memory goes back to the layer's budget (what is unread stays readable)
+        recvBuf.release();
         rtoAt = NEVER;
         delayedAckAt = NEVER;
         persistAt = NEVER;

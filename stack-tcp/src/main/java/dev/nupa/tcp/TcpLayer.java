@@ -40,7 +40,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         HANDSHAKES_SUPERSEDED,
         CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED,
         /** Connections closed fully by their application and reset after waiting too long in FIN-WAIT-2. */
-        FIN_WAIT_2_TIMEOUTS
+        FIN_WAIT_2_TIMEOUTS,
+        /** Data segments dropped unacknowledged for want of receive-buffer memory ({@link #bufferMemoryLimit}). */
+        BUFFER_SHORTAGES
     }
 
     /** One listening port. */
@@ -105,6 +107,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
 
         @Override
+        public void onBufferShortage(TcpConnection c) {
+            count(Counter.BUFFER_SHORTAGES);
+        }
+
+        @Override
         public void onClosed(TcpConnection c, TcpError error) {
             table.remove(ConnectionTable.key(c.remoteIp, c.remotePort, c.localPort), c);
             if (listener != null && !counted) {
@@ -126,6 +133,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final Ipv4Stack ip;
     private final TcpConfig defaults;
     private final ConnectionTable table = new ConnectionTable();
+    private final BufferBudget buffers;
     private final Listener[] listeners = new Listener[65536];
     private final IsnGenerator isn;
     private final SynCookies cookies;
@@ -146,8 +154,23 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** The earliest time any connection asked to be polled (its deadline after its last call). */
     private volatile long nextDeadline = Long.MAX_VALUE;
 
-    /** TCP over {@code ip}; connections get {@code defaults} unless a call says otherwise. Registers protocol 6. */
+    /**
+     * TCP over {@code ip}; connections get {@code defaults} unless a call says otherwise. Registers protocol 6.
+     * The connections' buffers may hold 3/4 of the JVM's native memory bound together (see the other constructor).
+     */
     public TcpLayer(Ipv4Stack ip, TcpConfig defaults) {
+        this(ip, defaults, BufferBudget.jvmDefault());
+    }
+
+    /**
+     * As {@link #TcpLayer(Ipv4Stack, TcpConfig)}, with the connections' send and receive buffers together
+     * bounded to {@code bufferMemoryLimit} bytes (Linux's tcp_mem): past it, data that arrives is dropped
+     * unacknowledged (counted as {@link Counter#BUFFER_SHORTAGES}; the peer sends it again) and a write
+     * throws {@link BufferUnavailableException}. A buffer takes its memory when first used and gives it back
+     * when its connection closes.
+     */
+    public TcpLayer(Ipv4Stack ip, TcpConfig defaults, long bufferMemoryLimit) {
+        this.buffers = new BufferBudget(bufferMemoryLimit);
         this.ip = ip;
         this.defaults = defaults;
         this.isn = new IsnGenerator();
@@ -161,6 +184,16 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     public TcpConfig defaults() {
         return defaults;
+    }
+
+    /** The bound on the connections' buffer memory together, in bytes. */
+    public long bufferMemoryLimit() {
+        return buffers.limit();
+    }
+
+    /** The buffer memory the connections hold now, in bytes. */
+    public long bufferMemoryUsed() {
+        return buffers.used();
     }
 
     // ---- user calls (take the lock) --------------------------------------------------------
@@ -206,7 +239,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         try {
             int local = ephemeralPort(remoteIp, remotePort);
             TcpConnection c = new TcpConnection(ip.address(), local, remoteIp, remotePort, config, output,
-                    new Hooks(null, events));
+                    new Hooks(null, events), buffers);
             table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
             count(Counter.CONNECTIONS_OPENED);
             c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now);
@@ -397,7 +430,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             return;
         }
         TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output,
-                new Hooks(l, null));
+                new Hooks(l, null), buffers);
         l.halfOpen++;
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
         c.accept(syn, isn.isn(now, ip.address(), l.port, remoteIp, remotePort), now);
@@ -422,7 +455,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         Hooks hooks = new Hooks(l, null);
         l.halfOpen++; // balanced by onEstablished
-        TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output, hooks);
+        TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output, hooks, buffers);
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
         ack.mss = mss; // the SYN's options as the cookie restored them (TcpConnection.acceptCookie)
         ack.windowScale = SynCookies.windowShift(options);

@@ -258,6 +258,9 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
                 n = connection.write(next.data, next.offset[0], (int) Math.min(Integer.MAX_VALUE, size - next.offset[0]),
                         System.nanoTime());
                 layer.touched(connection);
+            } catch (BufferUnavailableException e) {
+                failPending(new IOException(e.getMessage(), e)); // nothing of these writes was taken: say so
+                return;
             } finally {
                 layer.lock.unlock();
             }

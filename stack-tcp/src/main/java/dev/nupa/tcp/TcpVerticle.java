@@ -13,17 +13,26 @@ public final class TcpVerticle extends VerticleBase {
     private final LinkVerticle link;
     private final IpVerticle ip;
     private final TcpConfig defaults;
+    /** Bytes, or -1 for the layer's default. */
+    private final long bufferMemoryLimit;
     private volatile TcpLayer layer;
 
+    /** With the default bound on the connections' buffer memory (see {@link TcpLayer#TcpLayer(dev.nupa.ip.Ipv4Stack, TcpConfig)}). */
     public TcpVerticle(LinkVerticle link, IpVerticle ip, TcpConfig defaults) {
+        this(link, ip, defaults, -1);
+    }
+
+    /** With the connections' buffers bounded to {@code bufferMemoryLimit} bytes together. */
+    public TcpVerticle(LinkVerticle link, IpVerticle ip, TcpConfig defaults, long bufferMemoryLimit) {
         this.link = link;
         this.ip = ip;
         this.defaults = defaults;
+        this.bufferMemoryLimit = bufferMemoryLimit;
     }
 
     @Override
     public Future<?> start() {
-        TcpLayer l = new TcpLayer(ip.stack(), defaults);
+        TcpLayer l = bufferMemoryLimit < 0 ? new TcpLayer(ip.stack(), defaults) : new TcpLayer(ip.stack(), defaults, bufferMemoryLimit);
         l.setTimerWakeup(link.datapath()::timersChanged);
         link.datapath().addTimer(l);
         layer = l;

@@ -2,6 +2,9 @@ package dev.nupa.tcp;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.MemorySegment;
 
@@ -26,5 +29,37 @@ class ByteRingTest {
         assertArrayEquals(new byte[] {4, 5, 6, 7, 8, 9, 9}, all);
         assertEquals(3, r.free());
         assertEquals(3, r.contiguous(4), "from offset 4 (position 7) to the end of the ring");
+    }
+
+    @Test
+    void memoryIsTakenFromTheBudgetOnFirstUseAndGivenBackOnceOnRelease() {
+        BufferBudget budget = new BufferBudget(25);
+        ByteRing a = new ByteRing(10, budget);
+        ByteRing b = new ByteRing(10, budget);
+        ByteRing c = new ByteRing(10, budget);
+        assertEquals(0, budget.used(), "nothing is taken before a buffer is used");
+        assertEquals(3, a.write(MemorySegment.ofArray(new byte[] {1, 2, 3}), 0, 3));
+        assertTrue(b.reserve());
+        assertEquals(20, budget.used());
+        assertFalse(c.reserve(), "a third 10-byte buffer passes the 25-byte budget");
+        BufferUnavailableException e = assertThrows(BufferUnavailableException.class,
+                () -> c.write(MemorySegment.ofArray(new byte[] {4}), 0, 1));
+        assertTrue(e.getMessage().contains("10-byte TCP buffer") && e.getMessage().contains("20 of 25 allowed"), e.getMessage());
+        assertEquals(0, c.size(), "the refused write took nothing");
+
+        a.release();
+        a.release();
+        assertEquals(10, budget.used(), "a release gives the bytes back once");
+        byte[] left = new byte[3];
+        assertEquals(3, a.peek(0, MemorySegment.ofArray(left), 0, 3), "what was unread stays readable after release");
+        assertArrayEquals(new byte[] {1, 2, 3}, left);
+        a.reserve();
+        assertEquals(10, budget.used(), "a released ring takes no memory from the budget again");
+        assertTrue(c.reserve(), "the bytes given back make room for another buffer");
+        assertEquals(20, budget.used());
+
+        ByteRing never = new ByteRing(10, budget);
+        never.release();
+        assertEquals(20, budget.used(), "a ring that never took memory gives none back");
     }
 }

@@ -131,7 +131,15 @@ final class LayerWire implements AutoCloseable {
 
     /** Runs a TcpLayer on {@code node}. */
     TcpLayer tcp(int node, TcpConfig defaults) {
-        TcpLayer l = new TcpLayer(stacks.get(node), defaults);
+        return add(new TcpLayer(stacks.get(node), defaults));
+    }
+
+    /** Runs a TcpLayer on {@code node} whose connection buffers may hold {@code bufferMemoryLimit} bytes together. */
+    TcpLayer tcp(int node, TcpConfig defaults, long bufferMemoryLimit) {
+        return add(new TcpLayer(stacks.get(node), defaults, bufferMemoryLimit));
+    }
+
+    private TcpLayer add(TcpLayer l) {
         layers.add(l);
         return l;
     }
@@ -141,7 +149,7 @@ final class LayerWire implements AutoCloseable {
         return new Raw(stacks.get(node));
     }
 
-    /** Polls every node, its IP and TCP timers, until a whole round finds nothing. */
+    /** Polls every node, its IP and TCP timers, until a whole round after the first finds nothing. */
     void pump() {
         for (int round = 0; round < 100_000; round++) {
             int n = 0;
@@ -152,8 +160,8 @@ final class LayerWire implements AutoCloseable {
             for (TcpLayer l : layers) {
                 l.poll(now);
             }
-            if (n == 0) {
-                return;
+            if (n == 0 && round > 0) {
+                return; // not after the first round: what the timers sent in it is read in the next
             }
         }
         throw new AssertionError("the nodes never went quiet");

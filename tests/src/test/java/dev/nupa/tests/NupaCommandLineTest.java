@@ -81,6 +81,8 @@ class NupaCommandLineTest {
         assertOneLineError(nupa("fabric", "create", "--fabric", fabric.toString(), "--slots", "3"), 1, "power of two");
         assertOneLineError(nupa("fabric", "info", "--fabric", fabric.toString()), 1, "no fabric file");
         assertOneLineError(nupa("perf", "fabric-lat", "--server", "--client"), 2, "exclusive");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-buffer-memory", "0"), 2, "--tcp-buffer-memory");
+        assertFalse(Files.exists(fabric), "a refused configuration creates no fabric");
         byte[] junk = new byte[8192];
         new java.util.Random(7).nextBytes(junk);
         Files.write(fabric, junk);
