@@ -12,7 +12,9 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  *
  * <p>Idling follows NAPI: spin while frames keep coming, then yield, then sleep on the device's
  * armed interrupt, never past the earliest timer deadline. A handler or timer that throws is counted
- * ({@link #errors()}) and the loop goes on.
+ * ({@link #errors()}) and the loop goes on: also when it ran out of memory or stack, since the loop
+ * itself allocates nothing and every other connection, socket and QP of the node still needs it (a
+ * loop that died would leave the node up in the fabric with nobody draining its rings).
  */
 public final class Datapath implements AutoCloseable {
     /** A layer's timers: polled at {@code now}, returns the next time it wants to be polled ({@link Long#MAX_VALUE}: none). */
@@ -133,7 +135,7 @@ public final class Datapath implements AutoCloseable {
             for (Runnable r = tasks.poll(); r != null; r = tasks.poll()) {
                 try {
                     r.run();
-                } catch (RuntimeException | LinkageError | AssertionError e) {
+                } catch (RuntimeException | LinkageError | AssertionError | OutOfMemoryError | StackOverflowError e) {
                     countError();
                 }
                 n++;
@@ -176,7 +178,7 @@ public final class Datapath implements AutoCloseable {
             int work;
             try {
                 work = link.poll(BATCH, now);
-            } catch (RuntimeException | LinkageError | AssertionError e) {
+            } catch (RuntimeException | LinkageError | AssertionError | OutOfMemoryError | StackOverflowError e) {
                 countError();
                 work = 1;
             }
@@ -225,7 +227,7 @@ public final class Datapath implements AutoCloseable {
             if (all || d[i] <= now) {
                 try {
                     d[i] = t[i].poll(now);
-                } catch (RuntimeException | LinkageError | AssertionError e) {
+                } catch (RuntimeException | LinkageError | AssertionError | OutOfMemoryError | StackOverflowError e) {
                     countError();
                     d[i] = now + 1_000_000L; // try again in a millisecond, not in a hot loop
                 }

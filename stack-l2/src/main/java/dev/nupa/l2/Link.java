@@ -248,7 +248,7 @@ public final class Link implements AutoCloseable {
         add(bytesIn, slot, payload);
         try {
             handler.onPacket(src, mem, payloadOff, payload);
-        } catch (RuntimeException | LinkageError | AssertionError e) {
+        } catch (RuntimeException | LinkageError | AssertionError | OutOfMemoryError | StackOverflowError e) {
             drop(DropReason.HANDLER_ERROR);
         }
     }

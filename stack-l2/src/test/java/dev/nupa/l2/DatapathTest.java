@@ -33,9 +33,14 @@ class DatapathTest {
             d.execute(count::incrementAndGet);
         }
         d.execute(() -> { throw new IllegalStateException("counted, not fatal"); });
+        d.execute(() -> { throw new OutOfMemoryError("counted, not fatal either"); });
+        d.execute(() -> { throw new StackOverflowError(); });
+        CompletableFuture<Thread> still = new CompletableFuture<>();
+        d.execute(() -> still.complete(Thread.currentThread()));
+        assertSame(loop, still.get(5, TimeUnit.SECONDS), "the loop goes on after a task ran out of memory or stack");
         d.close(); // the loop's last drain, or the callers, take whatever is left
         assertEquals(1000, count.get(), "every task ran exactly once");
-        assertEquals(1, d.errors());
+        assertEquals(3, d.errors());
         assertTrue(!d.isRunning());
         CompletableFuture<Thread> after = new CompletableFuture<>();
         d.execute(() -> after.complete(Thread.currentThread()));

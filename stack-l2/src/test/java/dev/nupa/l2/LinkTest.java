@@ -192,6 +192,9 @@ class LinkTest {
             if (mem.get(ValueLayout.JAVA_BYTE, off) == 'x') {
                 throw new IllegalStateException("handler bug");
             }
+            if (mem.get(ValueLayout.JAVA_BYTE, off) == 'm') {
+                throw new OutOfMemoryError("a handler out of memory");
+            }
             after.onPacket(src, mem, off, len);
         });
         c.register(EtherType.NUPA_RDMA, (src, mem, off, len) -> {
@@ -200,11 +203,12 @@ class LinkTest {
         assertEquals(OK, send(a, 2, EtherType.IPV4, "x1"));
         assertEquals(OK, send(a, 2, EtherType.IPV4, "fine"));
         assertEquals(OK, send(a, 2, EtherType.NUPA_RDMA, "x2"));
+        assertEquals(OK, send(a, 2, EtherType.IPV4, "m3"));
         assertEquals(OK, send(a, 2, EtherType.IPV4, "also fine"));
-        assertEquals(4, assertDoesNotThrow(() -> c.poll(10)));
+        assertEquals(5, assertDoesNotThrow(() -> c.poll(10)));
         assertEquals(List.of("fine", "also fine"), after.texts());
-        assertEquals(2, c.counters().drops(DropReason.HANDLER_ERROR));
-        assertEquals(3, c.counters().protocol(EtherType.IPV4).framesIn(), "handed to the handler, thrown or not");
+        assertEquals(3, c.counters().drops(DropReason.HANDLER_ERROR));
+        assertEquals(4, c.counters().protocol(EtherType.IPV4).framesIn(), "handed to the handler, thrown or not");
     }
 
     @Test
