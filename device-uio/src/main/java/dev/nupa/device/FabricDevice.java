@@ -67,6 +67,13 @@ public interface FabricDevice extends AutoCloseable {
      */
     boolean awaitFrames(long timeoutNs);
 
+    /**
+     * Wakes this node's thread sleeping in {@link #awaitFrames}, or makes its next sleep return at once:
+     * for another thread of the same process that gave the sleeper work other than frames (a task, a
+     * timer moved earlier). Cheap when nobody sleeps: one atomic add, and a system call only for a sleeper.
+     */
+    void wakeup();
+
     /** Whether {@code address} is a node that is up now. */
     boolean isUp(int address);
 

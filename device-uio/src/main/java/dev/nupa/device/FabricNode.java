@@ -189,10 +189,8 @@ public final class FabricNode implements FabricDevice {
     private int published(int destination, boolean ok, int length) {
         // The publish CAS is a full fence, so this load cannot pass it (the Dekker pair of awaitFrames).
         long peer = fabric.nodeOffset(destination);
-        if ((int) INT.getVolatile(mem, peer + N_ARMED) != 0 && INT.compareAndSet(mem, peer + N_ARMED, 1, 0)) {
-            // One wake per sleep, however many producers: the moderation the doorbell needs.
-            INT.getAndAdd(mem, peer + N_DOORBELL, 1);
-            Futex.wake(mem.address() + peer + N_DOORBELL, 1);
+        if ((int) INT.getVolatile(mem, peer + N_ARMED) != 0) {
+            ring(peer);
         }
         if (!ok) {
             LONG.getAndAdd(mem, self + N_LATE_DROPS, 1L);
@@ -270,6 +268,27 @@ public final class FabricNode implements FabricDevice {
             LONG.setOpaque(mem, self + N_WAKEUPS, (long) LONG.getOpaque(mem, self + N_WAKEUPS) + 1);
         }
         return ready;
+    }
+
+    /** Rings the doorbell of the node at {@code node} if it sleeps armed: one wake per sleep, however many ring. */
+    private void ring(long node) {
+        if (INT.compareAndSet(mem, node + N_ARMED, 1, 0)) {
+            INT.getAndAdd(mem, node + N_DOORBELL, 1);
+            Futex.wake(mem.address() + node + N_DOORBELL, 1);
+        }
+    }
+
+    @Override
+    public void wakeup() {
+        if (evicted || !attached) {
+            return;
+        }
+        // The add first: a sleep that read the doorbell before it returns at once (its futex value is stale);
+        // only a sleep armed already needs the system call.
+        INT.getAndAdd(mem, self + N_DOORBELL, 1);
+        if ((int) INT.getVolatile(mem, self + N_ARMED) != 0) {
+            ring(self);
+        }
     }
 
     @Override

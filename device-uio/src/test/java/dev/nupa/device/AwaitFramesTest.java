@@ -16,7 +16,7 @@ import org.junit.jupiter.api.Timeout;
 
 import dev.nupa.device.FabricFixture.Collector;
 
-/** Sleeping on the doorbell: a consumer that waits is woken by a frame, or by closing. */
+/** Sleeping on the doorbell: a consumer that waits is woken by a frame, by its own process's wakeup(), or by closing. */
 @Timeout(30)
 class AwaitFramesTest {
     private final FabricFixture fx = new FabricFixture();
@@ -100,6 +100,25 @@ class AwaitFramesTest {
         assertFalse(consumer.awaitFrames(20 * MS));
         assertFalse(armed(1));
         assertEquals(0, consumer.counters().wakeups());
+    }
+
+    @Test
+    void wakeupFromAnotherThreadEndsASleepWithoutFrames() throws Exception {
+        AtomicReference<Boolean> result = new AtomicReference<>();
+        AtomicLong took = new AtomicLong();
+        Thread t = sleeper(consumer, 10_000 * MS, result, took);
+        FabricFixture.waitUntil("the consumer arms its interrupt", () -> armed(1));
+        Thread.sleep(20);
+        consumer.wakeup();
+        t.join(9_000);
+        assertFalse(t.isAlive());
+        assertEquals(Boolean.FALSE, result.get(), "no frames: the sleep just ends");
+        assertTrue(took.get() < 5_000 * MS, "woken, not timed out (took " + took.get() / MS + " ms)");
+        assertFalse(armed(1));
+
+        consumer.wakeup(); // with nobody asleep: no system call, nothing else changes
+        assertFalse(armed(1));
+        assertFalse(consumer.awaitFrames(20 * MS), "a later sleep still sleeps (and finds nothing)");
     }
 
     @Test

@@ -101,17 +101,24 @@ public final class Datapath implements AutoCloseable {
 
     /**
      * Tells the loop that a timer's deadline moved earlier from another thread (a socket call set a
-     * retransmission timer): every timer is polled on the next round, and a sleep lasts at most
-     * {@link Idle#maxSleepNs}.
+     * retransmission timer): every timer is polled on the next round; a sleeping loop is woken.
      */
     public void timersChanged() {
         timersChanged = true;
+        wake();
+    }
+
+    /** From another thread: a sleeping loop wakes now, not at the end of its sleep (up to {@link Idle#maxSleepNs}). */
+    private void wake() {
+        if (!inLoop()) {
+            link.wakeup();
+        }
     }
 
     /**
      * Runs {@code task} on the loop's thread: at once when called from it, else on the loop's next
      * round (the control plane's way onto the datapath, e.g. verbs calls from an application). A loop
-     * that sleeps picks the task up within {@link Idle#maxSleepNs}; a busy-polling one at once. Once the
+     * that sleeps is woken for it (see {@link Link#wakeup}); a busy-polling one takes it at once. Once the
      * loop has stopped, tasks run on the caller's thread, so every task runs exactly once. A task that
      * throws is counted in {@link #errors()}.
      */
@@ -123,6 +130,7 @@ public final class Datapath implements AutoCloseable {
         tasks.add(task);
         tasksPending = true;
         timersChanged = true; // a task may move deadlines: poll every timer after it
+        link.wakeup();
         if (stopped) {
             runTasks(); // the loop is gone (its last drain may have missed this one)
         }
@@ -194,13 +202,13 @@ public final class Datapath implements AutoCloseable {
                 deadlines = d;
                 next = Long.MIN_VALUE;
             }
-            if (timersChanged) {
-                timersChanged = false;
-                next = Long.MIN_VALUE; // another thread moved a deadline: poll every timer now
+            boolean changed = timersChanged;
+            if (changed) {
+                timersChanged = false; // another thread moved a deadline: poll every timer now, due or not
             }
-            if (work > 0 || now >= next) {
+            if (work > 0 || changed || now >= next) {
                 // After work too: a frame may have started something with a deadline (a reassembly).
-                next = runTimers(seen, deadlines, now, work > 0);
+                next = runTimers(seen, deadlines, now, work > 0 || changed);
             }
             long idleFor = now - lastWork;
             if (work > 0) {
@@ -211,7 +219,9 @@ public final class Datapath implements AutoCloseable {
                 Thread.yield();
             } else {
                 long sleep = Math.min(idle.maxSleepNs(), next - now);
-                if (sleep > 0) {
+                // Looked at once more just before: work handed over since the top of this round is
+                // taken now; one handed over from here on makes the sleep return (wakeup()).
+                if (sleep > 0 && !tasksPending && !timersChanged) {
                     link.awaitFrames(sleep);
                 }
             }
@@ -250,6 +260,7 @@ public final class Datapath implements AutoCloseable {
             t = thread;
         }
         if (t != null && t != Thread.currentThread()) {
+            link.wakeup(); // a loop asleep stops now, not at the end of its sleep
             try {
                 t.join(5_000);
             } catch (InterruptedException e) {

@@ -235,6 +235,11 @@ public final class FaultyDevice implements FabricDevice {
         return inner.awaitFrames(timeoutNs);
     }
 
+    @Override
+    public void wakeup() {
+        inner.wakeup();
+    }
+
     // ---- send --------------------------------------------------------------------------------
 
     @Override

@@ -211,6 +211,11 @@ public final class Link implements AutoCloseable {
         return device.awaitFrames(timeoutNs);
     }
 
+    /** Wakes the thread sleeping in {@link #awaitFrames} (see {@link FabricDevice#wakeup}). */
+    public void wakeup() {
+        device.wakeup();
+    }
+
     private void onFrame(int slotSource, MemorySegment mem, long off, int len) {
         if (len < LinkHeader.LENGTH) {
             drop(DropReason.TRUNCATED);

@@ -84,4 +84,40 @@ class DatapathTest {
         assertEquals(0, d.errors());
         d.close();
     }
+
+    @Test
+    void aSleepingLoopIsWokenForATaskOrATimerChangeFromAnotherThread() throws Exception {
+        fx.create(L2Fixture.jumbo());
+        long sleep = 5_000_000_000L; // without a wake-up, work handed over would wait up to 5 s
+        Datapath d = new Datapath(new Link(fx.attach(0)), new Datapath.Idle(0, 0, sleep));
+        AtomicInteger polls = new AtomicInteger();
+        d.addTimer(now -> {
+            polls.incrementAndGet();
+            return Long.MAX_VALUE;
+        });
+        d.start();
+        for (int round = 0; round < 3; round++) {
+            Thread.sleep(100); // the loop has long gone to sleep: nothing comes and no timer is due
+            long t0 = System.nanoTime();
+            CompletableFuture<Long> ran = new CompletableFuture<>();
+            d.execute(() -> ran.complete(System.nanoTime()));
+            long taskNs = ran.get(10, TimeUnit.SECONDS) - t0;
+            assertTrue(taskNs < 1_000_000_000L, "the task ran " + taskNs / 1000 + " us after it was handed over");
+
+            Thread.sleep(100);
+            int before = polls.get();
+            t0 = System.nanoTime();
+            d.timersChanged();
+            while (polls.get() == before && System.nanoTime() - t0 < 10_000_000_000L) {
+                Thread.sleep(1);
+            }
+            long timerNs = System.nanoTime() - t0;
+            assertTrue(polls.get() > before && timerNs < 1_000_000_000L, "the timers were polled " + timerNs / 1000
+                    + " us after the change");
+        }
+        Thread.sleep(100);
+        long t0 = System.nanoTime();
+        d.close();
+        assertTrue(!d.isRunning() && System.nanoTime() - t0 < 1_000_000_000L, "a loop asleep stops at once on close");
+    }
 }
