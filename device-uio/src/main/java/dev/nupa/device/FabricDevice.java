@@ -68,9 +68,20 @@ public interface FabricDevice extends AutoCloseable {
     boolean awaitFrames(long timeoutNs);
 
     /**
-     * Wakes this node's thread sleeping in {@link #awaitFrames}, or makes its next sleep return at once:
-     * for another thread of the same process that gave the sleeper work other than frames (a task, a
-     * timer moved earlier). Cheap when nobody sleeps: one atomic add, and a system call only for a sleeper.
+     * For a thread that also takes work other than frames from other threads: a token to take before its
+     * last look at that work, for {@link #awaitFrames(long, int)}. A {@link #wakeup} after the token was
+     * taken ends that sleep at once, so work handed over between the look and the sleep is not slept on.
+     */
+    int prepareSleep();
+
+    /** {@link #awaitFrames(long)}, also returning at once when {@link #wakeup} was called after {@code token} was taken. */
+    boolean awaitFrames(long timeoutNs, int token);
+
+    /**
+     * Wakes this node's thread sleeping in {@link #awaitFrames}, or ends at once a sleep prepared before
+     * this call ({@link #prepareSleep}): for another thread of the same process that gave the sleeper work
+     * other than frames (a task, a timer moved earlier). Cheap when nobody sleeps: one atomic add, and a
+     * system call only for a sleeper.
      */
     void wakeup();
 

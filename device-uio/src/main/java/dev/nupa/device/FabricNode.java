@@ -249,7 +249,20 @@ public final class FabricNode implements FabricDevice {
         if (evicted || !attached) {
             return false;
         }
-        int seen = (int) INT.getVolatile(mem, self + N_DOORBELL);
+        return awaitFrames(timeoutNs, (int) INT.getVolatile(mem, self + N_DOORBELL));
+    }
+
+    @Override
+    public int prepareSleep() {
+        return evicted || !attached ? 0 : (int) INT.getVolatile(mem, self + N_DOORBELL);
+    }
+
+    /** {@code seen}: the doorbell as it was before the caller's last look for work (section 7's step 1). */
+    @Override
+    public boolean awaitFrames(long timeoutNs, int seen) {
+        if (evicted || !attached) {
+            return false;
+        }
         INT.setVolatile(mem, self + N_ARMED, 1);
         if (anyReady()) {
             INT.setVolatile(mem, self + N_ARMED, 0);

@@ -118,7 +118,15 @@ class AwaitFramesTest {
 
         consumer.wakeup(); // with nobody asleep: no system call, nothing else changes
         assertFalse(armed(1));
-        assertFalse(consumer.awaitFrames(20 * MS), "a later sleep still sleeps (and finds nothing)");
+        long t0 = System.nanoTime();
+        assertFalse(consumer.awaitFrames(50 * MS));
+        assertTrue(System.nanoTime() - t0 >= 40 * MS, "a sleep begun after the wakeup still sleeps");
+
+        int token = consumer.prepareSleep();
+        consumer.wakeup(); // work handed over between the sleeper's last look and its sleep
+        t0 = System.nanoTime();
+        assertFalse(consumer.awaitFrames(5_000 * MS, token));
+        assertTrue(System.nanoTime() - t0 < 2_500 * MS, "a sleep prepared before the wakeup returns at once");
     }
 
     @Test

@@ -16,6 +16,7 @@ import java.util.concurrent.Callable;
 import org.HdrHistogram.Histogram;
 
 import dev.nupa.ip.UdpReceiver;
+import dev.nupa.tcp.BufferUnavailableException;
 import dev.nupa.tcp.TcpConfig;
 import dev.nupa.tcp.TcpConnection;
 import dev.nupa.tcp.TcpLayer;
@@ -143,7 +144,13 @@ abstract class TcpPerf implements Callable<Integer> {
                     int n;
                     while ((n = c.read(scratch, 0, (int) scratch.byteSize(), now())) > 0) {
                         if (mode != Mode.BW) {
-                            c.write(scratch, 0, n, now()); // echo
+                            try {
+                                c.write(scratch, 0, n, now()); // echo
+                            } catch (BufferUnavailableException e) {
+                                // Not thrown out of the datapath's segment processing: the client times out and says so.
+                                System.err.println("nupa perf: the echo stops: " + e.getMessage());
+                                return;
+                            }
                         }
                     }
                 }

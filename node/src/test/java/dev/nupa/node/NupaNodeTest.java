@@ -40,6 +40,12 @@ class NupaNodeTest {
             // --- end ---
             assertEquals("hello, fabric", reply.future().await(10, TimeUnit.SECONDS));
             assertEquals("node 1 10.0.0.2/24 mtu 9000", client.toString());
+            assertTrue(server.tcp().bufferMemoryLimit() > 0, "the default TCP buffer memory bound: 3/4 of the JVM's");
+
+            NupaNode bounded = NupaNode.start(vertx, NodeConfig.defaults(fabric, 2).withTcpBufferMemory(1 << 20))
+                    .await(10, TimeUnit.SECONDS);
+            assertEquals(1 << 20, bounded.tcp().bufferMemoryLimit(), "--tcp-buffer-memory reaches the TCP layer");
+            bounded.close().await(10, TimeUnit.SECONDS);
             client.close().await(10, TimeUnit.SECONDS);
             server.close().await(10, TimeUnit.SECONDS);
         } finally {

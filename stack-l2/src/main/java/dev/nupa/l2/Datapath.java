@@ -13,8 +13,8 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * <p>Idling follows NAPI: spin while frames keep coming, then yield, then sleep on the device's
  * armed interrupt, never past the earliest timer deadline. A handler or timer that throws is counted
  * ({@link #errors()}) and the loop goes on: also when it ran out of memory or stack, since the loop
- * itself allocates nothing and every other connection, socket and QP of the node still needs it (a
- * loop that died would leave the node up in the fabric with nobody draining its rings).
+ * itself allocates nothing per frame and every other connection, socket and QP of the node still needs
+ * it (a loop that died would leave the node up in the fabric with nobody draining its rings).
  */
 public final class Datapath implements AutoCloseable {
     /** A layer's timers: polled at {@code now}, returns the next time it wants to be polled ({@link Long#MAX_VALUE}: none). */
@@ -111,7 +111,11 @@ public final class Datapath implements AutoCloseable {
     /** From another thread: a sleeping loop wakes now, not at the end of its sleep (up to {@link Idle#maxSleepNs}). */
     private void wake() {
         if (!inLoop()) {
-            link.wakeup();
+            try {
+                link.wakeup();
+            } catch (RuntimeException e) {
+                // The node is closing under us (its fabric unmapped): so is the loop, and nobody sleeps.
+            }
         }
     }
 
@@ -130,7 +134,7 @@ public final class Datapath implements AutoCloseable {
         tasks.add(task);
         tasksPending = true;
         timersChanged = true; // a task may move deadlines: poll every timer after it
-        link.wakeup();
+        wake();
         if (stopped) {
             runTasks(); // the loop is gone (its last drain may have missed this one)
         }
@@ -219,10 +223,12 @@ public final class Datapath implements AutoCloseable {
                 Thread.yield();
             } else {
                 long sleep = Math.min(idle.maxSleepNs(), next - now);
-                // Looked at once more just before: work handed over since the top of this round is
-                // taken now; one handed over from here on makes the sleep return (wakeup()).
-                if (sleep > 0 && !tasksPending && !timersChanged) {
-                    link.awaitFrames(sleep);
+                // The token before the last look: work handed over since the top of this round is seen
+                // here, and work handed over after the token's read rang the doorbell (the flag is set
+                // before the ring), which ends the sleep at once.
+                int token = link.prepareSleep();
+                if (sleep > 0 && running && !tasksPending && !timersChanged) {
+                    link.awaitFrames(sleep, token);
                 }
             }
         }
@@ -260,7 +266,7 @@ public final class Datapath implements AutoCloseable {
             t = thread;
         }
         if (t != null && t != Thread.currentThread()) {
-            link.wakeup(); // a loop asleep stops now, not at the end of its sleep
+            wake(); // a loop asleep stops now, not at the end of its sleep
             try {
                 t.join(5_000);
             } catch (InterruptedException e) {

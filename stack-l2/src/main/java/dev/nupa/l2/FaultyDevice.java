@@ -236,6 +236,19 @@ public final class FaultyDevice implements FabricDevice {
     }
 
     @Override
+    public int prepareSleep() {
+        return inner.prepareSleep();
+    }
+
+    @Override
+    public boolean awaitFrames(long timeoutNs, int token) {
+        if (!rx.held.isEmpty() || !tx.held.isEmpty()) {
+            return true; // held frames need polls to come out
+        }
+        return inner.awaitFrames(timeoutNs, token);
+    }
+
+    @Override
     public void wakeup() {
         inner.wakeup();
     }

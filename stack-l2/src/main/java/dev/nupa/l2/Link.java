@@ -211,6 +211,16 @@ public final class Link implements AutoCloseable {
         return device.awaitFrames(timeoutNs);
     }
 
+    /** See {@link FabricDevice#prepareSleep}. */
+    public int prepareSleep() {
+        return device.prepareSleep();
+    }
+
+    /** See {@link FabricDevice#awaitFrames(long, int)}. */
+    public boolean awaitFrames(long timeoutNs, int token) {
+        return device.awaitFrames(timeoutNs, token);
+    }
+
     /** Wakes the thread sleeping in {@link #awaitFrames} (see {@link FabricDevice#wakeup}). */
     public void wakeup() {
         device.wakeup();

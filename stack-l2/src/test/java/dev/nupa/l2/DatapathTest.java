@@ -96,6 +96,9 @@ class DatapathTest {
             return Long.MAX_VALUE;
         });
         d.start();
+        CompletableFuture<Thread> loopThread = new CompletableFuture<>();
+        d.execute(() -> loopThread.complete(Thread.currentThread()));
+        Thread loop = loopThread.get(10, TimeUnit.SECONDS);
         for (int round = 0; round < 3; round++) {
             Thread.sleep(100); // the loop has long gone to sleep: nothing comes and no timer is due
             long t0 = System.nanoTime();
@@ -118,6 +121,6 @@ class DatapathTest {
         Thread.sleep(100);
         long t0 = System.nanoTime();
         d.close();
-        assertTrue(!d.isRunning() && System.nanoTime() - t0 < 1_000_000_000L, "a loop asleep stops at once on close");
+        assertTrue(!loop.isAlive() && System.nanoTime() - t0 < 1_000_000_000L, "a loop asleep stops at once on close");
     }
 }

@@ -33,7 +33,7 @@ final class ByteRing {
      * Makes sure the memory is there, allocated on first use: a connection that never carries data (or
      * one that only sends) does not pay for zeroing a buffer it does not use (connect-request-close
      * rates). False, with nothing changed, when the budget or the JVM has no room for it (a later call
-     * tries again), or after {@link #release}.
+     * tries again), or when the ring was released without memory (or emptied since).
      */
     boolean reserve() {
         if (memory != null) {
@@ -57,14 +57,22 @@ final class ByteRing {
     }
 
     /**
-     * Gives the ring's bytes back to the budget (the connection closed). The memory itself stays, for
-     * reads of what is left in it, until the ring is unreachable; no memory is taken after this.
+     * Gives the ring's bytes back to the budget (the connection closed, or waits in TIME-WAIT). What is
+     * left unread stays readable; the memory is let go (for the collector) as soon as nothing is left in
+     * it, and none is taken after this.
      */
     void release() {
         if (!released && memory != null) {
             budget.give(capacity);
         }
         released = true;
+        forgetIfEmpty();
+    }
+
+    private void forgetIfEmpty() {
+        if (released && tail == head) {
+            memory = null;
+        }
     }
 
     private MemorySegment memory() {
@@ -135,6 +143,7 @@ final class ByteRing {
     /** Removes {@code length} bytes from the head. */
     void consume(int length) {
         head += Math.min(length, size());
+        forgetIfEmpty();
     }
 
     /** The memory holding the buffer's bytes; with {@link #offsetOf} and {@link #contiguous} it names a range to send in place. */

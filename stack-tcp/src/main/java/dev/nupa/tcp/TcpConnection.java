@@ -792,9 +792,10 @@ public final class TcpConnection {
         }
         len = Math.min(len, window - at); // trim what lies beyond the window
         if (!recvBuf.reserve()) {
-            // No memory for the receive buffer (the layer's budget or the JVM's bound): drop the data
-            // unacknowledged, as Linux does past tcp_mem; the peer sends it again, and it lands once
-            // other connections have given memory back.
+            // No memory for the receive buffer (the layer's budget or the JVM's bound): the data is dropped
+            // unacknowledged, as if lost on the way. The peer's retransmission timer sends it again, and it
+            // lands once other connections have given memory back; a shortage that outlasts the peer's
+            // retries ends the connection there with a timeout, so the sender is told.
             bufferDrops++;
             events.onBufferShortage(this);
             return;
@@ -844,6 +845,10 @@ public final class TcpConnection {
 
     private void enterTimeWait(long now) {
         state = TcpState.TIME_WAIT;
+        // Our FIN is acknowledged and no data is taken from here on: the buffers' memory goes back to the
+        // layer now, not after the 2*MSL wait (what is unread stays readable).
+        sendBuf.release();
+        recvBuf.release();
         timeWaitAt = now + config.timeWaitNs();
         finWait2At = NEVER;
         rtoAt = NEVER;

@@ -167,7 +167,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * bounded to {@code bufferMemoryLimit} bytes (Linux's tcp_mem): past it, data that arrives is dropped
      * unacknowledged (counted as {@link Counter#BUFFER_SHORTAGES}; the peer sends it again) and a write
      * throws {@link BufferUnavailableException}. A buffer takes its memory when first used and gives it back
-     * when its connection closes.
+     * when its connection closes or enters TIME-WAIT. The default bound is per layer: several nodes in one
+     * JVM should each be given a share. The bound counts what connections hold, not what the collector has
+     * yet to free, so the JVM's own bound can still be met first under heavy churn; the layer then drops
+     * and refuses the same way.
      */
     public TcpLayer(Ipv4Stack ip, TcpConfig defaults, long bufferMemoryLimit) {
         this.buffers = new BufferBudget(bufferMemoryLimit);

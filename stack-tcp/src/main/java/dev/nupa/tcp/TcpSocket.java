@@ -260,7 +260,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
                 layer.touched(connection);
             } catch (BufferUnavailableException e) {
                 failPending(new IOException(e.getMessage(), e)); // nothing of these writes was taken: say so
-                return;
+                break; // and on to the end: a pending end() or close() still sends its FIN
             } finally {
                 layer.lock.unlock();
             }

@@ -13,17 +13,19 @@ public final class TcpVerticle extends VerticleBase {
     private final LinkVerticle link;
     private final IpVerticle ip;
     private final TcpConfig defaults;
-    /** Bytes, or -1 for the layer's default. */
     private final long bufferMemoryLimit;
     private volatile TcpLayer layer;
 
     /** With the default bound on the connections' buffer memory (see {@link TcpLayer#TcpLayer(dev.nupa.ip.Ipv4Stack, TcpConfig)}). */
     public TcpVerticle(LinkVerticle link, IpVerticle ip, TcpConfig defaults) {
-        this(link, ip, defaults, -1);
+        this(link, ip, defaults, BufferBudget.jvmDefault());
     }
 
-    /** With the connections' buffers bounded to {@code bufferMemoryLimit} bytes together. */
+    /** With the connections' buffers bounded to {@code bufferMemoryLimit} bytes together (0 or more). */
     public TcpVerticle(LinkVerticle link, IpVerticle ip, TcpConfig defaults, long bufferMemoryLimit) {
+        if (bufferMemoryLimit < 0) {
+            throw new IllegalArgumentException("TCP buffer memory limit " + bufferMemoryLimit + " is negative; give a number of bytes, 0 or more");
+        }
         this.link = link;
         this.ip = ip;
         this.defaults = defaults;
@@ -32,7 +34,7 @@ public final class TcpVerticle extends VerticleBase {
 
     @Override
     public Future<?> start() {
-        TcpLayer l = bufferMemoryLimit < 0 ? new TcpLayer(ip.stack(), defaults) : new TcpLayer(ip.stack(), defaults, bufferMemoryLimit);
+        TcpLayer l = new TcpLayer(ip.stack(), defaults, bufferMemoryLimit);
         l.setTimerWakeup(link.datapath()::timersChanged);
         link.datapath().addTimer(l);
         layer = l;

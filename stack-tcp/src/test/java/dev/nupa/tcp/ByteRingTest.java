@@ -61,5 +61,12 @@ class ByteRingTest {
         ByteRing never = new ByteRing(10, budget);
         never.release();
         assertEquals(20, budget.used(), "a ring that never took memory gives none back");
+        assertFalse(never.reserve(), "nor takes any after release");
+        assertEquals(20, budget.used());
+
+        assertEquals(3, a.peek(0, MemorySegment.ofArray(left), 0, 3));
+        a.consume(3);
+        assertFalse(a.allocated(), "a released ring lets its memory go once it is read empty");
+        assertFalse(a.reserve());
     }
 }

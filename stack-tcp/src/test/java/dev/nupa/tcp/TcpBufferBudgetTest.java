@@ -95,6 +95,34 @@ class TcpBufferBudgetTest {
     }
 
     @Test
+    void aConnectionGivesItsBufferMemoryBackWhenItEntersTimeWait() {
+        TcpLayer server = wire.tcp(0, SERVER);
+        server.listen(PORT, 8, SERVER, accepted::add);
+        TcpLayer client = wire.tcp(1, CLIENT, 1 << 20);
+        TcpConnection c = client.connect(LayerWire.ip(0), PORT, CLIENT, null, wire.now);
+        wire.pump();
+        assertEquals(100, c.write(bytes(100, 5), 0, 100, wire.now));
+        wire.pump();
+        TcpConnection s = accepted.get(0);
+        readAll(s);
+        assertEquals(50, s.write(bytes(50, 6), 0, 50, wire.now));
+        server.touched(s);
+        wire.pump();
+        assertEquals(120_000, client.bufferMemoryUsed(), "the client's send and receive buffers");
+
+        c.close(wire.now); // the active close: the client ends in TIME-WAIT
+        client.touched(c);
+        wire.pump();
+        s.close(wire.now);
+        server.touched(s);
+        wire.pump();
+        assertSame(TcpState.TIME_WAIT, c.state());
+        assertEquals(0, client.bufferMemoryUsed(), "given back on entering TIME-WAIT, not 2*MSL later");
+        assertArrayEquals(bytes(50, 6).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), readAll(c),
+                "what was unread stays readable");
+    }
+
+    @Test
     void aWriteThatFindsNoBufferMemoryIsRefusedWithWhatToDo() {
         TcpLayer server = wire.tcp(0, SERVER);
         server.listen(PORT, 8, SERVER, accepted::add);
