@@ -3,22 +3,13 @@ package dev.nupa.tcp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Files;
-import java.nio.file.Path;
-import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-import dev.nupa.device.FabricGeometry;
-import dev.nupa.ip.IpConfig;
-import dev.nupa.ip.IpVerticle;
-import dev.nupa.l2.Datapath;
-import dev.nupa.l2.LinkVerticle;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -32,26 +23,17 @@ import io.vertx.core.buffer.Buffer;
 class TcpSocketCloseTest {
     static final long FIN_WAIT_2_TIMEOUT_NS = 300_000_000L;
 
-    private final Path path = Path.of("/dev/shm/nupa-tcp-close-test-" + UUID.randomUUID());
+    private VertxTcpNodes nodes;
     private Vertx vertx;
     private TcpLayer a;
     private TcpLayer b;
 
     @BeforeEach
     void start() throws Exception {
-        vertx = Vertx.vertx();
-        FabricGeometry g = new FabricGeometry(4, 1, 64, 9216, 8, 64 * 1024, 10_000_000L, 1_000_000_000L, 10_000_000_000L);
-        a = deploy(0, "10.3.0.1/24", g);
-        b = deploy(1, "10.3.0.2/24", g);
-    }
-
-    private TcpLayer deploy(int address, String cidr, FabricGeometry g) throws Exception {
-        LinkVerticle link = new LinkVerticle(path, address, 9000, g, Datapath.Idle.backoff());
-        IpVerticle ip = new IpVerticle(link, IpConfig.parse(cidr), List.of());
-        TcpVerticle tcp = new TcpVerticle(link, ip, config());
-        vertx.deployVerticle(link).compose(id -> vertx.deployVerticle(ip)).compose(id -> vertx.deployVerticle(tcp))
-                .await(10, TimeUnit.SECONDS);
-        return tcp.layer();
+        nodes = new VertxTcpNodes();
+        vertx = nodes.vertx;
+        a = nodes.deploy(0, "10.3.0.1/24", config(), BufferBudget.jvmDefault());
+        b = nodes.deploy(1, "10.3.0.2/24", config(), BufferBudget.jvmDefault());
     }
 
     private static TcpConfig config() {
@@ -60,8 +42,7 @@ class TcpSocketCloseTest {
 
     @AfterEach
     void stop() throws Exception {
-        vertx.close().await(10, TimeUnit.SECONDS);
-        Files.deleteIfExists(path);
+        nodes.close();
     }
 
     /** Connects A to a server on B whose application accepts and then does nothing; returns both sockets. */
