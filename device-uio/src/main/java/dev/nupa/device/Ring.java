@@ -144,8 +144,10 @@ final class Ring {
             int source = (int) (word >>> 32) & 0xFFFF;
             try {
                 handler.onFrame(source, mem, slot + SLOT_HEADER, length);
-            } catch (RuntimeException e) {
-                count(FabricLayout.N_HANDLER_ERRORS); // the datapath goes on; the owner sees the count
+            } catch (RuntimeException | AssertionError | LinkageError | OutOfMemoryError | StackOverflowError e) {
+                // The datapath goes on and the owner sees the count. Errors too: one that left this poll
+                // would leave the head where it was, and every later poll would hand over the same frame.
+                count(FabricLayout.N_HANDLER_ERRORS);
             }
             n++;
             bytes += length;

@@ -176,7 +176,7 @@ class RingTest {
 
     @Test
     void aThrowingHandlerIsCountedAndTheRingMovesOn() {
-        for (int i = 0; i < 3; i++) {
+        for (int i = 0; i < 4; i++) {
             send(a, 1, "f" + i);
         }
         List<String> seen = new ArrayList<>();
@@ -186,10 +186,13 @@ class RingTest {
             if (s.equals("f1")) {
                 throw new IllegalStateException("handler bug");
             }
+            if (s.equals("f2")) {
+                throw new OutOfMemoryError("a handler out of memory");
+            }
         }, 10);
-        assertEquals(3, n);
-        assertEquals(List.of("f0", "f1", "f2"), seen);
-        assertEquals(1, b.counters().handlerErrors());
+        assertEquals(4, n);
+        assertEquals(List.of("f0", "f1", "f2", "f3"), seen);
+        assertEquals(2, b.counters().handlerErrors());
         assertEquals(0, b.poll(new Collector(), 10), "the failing frame is not redelivered");
     }
 
