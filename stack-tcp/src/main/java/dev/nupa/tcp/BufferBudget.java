@@ -1,52 +1,106 @@
 package dev.nupa.tcp;
 
 import com.sun.management.HotSpotDiagnosticMXBean;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
-import java.util.concurrent.atomic.AtomicLong;
+import java.util.ArrayDeque;
+import java.util.Iterator;
 
 /**
  * The native memory the connection buffers of one {@link TcpLayer} may hold together, in the manner of
- * Linux's {@code tcp_mem} "high" mark: a buffer that would pass it is not allocated, the connection
- * drops the data it cannot hold (its peer sends it again) or refuses the write, and the layer counts it.
+ * Linux's {@code tcp_mem} "high" mark, and the pool their memory is recycled through. A buffer that would
+ * pass the bound is not given: the connection drops the data it cannot hold (its peer sends it again) or
+ * refuses the write, and the layer counts it.
  *
  * <p>Why a budget of our own: buffers live in native memory, which the JVM bounds by
  * {@code -XX:MaxDirectMemorySize}; at that bound an allocation first runs the garbage collector and
  * sleeps, up to about half a second, before it fails. On the datapath that would stall every connection
  * of the node, so the layer refuses well before: by default at 3/4 of the JVM's bound.
+ *
+ * <p>Why a pool: a fresh buffer is a fresh mapping that the kernel zeroes page by page as it is first
+ * touched, and the collector frees it only later. Connections that each carry a few bytes and close
+ * (connect-request-close) spent milliseconds per connection on that; an empty buffer of a closed
+ * connection is kept here instead (up to {@value #MAX_POOLED}) and handed to the next connection that
+ * needs one of its size. Bytes a ring never wrote are never read, so a reused buffer needs no clearing.
  */
 final class BufferBudget {
-    /** No bound (a connection made outside a layer, as in tests). */
-    static final BufferBudget UNLIMITED = new BufferBudget(Long.MAX_VALUE);
+    /** No bound and no pool (a connection made outside a layer, as in tests). */
+    static final BufferBudget UNLIMITED = new BufferBudget(Long.MAX_VALUE, 0);
+    static final int MAX_POOLED = 64;
 
     private final long limit;
-    private final AtomicLong used = new AtomicLong();
+    private final int maxPooled;
+    private final ArrayDeque<MemorySegment> pool = new ArrayDeque<>();
+    /** Bytes connections hold (rings not yet released). */
+    private long used;
+    /** Bytes waiting in the pool. */
+    private long pooled;
 
     BufferBudget(long limit) {
+        this(limit, MAX_POOLED);
+    }
+
+    private BufferBudget(long limit, int maxPooled) {
         if (limit < 0) {
             throw new IllegalArgumentException("TCP buffer memory limit " + limit + " is negative; give a number of bytes, 0 or more");
         }
         this.limit = limit;
+        this.maxPooled = maxPooled;
     }
 
-    /** Takes {@code bytes} if they fit under the limit; false (nothing taken) if not. */
-    boolean take(long bytes) {
-        while (true) {
-            long u = used.get();
-            if (bytes > limit - u) {
-                return false;
+    /**
+     * Memory for a buffer of {@code capacity} bytes, from the pool or new, counted as held; null (nothing
+     * taken) when it does not fit under the bound or the JVM has no memory for it.
+     */
+    synchronized MemorySegment take(int capacity) {
+        if (capacity > limit - used) {
+            return null;
+        }
+        for (Iterator<MemorySegment> it = pool.iterator(); it.hasNext(); ) {
+            MemorySegment m = it.next();
+            if (m.byteSize() == capacity) {
+                it.remove();
+                pooled -= capacity;
+                used += capacity;
+                return m;
             }
-            if (used.compareAndSet(u, u + bytes)) {
-                return true;
-            }
+        }
+        while (!pool.isEmpty() && capacity > limit - used - pooled) {
+            pooled -= pool.removeLast().byteSize(); // buffers of other sizes make room (the collector frees them)
+        }
+        MemorySegment m;
+        try {
+            m = Arena.ofAuto().allocate(capacity, 64);
+        } catch (OutOfMemoryError e) {
+            pool.clear(); // the JVM's own bound came first (other native memory of the process): let the pool go too
+            pooled = 0;
+            return null;
+        }
+        used += capacity;
+        return m;
+    }
+
+    /** {@code capacity} bytes a connection held are no longer counted (it closed; see {@link #recycle}). */
+    synchronized void give(int capacity) {
+        used -= capacity;
+    }
+
+    /** The memory of an empty buffer whose bytes were given back: kept for the next one of its size while room allows. */
+    synchronized void recycle(MemorySegment memory) {
+        long size = memory.byteSize();
+        if (pool.size() < maxPooled && size <= limit - used - pooled) {
+            pool.addFirst(memory);
+            pooled += size;
         }
     }
 
-    void give(long bytes) {
-        used.addAndGet(-bytes);
+    synchronized long used() {
+        return used;
     }
 
-    long used() {
-        return used.get();
+    synchronized long pooled() {
+        return pooled;
     }
 
     long limit() {

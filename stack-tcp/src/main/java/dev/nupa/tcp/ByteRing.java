@@ -1,12 +1,12 @@
 package dev.nupa.tcp;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
  * A byte ring buffer in native memory: the send and receive buffers of a connection. Positions are
  * longs that only grow (head = first byte held, tail = one past the last), so offsets never wrap.
- * Allocation-free after construction. Not thread-safe: the connection's owner serializes access.
+ * Its memory comes from its layer's {@link BufferBudget} on first use and goes back there, for reuse,
+ * once the connection is done with it. Not thread-safe: the connection's owner serializes access.
  */
 final class ByteRing {
     private MemorySegment memory;
@@ -39,16 +39,11 @@ final class ByteRing {
         if (memory != null) {
             return true;
         }
-        if (released || !budget.take(capacity)) {
+        if (released) {
             return false;
         }
-        try {
-            memory = Arena.ofAuto().allocate(capacity, 64);
-            return true;
-        } catch (OutOfMemoryError e) {
-            budget.give(capacity); // the JVM's own bound came first (other native memory of the process)
-            return false;
-        }
+        memory = budget.take(capacity);
+        return memory != null;
     }
 
     /** Whether the memory was allocated (a ring never written holds none). */
@@ -58,7 +53,7 @@ final class ByteRing {
 
     /**
      * Gives the ring's bytes back to the budget (the connection closed, or waits in TIME-WAIT). What is
-     * left unread stays readable; the memory is let go (for the collector) as soon as nothing is left in
+     * left unread stays readable; the memory goes back to the budget's pool as soon as nothing is left in
      * it, and none is taken after this.
      */
     void release() {
@@ -70,7 +65,8 @@ final class ByteRing {
     }
 
     private void forgetIfEmpty() {
-        if (released && tail == head) {
+        if (released && tail == head && memory != null) {
+            budget.recycle(memory);
             memory = null;
         }
     }

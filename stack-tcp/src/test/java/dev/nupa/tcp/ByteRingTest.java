@@ -69,4 +69,44 @@ class ByteRingTest {
         assertFalse(a.allocated(), "a released ring lets its memory go once it is read empty");
         assertFalse(a.reserve());
     }
+
+    @Test
+    void anEmptyReleasedRingsMemoryIsReusedByTheNextRingOfItsSize() {
+        BufferBudget budget = new BufferBudget(1000);
+        ByteRing a = new ByteRing(100, budget);
+        assertTrue(a.reserve());
+        long address = a.segment().address();
+        assertEquals(5, a.write(MemorySegment.ofArray(new byte[] {1, 2, 3, 4, 5}), 0, 5));
+        a.release();
+        assertEquals(0, budget.pooled(), "unread bytes keep the memory with the ring");
+        a.consume(5);
+        assertEquals(100, budget.pooled(), "read empty: the memory waits in the pool");
+        assertEquals(0, budget.used());
+
+        ByteRing b = new ByteRing(100, budget);
+        assertTrue(b.reserve());
+        assertEquals(address, b.segment().address(), "the next ring of that size gets the same memory");
+        assertEquals(0, budget.pooled());
+        assertEquals(100, budget.used());
+        byte[] got = new byte[2];
+        assertEquals(2, b.write(MemorySegment.ofArray(new byte[] {9, 8}), 0, 2));
+        assertEquals(2, b.peek(0, MemorySegment.ofArray(got), 0, 2));
+        assertArrayEquals(new byte[] {9, 8}, got, "a reused ring reads only what it wrote");
+
+        // Pooled memory yields to a buffer of another size when the bound needs the room.
+        BufferBudget tight = new BufferBudget(100);
+        ByteRing x = new ByteRing(100, tight);
+        assertTrue(x.reserve());
+        x.release();
+        assertEquals(100, tight.pooled());
+        ByteRing y = new ByteRing(60, tight);
+        assertTrue(y.reserve(), "the pooled 100 bytes are let go to make room");
+        assertEquals(0, tight.pooled());
+        assertEquals(60, tight.used());
+
+        ByteRing unbounded = new ByteRing(10);
+        assertTrue(unbounded.reserve());
+        unbounded.release();
+        assertEquals(0, BufferBudget.UNLIMITED.pooled(), "connections outside a layer keep no pool");
+    }
 }
