@@ -187,13 +187,32 @@ class RingTest {
                 throw new IllegalStateException("handler bug");
             }
             if (s.equals("f2")) {
-                throw new OutOfMemoryError("a handler out of memory");
+                throw new StackOverflowError("a handler out of stack");
             }
         }, 10);
         assertEquals(4, n);
         assertEquals(List.of("f0", "f1", "f2", "f3"), seen);
         assertEquals(2, b.counters().handlerErrors());
         assertEquals(0, b.poll(new Collector(), 10), "the failing frame is not redelivered");
+
+        // An error outside those the ring counts ends the poll, but nothing handed over comes again.
+        for (int i = 4; i < 7; i++) {
+            send(a, 1, "f" + i);
+        }
+        seen.clear();
+        class Fatal extends Error {
+        }
+        assertThrows(Fatal.class, () -> b.poll((src, mem, off, len) -> {
+            String s = new String(mem.asSlice(off, len).toArray(ValueLayout.JAVA_BYTE));
+            seen.add(s);
+            if (s.equals("f5")) {
+                throw new Fatal();
+            }
+        }, 10));
+        assertEquals(List.of("f4", "f5"), seen);
+        Collector rest = new Collector();
+        assertEquals(1, b.poll(rest, 10));
+        assertEquals(List.of("f6"), rest.texts(), "f4 and f5 are not handed over again");
     }
 
     @Test

@@ -193,7 +193,7 @@ class LinkTest {
                 throw new IllegalStateException("handler bug");
             }
             if (mem.get(ValueLayout.JAVA_BYTE, off) == 'm') {
-                throw new OutOfMemoryError("a handler out of memory");
+                throw new StackOverflowError("a handler out of stack");
             }
             after.onPacket(src, mem, off, len);
         });

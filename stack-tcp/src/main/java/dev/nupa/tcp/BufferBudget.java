@@ -69,16 +69,25 @@ final class BufferBudget {
         while (!pool.isEmpty() && capacity > limit - used - pooled) {
             pooled -= pool.removeLast().byteSize(); // buffers of other sizes make room (the collector frees them)
         }
-        MemorySegment m;
-        try {
-            m = Arena.ofAuto().allocate(capacity, 64);
-        } catch (OutOfMemoryError e) {
-            pool.clear(); // the JVM's own bound came first (other native memory of the process): let the pool go too
+        MemorySegment m = allocate(capacity);
+        if (m == null && !pool.isEmpty()) {
+            pool.clear(); // the JVM's own bound came first: let the pool go (the collector frees it) and try again
             pooled = 0;
+            m = allocate(capacity);
+        }
+        if (m == null) {
             return null;
         }
         used += capacity;
         return m;
+    }
+
+    private static MemorySegment allocate(int capacity) {
+        try {
+            return Arena.ofAuto().allocate(capacity, 64);
+        } catch (OutOfMemoryError e) {
+            return null; // the JVM's bound on native memory (other native memory of the process came first)
+        }
     }
 
     /** {@code capacity} bytes a connection held are no longer counted (it closed; see {@link #recycle}). */
@@ -89,7 +98,13 @@ final class BufferBudget {
     /** The memory of an empty buffer whose bytes were given back: kept for the next one of its size while room allows. */
     synchronized void recycle(MemorySegment memory) {
         long size = memory.byteSize();
-        if (pool.size() < maxPooled && size <= limit - used - pooled) {
+        if (maxPooled == 0) {
+            return;
+        }
+        if (pool.size() == maxPooled) {
+            pooled -= pool.removeLast().byteSize(); // the oldest goes: a burst of one size must not keep the pool
+        }
+        if (size <= limit - used - pooled) {
             pool.addFirst(memory);
             pooled += size;
         }

@@ -12,8 +12,10 @@ final class ByteRing {
     private MemorySegment memory;
     private final int capacity;
     private final BufferBudget budget;
-    /** Set by {@link #release}: the budget has this ring's bytes back; no memory is taken again. */
+    /** Set by {@link #release}: no memory is taken again, and what the ring holds goes back once read. */
     private boolean released;
+    /** Whether this ring's bytes count as held in the budget (from its take until they are given back). */
+    private boolean counted;
     private long head;
     private long tail;
 
@@ -43,7 +45,8 @@ final class ByteRing {
             return false;
         }
         memory = budget.take(capacity);
-        return memory != null;
+        counted = memory != null;
+        return counted;
     }
 
     /** Whether the memory was allocated (a ring never written holds none). */
@@ -52,20 +55,35 @@ final class ByteRing {
     }
 
     /**
-     * Gives the ring's bytes back to the budget (the connection closed, or waits in TIME-WAIT). What is
-     * left unread stays readable; the memory goes back to the budget's pool as soon as nothing is left in
-     * it, and none is taken after this.
+     * The connection is done with the ring (it waits in TIME-WAIT): no memory is taken after this, and
+     * the memory goes back to the budget, and into its pool, once nothing unread is left in it (at once
+     * if it is empty). Unread bytes stay readable and counted meanwhile.
      */
     void release() {
-        if (!released && memory != null) {
-            budget.give(capacity);
-        }
         released = true;
         forgetIfEmpty();
     }
 
+    /**
+     * The connection closed: as {@link #release}, but its bytes stop counting at once, so a socket that
+     * nobody reads any more cannot hold the budget; its memory goes to the pool, or to the collector.
+     */
+    void releaseNow() {
+        released = true;
+        uncount();
+        forgetIfEmpty();
+    }
+
+    private void uncount() {
+        if (counted) {
+            counted = false;
+            budget.give(capacity);
+        }
+    }
+
     private void forgetIfEmpty() {
         if (released && tail == head && memory != null) {
+            uncount();
             budget.recycle(memory);
             memory = null;
         }
@@ -108,6 +126,9 @@ final class ByteRing {
         int first = Math.min(length, capacity - pos);
         if (length == 0) {
             return;
+        }
+        if (released) {
+            throw new IllegalStateException("a released TCP buffer takes no more bytes (its connection is done)");
         }
         MemorySegment m = memory();
         MemorySegment.copy(src, offset, m, pos, first);

@@ -846,7 +846,7 @@ public final class TcpConnection {
     private void enterTimeWait(long now) {
         state = TcpState.TIME_WAIT;
         // Our FIN is acknowledged and no data is taken from here on: the buffers' memory goes back to the
-        // layer now, not after the 2*MSL wait (what is unread stays readable).
+        // layer now, not after the 2*MSL wait (the receive buffer once the application has read it).
         sendBuf.release();
         recvBuf.release();
         timeWaitAt = now + config.timeWaitNs();
@@ -1458,8 +1458,8 @@ public final class TcpConnection {
         }
         state = TcpState.CLOSED;
         error = why;
-        sendBuf.release(); // the memory goes back to the layer's budget (what is unread stays readable)
-        recvBuf.release();
+        sendBuf.releaseNow(); // the memory goes back to the layer's budget (what is unread stays readable)
+        recvBuf.releaseNow();
         rtoAt = NEVER;
         delayedAckAt = NEVER;
         persistAt = NEVER;

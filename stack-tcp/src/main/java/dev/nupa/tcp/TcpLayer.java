@@ -167,7 +167,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * bounded to {@code bufferMemoryLimit} bytes (Linux's tcp_mem): past it, data that arrives is dropped
      * unacknowledged (counted as {@link Counter#BUFFER_SHORTAGES}; the peer sends it again) and a write
      * throws {@link BufferUnavailableException}. A buffer takes its memory when first used and gives it back
-     * when its connection closes or enters TIME-WAIT. The default bound is per layer: several nodes in one
+     * when its connection closes, or in TIME-WAIT once read, into a pool for the next connections. The
+     * default bound is per layer: several nodes in one
      * JVM should each be given a share. The bound counts what connections hold, not what the collector has
      * yet to free, so the JVM's own bound can still be met first under heavy churn; the layer then drops
      * and refuses the same way.
@@ -197,6 +198,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** The buffer memory the connections hold now, in bytes. */
     public long bufferMemoryUsed() {
         return buffers.used();
+    }
+
+    /** The buffer memory waiting in the layer's pool for the next connections, in bytes (within the bound). */
+    public long bufferMemoryPooled() {
+        return buffers.pooled();
     }
 
     // ---- user calls (take the lock) --------------------------------------------------------

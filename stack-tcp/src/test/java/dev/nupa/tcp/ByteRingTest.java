@@ -49,25 +49,33 @@ class ByteRingTest {
 
         a.release();
         a.release();
-        assertEquals(10, budget.used(), "a release gives the bytes back once");
+        assertEquals(20, budget.used(), "released with bytes unread (TIME-WAIT): still counted until read");
         byte[] left = new byte[3];
         assertEquals(3, a.peek(0, MemorySegment.ofArray(left), 0, 3), "what was unread stays readable after release");
         assertArrayEquals(new byte[] {1, 2, 3}, left);
-        a.reserve();
-        assertEquals(10, budget.used(), "a released ring takes no memory from the budget again");
+        assertThrows(IllegalStateException.class, () -> a.writeAt(0, MemorySegment.ofArray(new byte[] {7}), 0, 1),
+                "a released ring takes no more bytes");
+        a.consume(3);
+        assertFalse(a.allocated(), "read empty: the memory goes back");
+        assertEquals(10, budget.used(), "given back once, when read");
+        assertFalse(a.reserve(), "a released ring takes no memory again");
+        assertEquals(10, budget.used());
         assertTrue(c.reserve(), "the bytes given back make room for another buffer");
         assertEquals(20, budget.used());
 
+        assertEquals(2, b.write(MemorySegment.ofArray(new byte[] {5, 6}), 0, 2));
+        b.releaseNow();
+        assertEquals(10, budget.used(), "a closed connection's ring stops counting at once, unread bytes or not");
+        assertTrue(b.allocated(), "its unread bytes stay readable");
+        b.consume(2);
+        b.releaseNow();
+        assertEquals(10, budget.used(), "and is given back only once");
+
         ByteRing never = new ByteRing(10, budget);
         never.release();
-        assertEquals(20, budget.used(), "a ring that never took memory gives none back");
+        assertEquals(10, budget.used(), "a ring that never took memory gives none back");
         assertFalse(never.reserve(), "nor takes any after release");
-        assertEquals(20, budget.used());
-
-        assertEquals(3, a.peek(0, MemorySegment.ofArray(left), 0, 3));
-        a.consume(3);
-        assertFalse(a.allocated(), "a released ring lets its memory go once it is read empty");
-        assertFalse(a.reserve());
+        assertEquals(10, budget.used());
     }
 
     @Test
@@ -83,15 +91,24 @@ class ByteRingTest {
         assertEquals(100, budget.pooled(), "read empty: the memory waits in the pool");
         assertEquals(0, budget.used());
 
+        a.release();
+        a.consume(0);
+        assertEquals(100, budget.pooled(), "released and emptied again: still pooled once");
+
         ByteRing b = new ByteRing(100, budget);
         assertTrue(b.reserve());
         assertEquals(address, b.segment().address(), "the next ring of that size gets the same memory");
         assertEquals(0, budget.pooled());
         assertEquals(100, budget.used());
-        byte[] got = new byte[2];
+        byte[] got = new byte[5];
+        assertEquals(0, b.size());
+        assertEquals(0, b.peek(0, MemorySegment.ofArray(got), 0, 5), "the old bytes are not there to read");
         assertEquals(2, b.write(MemorySegment.ofArray(new byte[] {9, 8}), 0, 2));
-        assertEquals(2, b.peek(0, MemorySegment.ofArray(got), 0, 2));
-        assertArrayEquals(new byte[] {9, 8}, got, "a reused ring reads only what it wrote");
+        assertEquals(2, b.peek(0, MemorySegment.ofArray(got), 0, 5), "a reused ring reads only what it wrote");
+        assertArrayEquals(new byte[] {9, 8, 0, 0, 0}, got);
+        ByteRing b2 = new ByteRing(100, budget);
+        assertTrue(b2.reserve());
+        assertTrue(b2.segment().address() != address, "the pool handed that memory out once");
 
         // Pooled memory yields to a buffer of another size when the bound needs the room.
         BufferBudget tight = new BufferBudget(100);

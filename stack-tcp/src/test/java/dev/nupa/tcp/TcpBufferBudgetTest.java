@@ -117,9 +117,18 @@ class TcpBufferBudgetTest {
         server.touched(s);
         wire.pump();
         assertSame(TcpState.TIME_WAIT, c.state());
-        assertEquals(0, client.bufferMemoryUsed(), "given back on entering TIME-WAIT, not 2*MSL later");
+        assertEquals(60_000, client.bufferMemoryUsed(), "the empty send buffer went back on entering TIME-WAIT");
+        assertEquals(60_000, client.bufferMemoryPooled(), "into the pool");
         assertArrayEquals(bytes(50, 6).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE), readAll(c),
                 "what was unread stays readable");
+        assertEquals(0, client.bufferMemoryUsed(), "the receive buffer went back once read, not 2*MSL later");
+        assertEquals(120_000, client.bufferMemoryPooled());
+
+        TcpConnection next = client.connect(LayerWire.ip(0), PORT, CLIENT, null, wire.now);
+        wire.pump();
+        assertEquals(10, next.write(bytes(10, 7), 0, 10, wire.now));
+        assertEquals(60_000, client.bufferMemoryPooled(), "the next connection's send buffer came from the pool");
+        assertEquals(60_000, client.bufferMemoryUsed());
     }
 
     @Test
