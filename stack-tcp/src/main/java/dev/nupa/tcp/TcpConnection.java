@@ -1026,8 +1026,13 @@ public final class TcpConnection {
      * the time it wants to be polled next ({@link Long#MAX_VALUE}: only when something happens).
      */
     public long poll(long now) {
-        deadline = pollTimers(now);
-        return deadline;
+        long d = pollTimers(now);
+        long before = deadline;
+        deadline = d;
+        if (d < before && deadlineListener != null) {
+            deadlineListener.deadlineMoved(d); // the owner learns of it, whoever called (a user call needs no touched())
+        }
+        return d;
     }
 
     /** The time the last {@link #poll} asked to be polled again. */
@@ -1036,6 +1041,13 @@ public final class TcpConnection {
     }
 
     private long deadline = NEVER;
+
+    /** Told when this connection's deadline moves earlier: its layer, so its timers are polled in time. */
+    interface DeadlineListener {
+        void deadlineMoved(long deadline);
+    }
+
+    DeadlineListener deadlineListener;
 
     private long pollTimers(long now) {
         if (state == TcpState.CLOSED) {
