@@ -253,8 +253,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
             c.deadlineListener = deadlines;
             count(Counter.CONNECTIONS_OPENED);
-            c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now);
-            touched(c);
+            c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now); // its timers reach us by its listener
             return c;
         } finally {
             lock.unlock();

@@ -180,7 +180,6 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
                 bytes = new byte[avail];
                 if (avail > 0) {
                     connection.read(MemorySegment.ofArray(bytes), 0, avail, System.nanoTime());
-                    layer.touched(connection);
                 }
             } finally {
                 layer.lock.unlock();
@@ -257,7 +256,6 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
                 }
                 n = connection.write(next.data, next.offset[0], (int) Math.min(Integer.MAX_VALUE, size - next.offset[0]),
                         System.nanoTime());
-                layer.touched(connection);
             } catch (BufferUnavailableException e) {
                 failPending(new IOException(e.getMessage(), e)); // nothing of these writes was taken: say so
                 break; // and on to the end: a pending end() or close() still sends its FIN
@@ -335,7 +333,6 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
                 } else {
                     connection.shutdownOutput(System.nanoTime());
                 }
-                layer.touched(connection);
             } finally {
                 layer.lock.unlock();
             }
