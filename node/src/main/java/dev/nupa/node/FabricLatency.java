@@ -1,5 +1,7 @@
 package dev.nupa.node;
 
+import dev.nupa.device.FabricException;
+import dev.nupa.device.FabricLayout;
 import dev.nupa.device.FrameHandler;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -16,8 +18,10 @@ import picocli.CommandLine.Option;
  * trip reported as perftest does, beside the floor measured in the same run by the same processes:
  * a counter bounced through one cache line of a fabric window with nothing in between; and, for
  * frames up to {@link FloorLine#MAX_MESSAGE} bytes, the message floor: the same frame behind a
- * slot's 16-byte header, copied in and out with nothing in between (two lines for 64 bytes).
- * The floors and frames alternate in short {@link Turns}, and the ratios are medians over the turns.
+ * slot's 16-byte header, copied in and out with nothing in between (two lines for 64 bytes); and the
+ * ring floor ({@link FloorRing}): a ring of the same slot layout with one producer and none of the checks
+ * of a shared ring. The floors and frames alternate in short {@link Turns}, and the ratios are medians
+ * over the turns.
  */
 @Command(name = "fabric-lat", mixinStandardHelpOptions = true,
         description = "Ring one-way latency between two processes (half round trip), with the cache-line floor and the ratio.")
@@ -58,7 +62,14 @@ final class FabricLatency implements Callable<Integer> {
 
     private int server() {
         try (PerfSession s = new PerfSession(o, true, wait.equals("interrupt"))) {
-            s.exportFloorWindow();
+            int slotBytes = FabricLayout.slotBytes(s.node.geometry().maxFrame());
+            try {
+                s.exportFloorWindow(FloorRing.windowBytes(slotBytes));
+            } catch (FabricException e) {
+                // A fabric of large slots or little window space: the lines only; the client then skips the ring floor.
+                System.err.println("nupa: no room for the ring floor (" + e.getMessage() + "); measuring without it");
+                s.exportFloorWindow();
+            }
             System.out.println(PerfRunner.READY);
             System.out.flush();
             boolean[] done = {false};
@@ -71,6 +82,9 @@ final class FabricLatency implements Callable<Integer> {
                 } else if (seq == PerfSession.MESSAGE_FLOOR) {
                     FloorLine.echoMessage(s.floorWindow.memory(), (int) mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 24),
                             mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8), mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 16));
+                } else if (seq == PerfSession.RING_FLOOR) {
+                    FloorRing.echo(s.floorWindow.memory(), slotBytes, mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8),
+                            mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 16));
                 } else if (seq == PerfSession.BYE) {
                     done[0] = true;
                 }
@@ -87,20 +101,30 @@ final class FabricLatency implements Callable<Integer> {
             s.awaitServer(30_000, size);
             MemorySegment frame = Arena.ofAuto().allocate(size, 64);
             boolean withMessage = size <= FloorLine.MAX_MESSAGE;
+            int slotBytes = FabricLayout.slotBytes(s.node.geometry().maxFrame());
+            // A server started on a fabric without room for the rings exported the lines only.
+            boolean withRing = withMessage && s.floorWindow.memory().byteSize() >= FloorRing.windowBytes(slotBytes);
             long warm = Math.min(warmup, Math.max(1000, iterations));
             long counter = 0;
             long messages = 0;
+            long ringFrames = 0;
             counter = floor(s, counter, warm, null);
             if (withMessage) {
                 messages = messageFloor(s, frame, size, messages, warm, null);
             }
+            if (withRing) {
+                ringFrames = ringFloor(s, slotBytes, frame, size, ringFrames, warm, null);
+            }
             frames(s, frame, size, warm, null);
-            Turns turns = new Turns(3, iterations); // 0 ours, 1 floor, 2 message floor
+            Turns turns = new Turns(4, iterations); // 0 ours, 1 floor, 2 message floor, 3 ring floor
             for (int t = 0; t < turns.count(); t++) {
                 long n = turns.length(t);
                 counter = floor(s, counter, n, turns.turn(1));
                 if (withMessage) {
                     messages = messageFloor(s, frame, size, messages, n, turns.turn(2));
+                }
+                if (withRing) {
+                    ringFrames = ringFloor(s, slotBytes, frame, size, ringFrames, n, turns.turn(3));
                 }
                 frames(s, frame, size, n, turns.turn(0));
                 turns.endTurn();
@@ -128,6 +152,16 @@ final class FabricLatency implements Callable<Integer> {
                 messageJson = String.format(java.util.Locale.ROOT, ",\"message_floor\":{\"bytes\":%d,%s},\"message_ratio\":%.3f",
                         size, mf.json(), turns.ratio(0, 2));
             }
+            if (withRing) {
+                LatencyStats rf = LatencyStats.ofRoundTrips(turns.pooled(3));
+                System.out.println("ring floor: a ring of " + FloorRing.SLOTS + " such slots (" + slotBytes + " bytes apart), one producer,"
+                        + " release stores, no claim, checks or counters");
+                System.out.println(rf.row(size));
+                System.out.printf(java.util.Locale.ROOT, "ratio (p50 ring floor / p50 floor): %.2f; (p50 ours / p50 ring floor): %.2f"
+                        + " (medians over turns)%n", turns.ratio(3, 1), turns.ratio(0, 3));
+                messageJson += String.format(java.util.Locale.ROOT, ",\"ring_floor\":{\"bytes\":%d,%s},\"ring_floor_ratio\":%.3f,"
+                        + "\"ring_ratio\":%.3f", size, rf.json(), turns.ratio(3, 1), turns.ratio(0, 3));
+            }
             if (o.json) {
                 System.out.printf(java.util.Locale.ROOT, "{\"test\":\"fabric-lat\",\"bytes\":%d,\"wait\":\"%s\",%s,"
                         + "\"floor\":{\"bytes\":8,%s},\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d%s}%n",
@@ -145,6 +179,11 @@ final class FabricLatency implements Callable<Integer> {
     private long messageFloor(PerfSession s, MemorySegment frame, int size, long start, long n, Histogram h) {
         s.sendControl(PerfSession.MESSAGE_FLOOR, start, n, size);
         return FloorLine.measureMessage(s.floorWindow.memory(), frame, size, start, n, h);
+    }
+
+    private long ringFloor(PerfSession s, int slotBytes, MemorySegment frame, int size, long start, long n, Histogram h) {
+        s.sendControl(PerfSession.RING_FLOOR, start, n);
+        return FloorRing.measure(s.floorWindow.memory(), slotBytes, frame, size, start, n, h);
     }
 
     private final FrameHandler reply = (src, mem, off, len) -> {

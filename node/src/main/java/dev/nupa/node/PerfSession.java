@@ -21,6 +21,7 @@ final class PerfSession implements AutoCloseable {
     static final long END = -3;
     static final long ACK = -4;
     static final long MESSAGE_FLOOR = -5;
+    static final long RING_FLOOR = -6;
 
     final FabricNode node;
     final int peer;
@@ -51,7 +52,12 @@ final class PerfSession implements AutoCloseable {
 
     /** Server: export the floor window and tell clients where it is through the node attributes. */
     void exportFloorWindow() {
-        floorWindow = node.exportWindow(4096, FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE);
+        exportFloorWindow(4096);
+    }
+
+    /** {@link #exportFloorWindow()} of {@code bytes} (a test's floor that needs more room than the lines). */
+    void exportFloorWindow(long bytes) {
+        floorWindow = node.exportWindow(bytes, FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE);
         MemorySegment attrs = Arena.ofAuto().allocate(8);
         attrs.set(ValueLayout.JAVA_INT, 0, floorWindow.id());
         attrs.set(ValueLayout.JAVA_INT, 4, floorWindow.key());

@@ -101,8 +101,10 @@ class NupaCommandLineTest {
             assertTrue(json.contains(field), field + " in " + json);
         }
         assertTrue(Pattern.compile("\"iterations\":5000.*\"floor\":\\{\"bytes\":8,\"iterations\":5000").matcher(json).find(), json);
-        assertTrue(Pattern.compile("\"message_floor\":\\{\"bytes\":64,\"iterations\":5000,.*\"message_ratio\":[0-9.]+\\}$")
+        assertTrue(Pattern.compile("\"message_floor\":\\{\"bytes\":64,\"iterations\":5000,.*\"message_ratio\":[0-9.]+,")
                 .matcher(json).find(), "the two-line message floor of a 64-byte frame: " + json);
+        assertTrue(Pattern.compile("\"ring_floor\":\\{\"bytes\":64,\"iterations\":5000,.*\"ring_floor_ratio\":[0-9.]+,"
+                + "\"ring_ratio\":[0-9.]+\\}$").matcher(json).find(), "the ring floor of a 64-byte frame: " + json);
         assertTrue(Pattern.compile("\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,\"turns\":1,").matcher(json).find(),
                 "5000 iterations make one turn of 5000: " + json);
         assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
