@@ -39,7 +39,7 @@ package dev.nupa.tcp;
  *
  * <p>Spurious-loss undo (4.9) needs events this interface does not have and is not done.
  */
-public final class Cubic implements CongestionControl {
+public final class Cubic extends RenoWindow {
     /** The name {@link CongestionControls#create} knows this controller by. */
     public static final String NAME = "cubic";
     /** RFC 9438 4.1.1 / 5.1: C = 0.4 segments per second cubed. */
@@ -51,12 +51,6 @@ public final class Cubic implements CongestionControl {
     private static final double NANOS_PER_SECOND = 1e9;
 
     private final boolean fastConvergence;
-    private int mss;
-    private int cwnd;
-    private int ssthresh;
-    private boolean inRecovery;
-    private boolean slowStartAfterTimeout;
-    private boolean timeoutOutstanding;
 
     /** W_max, bytes; 0 until the first congestion event. */
     private double wMax;
@@ -91,14 +85,7 @@ public final class Cubic implements CongestionControl {
 
     @Override
     public void reset(int mss, int initialWindow) {
-        CongestionControls.requireMss(mss);
-        CongestionControls.requireWindow(initialWindow);
-        this.mss = mss;
-        this.cwnd = Math.min(initialWindow, CongestionControls.MAX_CWND);
-        this.ssthresh = Integer.MAX_VALUE;
-        this.inRecovery = false;
-        this.slowStartAfterTimeout = false;
-        this.timeoutOutstanding = false;
+        resetWindow(mss, initialWindow);
         this.wMax = 0;
         this.cwndPrior = 0;
         this.epochStarted = false;
@@ -141,15 +128,6 @@ public final class Cubic implements CongestionControl {
             return; // RFC 9438 5.8: no growth, and t stands still
         }
         avoidCongestion(ackedBytes, rtt);
-    }
-
-    private void slowStart(int ackedBytes) {
-        int limit = (slowStartAfterTimeout ? 1 : NewReno.ABC_LIMIT) * mss;
-        long grown = (long) cwnd + Math.min(ackedBytes, limit);
-        cwnd = (int) Math.min(Math.min(grown, ssthresh), CongestionControls.MAX_CWND);
-        if (cwnd >= ssthresh) {
-            slowStartAfterTimeout = false;
-        }
     }
 
     private void startEpoch(long now) {
@@ -202,14 +180,7 @@ public final class Cubic implements CongestionControl {
 
     @Override
     public void onEnterRecovery(long now, int bytesInFlight) {
-        reduce();
-        inRecovery = true;
-        slowStartAfterTimeout = false;
-        epochAfterTimeout = false;
-    }
-
-    /** RFC 9438 4.7 then 4.6: W_max, cwnd_prior, ssthresh and cwnd at a congestion event. */
-    private void reduce() {
+        // RFC 9438 4.7 then 4.6: W_max, cwnd_prior and ssthresh at a congestion event; cwnd = ssthresh.
         if (fastConvergence && cwnd < wMax) {
             wMax = cwnd * (1.0 + BETA) / 2.0;
         } else {
@@ -217,8 +188,9 @@ public final class Cubic implements CongestionControl {
         }
         cwndPrior = cwnd;
         ssthresh = reducedWindow();
-        cwnd = ssthresh;
+        enterRecovery();
         epochStarted = false;
+        epochAfterTimeout = false;
     }
 
     private int reducedWindow() {
@@ -226,57 +198,19 @@ public final class Cubic implements CongestionControl {
     }
 
     @Override
-    public void onExitRecovery(long now) {
-        if (inRecovery) {
-            cwnd = ssthresh;
-            inRecovery = false;
-        }
-    }
-
-    @Override
     public void onRetransmitTimeout(long now, int bytesInFlight) {
         if (!timeoutOutstanding) {
-            // RFC 9438 4.8: Reno's response with beta_cubic; RFC 5681 3.1: held on a repeated timeout.
-            // W_max is left alone: the next stage replaces it with cwnd_epoch.
-            cwndPrior = cwnd;
-            ssthresh = reducedWindow();
+            cwndPrior = cwnd; // RFC 9438 4.8: Reno's response with beta_cubic, held on a repeated timeout
         }
-        cwnd = mss;
-        inRecovery = false;
-        slowStartAfterTimeout = true;
-        timeoutOutstanding = true;
+        // W_max is left alone: the next stage replaces it with cwnd_epoch.
+        lossWindow(reducedWindow());
         epochStarted = false;
         epochAfterTimeout = true;
     }
 
     @Override
-    public int cwnd() {
-        return cwnd;
-    }
-
-    @Override
-    public int ssthresh() {
-        return ssthresh;
-    }
-
-    @Override
-    public boolean inSlowStart() {
-        return cwnd < ssthresh;
-    }
-
-    @Override
-    public boolean inRecovery() {
-        return inRecovery;
-    }
-
-    @Override
     public String name() {
         return NAME;
-    }
-
-    /** The sender maximum segment size this controller counts in. */
-    public int mss() {
-        return mss;
     }
 
     /** W_max, bytes (RFC 9438 4.1.2); 0 before the first congestion event. */

@@ -34,20 +34,10 @@ package dev.nupa.tcp;
  *
  * <p>cwnd grows only while the flow is cwnd-limited ({@link CongestionControl}).
  */
-public final class NewReno implements CongestionControl {
+public final class NewReno extends RenoWindow {
     /** The name {@link CongestionControls#create} knows this controller by. */
     public static final String NAME = "newreno";
-    /** RFC 3465 2.2: L, the slow-start growth limit per ACK in SMSS; 2 is the most allowed. */
-    static final int ABC_LIMIT = 2;
 
-    private int mss;
-    private int cwnd;
-    private int ssthresh;
-    private boolean inRecovery;
-    /** Slow start after a retransmission timeout, where L = 1 SMSS (RFC 3465 2.3). */
-    private boolean slowStartAfterTimeout;
-    /** A timeout happened and no new data was acknowledged since: another one keeps ssthresh. */
-    private boolean timeoutOutstanding;
     /** Congestion avoidance credit, SMSS * bytes acknowledged not yet turned into cwnd bytes. */
     private long avoidanceCredit;
 
@@ -62,14 +52,7 @@ public final class NewReno implements CongestionControl {
 
     @Override
     public void reset(int mss, int initialWindow) {
-        CongestionControls.requireMss(mss);
-        CongestionControls.requireWindow(initialWindow);
-        this.mss = mss;
-        this.cwnd = Math.min(initialWindow, CongestionControls.MAX_CWND);
-        this.ssthresh = Integer.MAX_VALUE;
-        this.inRecovery = false;
-        this.slowStartAfterTimeout = false;
-        this.timeoutOutstanding = false;
+        resetWindow(mss, initialWindow);
         this.avoidanceCredit = 0;
     }
 
@@ -83,12 +66,7 @@ public final class NewReno implements CongestionControl {
             return;
         }
         if (cwnd < ssthresh) {
-            int limit = (slowStartAfterTimeout ? 1 : ABC_LIMIT) * mss;
-            long grown = (long) cwnd + Math.min(ackedBytes, limit);
-            cwnd = (int) Math.min(Math.min(grown, ssthresh), CongestionControls.MAX_CWND);
-            if (cwnd >= ssthresh) {
-                slowStartAfterTimeout = false;
-            }
+            slowStart(ackedBytes);
             return;
         }
         // RFC 5681 3.1 equation (3) per SMSS acknowledged: SMSS * SMSS / cwnd for each SMSS is
@@ -108,61 +86,19 @@ public final class NewReno implements CongestionControl {
     public void onEnterRecovery(long now, int bytesInFlight) {
         // RFC 5681 3.2 step 2 / RFC 6582 3.2 step 2: equation (4); cwnd drops to ssthresh at once.
         ssthresh = CongestionControls.halfFlightSize(bytesInFlight, mss);
-        cwnd = ssthresh;
-        inRecovery = true;
-        slowStartAfterTimeout = false;
+        enterRecovery();
         avoidanceCredit = 0;
-    }
-
-    @Override
-    public void onExitRecovery(long now) {
-        if (inRecovery) {
-            // RFC 6582 3.2 step 5, full acknowledgment: "Set cwnd to ssthresh" (option 2).
-            cwnd = ssthresh;
-            inRecovery = false;
-        }
     }
 
     @Override
     public void onRetransmitTimeout(long now, int bytesInFlight) {
-        if (!timeoutOutstanding) {
-            ssthresh = CongestionControls.halfFlightSize(bytesInFlight, mss);
-        }
-        cwnd = mss; // RFC 5681 3.1: the loss window, LW = 1 SMSS
-        inRecovery = false;
-        slowStartAfterTimeout = true;
-        timeoutOutstanding = true;
+        lossWindow(CongestionControls.halfFlightSize(bytesInFlight, mss)); // RFC 5681 3.1 equation (4)
         avoidanceCredit = 0;
-    }
-
-    @Override
-    public int cwnd() {
-        return cwnd;
-    }
-
-    @Override
-    public int ssthresh() {
-        return ssthresh;
-    }
-
-    @Override
-    public boolean inSlowStart() {
-        return cwnd < ssthresh;
-    }
-
-    @Override
-    public boolean inRecovery() {
-        return inRecovery;
     }
 
     @Override
     public String name() {
         return NAME;
-    }
-
-    /** The sender maximum segment size this controller counts in. */
-    public int mss() {
-        return mss;
     }
 
     @Override
