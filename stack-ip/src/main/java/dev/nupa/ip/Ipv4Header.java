@@ -79,10 +79,25 @@ public final class Ipv4Header {
      */
     public int wrap(MemorySegment seg, long offset, int length, boolean verifyChecksum) {
         int status = structure(seg, offset, length, false);
-        if (status == WireStatus.OK && verifyChecksum && !Checksum.verifies(seg, offset, headerLength())) {
+        if (status == WireStatus.OK && verifyChecksum && headerSum() != 0xFFFF) {
             return WireStatus.BAD_CHECKSUM;
         }
         return status;
+    }
+
+    /**
+     * The folded sum of the header's 16-bit words (RFC 1071), 0xFFFF for a header whose checksum
+     * verifies (RFC 791 3.1). The fixed 20 bytes are summed from the words {@link #structure} read, as
+     * 32-bit halves (their end-around carries fold out, RFC 1071 2(C)); options are read from memory.
+     */
+    private int headerSum() {
+        long acc = (w0 >>> 32) + (w0 & 0xFFFF_FFFFL) + (w1 >>> 32) + (w1 & 0xFFFF_FFFFL) + (w2 & 0xFFFF_FFFFL);
+        int sum = Checksum.fold(acc);
+        int headerLength = headerLength();
+        if (headerLength > MIN_HEADER) {
+            sum = Checksum.add(sum, Checksum.sum(seg, base + MIN_HEADER, headerLength - MIN_HEADER));
+        }
+        return sum;
     }
 
     /**

@@ -6,6 +6,7 @@ import static dev.nupa.ip.WireBytes.naiveSum;
 import static dev.nupa.ip.WireBytes.seg;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -143,14 +144,19 @@ class Ipv4HeaderTest {
         assertEquals(78, ip.bufferLength());
     }
 
-    @Test
-    void optionsAreAcceptedAndSkipped() {
-        // IHL 6: one 4-byte option, Router Alert (RFC 2113: 94 04 00 00), then 4 payload bytes.
+    /** IHL 6: one 4-byte option, Router Alert (RFC 2113: 94 04 00 00), then 4 payload bytes; checksum filled. */
+    private byte[] headerWithOption() {
         byte[] b = hex("46000028 0001 0000 4011 0000 0a000001 0a000002 94040000 01020304 00000000 00000000 00000000");
-        MemorySegment s = seg(b);
-        assertTrue(ip.wrapForWrite(s, 0, b.length));
+        assertTrue(ip.wrapForWrite(seg(b), 0, b.length));
         ip.fillChecksum();
         assertEquals(0xFFFF, naiveSum(b, 0, 24));
+        return b;
+    }
+
+    @Test
+    void optionsAreAcceptedAndSkipped() {
+        byte[] b = headerWithOption();
+        MemorySegment s = seg(b);
         assertEquals(WireStatus.OK, ip.wrap(s, 0, b.length));
         assertEquals(24, ip.headerLength());
         assertEquals(4, ip.optionsLength());
@@ -158,6 +164,24 @@ class Ipv4HeaderTest {
         assertEquals(16, ip.payloadLength());
         assertEquals(0x01020304, s.get(Checksum.BE_INT, ip.payloadOffset()));
         assertEquals(16, Ipv4Repr.parse(ip).payloadLength());
+    }
+
+    /** Any one bit flipped in the fixed header or in an option fails the wrap (RFC 791 3.1 checksum). */
+    @Test
+    void aBitFlippedAnywhereInTheHeaderOrItsOptionsIsCaught() {
+        byte[] b = headerWithOption();
+        MemorySegment s = seg(b);
+        assertEquals(WireStatus.OK, ip.wrap(s, 0, b.length, true));
+        for (int i = 0; i < 24; i++) {
+            for (int bit = 0; bit < 8; bit++) {
+                b[i] ^= (byte) (1 << bit);
+                assertNotEquals(WireStatus.OK, ip.wrap(s, 0, b.length, true), "byte " + i + " bit " + bit);
+                b[i] ^= (byte) (1 << bit);
+            }
+        }
+        b[20] ^= 0x01; // an option byte: only the checksum can tell
+        assertEquals(WireStatus.BAD_CHECKSUM, ip.wrap(s, 0, b.length, true));
+        assertEquals(WireStatus.OK, ip.wrap(s, 0, b.length, false), "unverified, the same header is taken");
     }
 
     @Test
