@@ -56,6 +56,13 @@ public final class TcpConnection {
         /** Data arrived that no buffer memory could be had for: it was dropped unacknowledged (see {@link BufferBudget}). */
         default void onBufferShortage(TcpConnection c) {
         }
+
+        /**
+         * The connection's {@link #deadline()} moved earlier, to {@code deadline}, whoever called into it: an
+         * owner that polls many connections' timers learns here when to poll this one.
+         */
+        default void onDeadlineMoved(TcpConnection c, long deadline) {
+        }
     }
 
     /** RFC 5961 section 7: at most this many challenge ACKs per second. */
@@ -1029,8 +1036,8 @@ public final class TcpConnection {
         long d = pollTimers(now);
         long before = deadline;
         deadline = d;
-        if (d < before && deadlineListener != null) {
-            deadlineListener.deadlineMoved(d); // the owner learns of it, whoever called (a user call needs no touched())
+        if (d < before) {
+            events.onDeadlineMoved(this, d); // whoever called: a user call needs no touched()
         }
         return d;
     }
@@ -1041,13 +1048,6 @@ public final class TcpConnection {
     }
 
     private long deadline = NEVER;
-
-    /** Told when this connection's deadline moves earlier: its layer, so its timers are polled in time. */
-    interface DeadlineListener {
-        void deadlineMoved(long deadline);
-    }
-
-    DeadlineListener deadlineListener;
 
     private long pollTimers(long now) {
         if (state == TcpState.CLOSED) {

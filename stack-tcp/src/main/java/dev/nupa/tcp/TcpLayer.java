@@ -112,6 +112,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
 
         @Override
+        public void onDeadlineMoved(TcpConnection c, long deadline) {
+            deadlineMoved(deadline); // its timers are polled in time, whoever called into it
+        }
+
+        @Override
         public void onClosed(TcpConnection c, TcpError error) {
             table.remove(ConnectionTable.key(c.remoteIp, c.remotePort, c.localPort), c);
             if (listener != null && !counted) {
@@ -147,7 +152,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final MemorySegment txScratch = Arena.ofAuto().allocate(TcpHeader.MAX_HEADER, 8);
     private final Segment rstOut = new Segment();
     private final TcpConnection.Output output = this::transmit;
-    private final TcpConnection.DeadlineListener deadlines = this::deadlineMoved;
     // RFC 6056 3.3.1: start the ephemeral search at a random port, so a process that restarts does
     // not reuse the 4-tuples its previous run may still have in the peer's TIME-WAIT.
     private int nextEphemeral = Ipv4Stack.EPHEMERAL_FIRST
@@ -251,9 +255,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             TcpConnection c = new TcpConnection(ip.address(), local, remoteIp, remotePort, config, output,
                     new Hooks(null, events), buffers);
             table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
-            c.deadlineListener = deadlines;
             count(Counter.CONNECTIONS_OPENED);
-            c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now); // its timers reach us by its listener
+            c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now); // its timers reach us through its hooks
             return c;
         } finally {
             lock.unlock();
@@ -443,7 +446,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 new Hooks(l, null), buffers);
         l.halfOpen++;
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
-        c.deadlineListener = deadlines;
         c.accept(syn, isn.isn(now, ip.address(), l.port, remoteIp, remotePort), now);
         nextDeadline = Math.min(nextDeadline, c.deadline());
     }
@@ -468,7 +470,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         l.halfOpen++; // balanced by onEstablished
         TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output, hooks, buffers);
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
-        c.deadlineListener = deadlines;
         ack.mss = mss; // the SYN's options as the cookie restored them (TcpConnection.acceptCookie)
         ack.windowScale = SynCookies.windowShift(options);
         ack.sackPermitted = SynCookies.sackPermitted(options);
@@ -521,8 +522,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /**
      * After a user call into {@code c} (under the lock): its timers may have moved earlier. Connections
-     * the layer made tell it themselves ({@link TcpConnection.DeadlineListener}); this remains for callers
-     * that want to be explicit.
+     * the layer made tell it themselves ({@link TcpConnection.Events#onDeadlineMoved}); this remains for
+     * callers that want to be explicit.
      */
     public void touched(TcpConnection c) {
         deadlineMoved(c.deadline());
