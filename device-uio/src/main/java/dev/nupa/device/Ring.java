@@ -144,14 +144,15 @@ final class Ring {
             int source = (int) (word >>> 32) & 0xFFFF;
             try {
                 handler.onFrame(source, mem, slot + SLOT_HEADER, length);
-            } catch (RuntimeException | AssertionError | LinkageError | OutOfMemoryError | StackOverflowError e) {
+            } catch (Throwable t) {
+                if (!DatapathErrors.survivable(t)) {
+                    head = h; // this ends the poll, but the frames handed over are not handed over again
+                    LONG.setRelease(mem, base + R_HEAD, h);
+                    throw t;
+                }
                 // The datapath goes on and the owner sees the count. Errors too: one that left this poll
                 // would leave the head where it was, and every later poll would hand over the same frame.
                 count(FabricLayout.N_HANDLER_ERRORS);
-            } catch (Throwable t) {
-                head = h; // anything else ends the poll, but the frames handed over are not handed over again
-                LONG.setRelease(mem, base + R_HEAD, h);
-                throw t;
             }
             n++;
             bytes += length;

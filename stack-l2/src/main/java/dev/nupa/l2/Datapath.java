@@ -5,16 +5,16 @@ import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
+import dev.nupa.device.DatapathErrors;
+
 /**
  * A node's datapath loop (DESIGN.md section 4, run to completion): one thread polls the link,
  * which carries each frame up through the registered handlers by direct calls, and runs the
  * {@link Timer}s of the layers above when they fall due. Nothing is handed between threads.
  *
  * <p>Idling follows NAPI: spin while frames keep coming, then yield, then sleep on the device's
- * armed interrupt, never past the earliest timer deadline. A handler or timer that throws is counted
- * ({@link #errors()}) and the loop goes on: also when it ran out of memory or stack, since the loop
- * itself allocates nothing per frame and every other connection, socket and QP of the node still needs
- * it (a loop that died would leave the node up in the fabric with nobody draining its rings).
+ * armed interrupt, never past the earliest timer deadline. A handler, task or timer that fails is counted
+ * ({@link #errors()}) and the loop goes on, out of memory or stack included ({@link DatapathErrors}).
  */
 public final class Datapath implements AutoCloseable {
     /** A layer's timers: polled at {@code now}, returns the next time it wants to be polled ({@link Long#MAX_VALUE}: none). */
@@ -147,7 +147,10 @@ public final class Datapath implements AutoCloseable {
             for (Runnable r = tasks.poll(); r != null; r = tasks.poll()) {
                 try {
                     r.run();
-                } catch (RuntimeException | LinkageError | AssertionError | OutOfMemoryError | StackOverflowError e) {
+                } catch (Throwable e) {
+                    if (!DatapathErrors.survivable(e)) {
+                        throw e;
+                    }
                     countError();
                 }
                 n++;
@@ -190,7 +193,10 @@ public final class Datapath implements AutoCloseable {
             int work;
             try {
                 work = link.poll(BATCH, now);
-            } catch (RuntimeException | LinkageError | AssertionError | OutOfMemoryError | StackOverflowError e) {
+            } catch (Throwable e) {
+                if (!DatapathErrors.survivable(e)) {
+                    throw e;
+                }
                 countError();
                 work = 1;
             }
@@ -243,7 +249,10 @@ public final class Datapath implements AutoCloseable {
             if (all || d[i] <= now) {
                 try {
                     d[i] = t[i].poll(now);
-                } catch (RuntimeException | LinkageError | AssertionError | OutOfMemoryError | StackOverflowError e) {
+                } catch (Throwable e) {
+                    if (!DatapathErrors.survivable(e)) {
+                        throw e;
+                    }
                     countError();
                     d[i] = now + 1_000_000L; // try again in a millisecond, not in a hot loop
                 }

@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.LongSupplier;
 
+import dev.nupa.device.DatapathErrors;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FrameClaim;
 import dev.nupa.device.FrameHandler;
@@ -263,7 +264,10 @@ public final class Link implements AutoCloseable {
         add(bytesIn, slot, payload);
         try {
             handler.onPacket(src, mem, payloadOff, payload);
-        } catch (RuntimeException | LinkageError | AssertionError | OutOfMemoryError | StackOverflowError e) {
+        } catch (Throwable e) {
+            if (!DatapathErrors.survivable(e)) {
+                throw e;
+            }
             drop(DropReason.HANDLER_ERROR);
         }
     }
