@@ -42,10 +42,7 @@ final class BufferBudget {
     }
 
     private BufferBudget(long limit, int maxPooled) {
-        if (limit < 0) {
-            throw new IllegalArgumentException("TCP buffer memory limit " + limit + " is negative; give a number of bytes, 0 or more");
-        }
-        this.limit = limit;
+        this.limit = checkLimit(limit);
         this.maxPooled = maxPooled;
     }
 
@@ -119,6 +116,14 @@ final class BufferBudget {
     }
 
     long limit() {
+        return limit;
+    }
+
+    /** {@code limit} if it can bound a budget, else an error that names it. */
+    static long checkLimit(long limit) {
+        if (limit < 0) {
+            throw new IllegalArgumentException("TCP buffer memory limit " + limit + " is negative; give a number of bytes, 0 or more");
+        }
         return limit;
     }
 

@@ -23,13 +23,10 @@ public final class TcpVerticle extends VerticleBase {
 
     /** With the connections' buffers bounded to {@code bufferMemoryLimit} bytes together (0 or more). */
     public TcpVerticle(LinkVerticle link, IpVerticle ip, TcpConfig defaults, long bufferMemoryLimit) {
-        if (bufferMemoryLimit < 0) {
-            throw new IllegalArgumentException("TCP buffer memory limit " + bufferMemoryLimit + " is negative; give a number of bytes, 0 or more");
-        }
         this.link = link;
         this.ip = ip;
         this.defaults = defaults;
-        this.bufferMemoryLimit = bufferMemoryLimit;
+        this.bufferMemoryLimit = BufferBudget.checkLimit(bufferMemoryLimit); // refused here, not when the verticle starts
     }
 
     @Override
