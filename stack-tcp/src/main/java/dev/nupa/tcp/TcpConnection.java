@@ -58,8 +58,9 @@ public final class TcpConnection {
         }
 
         /**
-         * The connection's {@link #deadline()} moved earlier, to {@code deadline}, whoever called into it: an
-         * owner that polls many connections' timers learns here when to poll this one.
+         * The connection's {@link #deadline()} moved, earlier or later, to {@code deadline} ({@link Long#MAX_VALUE}:
+         * no timer pending), whoever called into it: an owner that polls many connections' timers learns here
+         * when to poll this one.
          */
         default void onDeadlineMoved(TcpConnection c, long deadline) {
         }
@@ -1036,7 +1037,7 @@ public final class TcpConnection {
         long d = pollTimers(now);
         long before = deadline;
         deadline = d;
-        if (d < before) {
+        if (d != before) {
             events.onDeadlineMoved(this, d); // whoever called: a user call needs no touched()
         }
         return d;
@@ -1048,6 +1049,8 @@ public final class TcpConnection {
     }
 
     private long deadline = NEVER;
+    /** Its place in its layer's {@link TimerQueue}, -1 when not queued; the queue keeps it. */
+    int timerIndex = -1;
 
     private long pollTimers(long now) {
         if (state == TcpState.CLOSED) {

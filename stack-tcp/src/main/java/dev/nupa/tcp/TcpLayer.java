@@ -113,12 +113,14 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
         @Override
         public void onDeadlineMoved(TcpConnection c, long deadline) {
+            timers.schedule(c, deadline);
             deadlineMoved(deadline); // its timers are polled in time, whoever called into it
         }
 
         @Override
         public void onClosed(TcpConnection c, TcpError error) {
             table.remove(ConnectionTable.key(c.remoteIp, c.remotePort, c.localPort), c);
+            timers.remove(c);
             if (listener != null && !counted) {
                 counted = true;
                 listener.halfOpen--;
@@ -138,6 +140,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final Ipv4Stack ip;
     private final TcpConfig defaults;
     private final ConnectionTable table = new ConnectionTable();
+    /** The connections with a timer pending, by deadline (their hooks keep it). */
+    private final TimerQueue timers = new TimerQueue();
     private final BufferBudget buffers;
     private final Listener[] listeners = new Listener[65536];
     private final IsnGenerator isn;
@@ -508,13 +512,18 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         lock.lock();
         try {
-            long next = Long.MAX_VALUE;
-            // A connection that closes removes itself from the table: visit a copy.
-            for (TcpConnection c : table.all()) {
-                next = Math.min(next, c.poll(now));
+            // Only the due connections, earliest first: each poll re-queues its connection at its next
+            // deadline through its hooks, or takes it out (no timer left, or closed).
+            while (timers.earliest() <= now) {
+                TcpConnection c = timers.first();
+                long due = timers.earliest();
+                c.poll(now);
+                if (timers.first() == c && timers.earliest() == due) {
+                    break; // it asked for the same time again: the datapath calls back at once, as it asked
+                }
             }
-            nextDeadline = next;
-            return next;
+            nextDeadline = timers.earliest();
+            return nextDeadline;
         } finally {
             lock.unlock();
         }

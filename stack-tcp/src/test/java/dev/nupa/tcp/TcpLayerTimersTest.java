@@ -57,4 +57,41 @@ class TcpLayerTimersTest {
                 "the unacknowledged data was sent again: " + again);
         assertTrue(c.retransmits() >= 1);
     }
+
+    @Test
+    void rfc6298_5_4_eachOfManyConnectionsIsRetransmittedWhenItsOwnTimerExpires() {
+        TcpLayer server = wire.tcp(0, CONFIG);
+        server.listen(PORT, 128, CONFIG, accepted::add);
+        LayerWire.Raw peer = wire.raw(1);
+        int n = 40;
+        for (int i = 0; i < n; i++) {
+            peer.send(LayerWire.ip(0), new TcpRepr(CLIENT_PORT + i, PORT, 1000, 0, TcpHeader.SYN, 65_535, 0, 1460, -1, false,
+                    null, List.of()));
+            int iss = peer.only().h().sequenceNumber();
+            peer.send(LayerWire.ip(0), new TcpRepr(CLIENT_PORT + i, PORT, 1001, iss + 1, TcpHeader.ACK, 65_535, 0, -1, -1,
+                    false, null, List.of()));
+        }
+        assertEquals(n, accepted.size());
+        wire.advance(2_000 * LayerWire.MS);
+        assertEquals(Long.MAX_VALUE, server.poll(wire.now), "no timer pending before the writes");
+
+        // One write every 10 ms, so the retransmission timers fall due one after another, latest-written last.
+        for (TcpConnection c : accepted) {
+            assertEquals(10, c.write(MemorySegment.ofArray(new byte[10]), 0, 10, wire.now));
+            wire.pump();
+            wire.advance(10 * LayerWire.MS);
+        }
+        assertEquals(n, peer.take().size(), "one data segment per connection");
+        TcpConnection last = accepted.get(n - 1);
+        long due = server.poll(wire.now);
+        assertTrue(due > wire.now && due < Long.MAX_VALUE, "the earliest retransmission timer is pending");
+        assertEquals(0, last.retransmits());
+
+        wire.advance(3_000 * LayerWire.MS);
+        List<Got> again = peer.take();
+        for (TcpConnection c : accepted) {
+            assertTrue(c.retransmits() >= 1, "connection from port " + c.remotePort + " retransmitted: " + c.retransmits());
+        }
+        assertTrue(again.size() >= n, "each connection's data was sent again: " + again.size());
+    }
 }
