@@ -2,6 +2,7 @@ package dev.nupa.device;
 
 import static dev.nupa.device.FabricLayout.CTRL_PADDING;
 import static dev.nupa.device.FabricLayout.CTRL_SKIPPED;
+import static dev.nupa.device.FabricLayout.LINE;
 import static dev.nupa.device.FabricLayout.LONG;
 import static dev.nupa.device.FabricLayout.RING_HEADER;
 import static dev.nupa.device.FabricLayout.R_HEAD;
@@ -52,6 +53,8 @@ final class Ring {
     private long stallPosition = -1;
     private long stallSince;
     private int idlePolls;
+    /** What the idle polls' second-line loads read: kept so the JIT keeps the loads. */
+    private long idleLoads;
     long lastBatchBytes;
 
     Ring(MemorySegment mem, long base, int slots, int slotBytes, int maxFrame, long stallTimeoutNs, long counters) {
@@ -129,6 +132,12 @@ final class Ring {
             long slot = base + RING_HEADER + (h & mask) * slotBytes;
             long c = (long) LONG.getAcquire(mem, slot + S_CTRL);
             if ((c >>> 2) != h + 1) {
+                if (n == 0) {
+                    // Idle: load the slot's second line too, so a frame that spans two lines (a 64-byte
+                    // datagram's does) arrives with both at once instead of one miss after the other. Where
+                    // the vCPUs sit far apart this took udp-lat from a median 3.66x to 3.36x the floor.
+                    idleLoads += mem.get(SLOT_WORD, slot + LINE);
+                }
                 break;
             }
             h++;
