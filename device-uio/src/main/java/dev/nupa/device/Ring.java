@@ -135,7 +135,8 @@ final class Ring {
                 if (n == 0) {
                     // Idle: load the slot's second line too, so a frame that spans two lines (a 64-byte
                     // datagram's does) arrives with both at once instead of one miss after the other. Where
-                    // the vCPUs sit far apart this took udp-lat from a median 3.66x to 3.36x the floor.
+                    // the vCPUs sit far apart this took udp-lat from a median 3.9x to 3.5x its floor
+                    // (README, "Figures").
                     idleLoads += mem.get(SLOT_WORD, slot + LINE);
                 }
                 break;
