@@ -393,7 +393,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 return;
             }
             c.onSegment(s, now);
-            nextDeadline = Math.min(nextDeadline, c.deadline());
             return;
         }
         if (l != null && !s.has(Segment.RST)) {
@@ -451,7 +450,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         l.halfOpen++;
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
         c.accept(syn, isn.isn(now, ip.address(), l.port, remoteIp, remotePort), now);
-        nextDeadline = Math.min(nextDeadline, c.deadline());
     }
 
     /**
@@ -479,7 +477,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         ack.sackPermitted = SynCookies.sackPermitted(options);
         c.acceptCookie(ack, ack.ack - 1, ack.seq - 1, cookies.timestampBase(ip.address(), l.port, remoteIp, remotePort),
                 now);
-        nextDeadline = Math.min(nextDeadline, c.deadline());
         return true;
     }
 
