@@ -110,7 +110,7 @@ final class PingCommand implements Callable<Integer> {
                 if (moreToSend && now >= nextSend) {
                     int seq = (int) ((transmitted + 1) & 0xFFFF);
                     data.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, System.nanoTime());
-                    int rc = ip.sendEchoRequest(dst, id, seq, data, 0, size);
+                    int rc = ip.link().call(() -> ip.sendEchoRequest(dst, id, seq, data, 0, size)); // on the loop
                     transmitted++;
                     lastSend = now;
                     nextSend += intervalNs;

@@ -69,9 +69,7 @@ class TcpNodeTest {
         try {
             ended.future().await(20, TimeUnit.SECONDS);
         } catch (java.util.concurrent.TimeoutException e) {
-            client.tcp().lock.lock();
-            String c = socket.connection().toString();
-            client.tcp().lock.unlock();
+            String c = client.link().call(() -> socket.connection().toString()); // the connection is the loop's
             throw new AssertionError("echo incomplete: " + received.length() + " of " + data.length + " bytes back; client "
                     + c + " " + client.tcp().counters() + "; server " + server.tcp().counters() + " " + server.ip().counters());
         }
@@ -188,15 +186,11 @@ class TcpNodeTest {
         int n = 4 << 20;
         socket.write(Buffer.buffer(new byte[n]));
         socket.close().await(15, TimeUnit.SECONDS);
-        client.tcp().lock.lock();
-        try {
-            dev.nupa.tcp.TcpState st = socket.connection().state();
-            assertTrue(st == dev.nupa.tcp.TcpState.FIN_WAIT_2 || st == dev.nupa.tcp.TcpState.TIME_WAIT,
-                    "the FIN was acknowledged when close completed: " + st);
-            assertEquals(0, socket.connection().unacknowledged(), "every byte acknowledged");
-        } finally {
-            client.tcp().lock.unlock();
-        }
+        dev.nupa.tcp.TcpState st = client.link().call(() -> socket.connection().state()); // read on the loop
+        int unacknowledged = client.link().call(() -> socket.connection().unacknowledged());
+        assertTrue(st == dev.nupa.tcp.TcpState.FIN_WAIT_2 || st == dev.nupa.tcp.TcpState.TIME_WAIT,
+                "the FIN was acknowledged when close completed: " + st);
+        assertEquals(0, unacknowledged, "every byte acknowledged");
         long deadline = System.nanoTime() + 5_000_000_000L;
         while (received.get() < n && System.nanoTime() < deadline) {
             Thread.sleep(10);

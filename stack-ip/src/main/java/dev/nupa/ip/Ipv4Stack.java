@@ -6,7 +6,6 @@ import java.lang.foreign.ValueLayout;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.concurrent.locks.ReentrantLock;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.l2.Datapath;
@@ -24,10 +23,12 @@ import dev.nupa.l2.ProtocolHandler;
  * to ICMP, UDP or a registered upper protocol by direct calls. Malformed input is counted
  * ({@link IpCounter}) and dropped or answered with ICMP; nothing received throws.
  *
- * <p><b>Sending</b> may happen on any thread: datagrams are written straight into the destination's
- * ring (one copy from the caller's buffer), fragmented when they exceed the MTU. Sends are serialized
- * by one lock, so the fragments of a datagram leave together. A full destination ring is waited on
- * for at most {@link IpConfig#sendWaitNs}; then the send fails with a {@link SendStatus} code.
+ * <p><b>Sending</b> happens on the link's owner thread, as receiving does (see {@link Link}'s
+ * threading: the node's datapath loop while it runs; a call from another thread throws
+ * IllegalStateException, and {@link Link#execute} hands such work over). Datagrams are written
+ * straight into the destination's ring (one copy from the caller's buffer), fragmented when they
+ * exceed the MTU. A full destination ring is waited on for at most {@link IpConfig#sendWaitNs}; then
+ * the send fails with a {@link SendStatus} code.
  *
  * <p><b>Time</b> comes from the link's poll ({@link Link#now()}) and {@link #poll(long)}; the stack
  * reads no clock except to bound a wait on a full ring.
@@ -59,8 +60,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private final Reassembler.TimeoutHandler onReassemblyTimeout = this::reassemblyTimedOut;
     private long reassemblyDeadline = Long.MAX_VALUE;
 
-    // Send side: guarded by txLock.
-    private final ReentrantLock txLock = new ReentrantLock();
+    // Send side: owned by the same thread (the link's owner, see Link's threading).
     private final LinkClaim[] txClaims;
     private final Ipv4Header txIp = new Ipv4Header();
     private final IcmpHeader txIcmp = new IcmpHeader();
@@ -394,42 +394,37 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             sendIcmpError(ip, IcmpHeader.TYPE_TIME_EXCEEDED, IcmpHeader.TIME_EXCEEDED_TTL, 0, false, now);
             return;
         }
-        txLock.lock();
-        try {
-            int node = resolve(ip.destinationAddress());
-            if (node < 0) {
-                counters.inc(IpCounter.OUT_NO_ROUTES);
-                sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE,
-                        node == SendStatus.NO_ROUTE ? IcmpHeader.UNREACHABLE_NET : IcmpHeader.UNREACHABLE_HOST, 0, false, now);
-                return;
-            }
-            int total = ip.totalLength();
-            if (total <= link.mtu()) {
-                int rc = claimAll(node, 1, total - Ipv4Header.MIN_HEADER, total - Ipv4Header.MIN_HEADER, config.sendWaitNs());
-                if (rc == SendStatus.OK) {
-                    LinkClaim c = txClaims[0];
-                    MemorySegment.copy(ip.segment(), ip.offset(), c.memory(), c.payloadOffset(), total);
-                    txIp.wrapForWrite(c.memory(), c.payloadOffset(), total);
-                    txIp.decrementTtl();
-                    rc = c.publish();
-                }
-                counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
-                return;
-            }
-            if (ip.dontFragment()) {
-                counters.inc(IpCounter.FRAG_FAILS);
-                sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_FRAGMENTATION_NEEDED,
-                        link.mtu() & 0xFFFF, false, now);
-                return;
-            }
-            // Refragment: options are not copied (RFC 791 lets a router drop the ones not marked "copied").
-            int rc = emit(node, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl() - 1,
-                    ip.typeOfService(), false, ip.identification(), ip.fragmentOffset(), ip.moreFragments(),
-                    empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs());
-            counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
-        } finally {
-            txLock.unlock();
+        int node = resolve(ip.destinationAddress());
+        if (node < 0) {
+            counters.inc(IpCounter.OUT_NO_ROUTES);
+            sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE,
+                    node == SendStatus.NO_ROUTE ? IcmpHeader.UNREACHABLE_NET : IcmpHeader.UNREACHABLE_HOST, 0, false, now);
+            return;
         }
+        int total = ip.totalLength();
+        if (total <= link.mtu()) {
+            int rc = claimAll(node, 1, total - Ipv4Header.MIN_HEADER, total - Ipv4Header.MIN_HEADER, config.sendWaitNs());
+            if (rc == SendStatus.OK) {
+                LinkClaim c = txClaims[0];
+                MemorySegment.copy(ip.segment(), ip.offset(), c.memory(), c.payloadOffset(), total);
+                txIp.wrapForWrite(c.memory(), c.payloadOffset(), total);
+                txIp.decrementTtl();
+                rc = c.publish();
+            }
+            counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
+            return;
+        }
+        if (ip.dontFragment()) {
+            counters.inc(IpCounter.FRAG_FAILS);
+            sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_FRAGMENTATION_NEEDED,
+                    link.mtu() & 0xFFFF, false, now);
+            return;
+        }
+        // Refragment: options are not copied (RFC 791 lets a router drop the ones not marked "copied").
+        int rc = emit(node, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl() - 1,
+                ip.typeOfService(), false, ip.identification(), ip.fragmentOffset(), ip.moreFragments(),
+                empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs());
+        counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
     }
 
     // ---- sending ---------------------------------------------------------------------------
@@ -437,7 +432,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     /**
      * Sends a UDP datagram from {@code sourcePort} to {@code destination}:{@code destinationPort} with
      * {@code length} bytes of {@code data} at {@code offset}, fragmented if it exceeds the MTU.
-     * Returns {@link SendStatus#OK} or a negative {@link SendStatus} code. Any thread; allocation-free.
+     * Returns {@link SendStatus#OK} or a negative {@link SendStatus} code. The link's owner thread; allocation-free.
      */
     public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length) {
         return sendUdp(sourcePort, destination, destinationPort, data, offset, length, config.sendWaitNs());
@@ -452,46 +447,38 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         if (length < 0 || length > MAX_UDP_PAYLOAD || (sourcePort | destinationPort) >>> 16 != 0) {
             throw badUdpSend(sourcePort, destinationPort, length);
         }
-        txLock.lock();
-        try {
-            int udpLength = UdpHeader.HEADER + length;
-            int checksum = 0;
-            if (config.computeChecksums()) {
-                // RFC 768: pseudo header, the header's words (checksum zero; the ports and length from the
-                // values, not read back), then the data, which the 8-byte header keeps word-aligned.
-                int sum = Checksum.pseudoHeaderSum(config.address(), destination, Ipv4Header.PROTOCOL_UDP, udpLength);
-                sum = Checksum.add(sum, Checksum.fold((long) sourcePort + destinationPort + udpLength));
-                sum = Checksum.add(sum, Checksum.sum(data, offset, length));
-                int c = Checksum.finish(sum);
-                checksum = c == 0 ? 0xFFFF : c;
-            }
-            UdpHeader h = txUdp;
-            h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
-            h.emit(sourcePort, destinationPort, udpLength, checksum);
-            int rc = send(waitNs, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
-            if (rc == SendStatus.OK) {
-                counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
-            }
-            return rc;
-        } finally {
-            txLock.unlock();
+        link.checkOwner(); // before the scratch headers are touched
+        int udpLength = UdpHeader.HEADER + length;
+        int checksum = 0;
+        if (config.computeChecksums()) {
+            // RFC 768: pseudo header, the header's words (checksum zero; the ports and length from the
+            // values, not read back), then the data, which the 8-byte header keeps word-aligned.
+            int sum = Checksum.pseudoHeaderSum(config.address(), destination, Ipv4Header.PROTOCOL_UDP, udpLength);
+            sum = Checksum.add(sum, Checksum.fold((long) sourcePort + destinationPort + udpLength));
+            sum = Checksum.add(sum, Checksum.sum(data, offset, length));
+            int c = Checksum.finish(sum);
+            checksum = c == 0 ? 0xFFFF : c;
         }
+        UdpHeader h = txUdp;
+        h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
+        h.emit(sourcePort, destinationPort, udpLength, checksum);
+        int rc = send(waitNs, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
+        if (rc == SendStatus.OK) {
+            counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
+        }
+        return rc;
     }
 
     /** Sends an ICMP echo request (RFC 792) with {@code length} bytes of data. Returns a {@link SendStatus} code. */
     public int sendEchoRequest(int destination, int identifier, int sequence, MemorySegment data, long offset, int length) {
-        txLock.lock();
-        try {
-            IcmpHeader h = txIcmp;
-            h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
-            h.setType(IcmpHeader.TYPE_ECHO_REQUEST).setCode(0).setChecksum(0).setEcho(identifier, sequence);
-            h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
-                    Checksum.sum(data, offset, length))));
-            return send(config.sendWaitNs(), destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
-                    offset, length);
-        } finally {
-            txLock.unlock();
-        }
+        link.checkOwner();
+        IcmpHeader h = txIcmp;
+        h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
+        h.setType(IcmpHeader.TYPE_ECHO_REQUEST).setCode(0).setChecksum(0).setEcho(identifier, sequence);
+        h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
+                Checksum.sum(data, offset, length))));
+        return send(config.sendWaitNs(), destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
+                offset, length);
     }
 
     /**
@@ -507,12 +494,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     /** {@link #sendDatagram} waiting at most {@code waitNs} on a full ring (0: not at all; the caller retries). */
     public int sendDatagram(int destination, int protocol, boolean dontFragment, MemorySegment head, long headOffset,
                             int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
-        txLock.lock();
-        try {
-            return send(waitNs, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
-        } finally {
-            txLock.unlock();
-        }
+        link.checkOwner();
+        return send(waitNs, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
     }
 
     private int send(long waitNs, int destination, int protocol, boolean df, MemorySegment head, long headOff, int headLen,
@@ -651,20 +634,15 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     // ---- ICMP out --------------------------------------------------------------------------
 
     private void echoReply(Ipv4Header ip, IcmpHeader request) {
-        txLock.lock();
-        try {
-            IcmpHeader h = txIcmp;
-            h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
-            MemorySegment.copy(request.segment(), request.offset(), txHead, 0, IcmpHeader.HEADER);
-            h.echoRequestToReply();
-            int rc = send(config.sendWaitNs(), ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
-                    request.segment(), request.dataOffset(), request.dataLength());
-            if (rc == SendStatus.OK) {
-                counters.inc(IpCounter.ICMP_OUT_MSGS);
-                counters.inc(IpCounter.ICMP_OUT_ECHO_REPS);
-            }
-        } finally {
-            txLock.unlock();
+        IcmpHeader h = txIcmp;
+        h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
+        MemorySegment.copy(request.segment(), request.offset(), txHead, 0, IcmpHeader.HEADER);
+        h.echoRequestToReply();
+        int rc = send(config.sendWaitNs(), ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+                request.segment(), request.dataOffset(), request.dataLength());
+        if (rc == SendStatus.OK) {
+            counters.inc(IpCounter.ICMP_OUT_MSGS);
+            counters.inc(IpCounter.ICMP_OUT_ECHO_REPS);
         }
     }
 
@@ -681,23 +659,18 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             counters.inc(IpCounter.ICMP_OUT_RATE_LIMITED);
             return;
         }
-        txLock.lock();
-        try {
-            int quoted = IcmpHeader.quotedLength(original);
-            IcmpHeader h = txIcmp;
-            h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
-            h.setType(type).setCode(code).setChecksum(0).setRestOfHeader(rest);
-            h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
-                    Checksum.sum(original.segment(), original.offset(), quoted))));
-            int rc = send(config.sendWaitNs(), original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
-                    original.segment(), original.offset(), quoted);
-            if (rc == SendStatus.OK) {
-                counters.inc(IpCounter.ICMP_OUT_MSGS);
-                counters.inc(type == IcmpHeader.TYPE_TIME_EXCEEDED ? IpCounter.ICMP_OUT_TIME_EXCDS
-                        : IpCounter.ICMP_OUT_DEST_UNREACHS);
-            }
-        } finally {
-            txLock.unlock();
+        int quoted = IcmpHeader.quotedLength(original);
+        IcmpHeader h = txIcmp;
+        h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
+        h.setType(type).setCode(code).setChecksum(0).setRestOfHeader(rest);
+        h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
+                Checksum.sum(original.segment(), original.offset(), quoted))));
+        int rc = send(config.sendWaitNs(), original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+                original.segment(), original.offset(), quoted);
+        if (rc == SendStatus.OK) {
+            counters.inc(IpCounter.ICMP_OUT_MSGS);
+            counters.inc(type == IcmpHeader.TYPE_TIME_EXCEEDED ? IpCounter.ICMP_OUT_TIME_EXCDS
+                    : IpCounter.ICMP_OUT_DEST_UNREACHS);
         }
     }
 

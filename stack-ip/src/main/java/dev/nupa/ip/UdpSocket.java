@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.nupa.device.FabricDevice;
+import dev.nupa.l2.Datapath;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
@@ -16,6 +17,7 @@ import io.vertx.core.Vertx;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.internal.ContextInternal;
 import io.vertx.core.internal.buffer.BufferInternal;
 import io.vertx.core.streams.ReadStream;
 
@@ -29,6 +31,9 @@ import io.vertx.core.streams.ReadStream;
  * ({@code receiveQueueLimit} datagrams, as SO_RCVBUF); when it is full, further datagrams are dropped
  * and counted ({@link IpCounter#UDP_RCVBUF_ERRORS}), as UDP allows. A send either leaves (the Future
  * succeeds) or fails with the reason (no route, host unreachable, ring full past the send wait).
+ *
+ * <p>Sends run on the node's datapath loop (see {@link dev.nupa.l2.Link}'s threading): {@link #send}
+ * queues the datagram and hands the queue to the loop, at once when the socket's context is the loop.
  */
 public final class UdpSocket implements ReadStream<UdpDatagram> {
     /** Default receive queue bound, in datagrams. */
@@ -42,6 +47,9 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
     private final AtomicLong demand = new AtomicLong(Long.MAX_VALUE);
     private final AtomicBoolean drainScheduled = new AtomicBoolean();
     private final Receiver receiver = new Receiver();
+    private final Runnable sendPending = this::sendPending;
+    /** On the loop: when the head of the send queue first found the ring full (0: it did not). */
+    private long blockedSince;
     private final java.util.ArrayDeque<PendingSend> pending = new java.util.ArrayDeque<>();
     private final Vertx vertx;
     private volatile int port = -1;
@@ -99,7 +107,8 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
     /**
      * Sends {@code data} to {@code host}:{@code port}, binding an ephemeral port first if the socket
      * has none. When the destination's ring is full the datagram waits in order, without blocking the
-     * caller, and is retried until {@link #SEND_TIMEOUT_MS}; then the Future fails.
+     * caller, and is retried; once the ring has stayed full for {@link #SEND_TIMEOUT_MS} with nothing
+     * sent, the Future fails.
      */
     public Future<Void> send(Buffer data, int port, String host) {
         try {
@@ -110,15 +119,15 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
             if (this.port < 0) {
                 bind(0);
             }
-            PendingSend p = new PendingSend(segmentOf(data), dst, port, host, Promise.promise(), System.nanoTime());
+            // Completed on the loop, heard on the socket's context.
+            PendingSend p = new PendingSend(segmentOf(data), dst, port, host, ((ContextInternal) context).promise());
+            boolean first;
             synchronized (pending) {
-                if (pending.isEmpty() && trySend(p)) {
-                    return p.promise.future();
-                }
                 pending.add(p);
-                if (pending.size() == 1) {
-                    scheduleRetry();
-                }
+                first = pending.size() == 1;
+            }
+            if (first) {
+                stack.link().execute(sendPending); // a later send finds the queue non-empty: this run takes it too
             }
             return p.promise.future();
         } catch (RuntimeException e) {
@@ -126,17 +135,11 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
         }
     }
 
-    /** How long a datagram waits for room in a full destination ring before its send fails. */
+    /** How long the destination ring may stay full, nothing of ours taken, before the datagram at the head fails. */
     public static final long SEND_TIMEOUT_MS = 1000;
 
-    /**
-     * How long one attempt may wait on the event loop for room in a full ring before the datagram is
-     * queued for retry: short enough not to stall the loop, long enough to ride out a burst.
-     */
-    static final long BRIEF_WAIT_NS = 200_000;
 
-    private record PendingSend(MemorySegment bytes, int destination, int port, String host, Promise<Void> promise,
-                               long since) {
+    private record PendingSend(MemorySegment bytes, int destination, int port, String host, Promise<Void> promise) {
     }
 
     /** The buffer's bytes, in place when it is backed by an array (no copy); the caller must not change it. */
@@ -151,10 +154,18 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
     /** Tries once without waiting; completes the promise unless the ring is full (then returns false). */
     private boolean trySend(PendingSend p) {
         int length = (int) p.bytes.byteSize();
-        int rc = stack.sendUdp(this.port, p.destination, p.port, p.bytes, 0, length, BRIEF_WAIT_NS);
-        if (rc == FabricDevice.BACK_PRESSURED && System.nanoTime() - p.since < SEND_TIMEOUT_MS * 1_000_000L) {
-            return false;
+        // No wait on the loop: a full ring is retried from a timer, so the loop goes on receiving meanwhile.
+        int rc = stack.sendUdp(this.port, p.destination, p.port, p.bytes, 0, length, 0);
+        if (rc == FabricDevice.BACK_PRESSURED) {
+            long now = System.nanoTime();
+            if (blockedSince == 0) {
+                blockedSince = now;
+            }
+            if (now - blockedSince < SEND_TIMEOUT_MS * 1_000_000L) {
+                return false;
+            }
         }
+        blockedSince = 0; // sent, or failed for good: the next datagram gets its own second
         if (rc == SendStatus.OK) {
             p.promise.complete();
         } else {
@@ -164,17 +175,22 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
         return true;
     }
 
-    private void scheduleRetry() {
-        vertx.setTimer(1, id -> {
-            synchronized (pending) {
-                while (!pending.isEmpty() && trySend(pending.peek())) {
-                    pending.poll();
-                }
-                if (!pending.isEmpty()) {
-                    scheduleRetry();
-                }
+    /** On the loop: sends what is queued, in order; a full ring is tried again on the loop's next round. */
+    private void sendPending() {
+        synchronized (pending) {
+            while (!pending.isEmpty() && trySend(pending.peek())) {
+                pending.poll();
             }
-        });
+            if (pending.isEmpty()) {
+                return;
+            }
+        }
+        Datapath d = stack.link().datapath();
+        if (d != null && d.isRunning()) {
+            d.post(sendPending); // after the loop's next poll, as NAPI would
+        } else {
+            vertx.setTimer(1, id -> stack.link().execute(sendPending)); // no loop: the caller polls, give it time
+        }
     }
 
     public Future<Void> send(String text, int port, String host) {

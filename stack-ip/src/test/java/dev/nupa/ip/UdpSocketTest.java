@@ -133,7 +133,12 @@ class UdpSocketTest {
         assertTrue(taken.failed() && taken.cause().getMessage().contains("53 is already in use"), String.valueOf(taken.cause()));
         Future<UdpSocket> foreign = UdpSocket.create(vertx, a).listen(54, "10.1.0.2");
         assertTrue(foreign.failed() && foreign.cause().getMessage().contains("this node is 10.1.0.1"));
-        Future<Void> unreachable = s1.send("x", 7, "10.1.0.77");
+        Future<Void> unreachable = s1.send("x", 7, "10.1.0.77"); // sent on the loop: the Future fails from there
+        try {
+            unreachable.await(5, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            // the cause is asserted below
+        }
         assertTrue(unreachable.failed() && unreachable.cause().getMessage().contains("host unreachable"),
                 String.valueOf(unreachable.cause()));
         // A closed port answers with ICMP port unreachable, reported to the socket's exception handler.

@@ -3,14 +3,20 @@ package dev.nupa.l2;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.Arrays;
-import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.locks.LockSupport;
 
 import dev.nupa.device.DatapathErrors;
 
 /**
  * A node's datapath loop (DESIGN.md section 4, run to completion): one thread polls the link,
  * which carries each frame up through the registered handlers by direct calls, and runs the
- * {@link Timer}s of the layers above when they fall due. Nothing is handed between threads.
+ * {@link Timer}s of the layers above when they fall due. Nothing is handed between threads per frame.
+ *
+ * <p><b>One owner.</b> While the loop runs, its thread owns the node: every send, receive and timer
+ * of the link and the layers above runs on it ({@link Link#checkOwner} refuses other threads). Work
+ * from other threads (sockets called from a Vert.x context, verbs from an application thread) is
+ * handed over through {@link #execute}, a bounded queue the loop drains every round.
  *
  * <p>Idling follows NAPI: spin while frames keep coming, then yield, then sleep on the device's
  * armed interrupt, never past the earliest timer deadline. A handler, task or timer that fails is counted
@@ -54,13 +60,17 @@ public final class Datapath implements AutoCloseable {
 
     /** Frames taken per poll before timers are looked at again. */
     public static final int BATCH = 64;
+    /** Default bound of tasks handed over and not yet run ({@link #execute}). */
+    public static final int DEFAULT_TASK_QUEUE = 16_384;
+    /** How long {@link #execute} waits for room in a full task queue before it refuses the task. */
+    static final long FULL_QUEUE_WAIT_NS = 1_000_000_000L;
 
     private static final VarHandle ERRORS = fieldHandle("errorCount", long.class);
 
     private final Link link;
     private final Idle idle;
     private volatile Timer[] timers = new Timer[0];
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final TaskQueue tasks;
     private volatile boolean tasksPending;
     private volatile boolean stopped;
     private final Object taskLock = new Object();
@@ -70,8 +80,15 @@ public final class Datapath implements AutoCloseable {
     private Thread thread;
 
     public Datapath(Link link, Idle idle) {
+        this(link, idle, DEFAULT_TASK_QUEUE);
+    }
+
+    /** A loop whose {@link #execute} queue holds at most {@code taskQueue} tasks (rounded up to a power of two). */
+    public Datapath(Link link, Idle idle, int taskQueue) {
         this.link = link;
         this.idle = idle;
+        this.tasks = new TaskQueue(taskQueue);
+        link.attach(this);
     }
 
     public Link link() {
@@ -121,17 +138,29 @@ public final class Datapath implements AutoCloseable {
 
     /**
      * Runs {@code task} on the loop's thread: at once when called from it, else on the loop's next
-     * round (the control plane's way onto the datapath, e.g. verbs calls from an application). A loop
+     * round (the way onto the datapath for sockets and verbs called from other threads). A loop
      * that sleeps is woken for it (see {@link Link#wakeup}); a busy-polling one takes it at once. Once the
      * loop has stopped, tasks run on the caller's thread, so every task runs exactly once. A task that
-     * throws is counted in {@link #errors()}.
+     * throws is counted in {@link #errors()}. The queue is bounded: when it is full the caller waits for
+     * room, and after a second of waiting the task is refused with RejectedExecutionException.
      */
     public void execute(Runnable task) {
         if (inLoop()) {
             task.run();
             return;
         }
-        tasks.add(task);
+        post(task);
+    }
+
+    /**
+     * Queues {@code task} for the loop's next round, even from the loop itself: there it runs after the
+     * next poll of the rings (a send that found a ring full tries again once the loop has received).
+     * Otherwise as {@link #execute}.
+     */
+    public void post(Runnable task) {
+        if (!tasks.offer(task)) {
+            awaitRoom(task);
+        }
         tasksPending = true;
         timersChanged = true; // a task may move deadlines: poll every timer after it
         wake();
@@ -140,11 +169,34 @@ public final class Datapath implements AutoCloseable {
         }
     }
 
+    private void awaitRoom(Runnable task) {
+        if (inLoop()) { // nobody else drains it
+            throw new RejectedExecutionException("datapath of node " + link.address() + ": its task queue of "
+                    + tasks.capacity() + " is full and the loop itself posts more; give it a larger task queue");
+        }
+        long start = System.nanoTime();
+        tasksPending = true;
+        wake();
+        while (!tasks.offer(task)) {
+            if (stopped) {
+                runTasks(); // the loop is gone: make room by running what waits
+                continue;
+            }
+            if (System.nanoTime() - start > FULL_QUEUE_WAIT_NS) {
+                throw new RejectedExecutionException("datapath of node " + link.address() + ": " + tasks.capacity()
+                        + " tasks are waiting and none was taken for a second (is the loop stuck in a handler?);"
+                        + " hand over less at once or give the loop a larger task queue");
+            }
+            LockSupport.parkNanos(10_000L);
+        }
+    }
+
     /** Runs queued tasks, under their own lock so the loop's last drain and a caller's never run side by side. */
     private int runTasks() {
         int n = 0;
         synchronized (taskLock) {
-            for (Runnable r = tasks.poll(); r != null; r = tasks.poll()) {
+            long end = tasks.claimed(); // tasks these post wait for the next round
+            for (Runnable r = tasks.poll(end); r != null; r = tasks.poll(end)) {
                 try {
                     r.run();
                 } catch (Throwable e) {
@@ -165,7 +217,9 @@ public final class Datapath implements AutoCloseable {
             throw new IllegalStateException("datapath of node " + link.address() + " is already started");
         }
         running = true;
-        thread = Thread.ofPlatform().daemon().name("nupa-datapath-" + link.address()).start(this::run);
+        thread = Thread.ofPlatform().daemon().name("nupa-datapath-" + link.address()).unstarted(this::run);
+        link.setOwner(thread); // before it starts: from now on no other thread sends beside it
+        thread.start();
     }
 
     /** Whether the loop thread runs (started and not closed). */
@@ -184,6 +238,16 @@ public final class Datapath implements AutoCloseable {
     }
 
     private void run() {
+        try {
+            loop();
+        } finally {
+            link.setOwner(null); // from here callers own the link, one at a time through execute()
+            stopped = true; // from here execute() runs tasks itself; this drain takes what came before
+            runTasks();
+        }
+    }
+
+    private void loop() {
         long lastWork = System.nanoTime();
         long next = Long.MIN_VALUE;
         Timer[] seen = null;
@@ -238,8 +302,6 @@ public final class Datapath implements AutoCloseable {
                 }
             }
         }
-        stopped = true; // from here execute() runs tasks itself; this drain takes what came before
-        runTasks();
     }
 
     /** Polls the timers that are due (or all); returns the earliest deadline. Timers must be cheap when nothing is due. */

@@ -7,7 +7,12 @@ import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 import dev.nupa.device.DatapathErrors;
 import dev.nupa.device.FabricDevice;
@@ -18,10 +23,12 @@ import dev.nupa.device.FrameHandler;
  * The link layer of one node: frames ({@code [link header][payload]}, docs/link-layer.md) over a
  * {@link FabricDevice}, dispatched by protocol to the {@link ProtocolHandler}s upper layers register.
  *
- * <p><b>Threading.</b> A link belongs to one thread, the node's datapath loop (DESIGN.md §4: run to
- * completion): {@link #poll}, {@link #send}, {@link #tryClaim} and {@link #register} are called from it
- * (registration may also happen before the loop starts). {@link #counters()} and {@link #setCapture}
- * may be called from any thread.
+ * <p><b>Threading.</b> A link, and every layer above it, has one owner thread (DESIGN.md §4: run to
+ * completion): the node's running {@link Datapath} loop, or, where none runs (a perf tool polling in
+ * line, a test), the one thread that polls. {@link #poll}, {@link #send} and {@link #tryClaim} run on
+ * the owner; a send from another thread while a loop runs throws IllegalStateException naming the
+ * remedy, {@link #execute}, which hands work to the owner. {@link #register} may also happen before
+ * the loop starts; {@link #counters()} and {@link #setCapture} may be called from any thread.
  *
  * <p><b>Bad input.</b> Received frames that are truncated, announce more payload than they hold,
  * are addressed to another node, carry a source other than the slot's, or have no handler are
@@ -66,6 +73,9 @@ public final class Link implements AutoCloseable {
     private final FrameHandler receiver = this::onFrame;
 
     private long now;
+    /** The running loop's thread, set by {@link Datapath}; null when none runs (the caller owns the link). */
+    private volatile Thread owner;
+    private volatile Datapath datapath;
     private volatile PacketCapture capture;
     private volatile LongSupplier captureClock = epochClock();
 
@@ -198,6 +208,7 @@ public final class Link implements AutoCloseable {
      * virtual time.
      */
     public int poll(int limit, long now) {
+        checkOwner();
         this.now = now;
         return device.poll(receiver, limit);
     }
@@ -225,6 +236,87 @@ public final class Link implements AutoCloseable {
     /** Wakes the thread sleeping in {@link #awaitFrames} (see {@link FabricDevice#wakeup}). */
     public void wakeup() {
         device.wakeup();
+    }
+
+    // ---- ownership ---------------------------------------------------------------------------
+
+    /** Whether the calling thread may send and poll: it is the running loop's, or no loop runs. */
+    public boolean isOwner() {
+        Thread o = owner;
+        return o == null || o == Thread.currentThread();
+    }
+
+    /** Throws IllegalStateException unless the caller {@link #isOwner owns} the link; a compare in line. */
+    public void checkOwner() {
+        Thread o = owner;
+        if (o != null && o != Thread.currentThread()) {
+            throw notOwner(o);
+        }
+    }
+
+    private IllegalStateException notOwner(Thread o) {
+        return new IllegalStateException("node " + address + " is driven by its datapath loop (" + o.getName()
+                + "); thread " + Thread.currentThread().getName() + " may not send or poll on it: hand the call to"
+                + " the loop with Link.execute (or make it from a handler that runs on the loop)");
+    }
+
+    /**
+     * Runs {@code task} on the owner: at once when the caller owns the link, else handed to the running
+     * loop ({@link Datapath#execute}). Without a loop the caller is the owner and it runs at once.
+     */
+    public void execute(Runnable task) {
+        Datapath d = datapath;
+        if (d != null) {
+            d.execute(task);
+        } else {
+            task.run();
+        }
+    }
+
+    /**
+     * Runs {@code query} on the owner and returns its result, waiting for it: for tools and tests
+     * that read a layer's state from another thread. Not for the datapath: it blocks the caller.
+     */
+    public <T> T call(Supplier<T> query) {
+        if (isOwner()) {
+            return query.get();
+        }
+        CompletableFuture<T> f = new CompletableFuture<>();
+        execute(() -> {
+            try {
+                f.complete(query.get());
+            } catch (Throwable e) {
+                f.completeExceptionally(e);
+            }
+        });
+        try {
+            return f.get(10, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e.getCause());
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("node " + address + ": its datapath loop did not answer within 10 s", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while waiting for node " + address + "'s datapath loop", e);
+        }
+    }
+
+    /** The loop that drives this link, or null. */
+    public Datapath datapath() {
+        return datapath;
+    }
+
+    /** Called by the {@link Datapath} built over this link. */
+    void attach(Datapath d) {
+        if (datapath != null && datapath != d) {
+            throw new IllegalStateException("node " + address + " already has a datapath loop; build one per link");
+        }
+        datapath = d;
+    }
+
+    /** Called by the {@link Datapath} as its loop starts ({@code t}) and stops (null). */
+    void setOwner(Thread t) {
+        owner = t;
     }
 
     private void onFrame(int slotSource, MemorySegment mem, long off, int len) {
@@ -285,6 +377,7 @@ public final class Link implements AutoCloseable {
      * LATE or DETACHED.
      */
     public int send(int destinationNode, int protocol, MemorySegment payload, long offset, int length) {
+        checkOwner();
         checkProtocol(protocol);
         checkPayloadLength(length);
         if (offset < 0 || offset > payload.byteSize() - length) {
@@ -325,6 +418,7 @@ public final class Link implements AutoCloseable {
      * Returns a {@link FabricDevice} code. Throws IllegalStateException if {@code claim} is still active.
      */
     public int tryClaim(int destinationNode, int protocol, int payloadLength, LinkClaim claim) {
+        checkOwner();
         checkProtocol(protocol);
         checkPayloadLength(payloadLength);
         if (claim.active) {

@@ -1,10 +1,13 @@
 package dev.nupa.l2;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
@@ -45,6 +48,85 @@ class DatapathTest {
         CompletableFuture<Thread> after = new CompletableFuture<>();
         d.execute(() -> after.complete(Thread.currentThread()));
         assertSame(Thread.currentThread(), after.getNow(null), "a stopped loop's tasks run on the caller");
+    }
+
+    @Test
+    void whileTheLoopRunsOnlyItSendsAndPollsOtherThreadsHandOver() throws Exception {
+        fx.create(L2Fixture.jumbo());
+        Link link = new Link(fx.attach(0));
+        assertTrue(link.isOwner(), "no loop yet: the caller owns the link");
+        Datapath d = new Datapath(link, Datapath.Idle.backoff());
+        d.start();
+        assertFalse(link.isOwner());
+        IllegalStateException e = assertThrows(IllegalStateException.class,
+                () -> link.send(0, EtherType.IPV4, java.lang.foreign.MemorySegment.ofArray(new byte[8]), 0, 8));
+        assertTrue(e.getMessage().contains("Link.execute"), e.getMessage());
+        assertThrows(IllegalStateException.class, () -> link.poll(1));
+        assertTrue(link.call(link::isOwner), "a task handed over runs as the owner");
+        CompletableFuture<Thread> ran = new CompletableFuture<>();
+        link.execute(() -> ran.complete(Thread.currentThread()));
+        assertTrue(ran.get(5, TimeUnit.SECONDS).getName().startsWith("nupa-datapath-"));
+        d.close();
+        assertTrue(link.isOwner(), "the loop has stopped: the caller owns the link again");
+    }
+
+    @Test
+    void aTaskPostedFromTheLoopRunsOnTheNextRoundNotInLine() throws Exception {
+        fx.create(L2Fixture.jumbo());
+        Datapath d = new Datapath(new Link(fx.attach(0)), Datapath.Idle.backoff());
+        d.start();
+        CompletableFuture<String> order = new CompletableFuture<>();
+        StringBuilder b = new StringBuilder();
+        d.execute(() -> {
+            d.post(() -> order.complete(b.append("posted").toString()));
+            b.append("first,");
+        });
+        assertEquals("first,posted", order.get(5, TimeUnit.SECONDS));
+        // A task that posts itself again and again runs once a round, not in a loop that never polls.
+        AtomicInteger rounds = new AtomicInteger();
+        CompletableFuture<Void> polledBetween = new CompletableFuture<>();
+        Runnable[] again = new Runnable[1];
+        again[0] = () -> {
+            if (rounds.incrementAndGet() < 1000) {
+                d.post(again[0]);
+            } else {
+                polledBetween.complete(null);
+            }
+        };
+        d.execute(again[0]);
+        polledBetween.get(5, TimeUnit.SECONDS);
+        d.close();
+    }
+
+    @Test
+    void aFullTaskQueueMakesTheCallerWaitThenRefusesWithTheRemedy() throws Exception {
+        fx.create(L2Fixture.jumbo());
+        Datapath d = new Datapath(new Link(fx.attach(0)), Datapath.Idle.backoff(), 4);
+        d.start();
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch blocked = new CountDownLatch(1);
+        d.execute(() -> { // holds the loop until released
+            blocked.countDown();
+            try {
+                release.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        assertTrue(blocked.await(5, TimeUnit.SECONDS));
+        AtomicInteger count = new AtomicInteger();
+        for (int i = 0; i < 4; i++) {
+            d.execute(count::incrementAndGet); // fills the queue of 4
+        }
+        java.util.concurrent.RejectedExecutionException e = assertThrows(java.util.concurrent.RejectedExecutionException.class,
+                () -> d.execute(count::incrementAndGet));
+        assertTrue(e.getMessage().contains("larger task queue"), e.getMessage());
+        // A caller that finds the queue full waits for room (up to a second) and goes on once the loop drains it.
+        CompletableFuture<Void> waited = CompletableFuture.runAsync(() -> d.execute(count::incrementAndGet));
+        release.countDown();
+        waited.get(5, TimeUnit.SECONDS);
+        d.close();
+        assertEquals(5, count.get(), "every task taken ran once; the refused one did not");
     }
 
     @Test

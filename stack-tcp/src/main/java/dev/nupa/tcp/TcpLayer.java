@@ -4,7 +4,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.EnumMap;
 import java.util.Map;
-import java.util.concurrent.locks.ReentrantLock;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.ip.Checksum;
@@ -14,6 +13,7 @@ import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.WireStatus;
 import dev.nupa.l2.Datapath;
+import dev.nupa.l2.Link;
 
 /**
  * TCP for one node: registered with the {@link Ipv4Stack} for protocol 6, it demultiplexes
@@ -22,12 +22,13 @@ import dev.nupa.l2.Datapath;
  * which there is no connection (RFC 9293 3.10.7.1), builds and checksums outgoing segments, and
  * runs the connections' timers from the datapath loop.
  *
- * <p><b>Threading.</b> Every call into the layer or its connections happens under {@link #lock}:
- * the datapath thread takes it per segment and per timer round, sockets take it for their calls.
- * Segments are sent on the caller's thread (no hop), through the IP stack's own send lock.
+ * <p><b>Threading.</b> The layer and its connections belong to the link's owner thread (see
+ * {@link Link}'s threading), as IP does: segments, timers and user calls all run there, so nothing
+ * is locked. A user call from another thread while the node's loop runs throws
+ * IllegalStateException; sockets hand their calls over with {@link #execute}.
  */
 public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
-    /** Receives connections a listener accepted, once established; called under the lock. */
+    /** Receives connections a listener accepted, once established; called on the owner thread. */
     @FunctionalInterface
     public interface Acceptor {
         void onAccept(TcpConnection connection);
@@ -136,7 +137,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
     }
 
-    public final ReentrantLock lock = new ReentrantLock();
     private final Ipv4Stack ip;
     private final TcpConfig defaults;
     private final ConnectionTable table = new ConnectionTable();
@@ -214,67 +214,56 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         return buffers.pooled();
     }
 
-    // ---- user calls (take the lock) --------------------------------------------------------
+    // ---- user calls (the owner thread) ------------------------------------------------------
+
+    /** Runs {@code task} on the owner thread: at once when the caller is it, else handed over ({@link Link#execute}). */
+    public void execute(Runnable task) {
+        ip.link().execute(task);
+    }
 
     /**
      * Listens on {@code port}; {@code backlog} bounds half-open connections (beyond it, SYN cookies
      * answer). Throws IllegalStateException naming the port if it is taken.
      */
     public void listen(int port, int backlog, TcpConfig config, Acceptor acceptor) {
+        ip.link().checkOwner();
         if (port < 1 || port > 65535) {
             throw new IllegalArgumentException("TCP port " + port + " is outside 1..65535");
         }
         if (backlog < 1) {
             throw new IllegalArgumentException("listen backlog must be at least 1, got " + backlog);
         }
-        lock.lock();
-        try {
-            if (listeners[port] != null) {
-                throw new IllegalStateException("TCP port " + port + " is already listening on "
-                        + Ipv4Address.toString(ip.address()) + "; close that server or choose another port");
-            }
-            listeners[port] = new Listener(port, backlog, config, acceptor);
-        } finally {
-            lock.unlock();
+        if (listeners[port] != null) {
+            throw new IllegalStateException("TCP port " + port + " is already listening on "
+                    + Ipv4Address.toString(ip.address()) + "; close that server or choose another port");
         }
+        listeners[port] = new Listener(port, backlog, config, acceptor);
     }
 
     public void unlisten(int port) {
-        lock.lock();
-        try {
-            listeners[port] = null;
-        } finally {
-            lock.unlock();
-        }
+        ip.link().checkOwner();
+        listeners[port] = null;
     }
 
     /** Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once. */
     public TcpConnection connect(int remoteIp, int remotePort, TcpConfig config, TcpConnection.Events events, long now) {
+        ip.link().checkOwner();
         if (remotePort < 1 || remotePort > 65535) {
             throw new IllegalArgumentException("TCP port " + remotePort + " is outside 1..65535");
         }
-        lock.lock();
-        try {
-            int local = ephemeralPort(remoteIp, remotePort);
-            TcpConnection c = new TcpConnection(ip.address(), local, remoteIp, remotePort, config, output,
-                    new Hooks(null, events), buffers);
-            table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
-            count(Counter.CONNECTIONS_OPENED);
-            c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now); // its timers reach us through its hooks
-            return c;
-        } finally {
-            lock.unlock();
-        }
+        int local = ephemeralPort(remoteIp, remotePort);
+        TcpConnection c = new TcpConnection(ip.address(), local, remoteIp, remotePort, config, output,
+                new Hooks(null, events), buffers);
+        table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
+        count(Counter.CONNECTIONS_OPENED);
+        c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now); // its timers reach us through its hooks
+        return c;
     }
 
     /** Sets the user's event handler of a connection the layer created (accepted ones start without). */
     public void setEvents(TcpConnection c, TcpConnection.Events events) {
-        lock.lock();
-        try {
-            ((Hooks) c.events()).user = events;
-        } finally {
-            lock.unlock();
-        }
+        ip.link().checkOwner();
+        ((Hooks) c.events()).user = events;
     }
 
     private int ephemeralPort(int remoteIp, int remotePort) {
@@ -291,26 +280,19 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     public int connections() {
-        lock.lock();
-        try {
-            return table.size();
-        } finally {
-            lock.unlock();
-        }
+        return table.size();
     }
 
     /** How many connections are in each state now (for tools and leak checks). */
     public Map<TcpState, Integer> states() {
-        lock.lock();
-        try {
-            Map<TcpState, Integer> m = new EnumMap<>(TcpState.class);
-            for (TcpConnection c : table.all()) {
-                m.merge(c.state(), 1, Integer::sum);
-            }
-            return m;
-        } finally {
-            lock.unlock();
+        if (!ip.link().isOwner()) {
+            return ip.link().call(this::states); // the table is the owner's: read it there
         }
+        Map<TcpState, Integer> m = new EnumMap<>(TcpState.class);
+        for (TcpConnection c : table.all()) {
+            m.merge(c.state(), 1, Integer::sum);
+        }
+        return m;
     }
 
     public long counter(Counter c) {
@@ -333,12 +315,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     @Override
     public void onDatagram(Ipv4Header ipHeader, long now) {
-        lock.lock();
-        try {
-            receive(ipHeader, now);
-        } finally {
-            lock.unlock();
-        }
+        receive(ipHeader, now);
     }
 
     private void receive(Ipv4Header iph, long now) {
@@ -507,27 +484,22 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (now < nextDeadline) {
             return nextDeadline;
         }
-        lock.lock();
-        try {
-            // Only the due connections, earliest first: each poll re-queues its connection at its next
-            // deadline through its hooks, or takes it out (no timer left, or closed).
-            while (timers.earliest() <= now) {
-                TcpConnection c = timers.first();
-                long due = timers.earliest();
-                c.poll(now);
-                if (timers.first() == c && timers.earliest() == due) {
-                    break; // it asked for the same time again: the datapath calls back at once, as it asked
-                }
+        // Only the due connections, earliest first: each poll re-queues its connection at its next
+        // deadline through its hooks, or takes it out (no timer left, or closed).
+        while (timers.earliest() <= now) {
+            TcpConnection c = timers.first();
+            long due = timers.earliest();
+            c.poll(now);
+            if (timers.first() == c && timers.earliest() == due) {
+                break; // it asked for the same time again: the datapath calls back at once, as it asked
             }
-            nextDeadline = timers.earliest();
-            return nextDeadline;
-        } finally {
-            lock.unlock();
         }
+        nextDeadline = timers.earliest();
+        return nextDeadline;
     }
 
     /**
-     * After a user call into {@code c} (under the lock): its timers may have moved earlier. Connections
+     * After a user call into {@code c}: its timers may have moved earlier. Connections
      * the layer made tell it themselves ({@link TcpConnection.Events#onDeadlineMoved}); this remains for
      * callers that want to be explicit.
      */

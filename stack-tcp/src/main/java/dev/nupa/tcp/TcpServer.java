@@ -3,7 +3,9 @@ package dev.nupa.tcp;
 import dev.nupa.ip.Ipv4Address;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.vertx.core.internal.ContextInternal;
 
 /**
  * A TCP server over the fabric in the manner of Vert.x's {@code NetServer}: a connect handler, then
@@ -14,19 +16,17 @@ public final class TcpServer {
     /** Default bound on half-open connections; beyond it SYN cookies answer (RFC 4987). */
     public static final int DEFAULT_BACKLOG = 1024;
 
-    private final Vertx vertx;
     private final TcpLayer layer;
     private final TcpConfig config;
-    private final io.vertx.core.Context context;
+    private final ContextInternal context;
     private Handler<TcpSocket> connectHandler;
-    private int port = -1;
+    private volatile int port = -1;
     private int backlog = DEFAULT_BACKLOG;
 
     private TcpServer(Vertx vertx, TcpLayer layer, TcpConfig config) {
-        this.vertx = vertx;
         this.layer = layer;
         this.config = config;
-        this.context = vertx.getOrCreateContext();
+        this.context = (ContextInternal) vertx.getOrCreateContext();
     }
 
     public static TcpServer create(Vertx vertx, TcpLayer layer, TcpConfig config) {
@@ -51,16 +51,21 @@ public final class TcpServer {
         if (connectHandler == null) {
             return Future.failedFuture(new IllegalStateException("set a connect handler before listen()"));
         }
-        try {
-            layer.listen(port, backlog, config, c -> {
-                TcpSocket s = TcpSocket.accepted(vertx, layer, c);
-                context.runOnContext(v -> connectHandler.handle(s));
-            });
-            this.port = port;
-            return Future.succeededFuture(this);
-        } catch (RuntimeException e) {
-            return Future.failedFuture(e);
-        }
+        Handler<TcpSocket> handler = connectHandler;
+        Promise<TcpServer> p = context.promise();
+        layer.execute(() -> { // the layer's tables are the loop's
+            try {
+                layer.listen(port, backlog, config, c -> {
+                    TcpSocket s = TcpSocket.accepted(context, layer, c);
+                    context.runOnContext(v -> handler.handle(s));
+                });
+                this.port = port;
+                p.complete(this);
+            } catch (RuntimeException e) {
+                p.fail(e);
+            }
+        });
+        return p.future();
     }
 
     public int actualPort() {
@@ -73,9 +78,15 @@ public final class TcpServer {
 
     /** Stops listening; connections already accepted go on. */
     public Future<Void> close() {
-        if (port > 0) {
-            layer.unlisten(port);
+        int p = port;
+        if (p > 0) {
             port = -1;
+            Promise<Void> done = context.promise();
+            layer.execute(() -> {
+                layer.unlisten(p);
+                done.complete();
+            });
+            return done.future();
         }
         return Future.succeededFuture();
     }

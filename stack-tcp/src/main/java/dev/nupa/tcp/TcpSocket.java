@@ -12,6 +12,7 @@ import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.netty.buffer.Unpooled;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.internal.ContextInternal;
 import io.vertx.core.internal.buffer.BufferInternal;
 import io.vertx.core.streams.ReadStream;
 import io.vertx.core.streams.WriteStream;
@@ -27,6 +28,10 @@ import io.vertx.core.streams.WriteStream;
  * say what happened (reset, timed out, refused). Per-socket settings other than linger (Nagle,
  * keep-alive, buffers, congestion control) are the {@link TcpConfig} the socket was made with
  * ({@link #connect}, {@link TcpServer#create}).
+ *
+ * <p><b>Threading.</b> The connection belongs to the node's datapath loop (see {@link TcpLayer}): the
+ * socket's calls reach it through {@link TcpLayer#execute} (at once when the socket's context runs on
+ * the loop), its events arrive there, and what the application sees is handed to the socket's context.
  */
 public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>, TcpConnection.Events {
     /** Default bound of data queued beyond the send buffer before {@link #writeQueueFull()}. */
@@ -38,20 +43,26 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     private static final long LINGER_CHECK_MS = 5;
 
     private final TcpLayer layer;
-    private final Context context;
+    private final ContextInternal context;
     private volatile TcpConnection connection;
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
     private long pendingBytes;
     private int writeQueueMax = DEFAULT_WRITE_QUEUE;
-    private long demand = Long.MAX_VALUE;
+    private volatile long demand = Long.MAX_VALUE;
     private boolean readScheduled;
+    /** On the context: a read was asked of the loop and has not come back. */
+    private boolean readInFlight;
+    /** On the context: bytes read while the stream was paused, handed over on resume or fetch. */
+    private Buffer held;
+    /** On the context: the connection is gone; the close handler runs once the last bytes are read. */
+    private boolean closeOwed;
     private boolean flushScheduled;
     private boolean wasFull;
-    private boolean ending;
+    private volatile boolean ending;
     /** close(), not just end(): the connection is closed fully once the queued data is in. */
     private volatile boolean closing;
     private boolean endSignalled;
-    private boolean closed;
+    private volatile boolean closed;
     private volatile int linger = -1;
     /** close() aborted the connection (linger 0): the abort is no error to report. */
     private volatile boolean abortedByClose;
@@ -65,29 +76,39 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     private record Pending(MemorySegment data, long[] offset, Promise<Void> promise) {
     }
 
-    TcpSocket(Vertx vertx, TcpLayer layer) {
+    private TcpSocket(Context context, TcpLayer layer) {
         this.layer = layer;
-        this.context = vertx.getOrCreateContext();
+        this.context = (ContextInternal) context;
     }
 
     /** Connects to {@code host}:{@code port}; the Future fails with the reason (refused, timed out, no route). */
     public static Future<TcpSocket> connect(Vertx vertx, TcpLayer layer, int port, String host, TcpConfig config) {
-        TcpSocket s = new TcpSocket(vertx, layer);
-        Promise<TcpSocket> p = Promise.promise();
+        TcpSocket s = new TcpSocket(vertx.getOrCreateContext(), layer);
+        Promise<TcpSocket> p = s.context.promise(); // completed on the loop, heard on the context
         s.connecting = p;
+        int dst;
         try {
-            int dst = Ipv4Address.parse(host);
-            TcpConnection c = layer.connect(dst, port, config, s, System.nanoTime());
-            s.connection = c;
+            dst = Ipv4Address.parse(host);
         } catch (RuntimeException e) {
             return Future.failedFuture(e);
         }
+        layer.execute(() -> {
+            try {
+                TcpConnection c = layer.connect(dst, port, config, s, System.nanoTime());
+                if (s.connection == null) {
+                    s.connection = c; // an event may have stored it already
+                }
+            } catch (RuntimeException e) {
+                s.connecting = null;
+                p.tryFail(e);
+            }
+        });
         return p.future();
     }
 
-    /** Attaches to a connection a server accepted (under the layer's lock). */
-    static TcpSocket accepted(Vertx vertx, TcpLayer layer, TcpConnection c) {
-        TcpSocket s = new TcpSocket(vertx, layer);
+    /** Attaches to a connection a server accepted (on the loop). */
+    static TcpSocket accepted(Context context, TcpLayer layer, TcpConnection c) {
+        TcpSocket s = new TcpSocket(context, layer);
         s.connection = c;
         layer.setEvents(c, s); // beside the layer's own hooks, which keep its tables right
         return s;
@@ -101,7 +122,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         return Ipv4Address.toString(connection.localIp) + ":" + connection.localPort;
     }
 
-    /** The connection core, for tools and tests (call only under {@code layer.lock}). */
+    /** The connection core, for tools and tests (call only on the loop, e.g. through {@link TcpLayer#execute}). */
     public TcpConnection connection() {
         return connection;
     }
@@ -166,45 +187,80 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         context.runOnContext(v -> drainReads());
     }
 
-    /** On the context: hand received bytes to the handler while there is demand; then the end. */
+    /**
+     * On the context: while there is demand, asks the loop for the next chunk of received bytes (one
+     * request at a time), which {@link #onRead} hands to the handler; then the end.
+     */
     private void drainReads() {
         synchronized (this) {
             readScheduled = false;
         }
-        while (handler != null && demand > 0 && connection != null) {
-            byte[] bytes;
-            layer.lock.lock();
-            try {
-                // Straight into an array of the size at hand: no per-socket scratch (10,000 sockets).
-                int avail = Math.min(connection.readable(), READ_CHUNK);
-                bytes = new byte[avail];
-                if (avail > 0) {
-                    connection.read(MemorySegment.ofArray(bytes), 0, avail, System.nanoTime());
-                }
-            } finally {
-                layer.lock.unlock();
-            }
-            if (bytes.length == 0) {
-                break;
-            }
-            if (demand != Long.MAX_VALUE) {
-                demand--;
-            }
-            handler.handle(BufferInternal.buffer(Unpooled.wrappedBuffer(bytes)));
+        if (held != null && handler != null && demand > 0) {
+            Buffer b = held;
+            held = null;
+            deliver(b);
         }
-        boolean atEnd;
-        layer.lock.lock();
-        try {
-            atEnd = connection != null && connection.atEnd();
-        } finally {
-            layer.lock.unlock();
+        if (readInFlight || handler == null || demand <= 0 || connection == null || endSignalled) {
+            if (!readInFlight) {
+                finishClose();
+            }
+            return;
         }
-        if (atEnd && !endSignalled && handler != null && demand > 0) {
+        readInFlight = true;
+        layer.execute(this::readOnLoop);
+    }
+
+    /** On the loop: takes up to a chunk out of the receive buffer (opening the window) and passes it to the context. */
+    private void readOnLoop() {
+        TcpConnection c = connection;
+        // Straight into an array of the size at hand: no per-socket scratch (10,000 sockets).
+        int avail = Math.min(c.readable(), READ_CHUNK);
+        byte[] bytes = new byte[avail];
+        if (avail > 0) {
+            c.read(MemorySegment.ofArray(bytes), 0, avail, System.nanoTime());
+        }
+        boolean atEnd = c.atEnd();
+        context.runOnContext(v -> onRead(bytes, atEnd));
+    }
+
+    /** On the context: the loop's answer to {@link #readOnLoop}. */
+    private void onRead(byte[] bytes, boolean atEnd) {
+        readInFlight = false;
+        if (bytes.length > 0) {
+            Buffer b = BufferInternal.buffer(Unpooled.wrappedBuffer(bytes));
+            if (handler != null && demand > 0) {
+                deliver(b);
+            } else {
+                held = b; // paused while the read was on its way: kept for resume or fetch
+            }
+            drainReads(); // more may be waiting
+            return;
+        }
+        if (atEnd && held == null && !endSignalled && handler != null && demand > 0) {
             endSignalled = true;
             if (endHandler != null) {
                 endHandler.handle(null);
             }
         }
+        finishClose();
+    }
+
+    /** On the context, once no read is on its way: the close handler, if the connection is gone and it is owed. */
+    private void finishClose() {
+        if (closeOwed) {
+            closeOwed = false;
+            if (closeHandler != null) {
+                closeHandler.handle(null);
+            }
+        }
+    }
+
+    private void deliver(Buffer b) {
+        long d = demand;
+        if (d != Long.MAX_VALUE) {
+            demand = d - 1;
+        }
+        handler.handle(b);
     }
 
     // ---- WriteStream --------------------------------------------------------------------------
@@ -215,20 +271,27 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             return Future.failedFuture(new IOException("socket " + (closed ? "is closed" : "was ended") + "; no more writes"));
         }
         byte[] bytes = data.getBytes();
-        Promise<Void> p = Promise.promise();
+        Promise<Void> p = context.promise(); // completed on the loop, heard on the context
         synchronized (this) {
             pending.add(new Pending(MemorySegment.ofArray(bytes), new long[] {0}, p));
             pendingBytes += bytes.length;
         }
-        if (Vertx.currentContext() == context) {
-            flush();
-        } else {
-            context.runOnContext(v -> flush()); // flushing happens on the socket's context only
-        }
+        scheduleFlush();
         return p.future();
     }
 
-    /** On the socket's context: moves queued writes into the send buffer as room allows; completes their Futures. */
+    /** Asks the loop to flush, once for any number of writes queued before it runs. */
+    private void scheduleFlush() {
+        synchronized (this) {
+            if (flushScheduled) {
+                return;
+            }
+            flushScheduled = true;
+        }
+        layer.execute(this::flush);
+    }
+
+    /** On the loop: moves queued writes into the send buffer as room allows; completes their Futures. */
     private void flush() {
         synchronized (this) {
             flushScheduled = false;
@@ -244,7 +307,6 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             }
             long size = next.data.byteSize();
             int n;
-            layer.lock.lock();
             try {
                 TcpState st = connection.state();
                 if (st == TcpState.CLOSED) {
@@ -259,8 +321,6 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             } catch (BufferUnavailableException e) {
                 failPending(new IOException(e.getMessage(), e)); // nothing of these writes was taken: say so
                 break; // and on to the end: a pending end() or close() still sends its FIN
-            } finally {
-                layer.lock.unlock();
             }
             if (n == 0) {
                 break;
@@ -312,29 +372,21 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     @Override
     public Future<Void> end() {
         ending = true;
-        if (Vertx.currentContext() == context) {
-            finishEnd();
-        } else {
-            context.runOnContext(v -> finishEnd());
-        }
+        layer.execute(this::finishEnd);
         return Future.succeededFuture();
     }
 
+    /** On the loop: once every queued write is in the send buffer, the FIN (or the full close) follows. */
     private void finishEnd() {
         boolean empty;
         synchronized (this) {
             empty = pending.isEmpty();
         }
         if (ending && empty && connection != null) {
-            layer.lock.lock();
-            try {
-                if (closing) {
-                    connection.close(System.nanoTime());
-                } else {
-                    connection.shutdownOutput(System.nanoTime());
-                }
-            } finally {
-                layer.lock.unlock();
+            if (closing) {
+                connection.close(System.nanoTime());
+            } else {
+                connection.shutdownOutput(System.nanoTime());
             }
         }
     }
@@ -381,40 +433,29 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         if (seconds == 0) {
             ending = true;
             abortedByClose = true;
-            layer.lock.lock();
-            try {
+            layer.execute(() -> {
                 if (connection != null) {
                     connection.abort(System.nanoTime());
                 }
-            } finally {
-                layer.lock.unlock();
-            }
+            });
             return Future.succeededFuture();
         }
         end();
-        Promise<Void> done = Promise.promise();
+        Promise<Void> done = context.promise();
         long deadline = System.nanoTime() + seconds * 1_000_000_000L;
-        context.runOnContext(v -> checkLinger(done, seconds, deadline));
+        layer.execute(() -> checkLinger(done, seconds, deadline));
         return done.future();
     }
 
-    /** On the context: completes a lingering close once the FIN is acknowledged, fails it at the deadline. */
+    /** On the loop: completes a lingering close once the FIN is acknowledged, fails it at the deadline. */
     private void checkLinger(Promise<Void> done, int seconds, long deadline) {
         boolean queued;
         synchronized (this) {
             queued = !pending.isEmpty();
         }
-        TcpState state;
-        TcpError error;
-        int unacknowledged;
-        layer.lock.lock();
-        try {
-            state = connection.state();
-            error = connection.error();
-            unacknowledged = connection.unacknowledged();
-        } finally {
-            layer.lock.unlock();
-        }
+        TcpState state = connection.state();
+        TcpError error = connection.error();
+        int unacknowledged = connection.unacknowledged();
         if (state == TcpState.CLOSED && error != null) {
             done.tryFail(new IOException(error.message() + " while lingering (" + remoteAddress() + ")"));
         } else if (!queued && (state == TcpState.FIN_WAIT_2 || state == TcpState.TIME_WAIT || state == TcpState.CLOSED)) {
@@ -423,18 +464,13 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             done.tryFail(new IOException("linger of " + seconds + " s ran out before the peer acknowledged the FIN ("
                     + unacknowledged + " bytes unacknowledged, state " + state + "); the connection goes on closing"));
         } else {
-            context.owner().setTimer(LINGER_CHECK_MS, id -> checkLinger(done, seconds, deadline));
+            context.owner().setTimer(LINGER_CHECK_MS, id -> layer.execute(() -> checkLinger(done, seconds, deadline)));
         }
     }
 
     /** Drops the connection with a reset (RFC 9293 ABORT). */
     public void abort() {
-        layer.lock.lock();
-        try {
-            connection.abort(System.nanoTime());
-        } finally {
-            layer.lock.unlock();
-        }
+        layer.execute(() -> connection.abort(System.nanoTime()));
     }
 
     @Override
@@ -461,19 +497,17 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         return this;
     }
 
-    // ---- events from the connection (under the layer's lock, any thread) ----------------------
+    // ---- events from the connection (on the loop) ----------------------------------------------
 
     @Override
     public void onEstablished(TcpConnection c) {
         connection = c; // events may come before connect() has stored it
         Promise<TcpSocket> p = connecting;
         connecting = null;
-        context.runOnContext(v -> {
-            if (p != null) {
-                p.tryComplete(this);
-            }
-            flush();
-        });
+        if (p != null) {
+            p.tryComplete(this);
+        }
+        flush(); // writes queued during the handshake
     }
 
     @Override
@@ -483,13 +517,13 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
 
     @Override
     public void onWritable(TcpConnection c) {
+        boolean queued;
         synchronized (this) {
-            if (flushScheduled || pending.isEmpty()) {
-                return;
-            }
-            flushScheduled = true;
+            queued = !pending.isEmpty();
         }
-        context.runOnContext(v -> flush());
+        if (queued) {
+            flush(); // already on the loop: no hop
+        }
     }
 
     @Override
@@ -515,10 +549,8 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
                     exceptionHandler.handle(e);
                 }
             }
-            drainReads();
-            if (closeHandler != null) {
-                closeHandler.handle(null);
-            }
+            closeOwed = true;
+            drainReads(); // what is left to read reaches the handler first; then the close handler
         });
     }
 }

@@ -102,15 +102,10 @@ class TcpListenerTest {
 
     /** The server's connection writes {@code n} bytes; the nodes run. */
     private int written(TcpConnection c, int n) {
-        server.lock.lock();
-        try {
-            int w = c.write(MemorySegment.ofArray(new byte[n]), 0, n, wire.now);
-            server.touched(c);
-            return w;
-        } finally {
-            server.lock.unlock();
-            wire.pump();
-        }
+        int w = c.write(MemorySegment.ofArray(new byte[n]), 0, n, wire.now);
+        server.touched(c);
+        wire.pump();
+        return w;
     }
 
     @Test
@@ -313,21 +308,11 @@ class TcpListenerTest {
         int read = 0;
         for (int step = 0; step < 100_000 && read < up.length; step++) {
             if (sent < up.length) {
-                client.lock.lock();
-                try {
-                    sent += cc.write(MemorySegment.ofArray(up), sent, up.length - sent, wire.now);
-                    client.touched(cc);
-                } finally {
-                    client.lock.unlock();
-                }
+                sent += cc.write(MemorySegment.ofArray(up), sent, up.length - sent, wire.now);
+                client.touched(cc);
             }
-            server.lock.lock();
-            try {
-                read += sc.read(MemorySegment.ofArray(got), read, got.length - read, wire.now);
-                server.touched(sc);
-            } finally {
-                server.lock.unlock();
-            }
+            read += sc.read(MemorySegment.ofArray(got), read, got.length - read, wire.now);
+            server.touched(sc);
             wire.advance(LayerWire.MS / 10);
         }
         assertArrayEquals(up, got);
