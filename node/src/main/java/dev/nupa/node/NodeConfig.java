@@ -5,7 +5,6 @@ import java.util.List;
 
 import dev.nupa.device.FabricGeometry;
 import dev.nupa.ip.IpConfig;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
@@ -76,10 +75,6 @@ public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Ro
 
     /** The default address plan: fabric node N is 10.0.0.(N + 1)/24 (nodes 0..253). */
     public static IpConfig defaultIp(int fabricAddress) {
-        if (fabricAddress < 0 || fabricAddress > 253) {
-            throw new IllegalArgumentException("fabric address " + fabricAddress + " has no default IPv4 address "
-                    + "(10.0.0.(N+1)/24 covers nodes 0..253); give one with --ip");
-        }
-        return IpConfig.of(Ipv4Address.of(10, 0, 0, fabricAddress + 1), 24);
+        return IpConfig.fabricPlan(fabricAddress);
     }
 }

@@ -36,6 +36,18 @@ public record IpConfig(int address, int prefixLength, boolean verifyChecksums, b
         }
     }
 
+    /**
+     * The fabric's address plan: node N is 10.0.0.(N+1)/24, for nodes 0..253; throws naming the remedy
+     * (an explicit address) beyond.
+     */
+    public static IpConfig fabricPlan(int fabricAddress) {
+        if (fabricAddress < 0 || fabricAddress > 253) {
+            throw new IllegalArgumentException("fabric address " + fabricAddress + " has no default IPv4 address "
+                    + "(10.0.0.(N+1)/24 covers nodes 0..253); give one with --ip");
+        }
+        return of(Ipv4Address.of(10, 0, 0, fabricAddress + 1), 24);
+    }
+
     /** Defaults: checksums on, TTL 64, no forwarding, 30 s / 64 reassembly slots, 1000 ICMP errors/s (burst 50), 10 ms send wait. */
     public static IpConfig of(int address, int prefixLength) {
         return new IpConfig(address, prefixLength, true, true, 64, false, 30_000_000_000L, 64, 1000, 50, 10_000_000L);

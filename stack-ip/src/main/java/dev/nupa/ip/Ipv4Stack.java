@@ -140,7 +140,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     }
 
     /** For sockets that drop a datagram because their receive queue is full. */
-    void countReceiveQueueDrop() {
+    public void countReceiveQueueDrop() {
         counters.inc(IpCounter.UDP_RCVBUF_ERRORS);
     }
 

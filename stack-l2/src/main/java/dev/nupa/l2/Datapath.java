@@ -5,6 +5,7 @@ import java.lang.invoke.VarHandle;
 import java.util.Arrays;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 import dev.nupa.device.DatapathErrors;
 
@@ -77,7 +78,15 @@ public final class Datapath implements AutoCloseable {
     private volatile boolean running;
     private volatile boolean timersChanged;
     private volatile long errorCount;
-    private Thread thread;
+    private volatile Thread thread;
+    /** The thread driving the loop is another's (an event loop's), not one this datapath started. */
+    private boolean driven;
+
+    // The loop's own state (its driving thread only).
+    private long lastWork = System.nanoTime();
+    private long next = Long.MIN_VALUE;
+    private Timer[] seen;
+    private long[] deadlines; // one per timer of `seen`
 
     public Datapath(Link link, Idle idle) {
         this(link, idle, DEFAULT_TASK_QUEUE);
@@ -122,11 +131,14 @@ public final class Datapath implements AutoCloseable {
      */
     public void timersChanged() {
         timersChanged = true;
-        wake();
+        wakeup();
     }
 
-    /** From another thread: a sleeping loop wakes now, not at the end of its sleep (up to {@link Idle#maxSleepNs}). */
-    private void wake() {
+    /**
+     * From another thread: a sleeping loop wakes now, not at the end of its sleep (up to {@link
+     * Idle#maxSleepNs}); from the loop itself nothing. An event loop that drives it calls this for its own tasks.
+     */
+    public void wakeup() {
         if (!inLoop()) {
             try {
                 link.wakeup();
@@ -163,7 +175,7 @@ public final class Datapath implements AutoCloseable {
         }
         tasksPending = true;
         timersChanged = true; // a task may move deadlines: poll every timer after it
-        wake();
+        wakeup();
         if (stopped) {
             runTasks(); // the loop is gone (its last drain may have missed this one)
         }
@@ -176,7 +188,7 @@ public final class Datapath implements AutoCloseable {
         }
         long start = System.nanoTime();
         tasksPending = true;
-        wake();
+        wakeup();
         while (!tasks.offer(task)) {
             if (stopped) {
                 runTasks(); // the loop is gone: make room by running what waits
@@ -222,9 +234,25 @@ public final class Datapath implements AutoCloseable {
         thread.start();
     }
 
-    /** Whether the loop thread runs (started and not closed). */
+    /**
+     * Makes the calling thread the loop's from now on, without a thread of its own: an event loop
+     * (the Vert.x transport's IoHandler) calls {@link #runOnce} and {@link #idle} on it, and
+     * {@link #close} ends it. Sends and polls from other threads are refused as with {@link #start}.
+     */
+    public synchronized void drive() {
+        if (thread != null) {
+            throw new IllegalStateException("datapath of node " + link.address() + " is already started");
+        }
+        running = true;
+        driven = true;
+        thread = Thread.currentThread();
+        link.setOwner(thread);
+    }
+
+    /** Whether the loop runs (started or driven, and not closed). */
     public boolean isRunning() {
-        return running && thread != null && thread.isAlive();
+        Thread t = thread;
+        return running && t != null && t.isAlive();
     }
 
     /** Whether the calling thread is this loop's. */
@@ -248,58 +276,78 @@ public final class Datapath implements AutoCloseable {
     }
 
     private void loop() {
-        long lastWork = System.nanoTime();
-        long next = Long.MIN_VALUE;
-        Timer[] seen = null;
-        long[] deadlines = null; // owned by the loop, one per timer of `seen`
         while (running) {
             long now = System.nanoTime();
-            int work;
-            try {
-                work = link.poll(BATCH, now);
-            } catch (Throwable e) {
-                if (!DatapathErrors.survivable(e)) {
-                    throw e;
-                }
-                countError();
-                work = 1;
+            idle(now, runOnce(now), Long.MAX_VALUE, ALWAYS);
+        }
+    }
+
+    private static final BooleanSupplier ALWAYS = () -> true;
+
+    /**
+     * One round of the loop at {@code now}: a batch of frames, the tasks handed over, the timers that
+     * are due (all of them after work or a change). Returns how much work was done (0: none). Called by
+     * the loop's own thread, or by the event loop that drives it ({@link #drive}).
+     */
+    public int runOnce(long now) {
+        int work;
+        try {
+            work = link.poll(BATCH, now);
+        } catch (Throwable e) {
+            if (!DatapathErrors.survivable(e)) {
+                throw e;
             }
-            if (tasksPending) {
-                tasksPending = false;
-                work += runTasks();
-            }
-            Timer[] t = timers;
-            if (t != seen) { // a timer was added or removed: poll every timer at once
-                long[] d = new long[t.length];
-                Arrays.fill(d, Long.MIN_VALUE);
-                seen = t;
-                deadlines = d;
-                next = Long.MIN_VALUE;
-            }
-            boolean changed = timersChanged;
-            if (changed) {
-                timersChanged = false; // another thread moved a deadline: poll every timer now, due or not
-            }
-            if (work > 0 || changed || now >= next) {
-                // After work too: a frame may have started something with a deadline (a reassembly).
-                next = runTimers(seen, deadlines, now, work > 0 || changed);
-            }
-            long idleFor = now - lastWork;
-            if (work > 0) {
-                lastWork = now;
-            } else if (idleFor < idle.spinNs()) {
-                Thread.onSpinWait();
-            } else if (idleFor < idle.yieldNs()) {
-                Thread.yield();
-            } else {
-                long sleep = Math.min(idle.maxSleepNs(), next - now);
-                // The token before the last look: work handed over since the top of this round is seen
-                // here, and work handed over after the token's read rang the doorbell (the flag is set
-                // before the ring), which ends the sleep at once.
-                int token = link.prepareSleep();
-                if (sleep > 0 && running && !tasksPending && !timersChanged) {
-                    link.awaitFrames(sleep, token);
-                }
+            countError();
+            work = 1;
+        }
+        if (tasksPending) {
+            tasksPending = false;
+            work += runTasks();
+        }
+        Timer[] t = timers;
+        if (t != seen) { // a timer was added or removed: poll every timer at once
+            long[] d = new long[t.length];
+            Arrays.fill(d, Long.MIN_VALUE);
+            seen = t;
+            deadlines = d;
+            next = Long.MIN_VALUE;
+        }
+        boolean changed = timersChanged;
+        if (changed) {
+            timersChanged = false; // another thread moved a deadline: poll every timer now, due or not
+        }
+        if (work > 0 || changed || now >= next) {
+            // After work too: a frame may have started something with a deadline (a reassembly).
+            next = runTimers(seen, deadlines, now, work > 0 || changed);
+        }
+        if (work > 0) {
+            lastWork = now;
+        }
+        return work;
+    }
+
+    /**
+     * After a round that did {@code work}: nothing when it did some; else, by the time since the last
+     * work, spin, yield, or sleep on the device's armed interrupt (never past the earliest timer, nor
+     * {@code maxWaitNs}, nor while {@code mayBlock} says other work waits: an event loop's tasks).
+     */
+    public void idle(long now, int work, long maxWaitNs, BooleanSupplier mayBlock) {
+        if (work > 0) {
+            return;
+        }
+        long idleFor = now - lastWork;
+        if (idleFor < idle.spinNs()) {
+            Thread.onSpinWait();
+        } else if (idleFor < idle.yieldNs()) {
+            Thread.yield();
+        } else {
+            long sleep = Math.min(Math.min(idle.maxSleepNs(), maxWaitNs), next - now);
+            // The token before the last look: work handed over since the top of this round is seen
+            // here, and work handed over after the token's read rang the doorbell (the flag is set
+            // before the ring), which ends the sleep at once.
+            int token = link.prepareSleep();
+            if (sleep > 0 && running && !tasksPending && !timersChanged && mayBlock.getAsBoolean()) {
+                link.awaitFrames(sleep, token);
             }
         }
     }
@@ -328,7 +376,10 @@ public final class Datapath implements AutoCloseable {
         ERRORS.setOpaque(this, (long) ERRORS.getOpaque(this) + 1);
     }
 
-    /** Stops the loop and waits for it; the link is left to its owner to close. */
+    /**
+     * Stops the loop and waits for it; the link is left to its owner to close. A driven loop ({@link
+     * #drive}) is closed by its driving thread, which runs what was handed over and gives the link up.
+     */
     @Override
     public void close() {
         Thread t;
@@ -336,8 +387,18 @@ public final class Datapath implements AutoCloseable {
             running = false;
             t = thread;
         }
+        if (driven) {
+            if (t != Thread.currentThread()) {
+                throw new IllegalStateException("datapath of node " + link.address() + " is driven by " + t.getName()
+                        + "; close it from that thread (the event loop closes it when it shuts down)");
+            }
+            link.setOwner(null);
+            stopped = true;
+            runTasks();
+            return;
+        }
         if (t != null && t != Thread.currentThread()) {
-            wake(); // a loop asleep stops now, not at the end of its sleep
+            wakeup(); // a loop asleep stops now, not at the end of its sleep
             try {
                 t.join(5_000);
             } catch (InterruptedException e) {

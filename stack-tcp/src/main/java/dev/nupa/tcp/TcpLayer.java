@@ -240,6 +240,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         listeners[port] = new Listener(port, backlog, config, acceptor);
     }
 
+    /** Whether {@code port} has a listener. */
+    public boolean isListening(int port) {
+        return port >= 1 && port <= 65535 && listeners[port] != null;
+    }
+
     public void unlisten(int port) {
         ip.link().checkOwner();
         listeners[port] = null;

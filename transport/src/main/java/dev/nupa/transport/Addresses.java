@@ -1,0 +1,49 @@
+package dev.nupa.transport;
+
+import java.net.Inet4Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.net.UnknownHostException;
+import java.nio.channels.UnresolvedAddressException;
+
+/** Between the JDK's socket addresses and the stack's IPv4 addresses (ints, big-endian order of the octets). */
+final class Addresses {
+    private Addresses() {
+    }
+
+    static InetSocketAddress inet(int ip, int port) {
+        byte[] b = {(byte) (ip >>> 24), (byte) (ip >>> 16), (byte) (ip >>> 8), (byte) ip};
+        try {
+            return new InetSocketAddress(InetAddress.getByAddress(b), port);
+        } catch (UnknownHostException e) {
+            throw new AssertionError("four bytes are always an IPv4 address", e);
+        }
+    }
+
+    /** The address as the stack's int; 0 for the wildcard. */
+    static int ipv4(InetSocketAddress a) {
+        InetAddress ia = a.getAddress();
+        if (ia.isAnyLocalAddress()) {
+            return 0;
+        }
+        byte[] b = ia.getAddress();
+        return (b[0] & 0xFF) << 24 | (b[1] & 0xFF) << 16 | (b[2] & 0xFF) << 8 | (b[3] & 0xFF);
+    }
+
+    /** {@code a} as a resolved IPv4 socket address; throws naming what is wrong otherwise. */
+    static InetSocketAddress check(SocketAddress a) {
+        if (!(a instanceof InetSocketAddress i)) {
+            throw new IllegalArgumentException("the fabric speaks IPv4: " + a + " is not an IP socket address");
+        }
+        if (i.isUnresolved()) {
+            throw new UnresolvedAddressException();
+        }
+        InetAddress ia = i.getAddress();
+        if (!(ia instanceof Inet4Address) && !ia.isAnyLocalAddress()) {
+            throw new IllegalArgumentException("the fabric speaks IPv4 only; " + ia.getHostAddress()
+                    + " is an IPv6 address (use the node's 10.x.y.z address)");
+        }
+        return i;
+    }
+}

@@ -1,0 +1,416 @@
+package dev.nupa.transport;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.PortUnreachableException;
+import java.net.SocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayDeque;
+
+import dev.nupa.device.FabricDevice;
+import dev.nupa.ip.IcmpHeader;
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.SendStatus;
+import dev.nupa.ip.UdpReceiver;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.AddressedEnvelope;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.socket.DatagramChannel;
+import io.netty.channel.socket.DatagramPacket;
+
+/**
+ * A Netty {@link DatagramChannel} over a UDP port of the node's {@link Ipv4Stack}, for Vert.x's
+ * DatagramSocket. Datagrams are copied once out of ring memory into a buffer from the channel's
+ * allocator and handed to the pipeline as {@link DatagramPacket}s while reading is asked for; while
+ * it is not, up to SO_RCVBUF bytes of them wait, and further ones are dropped and counted
+ * ({@code UDP_RCVBUF_ERRORS}). A send that finds the destination ring full is tried again on the
+ * loop's next round (never waiting on the loop), and fails once the ring has stayed full for
+ * {@link #SEND_TIMEOUT_NS}. An unbound channel binds an ephemeral port on its first send.
+ */
+public final class NupaDatagramChannel extends AbstractChannel implements DatagramChannel {
+    private static final ChannelMetadata METADATA = new ChannelMetadata(true, 16);
+    /** How long the destination ring may stay full before the datagram at the head fails. */
+    static final long SEND_TIMEOUT_NS = 1_000_000_000L;
+
+    private final NupaDatagramChannelConfig config = new NupaDatagramChannelConfig(this);
+    private final Receiver receiver = new Receiver();
+    private final ArrayDeque<DatagramPacket> waiting = new ArrayDeque<>();
+    private final Runnable retry = this::retryFlush;
+    private FabricStack stack;
+    private IoRegistration registration;
+    private volatile boolean open = true;
+    private volatile InetSocketAddress local;
+    private int port = -1;
+    private int waitingBytes;
+    private boolean readRequested;
+    private boolean retryPosted;
+    private long blockedSince;
+
+    public NupaDatagramChannel() {
+        super(null);
+    }
+
+    @Override
+    public NupaDatagramChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public boolean isActive() {
+        return open && (local != null || (config.activeOnRegistration() && isRegistered()));
+    }
+
+    @Override
+    public boolean isConnected() {
+        return false;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return null;
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return local;
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        return null;
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new DatagramUnsafe();
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop l && l.isCompatible(DatagramUnsafe.class);
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        ((IoEventLoop) eventLoop()).register((DatagramUnsafe) unsafe()).addListener(f -> {
+            if (f.isSuccess()) {
+                registration = (IoRegistration) f.getNow();
+                stack = registration.attachment();
+                promise.setSuccess();
+            } else {
+                promise.setFailure(f.cause());
+            }
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        IoRegistration r = registration;
+        if (r != null) {
+            registration = null;
+            r.cancel();
+        }
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        InetSocketAddress a = Addresses.check(localAddress);
+        Ipv4Stack ip = stack.ip();
+        int addr = Addresses.ipv4(a);
+        if (addr != 0 && addr != ip.address()) {
+            throw new IllegalArgumentException("cannot bind " + a.getAddress().getHostAddress() + ": this node is "
+                    + Addresses.inet(ip.address(), 0).getAddress().getHostAddress() + "; bind to it or to 0.0.0.0");
+        }
+        bind(a.getPort());
+    }
+
+    private void bind(int wanted) {
+        if (port >= 0) {
+            throw new IllegalStateException("UDP channel is already bound to port " + port);
+        }
+        port = stack.ip().bindUdp(wanted, receiver);
+        local = Addresses.inet(stack.ip().address(), port);
+    }
+
+    @Override
+    protected void doDisconnect() {
+        doClose();
+    }
+
+    @Override
+    protected void doClose() {
+        if (!open) {
+            return;
+        }
+        open = false;
+        if (port >= 0) {
+            stack.ip().unbindUdp(port, receiver);
+        }
+        for (DatagramPacket p = waiting.poll(); p != null; p = waiting.poll()) {
+            p.release();
+        }
+        waitingBytes = 0;
+    }
+
+    @Override
+    protected void doBeginRead() {
+        readRequested = true;
+        while (readRequested && !waiting.isEmpty()) {
+            DatagramPacket p = waiting.poll();
+            waitingBytes -= p.content().readableBytes();
+            deliver(p);
+            readRequested = config.isAutoRead(); // a read() asks for one
+        }
+    }
+
+    private void deliver(DatagramPacket p) {
+        pipeline().fireChannelRead(p);
+        pipeline().fireChannelReadComplete();
+    }
+
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof DatagramPacket) {
+            return msg;
+        }
+        if (msg instanceof AddressedEnvelope<?, ?> e && e.content() instanceof ByteBuf && e.recipient() instanceof InetSocketAddress) {
+            return msg;
+        }
+        throw new UnsupportedOperationException("a fabric UDP channel sends DatagramPackets (or addressed ByteBufs), not "
+                + msg.getClass().getName());
+    }
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+        if (!open) {
+            throw new ClosedChannelException();
+        }
+        if (port < 0) {
+            bind(0); // as a socket does on its first sendto()
+        }
+        Ipv4Stack ip = stack.ip();
+        while (true) {
+            Object msg = in.current();
+            if (msg == null) {
+                return;
+            }
+            @SuppressWarnings("unchecked")
+            AddressedEnvelope<ByteBuf, InetSocketAddress> e = (AddressedEnvelope<ByteBuf, InetSocketAddress>) msg;
+            ByteBuf buf = e.content();
+            InetSocketAddress to = Addresses.check(e.recipient());
+            int length = buf.readableBytes();
+            ByteBuffer nio = buf.nioBufferCount() == 1 ? buf.internalNioBuffer(buf.readerIndex(), length)
+                    : buf.nioBuffer(buf.readerIndex(), length);
+            int rc = ip.sendUdp(port, Addresses.ipv4(to), to.getPort(), MemorySegment.ofBuffer(nio), 0, length, 0);
+            if (rc == FabricDevice.BACK_PRESSURED) {
+                long now = System.nanoTime();
+                if (blockedSince == 0) {
+                    blockedSince = now;
+                }
+                if (now - blockedSince < SEND_TIMEOUT_NS) {
+                    if (!retryPosted) {
+                        retryPosted = true;
+                        stack.datapath().post(retry); // after the loop's next poll of the rings
+                    }
+                    return;
+                }
+            }
+            blockedSince = 0;
+            if (rc == SendStatus.OK) {
+                in.remove();
+            } else {
+                in.remove(new IOException("UDP send of " + length + " bytes to " + to + " failed: " + SendStatus.describe(rc)));
+            }
+        }
+    }
+
+    private void retryFlush() {
+        retryPosted = false;
+        if (open) {
+            ((DatagramUnsafe) unsafe()).flushNow();
+        }
+    }
+
+    /** On the loop: datagrams for this port, and ICMP errors about what it sent. */
+    private final class Receiver implements UdpReceiver {
+        @Override
+        public void onDatagram(int sourceAddress, int sourcePort, int destinationAddress, MemorySegment data, long offset,
+                               int length) {
+            if (!open) {
+                return;
+            }
+            if (!readRequested && waitingBytes + length > config.getReceiveBufferSize()) {
+                stack.ip().countReceiveQueueDrop();
+                return;
+            }
+            ByteBuf buf = alloc().buffer(length);
+            ByteBuffer nio = buf.internalNioBuffer(0, length);
+            MemorySegment.copy(data, offset, MemorySegment.ofBuffer(nio), 0, length); // the one copy, out of the ring
+            buf.writerIndex(length);
+            DatagramPacket p = new DatagramPacket(buf, local, Addresses.inet(sourceAddress, sourcePort));
+            if (readRequested) {
+                deliver(p);
+                if (!config.isAutoRead()) {
+                    readRequested = false;
+                }
+            } else {
+                waiting.add(p);
+                waitingBytes += length;
+            }
+        }
+
+        @Override
+        public void onIcmpError(int type, int code, int destination, int port) {
+            InetSocketAddress to = Addresses.inet(destination, port);
+            IOException e = type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE && code == IcmpHeader.UNREACHABLE_PORT
+                    ? new PortUnreachableException("port unreachable from " + to)
+                    : new IOException("ICMP type " + type + " code " + code + " from " + to);
+            pipeline().fireExceptionCaught(e);
+        }
+    }
+
+    // ---- multicast: the fabric has none --------------------------------------------------------------
+
+    private ChannelFuture noMulticast(ChannelPromise promise) {
+        return promise.setFailure(new UnsupportedOperationException("the fabric has no IP multicast"));
+    }
+
+    @Override
+    public ChannelFuture joinGroup(InetAddress group) {
+        return joinGroup(group, newPromise());
+    }
+
+    @Override
+    public ChannelFuture joinGroup(InetAddress group, ChannelPromise promise) {
+        return noMulticast(promise);
+    }
+
+    @Override
+    public ChannelFuture joinGroup(InetSocketAddress group, NetworkInterface ni) {
+        return joinGroup(group, ni, newPromise());
+    }
+
+    @Override
+    public ChannelFuture joinGroup(InetSocketAddress group, NetworkInterface ni, ChannelPromise promise) {
+        return noMulticast(promise);
+    }
+
+    @Override
+    public ChannelFuture joinGroup(InetAddress group, NetworkInterface ni, InetAddress source) {
+        return joinGroup(group, ni, source, newPromise());
+    }
+
+    @Override
+    public ChannelFuture joinGroup(InetAddress group, NetworkInterface ni, InetAddress source, ChannelPromise promise) {
+        return noMulticast(promise);
+    }
+
+    @Override
+    public ChannelFuture leaveGroup(InetAddress group) {
+        return leaveGroup(group, newPromise());
+    }
+
+    @Override
+    public ChannelFuture leaveGroup(InetAddress group, ChannelPromise promise) {
+        return noMulticast(promise);
+    }
+
+    @Override
+    public ChannelFuture leaveGroup(InetSocketAddress group, NetworkInterface ni) {
+        return leaveGroup(group, ni, newPromise());
+    }
+
+    @Override
+    public ChannelFuture leaveGroup(InetSocketAddress group, NetworkInterface ni, ChannelPromise promise) {
+        return noMulticast(promise);
+    }
+
+    @Override
+    public ChannelFuture leaveGroup(InetAddress group, NetworkInterface ni, InetAddress source) {
+        return leaveGroup(group, ni, source, newPromise());
+    }
+
+    @Override
+    public ChannelFuture leaveGroup(InetAddress group, NetworkInterface ni, InetAddress source, ChannelPromise promise) {
+        return noMulticast(promise);
+    }
+
+    @Override
+    public ChannelFuture block(InetAddress group, NetworkInterface ni, InetAddress source) {
+        return block(group, ni, source, newPromise());
+    }
+
+    @Override
+    public ChannelFuture block(InetAddress group, NetworkInterface ni, InetAddress source, ChannelPromise promise) {
+        return noMulticast(promise);
+    }
+
+    @Override
+    public ChannelFuture block(InetAddress group, InetAddress source) {
+        return block(group, source, newPromise());
+    }
+
+    @Override
+    public ChannelFuture block(InetAddress group, InetAddress source, ChannelPromise promise) {
+        return noMulticast(promise);
+    }
+
+    private final class DatagramUnsafe extends AbstractUnsafe implements NupaIoHandle {
+        @Override
+        public void connect(SocketAddress remote, SocketAddress localAddress, ChannelPromise promise) {
+            promise.setFailure(new UnsupportedOperationException("connected UDP channels are not supported on the fabric; "
+                    + "send DatagramPackets with their recipient"));
+        }
+
+        void flushNow() {
+            flush0();
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent ioEvent) {
+            // Nothing arrives this way: the stack calls the receiver directly.
+        }
+
+        @Override
+        public void closeNow() {
+            close(voidPromise());
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "NupaDatagramChannel[" + (local != null ? local : "unbound") + (open ? "" : ", closed") + "]";
+    }
+}

@@ -1,0 +1,208 @@
+package dev.nupa.transport;
+
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.util.ArrayDeque;
+import java.util.concurrent.ThreadLocalRandom;
+
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.tcp.TcpConnection;
+import dev.nupa.tcp.TcpLayer;
+import io.netty.channel.AbstractServerChannel;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.RecvByteBufAllocator;
+import io.netty.channel.socket.ServerSocketChannel;
+
+/**
+ * A Netty {@link ServerSocketChannel} over a fabric TCP listener: bind listens on the node's
+ * {@link TcpLayer} (port 0: a free ephemeral port), and every connection the listener accepts, once
+ * established, becomes a {@link NupaSocketChannel} handed to the pipeline while accepting is asked
+ * for (auto-read), queued otherwise.
+ */
+public final class NupaServerSocketChannel extends AbstractServerChannel implements ServerSocketChannel {
+    private final NupaServerSocketChannelConfig config = new NupaServerSocketChannelConfig(this);
+    private final ArrayDeque<NupaSocketChannel> accepted = new ArrayDeque<>();
+    private FabricStack stack;
+    private IoRegistration registration;
+    private volatile InetSocketAddress local;
+    private volatile boolean open = true;
+    private boolean acceptRequested;
+
+    public NupaServerSocketChannel() {
+    }
+
+    @Override
+    public NupaServerSocketChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public boolean isActive() {
+        return open && local != null;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return null;
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return local;
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new ServerUnsafe();
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop l && l.isCompatible(ServerUnsafe.class);
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        ((IoEventLoop) eventLoop()).register((ServerUnsafe) unsafe()).addListener(f -> {
+            if (f.isSuccess()) {
+                registration = (IoRegistration) f.getNow();
+                stack = registration.attachment();
+                promise.setSuccess();
+            } else {
+                promise.setFailure(f.cause());
+            }
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        IoRegistration r = registration;
+        if (r != null) {
+            registration = null;
+            r.cancel();
+        }
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        InetSocketAddress a = Addresses.check(localAddress);
+        Ipv4Stack ip = stack.ip();
+        int addr = Addresses.ipv4(a);
+        if (addr != 0 && addr != ip.address()) {
+            throw new IllegalArgumentException("cannot listen on " + a.getAddress().getHostAddress() + ": this node is "
+                    + Addresses.inet(ip.address(), 0).getAddress().getHostAddress() + "; listen on it or on 0.0.0.0");
+        }
+        TcpLayer tcp = stack.tcp();
+        int port = a.getPort() != 0 ? a.getPort() : freePort(tcp);
+        tcp.listen(port, config.getBacklog(), config.acceptedTcpConfig(tcp.defaults()), this::onAccept);
+        local = Addresses.inet(ip.address(), port);
+    }
+
+    /** A free port in the ephemeral range (RFC 6335), from a random start. */
+    private static int freePort(TcpLayer tcp) {
+        int span = 65536 - Ipv4Stack.EPHEMERAL_FIRST;
+        int start = ThreadLocalRandom.current().nextInt(span);
+        for (int i = 0; i < span; i++) {
+            int p = Ipv4Stack.EPHEMERAL_FIRST + (start + i) % span;
+            if (!tcp.isListening(p)) {
+                return p;
+            }
+        }
+        throw new IllegalStateException("no free TCP port to listen on (all " + span + " ephemeral ports listen); give a port");
+    }
+
+    /** From the listener, on the loop: a connection is established. */
+    private void onAccept(TcpConnection c) {
+        if (!open) {
+            c.abort(System.nanoTime());
+            return;
+        }
+        accepted.add(new NupaSocketChannel(this, stack, c));
+        if (acceptRequested) {
+            readAccepted();
+        }
+    }
+
+    @Override
+    protected void doBeginRead() {
+        acceptRequested = true;
+        readAccepted();
+    }
+
+    private void readAccepted() {
+        if (accepted.isEmpty()) {
+            return;
+        }
+        RecvByteBufAllocator.Handle h = unsafe().recvBufAllocHandle();
+        h.reset(config);
+        ChannelPipeline p = pipeline();
+        do {
+            NupaSocketChannel child = accepted.poll();
+            if (child == null) {
+                break;
+            }
+            h.incMessagesRead(1);
+            p.fireChannelRead(child);
+        } while (h.continueReading());
+        h.readComplete();
+        p.fireChannelReadComplete();
+        acceptRequested = config.isAutoRead();
+    }
+
+    @Override
+    protected void doClose() {
+        if (!open) {
+            return;
+        }
+        open = false;
+        InetSocketAddress l = local;
+        if (l != null && stack != null) {
+            stack.tcp().unlisten(l.getPort());
+        }
+        for (NupaSocketChannel c = accepted.poll(); c != null; c = accepted.poll()) {
+            c.unsafe().closeForcibly(); // never handed out: nobody else would close it
+        }
+    }
+
+    private final class ServerUnsafe extends AbstractUnsafe implements NupaIoHandle {
+        @Override
+        public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
+            promise.setFailure(new UnsupportedOperationException("a listening channel does not connect"));
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent ioEvent) {
+            // Nothing arrives this way: the listener calls the channel directly.
+        }
+
+        @Override
+        public void closeNow() {
+            close(voidPromise());
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "NupaServerSocketChannel[" + (local != null ? local : "unbound") + (open ? "" : ", closed") + "]";
+    }
+}

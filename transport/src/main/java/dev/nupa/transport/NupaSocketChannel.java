@@ -1,0 +1,563 @@
+package dev.nupa.transport;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.net.SocketException;
+import java.nio.ByteBuffer;
+import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.NotYetConnectedException;
+import java.util.concurrent.TimeUnit;
+
+import dev.nupa.tcp.TcpConnection;
+import dev.nupa.tcp.TcpError;
+import dev.nupa.tcp.TcpState;
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.RecvByteBufAllocator;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelInputShutdownReadComplete;
+import io.netty.channel.socket.ChannelOutputShutdownException;
+import io.netty.channel.socket.ServerSocketChannel;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.util.concurrent.Future;
+
+/**
+ * A Netty {@link SocketChannel} over a fabric {@link TcpConnection}, for Vert.x's NetSocket, HTTP and
+ * gRPC. Everything happens on the channel's event loop, which is the node's datapath: the
+ * connection's events (established, readable, writable, peer closed, closed) call the channel
+ * directly, and the channel calls the connection directly.
+ *
+ * <p>Reading follows Netty's rules: bytes are taken out of the connection's receive buffer only
+ * while reading is asked for (auto-read, or a {@code read()}); otherwise they stay there and the
+ * receive window closes, which is how a slow reader throttles the writer end to end. Writing moves
+ * the outbound buffer into the send buffer as room allows and resumes when the connection says it
+ * is writable; the outbound buffer's water marks give Vert.x its {@code writeQueueFull}.
+ *
+ * <p>Closing sends a FIN after the queued data (SO_LINGER 0: a reset) and the channel is closed at
+ * once: the connection finishes closing in its layer (FIN-WAIT, TIME-WAIT) without the channel. The
+ * peer's FIN closes the channel, or with ALLOW_HALF_CLOSURE shuts its input down. A reset reaches the
+ * pipeline as {@code SocketException("Connection reset")}, a refused connect as
+ * {@link ConnectException}, an unanswered one as {@link ConnectTimeoutException}.
+ */
+public final class NupaSocketChannel extends AbstractChannel implements SocketChannel {
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+
+    private enum State { OPEN, CONNECTING, CONNECTED, CLOSED }
+
+    private final NupaSocketChannelConfig config;
+    private final ConnectionEvents events = new ConnectionEvents();
+    private FabricStack stack;
+    private IoRegistration registration;
+    private TcpConnection connection;
+    private volatile State state = State.OPEN;
+    private volatile boolean inputShutdown;
+    private volatile boolean outputShutdown;
+    private ChannelPromise connectPromise;
+    private Future<?> connectTimeout;
+    private InetSocketAddress remote;
+    private InetSocketAddress local;
+    /** Reading was asked for (auto-read or read()) and not yet satisfied. */
+    private boolean readRequested;
+    /** The send buffer was full: the connection's next writable event flushes. */
+    private boolean flushPending;
+
+    /** A client channel: connected by {@code connect}. */
+    public NupaSocketChannel() {
+        super(null);
+        config = new NupaSocketChannelConfig(this);
+    }
+
+    /** A connection the {@code parent} listener accepted (on the loop); registered on the same loop. */
+    NupaSocketChannel(NupaServerSocketChannel parent, FabricStack stack, TcpConnection c) {
+        super(parent);
+        config = new NupaSocketChannelConfig(this);
+        this.stack = stack;
+        this.connection = c;
+        this.state = State.CONNECTED;
+        addresses(c);
+        stack.tcp().setEvents(c, events);
+    }
+
+    private void addresses(TcpConnection c) {
+        local = Addresses.inet(c.localIp, c.localPort);
+        remote = Addresses.inet(c.remoteIp, c.remotePort);
+    }
+
+    @Override
+    public ServerSocketChannel parent() {
+        return (ServerSocketChannel) super.parent();
+    }
+
+    @Override
+    public NupaSocketChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return state != State.CLOSED;
+    }
+
+    @Override
+    public boolean isActive() {
+        return state == State.CONNECTED;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return (InetSocketAddress) super.remoteAddress();
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return local;
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        return remote;
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new NupaUnsafe();
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop l && l.isCompatible(NupaUnsafe.class);
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        ((IoEventLoop) eventLoop()).register((NupaUnsafe) unsafe()).addListener(f -> {
+            if (!f.isSuccess()) {
+                promise.setFailure(f.cause());
+                return;
+            }
+            IoRegistration r = (IoRegistration) f.getNow();
+            FabricStack s = r.attachment();
+            if (stack != null && stack != s) {
+                r.cancel();
+                promise.setFailure(new IllegalStateException("a connection of " + stack + " cannot move to the event loop of "
+                        + s + "; each fabric node's connections stay on its own loop"));
+                return;
+            }
+            registration = r;
+            stack = s;
+            promise.setSuccess();
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        IoRegistration r = registration;
+        if (r != null) {
+            registration = null;
+            r.cancel();
+        }
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        InetSocketAddress a = Addresses.check(localAddress);
+        int ip = Addresses.ipv4(a);
+        if ((ip != 0 && ip != stack.ip().address()) || a.getPort() != 0) {
+            throw new UnsupportedOperationException("a fabric TCP connection leaves from " + stack
+                    + " and an ephemeral port; bind to 0.0.0.0:0 or to nothing, not " + a);
+        }
+    }
+
+    @Override
+    protected void doDisconnect() {
+        doClose();
+    }
+
+    @Override
+    protected void doClose() {
+        State was = state;
+        state = State.CLOSED;
+        cancelConnectTimeout();
+        ChannelPromise p = connectPromise;
+        if (p != null) {
+            connectPromise = null;
+            p.tryFailure(new ClosedChannelException());
+        }
+        TcpConnection c = connection;
+        if (c != null && was != State.CLOSED && c.state() != TcpState.CLOSED) {
+            stack.tcp().setEvents(c, null); // it finishes closing in its layer, without the channel
+            long now = System.nanoTime();
+            if (config.getSoLinger() == 0) {
+                c.abort(now); // RFC 9293 3.10.5 ABORT: a reset, queued data dropped
+            } else {
+                c.close(now);
+            }
+        }
+    }
+
+    @Override
+    protected void doShutdownOutput() {
+        outputShutdown = true;
+        TcpConnection c = connection;
+        if (c != null) {
+            c.shutdownOutput(System.nanoTime());
+        }
+    }
+
+    @Override
+    protected void doBeginRead() {
+        if (state != State.CONNECTED || inputShutdown) {
+            return;
+        }
+        readRequested = true;
+        readNow();
+    }
+
+    /** Hands what the receive buffer holds to the pipeline while reading is asked for; then the peer's FIN. */
+    private void readNow() {
+        TcpConnection c = connection;
+        if (!readRequested || c == null || state != State.CONNECTED || inputShutdown) {
+            return;
+        }
+        RecvByteBufAllocator.Handle h = unsafe().recvBufAllocHandle();
+        h.reset(config);
+        ChannelPipeline p = pipeline();
+        boolean any = false;
+        long now = System.nanoTime();
+        do {
+            int available = c.readable();
+            if (available == 0) {
+                break;
+            }
+            ByteBuf buf = h.allocate(alloc());
+            int n = Math.min(available, buf.writableBytes());
+            ByteBuffer nio = buf.internalNioBuffer(buf.writerIndex(), n);
+            int got = c.read(MemorySegment.ofBuffer(nio), 0, n, now);
+            buf.writerIndex(buf.writerIndex() + got);
+            h.lastBytesRead(got);
+            h.incMessagesRead(1);
+            any = true;
+            p.fireChannelRead(buf);
+        } while (h.continueReading() && state == State.CONNECTED && !inputShutdown);
+        h.readComplete();
+        if (any) {
+            readRequested = config.isAutoRead(); // a read() asks for one batch
+            p.fireChannelReadComplete();
+        }
+        if (state == State.CONNECTED && !inputShutdown && c.readable() == 0 && c.atEnd()) {
+            peerClosed();
+        }
+    }
+
+    /** The peer's FIN, after every byte before it was read: close, or shut the input down (half-closure). */
+    private void peerClosed() {
+        if (config.isAllowHalfClosure()) {
+            inputShutdown = true;
+            pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+            pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
+            if (outputShutdown) {
+                close(voidPromise());
+            }
+        } else {
+            close(voidPromise());
+        }
+    }
+
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof ByteBuf) {
+            return msg;
+        }
+        throw new UnsupportedOperationException("a fabric TCP channel writes ByteBufs, not " + msg.getClass().getName());
+    }
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+        TcpConnection c = connection;
+        if (state != State.CONNECTED) {
+            throw state == State.CLOSED ? new ClosedChannelException() : new NotYetConnectedException();
+        }
+        if (outputShutdown) {
+            throw new ChannelOutputShutdownException("output of " + this + " was shut down");
+        }
+        long now = System.nanoTime();
+        while (true) {
+            Object msg = in.current();
+            if (msg == null) {
+                flushPending = false;
+                return;
+            }
+            ByteBuf buf = (ByteBuf) msg;
+            int readable = buf.readableBytes();
+            if (readable == 0) {
+                in.remove();
+                continue;
+            }
+            int n = write(c, buf, readable, now);
+            if (n > 0) {
+                in.removeBytes(n);
+            }
+            if (n < readable) {
+                flushPending = true; // the send buffer is full: onWritable flushes the rest
+                return;
+            }
+        }
+    }
+
+    /** Copies as much of {@code buf} as the send buffer takes; returns how much. */
+    private static int write(TcpConnection c, ByteBuf buf, int readable, long now) {
+        if (buf.nioBufferCount() == 1) {
+            ByteBuffer nio = buf.internalNioBuffer(buf.readerIndex(), readable);
+            return c.write(MemorySegment.ofBuffer(nio), 0, readable, now);
+        }
+        int total = 0;
+        for (ByteBuffer nio : buf.nioBuffers(buf.readerIndex(), readable)) {
+            int len = nio.remaining();
+            int n = c.write(MemorySegment.ofBuffer(nio), 0, len, now);
+            total += n;
+            if (n < len) {
+                break;
+            }
+        }
+        return total;
+    }
+
+    private void cancelConnectTimeout() {
+        Future<?> t = connectTimeout;
+        if (t != null) {
+            connectTimeout = null;
+            t.cancel(false);
+        }
+    }
+
+    // ---- DuplexChannel ----------------------------------------------------------------------------
+
+    @Override
+    public boolean isInputShutdown() {
+        return inputShutdown || !isActive();
+    }
+
+    @Override
+    public ChannelFuture shutdownInput() {
+        return shutdownInput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownInput(ChannelPromise promise) {
+        onLoop(() -> {
+            inputShutdown = true; // what arrives is left unread; the window closes
+            promise.trySuccess();
+        });
+        return promise;
+    }
+
+    @Override
+    public boolean isOutputShutdown() {
+        return outputShutdown || !isActive();
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput() {
+        return shutdownOutput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput(ChannelPromise promise) {
+        onLoop(() -> ((AbstractUnsafe) unsafe()).shutdownOutput(promise));
+        return promise;
+    }
+
+    @Override
+    public boolean isShutdown() {
+        return (inputShutdown && outputShutdown) || !isActive();
+    }
+
+    @Override
+    public ChannelFuture shutdown() {
+        return shutdown(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdown(ChannelPromise promise) {
+        ChannelPromise out = newPromise();
+        out.addListener(f -> shutdownInput(promise));
+        return shutdownOutput(out);
+    }
+
+    private void onLoop(Runnable r) {
+        if (eventLoop().inEventLoop()) {
+            r.run();
+        } else {
+            eventLoop().execute(r);
+        }
+    }
+
+    // ---- the connection's events (on the loop) ----------------------------------------------------
+
+    private final class ConnectionEvents implements TcpConnection.Events {
+        @Override
+        public void onEstablished(TcpConnection c) {
+            if (state != State.CONNECTING) {
+                return;
+            }
+            cancelConnectTimeout();
+            addresses(c);
+            state = State.CONNECTED;
+            ChannelPromise p = connectPromise;
+            connectPromise = null;
+            boolean promised = p == null || p.trySuccess();
+            pipeline().fireChannelActive();
+            if (!promised) {
+                close(voidPromise()); // the connect was cancelled meanwhile
+            }
+        }
+
+        @Override
+        public void onReadable(TcpConnection c) {
+            readNow();
+        }
+
+        @Override
+        public void onPeerClosed(TcpConnection c) {
+            readNow(); // heard once read to it, as a socket's EOF is: a paused reader hears it when it resumes
+        }
+
+        @Override
+        public void onWritable(TcpConnection c) {
+            if (flushPending) {
+                ((NupaUnsafe) unsafe()).flushNow();
+            }
+        }
+
+        @Override
+        public void onClosed(TcpConnection c, TcpError error) {
+            if (state == State.CLOSED) {
+                return;
+            }
+            if (state == State.CONNECTING) {
+                ChannelPromise p = connectPromise;
+                connectPromise = null;
+                cancelConnectTimeout();
+                if (p != null) {
+                    p.tryFailure(connectFailure(error));
+                }
+                close(voidPromise());
+                return;
+            }
+            if (error != null) {
+                pipeline().fireExceptionCaught(failure(error));
+            }
+            close(voidPromise());
+        }
+    }
+
+    private IOException connectFailure(TcpError error) {
+        String to = remote != null ? remote.toString() : "the peer";
+        if (error == TcpError.REFUSED) {
+            return new ConnectException("Connection refused: " + to);
+        }
+        if (error == TcpError.TIMED_OUT) {
+            return new ConnectTimeoutException("connection timed out: " + to + " (the SYN went unanswered)");
+        }
+        return new ConnectException((error == null ? "connection closed" : error.message()) + ": " + to);
+    }
+
+    private IOException failure(TcpError error) {
+        if (error == TcpError.RESET) {
+            return new SocketException("Connection reset");
+        }
+        return new IOException(error.message() + " (" + remote + ")");
+    }
+
+    private final class NupaUnsafe extends AbstractUnsafe implements NupaIoHandle {
+        @Override
+        public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
+            if (!promise.setUncancellable() || !ensureOpen(promise)) {
+                return;
+            }
+            try {
+                if (connectPromise != null) {
+                    throw new ConnectionPendingException();
+                }
+                if (state == State.CONNECTED) {
+                    throw new AlreadyConnectedException();
+                }
+                InetSocketAddress r = Addresses.check(remoteAddress);
+                if (localAddress != null) {
+                    doBind(localAddress);
+                }
+                remote = r;
+                connection = stack.tcp().connect(Addresses.ipv4(r), r.getPort(), config.tcpConfig(stack.tcp().defaults()),
+                        events, System.nanoTime());
+                local = Addresses.inet(connection.localIp, connection.localPort);
+                if (state == State.OPEN) { // an event during connect() may have settled it already
+                    state = State.CONNECTING;
+                    connectPromise = promise;
+                    int ms = config.getConnectTimeoutMillis();
+                    if (ms > 0) {
+                        connectTimeout = eventLoop().schedule(() -> {
+                            ChannelPromise p = connectPromise;
+                            if (p != null && p.tryFailure(new ConnectTimeoutException("connection timed out after " + ms
+                                    + " ms: " + r))) {
+                                close(voidPromise());
+                            }
+                        }, ms, TimeUnit.MILLISECONDS);
+                    }
+                }
+            } catch (Throwable t) {
+                promise.tryFailure(annotateConnectException(t, remoteAddress));
+                closeIfClosed();
+            }
+        }
+
+        void flushNow() {
+            flush0();
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent ioEvent) {
+            // Nothing arrives this way: the connection's events call the channel directly.
+        }
+
+        @Override
+        public void closeNow() {
+            close(voidPromise());
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "NupaSocketChannel[" + (local != null ? local : "unbound") + " -> " + (remote != null ? remote : "?") + ", "
+                + state + "]";
+    }
+}

@@ -1,0 +1,49 @@
+package dev.nupa.transport;
+
+import java.nio.file.Path;
+import java.util.List;
+
+import dev.nupa.device.FabricGeometry;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Route;
+import dev.nupa.l2.Datapath;
+import dev.nupa.l2.Link;
+import dev.nupa.tcp.TcpConfig;
+
+/**
+ * What a fabric node under an event loop is made of.
+ *
+ * @param fabric          the fabric file (created with {@code geometry} if missing)
+ * @param address         the fabric address to take, or -1 for the first free one
+ * @param ip              the IPv4 address and prefix, or null for the fabric's plan (10.0.0.(N+1)/24)
+ * @param tcp             TCP defaults, or null for {@link TcpConfig#defaults(int)} of the MTU
+ * @param tcpBufferMemory the bound on all connections' buffers together, or 0 for the JVM default
+ */
+public record StackConfig(Path fabric, int address, FabricGeometry geometry, int mtu, Datapath.Idle idle, IpConfig ip,
+                          List<Route> routes, TcpConfig tcp, long tcpBufferMemory) {
+    public StackConfig {
+        routes = List.copyOf(routes);
+        if (tcpBufferMemory < 0) {
+            throw new IllegalArgumentException("TCP buffer memory " + tcpBufferMemory
+                    + " is negative; give a number of bytes, or 0 for the default");
+        }
+    }
+
+    /** Node {@code address} of {@code fabric} with every other setting at its default. */
+    public static StackConfig defaults(Path fabric, int address) {
+        return new StackConfig(fabric, address, FabricGeometry.defaults(), Link.DEFAULT_MTU, Datapath.Idle.backoff(), null,
+                List.of(), null, 0);
+    }
+
+    public StackConfig withIp(IpConfig ip) {
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory);
+    }
+
+    public StackConfig withIdle(Datapath.Idle idle) {
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory);
+    }
+
+    public StackConfig withTcp(TcpConfig tcp) {
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory);
+    }
+}
