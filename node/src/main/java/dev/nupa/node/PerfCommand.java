@@ -8,6 +8,7 @@ import picocli.CommandLine.Command;
                 "--server / --client run one side; --json prints one JSON object on the last line."},
         subcommands = {FabricLatency.class, FabricBandwidth.class, IpLatency.Udp.class, IpLatency.Icmp.class, TcpPerf.Lat.class,
                 TcpPerf.Bw.class, TcpPerf.Crr.class, RdmaPerf.WriteLat.class, RdmaPerf.WriteBw.class, RdmaPerf.SendLat.class,
-                RdmaPerf.SendBw.class, RdmaPerf.ReadLat.class, RdmaPerf.ReadBw.class, RdmaPerf.AtomicLat.class})
+                RdmaPerf.SendBw.class, RdmaPerf.ReadLat.class, RdmaPerf.ReadBw.class, RdmaPerf.AtomicLat.class,
+                VertxPerf.Http.class, VertxPerf.Echo.class, VertxPerf.Udp.class})
 final class PerfCommand {
 }

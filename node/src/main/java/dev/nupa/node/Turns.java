@@ -78,11 +78,19 @@ final class Turns {
     /** The median over the finished turns of p50(a) / p50(b); turns where either recorded nothing are left out. */
     double ratio(int a, int b) {
         double[] r = new double[done];
-        int n = 0;
         for (int t = 0; t < done; t++) {
-            double q = p50[a][t] / p50[b][t];
-            if (!Double.isNaN(q) && !Double.isInfinite(q)) {
-                r[n++] = q;
+            r[t] = p50[a][t] / p50[b][t];
+        }
+        return median(r);
+    }
+
+    /** The median of those {@code values} that are finite numbers; NaN if none is. */
+    static double median(double[] values) {
+        double[] r = new double[values.length];
+        int n = 0;
+        for (double v : values) {
+            if (!Double.isNaN(v) && !Double.isInfinite(v)) {
+                r[n++] = v;
             }
         }
         if (n == 0) {

@@ -49,10 +49,10 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
 
     @Override
     public synchronized EventLoopGroup eventLoopGroup(int type, int nThreads, ThreadFactory threadFactory, int ioRatio) {
-        if (group == null) { // the event loops and the acceptor: the same one loop
+        if (group == null) { // Vert.x asks for its event loops first: one, whatever nThreads says
             group = new MultiThreadIoEventLoopGroup(1, threadFactory, ioHandlerFactory());
         }
-        return group;
+        return type == ACCEPTOR_EVENT_LOOP_GROUP ? new AcceptorView(group) : group;
     }
 
     @Override

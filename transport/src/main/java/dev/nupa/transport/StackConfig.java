@@ -29,9 +29,9 @@ public record StackConfig(Path fabric, int address, FabricGeometry geometry, int
         }
     }
 
-    /** Node {@code address} of {@code fabric} with every other setting at its default. */
+    /** Node {@code address} of {@code fabric} with every other setting at its default (the loop idles as {@link Datapath.Idle#eventLoop()}). */
     public static StackConfig defaults(Path fabric, int address) {
-        return new StackConfig(fabric, address, FabricGeometry.defaults(), Link.DEFAULT_MTU, Datapath.Idle.backoff(), null,
+        return new StackConfig(fabric, address, FabricGeometry.defaults(), Link.DEFAULT_MTU, Datapath.Idle.eventLoop(), null,
                 List.of(), null, 0);
     }
 

@@ -1,0 +1,389 @@
+package dev.nupa.node;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import org.HdrHistogram.Histogram;
+
+import dev.nupa.l2.Datapath;
+import dev.nupa.transport.NupaVertx;
+import dev.nupa.transport.StackConfig;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.buffer.Buffer;
+import io.vertx.core.datagram.DatagramSocket;
+import io.vertx.core.http.HttpClient;
+import io.vertx.core.http.HttpClientResponse;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.http.PoolOptions;
+import io.vertx.core.net.NetClient;
+import io.vertx.core.net.NetSocket;
+import io.vertx.core.transport.Transport;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * `nupa perf vertx-http | vertx-echo | vertx-udp`: one Vert.x application (a server instance and a
+ * client instance, one event loop each) run over the NUPA transport, two fabric nodes on a fresh
+ * fabric file, and over Vert.x's epoll transport on Linux loopback, in turns within one process.
+ * vertx-http: HTTP/1.1 keep-alive request/response, {@code -c} connections each with one request
+ * outstanding (requests/s, p50, p99); vertx-echo: one NetSocket streaming {@code -s}-byte buffers
+ * through a pipeTo echo (Gbit/s echoed); vertx-udp: {@code -s}-byte datagrams echoed by a
+ * DatagramSocket with a window of {@code -w} outstanding (datagrams/s). The ratio is the median
+ * over the turns of each turn's ours/peer.
+ */
+abstract class VertxPerf implements Callable<Integer> {
+    enum Kind { HTTP, ECHO, UDP }
+
+    @Command(name = "vertx-http", mixinStandardHelpOptions = true,
+            description = "Vert.x HTTP/1.1 keep-alive requests over the fabric beside Vert.x on epoll over loopback.")
+    static final class Http extends VertxPerf {
+        Http() {
+            super("vertx-http", Kind.HTTP, 16);
+        }
+    }
+
+    @Command(name = "vertx-echo", mixinStandardHelpOptions = true,
+            description = "Vert.x NetSocket bulk echo (pipeTo) over the fabric beside Vert.x on epoll over loopback.")
+    static final class Echo extends VertxPerf {
+        Echo() {
+            super("vertx-echo", Kind.ECHO, 65_536);
+        }
+    }
+
+    @Command(name = "vertx-udp", mixinStandardHelpOptions = true,
+            description = "Vert.x DatagramSocket echo over the fabric beside Vert.x on epoll over loopback.")
+    static final class Udp extends VertxPerf {
+        Udp() {
+            super("vertx-udp", Kind.UDP, 64);
+        }
+    }
+
+    @Option(names = {"-t", "--time"}, paramLabel = "SECONDS", defaultValue = "2", description = "Seconds per turn (default: ${DEFAULT-VALUE}).")
+    double seconds;
+
+    @Option(names = "--turns", paramLabel = "N", defaultValue = "3", description = "Turns of each transport (default: ${DEFAULT-VALUE}).")
+    int turns;
+
+    @Option(names = {"-c", "--connections"}, paramLabel = "N", defaultValue = "1",
+            description = "vertx-http: connections, one request outstanding on each (default: ${DEFAULT-VALUE}).")
+    int connections;
+
+    @Option(names = {"-s", "--size"}, paramLabel = "BYTES", description = "Body, buffer or datagram size (default: 16 / 65536 / 64).")
+    Integer size;
+
+    @Option(names = {"-w", "--window"}, paramLabel = "N", defaultValue = "16", description = "vertx-udp: datagrams outstanding (default: ${DEFAULT-VALUE}).")
+    int window;
+
+    @Option(names = "--json", description = "Print one JSON object on the last line.")
+    boolean json;
+
+    @Option(names = "--idle", paramLabel = "SPIN_US,YIELD_US",
+            description = "How our event loops idle: spin, then yield, then sleep on the fabric's interrupt (default: the transport's).")
+    String idleSpec;
+
+    @Option(names = "--fabric", paramLabel = "PATH", description = "Fabric file to create and remove (default: a fresh one in /dev/shm).")
+    Path fabric;
+
+    private final String name;
+    private final Kind kind;
+    private final int defaultSize;
+
+    VertxPerf(String name, Kind kind, int defaultSize) {
+        this.name = name;
+        this.kind = kind;
+        this.defaultSize = defaultSize;
+    }
+
+    /** One turn's result: a rate (requests, buffers' bytes or datagrams per second) and the latency, if measured. */
+    record Result(double rate, long p50Ns, long p99Ns) {
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        int sz = size != null ? size : defaultSize;
+        if (seconds <= 0 || turns < 1 || connections < 1 || window < 1 || sz < 1 || (kind == Kind.UDP && sz > 65_507)) {
+            throw new IllegalArgumentException("need -t > 0, --turns >= 1, -c >= 1, -w >= 1 and -s >= 1 (at most 65507 for UDP)");
+        }
+        Path f = fabric != null ? fabric : Path.of("/dev/shm/nupa-perf-vertx-" + ProcessHandle.current().pid());
+        if (Files.exists(f)) {
+            throw new IllegalArgumentException("fabric file " + f + " exists; give a fresh path with --fabric");
+        }
+        Datapath.Idle idle = idle();
+        StackConfig server = StackConfig.defaults(f, 0).withIdle(idle);
+        Vertx ourServer = NupaVertx.create(server);
+        Vertx ourClient = NupaVertx.create(StackConfig.defaults(f, 1).withIdle(idle));
+        VertxOptions one = new VertxOptions().setEventLoopPoolSize(1);
+        Vertx peerServer = Vertx.builder().with(one).withTransport(Transport.EPOLL).build();
+        Vertx peerClient = Vertx.builder().with(one).withTransport(Transport.EPOLL).build();
+        String peerName = peerServer.isNativeTransportEnabled() ? "Vert.x epoll over loopback" : "Vert.x NIO over loopback (epoll unavailable)";
+        Workload ours = null;
+        Workload peer = null;
+        try {
+            ours = workload(ourServer, ourClient, "10.0.0.1", sz);
+            peer = workload(peerServer, peerClient, "127.0.0.1", sz);
+            ours.run(1); // warm-up of both (the JIT), not counted
+            peer.run(1);
+            List<Result> o = new ArrayList<>();
+            List<Result> p = new ArrayList<>();
+            for (int i = 0; i < turns; i++) {
+                o.add(ours.run(seconds));
+                p.add(peer.run(seconds));
+            }
+            report(sz, peerName, o, p);
+        } finally {
+            for (Workload w : new Workload[] {ours, peer}) {
+                if (w != null) {
+                    w.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+                }
+            }
+            CompletableFuture.allOf(ourClient.close().toCompletionStage().toCompletableFuture(),
+                    peerClient.close().toCompletionStage().toCompletableFuture()).get(10, TimeUnit.SECONDS);
+            CompletableFuture.allOf(ourServer.close().toCompletionStage().toCompletableFuture(),
+                    peerServer.close().toCompletionStage().toCompletableFuture()).get(10, TimeUnit.SECONDS);
+            Files.deleteIfExists(f);
+        }
+        return 0;
+    }
+
+    private Datapath.Idle idle() {
+        if (idleSpec == null) {
+            return StackConfig.defaults(Path.of("unused"), 0).idle();
+        }
+        String[] p = idleSpec.split(",");
+        if (p.length != 2) {
+            throw new IllegalArgumentException("--idle takes SPIN_US,YIELD_US (e.g. 50,1000), not " + idleSpec);
+        }
+        long spin = Long.parseLong(p[0].trim()) * 1000;
+        long yield = Long.parseLong(p[1].trim()) * 1000;
+        return new Datapath.Idle(spin, yield, 10_000_000L);
+    }
+
+    private void report(int sz, String peerName, List<Result> ours, List<Result> peer) {
+        double[] ratios = new double[ours.size()];
+        double[] latencyRatios = new double[ours.size()];
+        for (int i = 0; i < ratios.length; i++) {
+            ratios[i] = ours.get(i).rate() / peer.get(i).rate();
+            latencyRatios[i] = peer.get(i).p50Ns() > 0 ? (double) ours.get(i).p50Ns() / peer.get(i).p50Ns() : Double.NaN;
+        }
+        Result o = median(ours);
+        Result p = median(peer);
+        double ratio = Turns.median(ratios);
+        double latencyRatio = Turns.median(latencyRatios);
+        String unit = kind == Kind.HTTP ? "requests/s" : kind == Kind.ECHO ? "Gbit/s echoed" : "datagrams/s";
+        System.out.printf(Locale.ROOT, "%s: %d B, %s, %d turns of %.1f s each; peer: %s%n", name, sz,
+                kind == Kind.HTTP ? connections + " connection(s)" : kind == Kind.UDP ? "window " + window : "1 connection",
+                turns, seconds, peerName);
+        for (int i = 0; i < ours.size(); i++) {
+            System.out.printf(Locale.ROOT, "  turn %d: ours %s, peer %s, ratio %.2f%n", i + 1, show(ours.get(i)),
+                    show(peer.get(i)), ratios[i]);
+        }
+        System.out.printf(Locale.ROOT, "  median: ours %s, peer %s (%s); ratio %.2f (median of the turns' ratios)%s%n",
+                show(o), show(p), unit, ratio, kind == Kind.ECHO ? "" : String.format(Locale.ROOT, ", p50 ratio %.2f", latencyRatio));
+        if (json) {
+            String rateKey = kind == Kind.ECHO ? "gbit_s" : "msgs_s";
+            System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"size\":%d,\"connections\":%d,\"turns\":%d,"
+                            + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d},\"peer\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d},"
+                            + "\"ratio\":%.4f,\"latency_ratio\":%s}%n",
+                    name, sz, kind == Kind.HTTP ? connections : 1, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(), rateKey, p.rate(),
+                    p.p50Ns(), p.p99Ns(), ratio, Double.isNaN(latencyRatio) ? "null" : String.format(Locale.ROOT, "%.4f", latencyRatio));
+        }
+    }
+
+    private String show(Result r) {
+        String rate = kind == Kind.ECHO ? String.format(Locale.ROOT, "%.2f Gbit/s", r.rate())
+                : String.format(Locale.ROOT, "%,.0f/s", r.rate());
+        return r.p50Ns() > 0 ? String.format(Locale.ROOT, "%s p50 %.1f us p99 %.1f us", rate, r.p50Ns() / 1e3, r.p99Ns() / 1e3) : rate;
+    }
+
+    private static Result median(List<Result> rs) {
+        double[] rate = new double[rs.size()];
+        double[] p50 = new double[rs.size()];
+        double[] p99 = new double[rs.size()];
+        for (int i = 0; i < rs.size(); i++) {
+            rate[i] = rs.get(i).rate();
+            p50[i] = rs.get(i).p50Ns();
+            p99[i] = rs.get(i).p99Ns();
+        }
+        return new Result(Turns.median(rate), (long) Turns.median(p50), (long) Turns.median(p99));
+    }
+
+    /** The application: set up once on a server and a client instance, then run for a given time, turn after turn. */
+    interface Workload {
+        Result run(double seconds) throws Exception;
+
+        /** Closes the client's connections and sockets (Vert.x waits out a grace period for any left open). */
+        Future<?> close();
+    }
+
+    private Workload workload(Vertx server, Vertx client, String host, int sz) throws Exception {
+        return switch (kind) {
+            case HTTP -> http(server, client, host, sz);
+            case ECHO -> echo(server, client, host, sz);
+            case UDP -> udp(server, client, host, sz);
+        };
+    }
+
+    private static final int PORT = 7070;
+
+    private Workload http(Vertx server, Vertx client, String host, int sz) throws Exception {
+        Buffer body = Buffer.buffer(new byte[sz]);
+        server.createHttpServer().requestHandler(req -> req.response().end(body)).listen(PORT, "0.0.0.0")
+                .await(10, TimeUnit.SECONDS);
+        HttpClient hc = client.createHttpClient(new PoolOptions().setHttp1MaxSize(connections));
+        return new Workload() {
+            @Override
+            public Future<?> close() {
+                return hc.close();
+            }
+
+            @Override
+            public Result run(double secs) throws Exception {
+            Histogram h = LatencyStats.newHistogram();
+            CompletableFuture<long[]> done = new CompletableFuture<>();
+            long[] count = {0};
+            long end = System.nanoTime() + (long) (secs * 1e9);
+            int[] running = {connections};
+            client.runOnContext(v -> {
+                for (int i = 0; i < connections; i++) {
+                    request(hc, host, h, count, end, running, done);
+                }
+            });
+            long started = System.nanoTime();
+            done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
+            double elapsed = (System.nanoTime() - started) / 1e9;
+            return new Result(count[0] / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99));
+            }
+        };
+    }
+
+    /** One connection's loop: a request, its response, the next, until the end (on the client's event loop). */
+    private static void request(HttpClient hc, String host, Histogram h, long[] count, long end, int[] running,
+                                CompletableFuture<long[]> done) {
+        long t0 = System.nanoTime();
+        hc.request(HttpMethod.GET, PORT, host, "/").compose(req -> req.send().compose(HttpClientResponse::body))
+                .onComplete(ar -> {
+                    long now = System.nanoTime();
+                    if (ar.failed()) {
+                        done.completeExceptionally(ar.cause());
+                        return;
+                    }
+                    h.recordValue(now - t0);
+                    count[0]++;
+                    if (now < end) {
+                        request(hc, host, h, count, end, running, done);
+                    } else if (--running[0] == 0) {
+                        done.complete(count);
+                    }
+                });
+    }
+
+    private Workload echo(Vertx server, Vertx client, String host, int sz) throws Exception {
+        server.createNetServer().connectHandler(s -> s.pipeTo(s)).listen(PORT + 1, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        NetClient nc = client.createNetClient();
+        NetSocket socket = nc.connect(PORT + 1, host).await(10, TimeUnit.SECONDS);
+        Buffer chunk = Buffer.buffer(new byte[sz]);
+        return new Workload() {
+            @Override
+            public Future<?> close() {
+                return socket.close().eventually(() -> nc.close());
+            }
+
+            @Override
+            public Result run(double secs) throws Exception {
+            CompletableFuture<Double> done = new CompletableFuture<>();
+            client.runOnContext(v -> {
+                long[] received = {0};
+                long[] sent = {0};
+                long start = System.nanoTime();
+                long end = start + (long) (secs * 1e9);
+                boolean[] stopping = {false};
+                Runnable[] pump = new Runnable[1];
+                socket.handler(b -> {
+                    received[0] += b.length();
+                    if (stopping[0] && received[0] == sent[0]) {
+                        done.complete(received[0] * 8 / ((System.nanoTime() - start) / 1e9) / 1e9);
+                    }
+                });
+                pump[0] = () -> {
+                    while (!socket.writeQueueFull()) {
+                        if (System.nanoTime() >= end) {
+                            stopping[0] = true; // everything sent comes back before the turn ends
+                            if (received[0] == sent[0]) {
+                                done.complete(received[0] * 8 / ((System.nanoTime() - start) / 1e9) / 1e9);
+                            }
+                            return;
+                        }
+                        socket.write(chunk);
+                        sent[0] += sz;
+                    }
+                    socket.drainHandler(x -> pump[0].run());
+                };
+                pump[0].run();
+            });
+            return new Result(done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS), 0, 0);
+            }
+        };
+    }
+
+    private Workload udp(Vertx server, Vertx client, String host, int sz) throws Exception {
+        DatagramSocket echo = server.createDatagramSocket();
+        echo.handler(p -> echo.send(p.data(), p.sender().port(), p.sender().host()));
+        echo.listen(PORT + 2, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        DatagramSocket socket = client.createDatagramSocket();
+        Buffer datagram = Buffer.buffer(new byte[sz]);
+        long[] count = {0};
+        long[] lastEcho = {0};
+        boolean[] active = {false};
+        socket.handler(p -> {
+            count[0]++;
+            lastEcho[0] = System.nanoTime();
+            if (active[0]) {
+                socket.send(datagram, PORT + 2, host); // one back, one out: the window stays full
+            }
+        });
+        socket.listen(0, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        return new Workload() {
+            @Override
+            public Future<?> close() {
+                return socket.close().eventually(() -> echo.close());
+            }
+
+            @Override
+            public Result run(double secs) throws Exception {
+            CompletableFuture<Double> done = new CompletableFuture<>();
+            client.runOnContext(v -> {
+                long c0 = count[0];
+                long start = System.nanoTime();
+                active[0] = true;
+                for (int i = 0; i < window; i++) {
+                    socket.send(datagram, PORT + 2, host);
+                }
+                // A datagram lost (UDP may drop) shrinks the window: refill it when the echoes stop.
+                long timer = client.setPeriodic(100, id -> {
+                    if (System.nanoTime() - lastEcho[0] > 50_000_000L) {
+                        for (int i = 0; i < window; i++) {
+                            socket.send(datagram, PORT + 2, host);
+                        }
+                    }
+                });
+                client.setTimer((long) (secs * 1000), id -> {
+                    active[0] = false; // the window drains: nothing is sent into the next turn
+                    client.cancelTimer(timer);
+                    done.complete((count[0] - c0) / ((System.nanoTime() - start) / 1e9));
+                });
+            });
+            double rate = done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
+            Thread.sleep(100); // the window in flight drains before the next turn
+            return new Result(rate, 0, 0);
+            }
+        };
+    }
+}
