@@ -73,6 +73,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private InetSocketAddress local;
     /** Reading was asked for (auto-read or read()) and not yet satisfied. */
     private boolean readRequested;
+    /** Inside {@link #readNow}: a read asked for meanwhile is taken by its loop. */
+    private boolean reading;
     /** The send buffer was full: the connection's next writable event flushes. */
     private boolean flushPending;
 
@@ -238,16 +240,40 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         readNow();
     }
 
-    /** Hands what the receive buffer holds to the pipeline while reading is asked for; then the peer's FIN. */
+    /**
+     * Hands what the receive buffer holds to the pipeline, a batch per read asked for (every batch
+     * while auto-read is on); then the peer's FIN. A {@code read()} from a handler during a batch
+     * only marks the request: the loop here takes it, rather than a nested read.
+     */
     private void readNow() {
         TcpConnection c = connection;
-        if (!readRequested || c == null || state != State.CONNECTED || inputShutdown) {
+        if (reading || c == null) {
             return;
         }
+        reading = true;
+        try {
+            while (readRequested && state == State.CONNECTED && !inputShutdown) {
+                if (c.readable() == 0) {
+                    if (c.atEnd()) {
+                        peerClosed();
+                    }
+                    return;
+                }
+                readRequested = false; // this batch answers the request; a read() during it asks again
+                readBatch(c);
+                if (config.isAutoRead()) {
+                    readRequested = true; // unless a handler paused the channel meanwhile
+                }
+            }
+        } finally {
+            reading = false;
+        }
+    }
+
+    private void readBatch(TcpConnection c) {
         RecvByteBufAllocator.Handle h = unsafe().recvBufAllocHandle();
         h.reset(config);
         ChannelPipeline p = pipeline();
-        boolean any = false;
         long now = System.nanoTime();
         do {
             int available = c.readable();
@@ -261,17 +287,19 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             buf.writerIndex(buf.writerIndex() + got);
             h.lastBytesRead(got);
             h.incMessagesRead(1);
-            any = true;
             p.fireChannelRead(buf);
         } while (h.continueReading() && state == State.CONNECTED && !inputShutdown);
         h.readComplete();
-        if (any) {
-            readRequested = config.isAutoRead(); // a read() asks for one batch
-            p.fireChannelReadComplete();
-        }
-        if (state == State.CONNECTED && !inputShutdown && c.readable() == 0 && c.atEnd()) {
-            peerClosed();
-        }
+        p.fireChannelReadComplete();
+    }
+
+    /**
+     * Closes from the transport's side (the peer's FIN or reset, a failed connect), through the unsafe
+     * as Netty's own transports do: a handler that intercepts close() (Vert.x delays an application's
+     * close to finish a WebSocket or HTTP/2 handshake) must not hold up a connection that is gone.
+     */
+    private void closeNow() {
+        unsafe().close(unsafe().voidPromise());
     }
 
     /** The peer's FIN, after every byte before it was read: close, or shut the input down (half-closure). */
@@ -281,10 +309,10 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
             pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
             if (outputShutdown) {
-                close(voidPromise());
+                closeNow();
             }
         } else {
-            close(voidPromise());
+            closeNow();
         }
     }
 
@@ -433,7 +461,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             boolean promised = p == null || p.trySuccess();
             pipeline().fireChannelActive();
             if (!promised) {
-                close(voidPromise()); // the connect was cancelled meanwhile
+                closeNow(); // the connect was cancelled meanwhile
             }
         }
 
@@ -466,13 +494,13 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 if (p != null) {
                     p.tryFailure(connectFailure(error));
                 }
-                close(voidPromise());
+                closeNow();
                 return;
             }
             if (error != null) {
                 pipeline().fireExceptionCaught(failure(error));
             }
-            close(voidPromise());
+            closeNow();
         }
     }
 
@@ -524,7 +552,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                             ChannelPromise p = connectPromise;
                             if (p != null && p.tryFailure(new ConnectTimeoutException("connection timed out after " + ms
                                     + " ms: " + r))) {
-                                close(voidPromise());
+                                closeNow();
                             }
                         }, ms, TimeUnit.MILLISECONDS);
                     }

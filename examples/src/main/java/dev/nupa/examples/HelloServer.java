@@ -1,0 +1,86 @@
+package dev.nupa.examples;
+
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+import dev.nupa.transport.NupaVertx;
+import dev.nupa.transport.StackConfig;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.datagram.DatagramSocket;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.net.NetServerOptions;
+
+/**
+ * Plain Vert.x services on a fabric node; nothing here knows about the fabric except the one line
+ * that creates the Vert.x instance. Run with a fabric file and a node address (default 0, which is
+ * 10.0.0.1); stops on Ctrl-C, and the node leaves the fabric.
+ * <ul>
+ *   <li>HTTP on 8080 (HTTP/1.1 and h2c): {@code GET /hello} answers a line of text; {@code POST /sha256}
+ *       answers the SHA-256 of the body it received (chunked or not, any size); {@code /ws} is a
+ *       WebSocket echo.</li>
+ *   <li>TCP echo on 7 (NetSocket.pipeTo), and on 8 a server that resets every connection once it
+ *       has read something (SO_LINGER 0).</li>
+ *   <li>UDP echo on 9 (DatagramSocket).</li>
+ * </ul>
+ */
+public final class HelloServer {
+    private HelloServer() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1 || args.length > 2) {
+            System.err.println("usage: HelloServer FABRIC_FILE [NODE_ADDRESS]   (e.g. /dev/shm/f1 0)");
+            System.exit(2);
+        }
+        int node = args.length > 1 ? Integer.parseInt(args[1]) : 0;
+        Vertx vertx = NupaVertx.create(StackConfig.defaults(Path.of(args[0]), node));
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> vertx.close().await()));
+        String me = NupaVertx.stack(vertx).ip().config().toString();
+        start(vertx).await();
+        System.out.println("READY " + me + ": HTTP 8080 (/hello, /sha256, /ws), TCP echo 7, TCP reset 8, UDP echo 9");
+        Thread.currentThread().join(); // the event loop serves until Ctrl-C
+    }
+
+    /** Starts the services on {@code vertx}; the Future completes once all of them listen. */
+    public static Future<?> start(Vertx vertx) {
+        Future<?> http = vertx.createHttpServer()
+                .webSocketHandler(ws -> {
+                    ws.textMessageHandler(ws::writeTextMessage);
+                    ws.binaryMessageHandler(ws::writeBinaryMessage);
+                })
+                .requestHandler(req -> {
+                    if (req.method() == HttpMethod.GET && req.path().equals("/hello")) {
+                        req.response().putHeader("content-type", "text/plain").end("hello over the fabric\n");
+                    } else if (req.method() == HttpMethod.POST && req.path().equals("/sha256")) {
+                        MessageDigest sha = sha256();
+                        long[] bytes = {0};
+                        req.handler(b -> {
+                            sha.update(b.getBytes());
+                            bytes[0] += b.length();
+                        });
+                        req.endHandler(v -> req.response().end(HexFormat.of().formatHex(sha.digest()) + " " + bytes[0]));
+                    } else {
+                        req.response().setStatusCode(404).end();
+                    }
+                })
+                .listen(8080, "0.0.0.0");
+        Future<?> echo = vertx.createNetServer().connectHandler(s -> s.pipeTo(s)).listen(7, "0.0.0.0");
+        Future<?> reset = vertx.createNetServer(new NetServerOptions().setSoLinger(0))
+                .connectHandler(s -> s.handler(b -> s.close())).listen(8, "0.0.0.0");
+        DatagramSocket udp = vertx.createDatagramSocket();
+        udp.handler(p -> udp.send(p.data(), p.sender().port(), p.sender().host()));
+        Future<?> datagrams = udp.listen(9, "0.0.0.0");
+        return Future.all(http, echo, reset, datagrams);
+    }
+
+    static MessageDigest sha256() {
+        try {
+            return MessageDigest.getInstance("SHA-256");
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("the JDK always has SHA-256", e);
+        }
+    }
+}
