@@ -102,8 +102,15 @@ abstract class VertxPerf implements Callable<Integer> {
         this.defaultSize = defaultSize;
     }
 
-    /** One turn's result: a rate (requests, buffers' bytes or datagrams per second) and the latency, if measured. */
-    record Result(double rate, long p50Ns, long p99Ns) {
+    /**
+     * One turn's result: a rate (requests, Gbit/s or datagrams per second), the latency if measured,
+     * how many messages (requests, buffers, datagrams) it moved, and the bytes both event-loop
+     * threads allocated per message (the JVM's thread allocation counter).
+     */
+    record Result(double rate, long p50Ns, long p99Ns, long messages, double allocPerMessage) {
+        Result(double rate, long p50Ns, long p99Ns, long messages) {
+            this(rate, p50Ns, p99Ns, messages, Double.NaN);
+        }
     }
 
     @Override
@@ -129,13 +136,15 @@ abstract class VertxPerf implements Callable<Integer> {
         try {
             ours = workload(ourServer, ourClient, "10.0.0.1", sz);
             peer = workload(peerServer, peerClient, "127.0.0.1", sz);
+            List<Thread> ourLoops = loops(ourServer, ourClient);
+            List<Thread> peerLoops = loops(peerServer, peerClient);
             ours.run(1); // warm-up of both (the JIT), not counted
             peer.run(1);
             List<Result> o = new ArrayList<>();
             List<Result> p = new ArrayList<>();
             for (int i = 0; i < turns; i++) {
-                o.add(ours.run(seconds));
-                p.add(peer.run(seconds));
+                o.add(measured(ours, ourLoops));
+                p.add(measured(peer, peerLoops));
             }
             report(sz, peerName, o, p);
         } finally {
@@ -151,6 +160,35 @@ abstract class VertxPerf implements Callable<Integer> {
             Files.deleteIfExists(f);
         }
         return 0;
+    }
+
+    /** A turn, with the bytes the event loops allocated during it per message moved. */
+    private Result measured(Workload w, List<Thread> loops) throws Exception {
+        long before = allocated(loops);
+        Result r = w.run(seconds);
+        long after = allocated(loops);
+        return new Result(r.rate(), r.p50Ns(), r.p99Ns(), r.messages(),
+                r.messages() > 0 ? (double) (after - before) / r.messages() : Double.NaN);
+    }
+
+    /** The event-loop threads of the instances (each runs one task to say which thread it is). */
+    private static List<Thread> loops(Vertx... instances) throws Exception {
+        List<Thread> threads = new ArrayList<>();
+        for (Vertx v : instances) {
+            for (io.netty.util.concurrent.EventExecutor e : ((io.vertx.core.internal.VertxInternal) v).nettyEventLoopGroup()) {
+                threads.add(e.submit(Thread::currentThread).get(10, TimeUnit.SECONDS));
+            }
+        }
+        return threads;
+    }
+
+    private static long allocated(List<Thread> threads) {
+        com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long sum = 0;
+        for (Thread t : threads) {
+            sum += mx.getThreadAllocatedBytes(t.threadId());
+        }
+        return sum;
     }
 
     private Datapath.Idle idle() {
@@ -190,17 +228,20 @@ abstract class VertxPerf implements Callable<Integer> {
         if (json) {
             String rateKey = kind == Kind.ECHO ? "gbit_s" : "msgs_s";
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"size\":%d,\"connections\":%d,\"turns\":%d,"
-                            + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d},\"peer\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d},"
+                            + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},"
+                            + "\"peer\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},"
                             + "\"ratio\":%.4f,\"latency_ratio\":%s}%n",
-                    name, sz, kind == Kind.HTTP ? connections : 1, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(), rateKey, p.rate(),
-                    p.p50Ns(), p.p99Ns(), ratio, Double.isNaN(latencyRatio) ? "null" : String.format(Locale.ROOT, "%.4f", latencyRatio));
+                    name, sz, kind == Kind.HTTP ? connections : 1, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(), o.allocPerMessage(),
+                    rateKey, p.rate(), p.p50Ns(), p.p99Ns(), p.allocPerMessage(), ratio, Double.isNaN(latencyRatio) ? "null" : String.format(Locale.ROOT, "%.4f", latencyRatio));
         }
     }
 
     private String show(Result r) {
         String rate = kind == Kind.ECHO ? String.format(Locale.ROOT, "%.2f Gbit/s", r.rate())
                 : String.format(Locale.ROOT, "%,.0f/s", r.rate());
-        return r.p50Ns() > 0 ? String.format(Locale.ROOT, "%s p50 %.1f us p99 %.1f us", rate, r.p50Ns() / 1e3, r.p99Ns() / 1e3) : rate;
+        String lat = r.p50Ns() > 0 ? String.format(Locale.ROOT, " p50 %.1f us p99 %.1f us", r.p50Ns() / 1e3, r.p99Ns() / 1e3) : "";
+        return String.format(Locale.ROOT, "%s%s, %.0f B allocated per %s", rate, lat, r.allocPerMessage(),
+                kind == Kind.HTTP ? "request" : kind == Kind.ECHO ? "buffer" : "datagram");
     }
 
     private static Result median(List<Result> rs) {
@@ -212,7 +253,11 @@ abstract class VertxPerf implements Callable<Integer> {
             p50[i] = rs.get(i).p50Ns();
             p99[i] = rs.get(i).p99Ns();
         }
-        return new Result(Turns.median(rate), (long) Turns.median(p50), (long) Turns.median(p99));
+        double[] alloc = new double[rs.size()];
+        for (int i = 0; i < rs.size(); i++) {
+            alloc[i] = rs.get(i).allocPerMessage();
+        }
+        return new Result(Turns.median(rate), (long) Turns.median(p50), (long) Turns.median(p99), 0, Turns.median(alloc));
     }
 
     /** The application: set up once on a server and a client instance, then run for a given time, turn after turn. */
@@ -259,7 +304,7 @@ abstract class VertxPerf implements Callable<Integer> {
             long started = System.nanoTime();
             done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
             double elapsed = (System.nanoTime() - started) / 1e9;
-            return new Result(count[0] / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99));
+            return new Result(count[0] / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99), count[0]);
             }
         };
     }
@@ -328,7 +373,8 @@ abstract class VertxPerf implements Callable<Integer> {
                 };
                 pump[0].run();
             });
-            return new Result(done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS), 0, 0);
+            double gbit = done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
+            return new Result(gbit, 0, 0, (long) (gbit * 1e9 / 8 * secs / sz));
             }
         };
     }
@@ -382,7 +428,7 @@ abstract class VertxPerf implements Callable<Integer> {
             });
             double rate = done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
             Thread.sleep(100); // the window in flight drains before the next turn
-            return new Result(rate, 0, 0);
+            return new Result(rate, 0, 0, (long) (rate * secs));
             }
         };
     }

@@ -132,6 +132,65 @@ class NupaVertxTest {
     }
 
     @Test
+    void aSlowReaderThrottlesAFastWriterWithBoundedMemory() throws Exception {
+        // The server reads nothing until told: the client's writes must stop (writeQueueFull) once the
+        // server's receive window, the client's send buffer and Vert.x's write queue are full.
+        Promise<NetSocket> accepted = Promise.promise();
+        server.createNetServer().connectHandler(s -> {
+            s.pause();
+            accepted.complete(s);
+        }).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        NetSocket socket = client.createNetClient().connect(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        NetSocket serverSide = accepted.future().await(10, TimeUnit.SECONDS);
+        Buffer chunk = Buffer.buffer(new byte[64 * 1024]);
+        Promise<Long> blocked = Promise.promise();
+        long[] written = {0};
+        client.runOnContext(v -> {
+            Runnable[] pump = new Runnable[1];
+            pump[0] = () -> {
+                while (!socket.writeQueueFull()) {
+                    socket.write(chunk);
+                    written[0] += chunk.length();
+                    if (written[0] > 256L << 20) {
+                        blocked.tryFail("wrote 256 MiB to a reader that reads nothing: no back-pressure");
+                        return;
+                    }
+                }
+                // Full: wait a while for the queue to drain; a paused reader must not let it.
+                client.setTimer(300, t -> {
+                    if (socket.writeQueueFull()) {
+                        blocked.tryComplete(written[0]);
+                    } else {
+                        pump[0].run();
+                    }
+                });
+            };
+            pump[0].run();
+        });
+        long held = blocked.future().await(30, TimeUnit.SECONDS);
+        // What was accepted is bounded by the queues on the way: the client's write queue, the TCP send
+        // and receive buffers (256 KiB each) and what the server's NetSocket had taken in before its
+        // pause closed the channel (about 1.3 MiB in all here); without back-pressure the writer
+        // would have gone on to the 256 MiB cap above.
+        System.out.println("NupaVertxTest: " + held + " bytes accepted while the reader was paused");
+        assertTrue(held <= 4 << 20, "bytes accepted while the reader was paused: " + held);
+        // Resumed, the reader gets every byte and the writer may go on.
+        long[] read = {0};
+        Promise<Void> all = Promise.promise();
+        server.runOnContext(v -> {
+            serverSide.handler(b -> {
+                read[0] += b.length();
+                if (read[0] == held) {
+                    all.tryComplete();
+                }
+            });
+            serverSide.resume();
+        });
+        all.future().await(30, TimeUnit.SECONDS);
+        assertEquals(held, read[0]);
+    }
+
+    @Test
     void aClosedPortRefusesTheConnection() {
         Future<NetSocket> f = client.createNetClient().connect(4444, "10.0.0.1");
         Exception e = assertThrows(Exception.class, () -> f.await(10, TimeUnit.SECONDS));
