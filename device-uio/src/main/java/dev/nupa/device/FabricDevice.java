@@ -3,7 +3,7 @@ package dev.nupa.device;
 import java.lang.foreign.MemorySegment;
 
 /**
- * A node attached to a fabric: the contract every backend (shm, uio, later vfio) fulfils and the
+ * A node attached to a fabric: the contract every backend fulfils (today the shm backend; the layout is ready for a PCI BAR) and the
  * link layer uses. Sending is safe from many threads; receiving ({@link #poll}, {@link #awaitFrames})
  * belongs to one thread, the node's datapath loop.
  *

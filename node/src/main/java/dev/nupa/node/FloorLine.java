@@ -10,7 +10,7 @@ import dev.nupa.device.FabricLayout;
 /**
  * The latency floor every `nupa perf` latency test measures in the same run: a counter bounced
  * between two processes through two cache lines of a fabric window with nothing in between (the
- * measure of ../shared/tools/shm-floor.c). One side pings, the other echoes.
+ * measure of bench/floor/shm-floor.c). One side pings, the other echoes.
  *
  * <p>The message floor ({@link #measureMessage}) moves what a ring slot moves instead: a frame
  * behind a 16-byte header whose first word publishes it, copied in by the sender and copied out by

@@ -109,6 +109,11 @@ public final class QueuePair implements AutoCloseable {
             throw new RdmaException("modify says the QP is in " + a.curQpState + " but QP " + qpn + " is in " + state);
         }
         QpTransitions.check(type, state, to, mask);
+        if ((mask & (ALT_PATH | PATH_MIG_STATE)) != 0) {
+            // IBA 17.2.8 path migration needs an alternate path; the fabric has one path between two nodes.
+            throw new RdmaException("modify of QP " + qpn + ": path migration (ALT_PATH, PATH_MIG_STATE) is not supported"
+                    + " (the fabric has one path between two nodes); leave these bits out of the mask");
+        }
         validate(a, mask);
         if ((mask & PATH_MTU) != 0) attr.pathMtu = a.pathMtu;
         if ((mask & QKEY) != 0) attr.qkey = a.qkey;

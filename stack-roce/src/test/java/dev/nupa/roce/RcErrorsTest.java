@@ -204,6 +204,12 @@ class RcErrorsTest {
                     | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN | QpAttrMask.MAX_DEST_RD_ATOMIC
                     | QpAttrMask.MIN_RNR_TIMER));
             assertTrue(e.getMessage().contains("not an InfiniBand MTU"), e.getMessage());
+            e = assertThrows(RdmaException.class, () -> qp.modify(new QpAttr().qpState(QpState.RTR).pathMtu(1024).destNode(2)
+                    .destQpNum(3).rqPsn(0).maxDestRdAtomic(1).minRnrTimer(1), QpAttrMask.STATE | QpAttrMask.AV
+                    | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN | QpAttrMask.MAX_DEST_RD_ATOMIC
+                    | QpAttrMask.MIN_RNR_TIMER | QpAttrMask.ALT_PATH)); // allowed by IBA table 91, refused here
+            assertTrue(e.getMessage().contains("path migration (ALT_PATH, PATH_MIG_STATE) is not supported"), e.getMessage());
+            assertEquals(QpState.INIT, qp.state(), "a refused modify changes nothing");
             qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
             assertEquals(QpState.ERR, qp.state());
             qp.modify(new QpAttr().qpState(QpState.RESET), QpAttrMask.STATE);
