@@ -6,8 +6,9 @@ import io.vertx.core.Vertx;
 
 /**
  * For commands that join the fabric as a node of their own for the length of one task (`ping`,
- * `udp-check`, `tcp-check`): start Vert.x and the node, run the task, then leave and stop, whatever
- * the task did.
+ * `udp-check`, `tcp-check`): start the node on Vert.x of its own (the node's datapath is the event
+ * loop, so the task's sockets run on the node's thread), run the task, then leave, whatever the
+ * task did.
  */
 final class CommandNode {
     @FunctionalInterface
@@ -19,16 +20,11 @@ final class CommandNode {
     }
 
     static int run(NodeOptions options, Task task) throws Exception {
-        Vertx vertx = Vertx.vertx();
+        NupaNode node = NupaNode.create(options.config()).await(30, TimeUnit.SECONDS);
         try {
-            NupaNode node = NupaNode.start(vertx, options.config()).await(30, TimeUnit.SECONDS);
-            try {
-                return task.run(vertx, node);
-            } finally {
-                node.closeAndWait();
-            }
+            return task.run(node.vertx(), node);
         } finally {
-            vertx.close();
+            node.closeAndWait();
         }
     }
 }

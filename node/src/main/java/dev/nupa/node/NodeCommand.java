@@ -9,7 +9,6 @@ import java.util.concurrent.TimeUnit;
 import dev.nupa.ip.IpCounter;
 import dev.nupa.ip.UdpSocket;
 import dev.nupa.tcp.TcpConfig;
-import io.vertx.core.Vertx;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -46,14 +45,7 @@ final class NodeCommand implements Callable<Integer> {
         }
         // Checked before the node starts; without socket options the node's own checks come first (--mtu).
         TcpConfig checked = socketOption != null ? sockets.apply(config.tcpOrDefault()) : null;
-        Vertx vertx = Vertx.vertx();
-        NupaNode node;
-        try {
-            node = NupaNode.start(vertx, config).await(30, TimeUnit.SECONDS);
-        } catch (Exception e) {
-            vertx.close();
-            throw e;
-        }
+        NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
         if (udpEcho != null) {
             UdpSocket echo = node.createUdpSocket();
             echo.handler(d -> echo.send(d.data(), d.senderPort(), d.senderHost()));
@@ -77,7 +69,7 @@ final class NodeCommand implements Callable<Integer> {
         System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
-            stop(node, vertx);
+            stop(node);
             stopped.countDown();
         });
         Runtime.getRuntime().addShutdownHook(hook);
@@ -90,7 +82,7 @@ final class NodeCommand implements Callable<Integer> {
         return 0;
     }
 
-    private static void stop(NupaNode node, Vertx vertx) {
+    private static void stop(NupaNode node) {
         Map<IpCounter, Long> c = node.ip().counters();
         StringBuilder sb = new StringBuilder("nupa node: stopping; counters:");
         c.forEach((k, v) -> {
@@ -109,6 +101,5 @@ final class NodeCommand implements Callable<Integer> {
         System.out.println(t);
         System.out.flush();
         node.closeAndWait();
-        vertx.close();
     }
 }

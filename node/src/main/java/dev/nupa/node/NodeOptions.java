@@ -62,7 +62,7 @@ final class NodeOptions {
             rs.add(Route.parse(r));
         }
         NodeConfig c = NodeConfig.defaults(fabric, address).withMtu(mtu).withRoutes(rs)
-                .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.backoff());
+                .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.eventLoop()); // the datapath is the node's event loop
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
                 FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null, 0);
         if (tcpBufferMemory != null) {

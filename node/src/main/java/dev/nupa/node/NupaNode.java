@@ -3,6 +3,7 @@ package dev.nupa.node;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.IpVerticle;
@@ -18,12 +19,16 @@ import dev.nupa.tcp.TcpLayer;
 import dev.nupa.tcp.TcpServer;
 import dev.nupa.tcp.TcpSocket;
 import dev.nupa.tcp.TcpVerticle;
+import dev.nupa.transport.FabricStack;
+import dev.nupa.transport.NupaVertx;
+import dev.nupa.transport.StackConfig;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 
 /**
- * A node, assembled: the link verticle (fabric, datapath loop, neighbor directory), the IP verticle
- * (IPv4, ICMP, UDP), and remote capture, deployed on an application's Vert.x. Usable in-process:
+ * A node, assembled: four verticles deployed on an application's Vert.x, the link (fabric, datapath
+ * loop, neighbor directory), IP (IPv4, ICMP, UDP), TCP and RDMA (verbs context and connection
+ * manager), and remote capture. Usable in-process:
  *
  * <pre>{@code
  * NupaNode node = NupaNode.start(vertx, NodeConfig.defaults(Path.of("/dev/shm/f1"), 0)).await();
@@ -34,30 +39,58 @@ import io.vertx.core.Vertx;
  */
 public final class NupaNode {
     private final Vertx vertx;
-    private final LinkVerticle linkVerticle;
-    private final IpVerticle ipVerticle;
-    private final TcpVerticle tcpVerticle;
+    private final Link link;
+    private final Ipv4Stack ip;
+    private final TcpLayer tcp;
     private final RoceVerticle roceVerticle;
     private final CaptureMirror mirror;
     private final PcapWriter pcap;
-    private final String linkId;
-    private final String ipId;
-    private final String tcpId;
-    private final String roceId;
+    /** Takes the node down: undeploys its verticles, or closes the Vert.x instance it runs under. */
+    private final Supplier<Future<Void>> shutdown;
 
-    private NupaNode(Vertx vertx, LinkVerticle link, IpVerticle ip, TcpVerticle tcp, RoceVerticle roce, CaptureMirror mirror,
-                     PcapWriter pcap, String linkId, String ipId, String tcpId, String roceId) {
+    private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap,
+                     Supplier<Future<Void>> shutdown) {
         this.vertx = vertx;
-        this.linkVerticle = link;
-        this.ipVerticle = ip;
-        this.tcpVerticle = tcp;
+        this.link = link;
+        this.ip = ip;
+        this.tcp = tcp;
         this.roceVerticle = roce;
-        this.tcpId = tcpId;
-        this.roceId = roceId;
         this.mirror = mirror;
         this.pcap = pcap;
-        this.linkId = linkId;
-        this.ipId = ipId;
+        this.shutdown = shutdown;
+    }
+
+    /**
+     * Starts Vert.x on a node of its own (the Vert.x transport, {@link NupaVertx}): the node's event
+     * loop is its datapath, so the sockets, verbs and handlers of the node all run on that one
+     * thread, with no hand-over. {@link #close()} closes that Vert.x instance and the node leaves
+     * the fabric. The Future fails with the reason (fabric, address, IP, route, capture file).
+     */
+    public static Future<NupaNode> create(NodeConfig config) {
+        Vertx vertx;
+        try {
+            vertx = NupaVertx.create(new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
+                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory()));
+        } catch (RuntimeException e) {
+            return Future.failedFuture(e);
+        }
+        FabricStack stack = NupaVertx.stack(vertx);
+        RoceVerticle roce = new RoceVerticle(stack.link(), stack.neighbors());
+        return vertx.deployVerticle(roce).compose(id -> {
+            CaptureMirror mirror = new CaptureMirror(stack.link());
+            PcapWriter pcap = null;
+            try {
+                if (config.capture() != null) {
+                    pcap = PcapWriter.open(config.capture());
+                    mirror.setLocal(pcap);
+                }
+            } catch (IOException e) {
+                return Future.failedFuture(new UncheckedIOException("cannot write capture " + config.capture() + ": "
+                        + e.getMessage(), e));
+            }
+            return Future.succeededFuture(new NupaNode(vertx, stack.link(), stack.ip(), stack.tcp(), roce, mirror, pcap,
+                    vertx::close));
+        }).recover(e -> vertx.close().transform(v -> Future.failedFuture(e)));
     }
 
     /** Deploys the node's verticles; the Future fails with the reason (fabric, address, IP, route). */
@@ -102,7 +135,9 @@ public final class NupaNode {
                             .transform(v -> Future.failedFuture(new UncheckedIOException("cannot write capture "
                                     + config.capture() + ": " + e.getMessage(), e)));
                 }
-                return Future.succeededFuture(new NupaNode(vertx, link, ip, tcp, roce, mirror, pcap, linkId, ipId, tcpId, roceId));
+                return Future.succeededFuture(new NupaNode(vertx, link.link(), ip.stack(), tcp.layer(), roce, mirror, pcap,
+                        () -> vertx.undeploy(roceId).compose(v -> vertx.undeploy(tcpId)).compose(v -> vertx.undeploy(ipId))
+                                .compose(v -> vertx.undeploy(linkId))));
             });
         });
     }
@@ -112,11 +147,11 @@ public final class NupaNode {
     }
 
     public Ipv4Stack ip() {
-        return ipVerticle.stack();
+        return ip;
     }
 
     public Link link() {
-        return linkVerticle.link();
+        return link;
     }
 
     public CaptureMirror mirror() {
@@ -124,7 +159,7 @@ public final class NupaNode {
     }
 
     public TcpLayer tcp() {
-        return tcpVerticle.layer();
+        return tcp;
     }
 
     /**
@@ -160,11 +195,13 @@ public final class NupaNode {
         return UdpSocket.create(vertx, ip());
     }
 
-    /** Undeploys the verticles: the node leaves the fabric, its capture is flushed and closed. */
+    /**
+     * Takes the node down: undeploys its verticles (or, for a node from {@link #create}, closes its
+     * Vert.x instance); the node leaves the fabric, its capture is flushed and closed.
+     */
     public Future<Void> close() {
         mirror.close();
-        Future<Void> f = vertx.undeploy(roceId).compose(v -> vertx.undeploy(tcpId)).compose(v -> vertx.undeploy(ipId))
-                .compose(v -> vertx.undeploy(linkId));
+        Future<Void> f = shutdown.get();
         if (pcap != null) {
             f = f.andThen(v -> {
                 try {

@@ -1,7 +1,9 @@
 package dev.nupa.roce;
 
 import dev.nupa.l2.Datapath;
+import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkVerticle;
+import dev.nupa.l2.NeighborDirectory;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.Promise;
@@ -17,29 +19,51 @@ import io.vertx.core.VerticleBase;
  * results back to a Vert.x context with {@code context.runOnContext}.
  */
 public final class RoceVerticle extends VerticleBase {
-    private final LinkVerticle link;
+    private final LinkVerticle linkVerticle;
+    private volatile Link link;
+    private volatile NeighborDirectory neighbors;
     private volatile RdmaContext ctx;
     private volatile RdmaCm cm;
     private Datapath.Timer timer;
 
+    /** Over a deployed link verticle. */
     public RoceVerticle(LinkVerticle link) {
+        this.linkVerticle = link;
+    }
+
+    /** Over a link that is already open and driven by its datapath (a node under the Vert.x transport). */
+    public RoceVerticle(Link link, NeighborDirectory neighbors) {
+        this.linkVerticle = null;
         this.link = link;
+        this.neighbors = neighbors;
     }
 
     @Override
     public Future<?> start() {
-        RdmaContext c = RdmaContext.open(link.link());
-        cm = RdmaCm.create(c, link.neighbors()::lookup, RdmaCm.Options.defaults());
+        if (linkVerticle != null) {
+            link = linkVerticle.link();
+            neighbors = linkVerticle.neighbors();
+        }
+        RdmaContext c = RdmaContext.open(link);
+        cm = RdmaCm.create(c, neighbors::lookup, RdmaCm.Options.defaults());
         ctx = c;
         timer = c::poll;
-        link.datapath().addTimer(timer);
+        datapath().addTimer(timer);
         return Future.succeededFuture();
     }
 
-    /** Runs {@code handler} with the context on the datapath thread. */
+    private Datapath datapath() {
+        Datapath d = link.datapath();
+        if (d == null) {
+            throw new IllegalStateException("node " + link.address() + " has no datapath loop to run RDMA on");
+        }
+        return d;
+    }
+
+    /** Runs {@code handler} with the context on the datapath thread (at once when called from it). */
     public void execute(Handler<RdmaContext> handler) {
         RdmaContext c = context();
-        link.datapath().execute(() -> handler.handle(c));
+        link.execute(() -> handler.handle(c));
     }
 
     /** The context; use it on the datapath thread only (see {@link #execute}). */
@@ -63,7 +87,7 @@ public final class RoceVerticle extends VerticleBase {
         if (c == null) {
             return Future.succeededFuture();
         }
-        Datapath d = link.datapath();
+        Datapath d = datapath();
         d.removeTimer(timer);
         Promise<Void> done = Promise.promise();
         Runnable close = () -> {
