@@ -7,7 +7,6 @@ import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.PortUnreachableException;
 import java.net.SocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 
@@ -48,6 +47,8 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
     private final Receiver receiver = new Receiver();
     private final ArrayDeque<DatagramPacket> waiting = new ArrayDeque<>();
     private final Runnable retry = this::retryFlush;
+    private final BufMemory sendMemory = new BufMemory();
+    private final BufMemory receiveMemory = new BufMemory();
     private FabricStack stack;
     private IoRegistration registration;
     private volatile boolean open = true;
@@ -226,9 +227,8 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
             ByteBuf buf = e.content();
             InetSocketAddress to = Addresses.check(e.recipient());
             int length = buf.readableBytes();
-            ByteBuffer nio = buf.nioBufferCount() == 1 ? buf.internalNioBuffer(buf.readerIndex(), length)
-                    : buf.nioBuffer(buf.readerIndex(), length);
-            int rc = ip.sendUdp(port, Addresses.ipv4(to), to.getPort(), MemorySegment.ofBuffer(nio), 0, length, 0);
+            sendMemory.of(buf, buf.readerIndex(), length);
+            int rc = ip.sendUdp(port, Addresses.ipv4(to), to.getPort(), sendMemory.segment(), sendMemory.offset(), length, 0);
             if (rc == FabricDevice.BACK_PRESSURED) {
                 long now = System.nanoTime();
                 if (blockedSince == 0) {
@@ -271,8 +271,8 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
                 return;
             }
             ByteBuf buf = alloc().buffer(length);
-            ByteBuffer nio = buf.internalNioBuffer(0, length);
-            MemorySegment.copy(data, offset, MemorySegment.ofBuffer(nio), 0, length); // the one copy, out of the ring
+            receiveMemory.of(buf, 0, length);
+            MemorySegment.copy(data, offset, receiveMemory.segment(), receiveMemory.offset(), length); // the one copy, out of the ring
             buf.writerIndex(length);
             DatagramPacket p = new DatagramPacket(buf, local, Addresses.inet(sourceAddress, sourcePort));
             if (readRequested) {

@@ -1,12 +1,10 @@
 package dev.nupa.transport;
 
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.SocketException;
-import java.nio.ByteBuffer;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
@@ -77,6 +75,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private boolean reading;
     /** The send buffer was full: the connection's next writable event flushes. */
     private boolean flushPending;
+    private final BufMemory readMemory = new BufMemory();
+    private final BufMemory writeMemory = new BufMemory();
 
     /** A client channel: connected by {@code connect}. */
     public NupaSocketChannel() {
@@ -202,6 +202,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     protected void doClose() {
+        readMemory.clear();
+        writeMemory.clear();
         State was = state;
         state = State.CLOSED;
         cancelConnectTimeout();
@@ -282,8 +284,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             }
             ByteBuf buf = h.allocate(alloc());
             int n = Math.min(available, buf.writableBytes());
-            ByteBuffer nio = buf.internalNioBuffer(buf.writerIndex(), n);
-            int got = c.read(MemorySegment.ofBuffer(nio), 0, n, now);
+            readMemory.of(buf, buf.writerIndex(), n);
+            int got = c.read(readMemory.segment(), readMemory.offset(), n, now);
             buf.writerIndex(buf.writerIndex() + got);
             h.lastBytesRead(got);
             h.incMessagesRead(1);
@@ -346,7 +348,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 in.remove();
                 continue;
             }
-            int n = write(c, buf, readable, now);
+            writeMemory.of(buf, buf.readerIndex(), readable);
+            int n = c.write(writeMemory.segment(), writeMemory.offset(), readable, now);
             if (n > 0) {
                 in.removeBytes(n);
             }
@@ -355,24 +358,6 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 return;
             }
         }
-    }
-
-    /** Copies as much of {@code buf} as the send buffer takes; returns how much. */
-    private static int write(TcpConnection c, ByteBuf buf, int readable, long now) {
-        if (buf.nioBufferCount() == 1) {
-            ByteBuffer nio = buf.internalNioBuffer(buf.readerIndex(), readable);
-            return c.write(MemorySegment.ofBuffer(nio), 0, readable, now);
-        }
-        int total = 0;
-        for (ByteBuffer nio : buf.nioBuffers(buf.readerIndex(), readable)) {
-            int len = nio.remaining();
-            int n = c.write(MemorySegment.ofBuffer(nio), 0, len, now);
-            total += n;
-            if (n < len) {
-                break;
-            }
-        }
-        return total;
     }
 
     private void cancelConnectTimeout() {
