@@ -23,8 +23,6 @@ import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
-import io.netty.channel.IoEvent;
-import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.socket.DatagramChannel;
 import io.netty.channel.socket.DatagramPacket;
@@ -115,19 +113,14 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof IoEventLoop l && l.isCompatible(DatagramUnsafe.class);
+        return NupaIoHandle.compatible(loop, DatagramUnsafe.class);
     }
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        ((IoEventLoop) eventLoop()).register((DatagramUnsafe) unsafe()).addListener(f -> {
-            if (f.isSuccess()) {
-                registration = (IoRegistration) f.getNow();
-                stack = registration.attachment();
-                promise.setSuccess();
-            } else {
-                promise.setFailure(f.cause());
-            }
+        NupaIoHandle.register(eventLoop(), (DatagramUnsafe) unsafe(), promise, r -> {
+            registration = r;
+            stack = r.attachment();
         });
     }
 
@@ -394,17 +387,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
         }
 
         @Override
-        public void handle(IoRegistration registration, IoEvent ioEvent) {
-            // Nothing arrives this way: the stack calls the receiver directly.
-        }
-
-        @Override
         public void closeNow() {
-            close(voidPromise());
-        }
-
-        @Override
-        public void close() {
             close(voidPromise());
         }
     }

@@ -12,8 +12,6 @@ import io.netty.channel.AbstractServerChannel;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
-import io.netty.channel.IoEvent;
-import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ServerSocketChannel;
@@ -73,19 +71,14 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof IoEventLoop l && l.isCompatible(ServerUnsafe.class);
+        return NupaIoHandle.compatible(loop, ServerUnsafe.class);
     }
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        ((IoEventLoop) eventLoop()).register((ServerUnsafe) unsafe()).addListener(f -> {
-            if (f.isSuccess()) {
-                registration = (IoRegistration) f.getNow();
-                stack = registration.attachment();
-                promise.setSuccess();
-            } else {
-                promise.setFailure(f.cause());
-            }
+        NupaIoHandle.register(eventLoop(), (ServerUnsafe) unsafe(), promise, r -> {
+            registration = r;
+            stack = r.attachment();
         });
     }
 
@@ -186,17 +179,7 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
         }
 
         @Override
-        public void handle(IoRegistration registration, IoEvent ioEvent) {
-            // Nothing arrives this way: the listener calls the channel directly.
-        }
-
-        @Override
         public void closeNow() {
-            close(voidPromise());
-        }
-
-        @Override
-        public void close() {
             close(voidPromise());
         }
     }

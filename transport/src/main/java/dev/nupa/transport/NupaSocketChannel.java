@@ -23,8 +23,6 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
-import io.netty.channel.IoEvent;
-import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
@@ -152,27 +150,20 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof IoEventLoop l && l.isCompatible(NupaUnsafe.class);
+        return NupaIoHandle.compatible(loop, NupaUnsafe.class);
     }
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        ((IoEventLoop) eventLoop()).register((NupaUnsafe) unsafe()).addListener(f -> {
-            if (!f.isSuccess()) {
-                promise.setFailure(f.cause());
-                return;
-            }
-            IoRegistration r = (IoRegistration) f.getNow();
+        NupaIoHandle.register(eventLoop(), (NupaUnsafe) unsafe(), promise, r -> {
             FabricStack s = r.attachment();
             if (stack != null && stack != s) {
                 r.cancel();
-                promise.setFailure(new IllegalStateException("a connection of " + stack + " cannot move to the event loop of "
-                        + s + "; each fabric node's connections stay on its own loop"));
-                return;
+                throw new IllegalStateException("a connection of " + stack + " cannot move to the event loop of " + s
+                        + "; each fabric node's connections stay on its own loop");
             }
             registration = r;
             stack = s;
-            promise.setSuccess();
         });
     }
 
@@ -553,17 +544,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         }
 
         @Override
-        public void handle(IoRegistration registration, IoEvent ioEvent) {
-            // Nothing arrives this way: the connection's events call the channel directly.
-        }
-
-        @Override
         public void closeNow() {
-            close(voidPromise());
-        }
-
-        @Override
-        public void close() {
             close(voidPromise());
         }
     }
