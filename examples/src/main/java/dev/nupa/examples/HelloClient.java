@@ -2,16 +2,22 @@ package dev.nupa.examples;
 
 import java.nio.file.Path;
 
+import dev.nupa.examples.grpc.GreeterGrpcClient;
+import dev.nupa.examples.grpc.HelloReply;
+import dev.nupa.examples.grpc.HelloRequest;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Vertx;
 import io.vertx.core.http.HttpClient;
 import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpMethod;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
 
 /**
- * A plain Vert.x HTTP client on a fabric node (default 1, 10.0.0.2) calling {@link HelloServer}
- * on another: a few GETs over one keep-alive connection, printed, then it leaves the fabric.
+ * A plain Vert.x HTTP and gRPC client on a fabric node (default 1, 10.0.0.2) calling
+ * {@link HelloServer} on another: a few GETs over one keep-alive connection and a gRPC SayHello
+ * (stubs generated from hello.proto), printed; then it leaves the fabric.
  */
 public final class HelloClient {
     private HelloClient() {
@@ -34,6 +40,13 @@ public final class HelloClient {
                 System.out.printf("GET http://%s:8080/hello -> %s (%.0f us)%n", server, body.strip(), (System.nanoTime() - t0) / 1e3);
             }
             client.close().await();
+            GrpcClient grpc = GrpcClient.client(vertx);
+            GreeterGrpcClient greeter = GreeterGrpcClient.create(grpc, SocketAddress.inetSocketAddress(HelloServer.GRPC_PORT, server));
+            long t0 = System.nanoTime();
+            HelloReply reply = greeter.sayHello(HelloRequest.newBuilder().setName("fabric").build()).await();
+            System.out.printf("gRPC Greeter.SayHello at %s:%d -> %s (%.0f us)%n", server, HelloServer.GRPC_PORT, reply.getMessage(),
+                    (System.nanoTime() - t0) / 1e3);
+            grpc.close().await();
         } finally {
             vertx.close().await();
         }

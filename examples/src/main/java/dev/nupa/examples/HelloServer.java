@@ -4,7 +4,12 @@ import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.List;
 
+import dev.nupa.examples.grpc.GreeterGrpcService;
+import dev.nupa.examples.grpc.GreeterService;
+import dev.nupa.examples.grpc.HelloReply;
+import dev.nupa.examples.grpc.HelloRequest;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Future;
@@ -12,6 +17,9 @@ import io.vertx.core.Vertx;
 import io.vertx.core.datagram.DatagramSocket;
 import io.vertx.core.http.HttpMethod;
 import io.vertx.core.net.NetServerOptions;
+import io.vertx.core.streams.ReadStream;
+import io.vertx.core.streams.WriteStream;
+import io.vertx.grpc.server.GrpcServer;
 
 /**
  * Plain Vert.x services on a fabric node; nothing here knows about the fabric except the one line
@@ -24,6 +32,9 @@ import io.vertx.core.net.NetServerOptions;
  *   <li>TCP echo on 7 (NetSocket.pipeTo), and on 8 a server that resets every connection once it
  *       has read something (SO_LINGER 0).</li>
  *   <li>UDP echo on 9 (DatagramSocket).</li>
+ *   <li>gRPC on 50051: the {@code Greeter} service of {@code src/main/proto/hello.proto}, a unary
+ *       call and a bidirectional stream that answers every request (with back-pressure: the
+ *       requests are paused while the replies cannot be written).</li>
  * </ul>
  */
 public final class HelloServer {
@@ -40,7 +51,7 @@ public final class HelloServer {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> vertx.close().await()));
         String me = NupaVertx.stack(vertx).ip().config().toString();
         start(vertx).await();
-        System.out.println("READY " + me + ": HTTP 8080 (/hello, /sha256, /ws), TCP echo 7, TCP reset 8, UDP echo 9");
+        System.out.println("READY " + me + ": HTTP 8080 (/hello, /sha256, /ws), TCP echo 7, TCP reset 8, UDP echo 9, gRPC 50051");
         Thread.currentThread().join(); // the event loop serves until Ctrl-C
     }
 
@@ -73,7 +84,38 @@ public final class HelloServer {
         DatagramSocket udp = vertx.createDatagramSocket();
         udp.handler(p -> udp.send(p.data(), p.sender().port(), p.sender().host()));
         Future<?> datagrams = udp.listen(9, "0.0.0.0");
-        return Future.all(http, echo, reset, datagrams);
+        return Future.all(List.of(http, echo, reset, datagrams, startGreeter(vertx, GRPC_PORT)));
+    }
+
+    /** The gRPC Greeter alone, on {@code port} of every address. */
+    public static Future<?> startGreeter(Vertx vertx, int port) {
+        GrpcServer grpc = GrpcServer.server(vertx);
+        grpc.addService(GreeterGrpcService.of(new Greeter()));
+        return vertx.createHttpServer().requestHandler(grpc).listen(port, "0.0.0.0");
+    }
+
+    /** The gRPC port of {@link #start}. */
+    public static final int GRPC_PORT = 50051;
+
+    /** The Greeter service (generated from hello.proto). */
+    static final class Greeter extends GreeterService {
+        @Override
+        public Future<HelloReply> sayHello(HelloRequest request) {
+            return Future.succeededFuture(HelloReply.newBuilder().setMessage("hello " + request.getName())
+                    .setPayload(request.getPayload()).build());
+        }
+
+        @Override
+        protected void chat(ReadStream<HelloRequest> requests, WriteStream<HelloReply> replies) {
+            requests.handler(r -> {
+                replies.write(HelloReply.newBuilder().setMessage("hello " + r.getName()).setPayload(r.getPayload()).build());
+                if (replies.writeQueueFull()) { // a slow reader of replies slows the requests down
+                    requests.pause();
+                    replies.drainHandler(v -> requests.resume());
+                }
+            });
+            requests.endHandler(v -> replies.end());
+        }
     }
 
     static MessageDigest sha256() {

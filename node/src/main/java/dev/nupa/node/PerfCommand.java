@@ -9,6 +9,7 @@ import picocli.CommandLine.Command;
         subcommands = {FabricLatency.class, FabricBandwidth.class, IpLatency.Udp.class, IpLatency.Icmp.class, TcpPerf.Lat.class,
                 TcpPerf.Bw.class, TcpPerf.Crr.class, RdmaPerf.WriteLat.class, RdmaPerf.WriteBw.class, RdmaPerf.SendLat.class,
                 RdmaPerf.SendBw.class, RdmaPerf.ReadLat.class, RdmaPerf.ReadBw.class, RdmaPerf.AtomicLat.class,
-                VertxPerf.Http.class, VertxPerf.Echo.class, VertxPerf.Udp.class})
+                VertxPerf.Http.class, VertxPerf.Echo.class, VertxPerf.Udp.class,
+                VertxPerf.Grpc.class})
 final class PerfCommand {
 }

@@ -11,6 +11,11 @@ import java.util.concurrent.TimeUnit;
 
 import org.HdrHistogram.Histogram;
 
+import com.google.protobuf.ByteString;
+
+import dev.nupa.examples.HelloServer;
+import dev.nupa.examples.grpc.GreeterGrpcClient;
+import dev.nupa.examples.grpc.HelloRequest;
 import dev.nupa.l2.Datapath;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
@@ -25,22 +30,25 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.PoolOptions;
 import io.vertx.core.net.NetClient;
 import io.vertx.core.net.NetSocket;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
 import io.vertx.core.transport.Transport;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * `nupa perf vertx-http | vertx-echo | vertx-udp`: one Vert.x application (a server instance and a
+ * `nupa perf vertx-http | vertx-echo | vertx-udp | vertx-grpc`: one Vert.x application (a server instance and a
  * client instance, one event loop each) run over the NUPA transport, two fabric nodes on a fresh
  * fabric file, and over Vert.x's epoll transport on Linux loopback, in turns within one process.
  * vertx-http: HTTP/1.1 keep-alive request/response, {@code -c} connections each with one request
  * outstanding (requests/s, p50, p99); vertx-echo: one NetSocket streaming {@code -s}-byte buffers
  * through a pipeTo echo (Gbit/s echoed); vertx-udp: {@code -s}-byte datagrams echoed by a
- * DatagramSocket with a window of {@code -w} outstanding (datagrams/s). The ratio is the median
- * over the turns of each turn's ours/peer.
+ * DatagramSocket with a window of {@code -w} outstanding (datagrams/s); vertx-grpc: unary calls of the
+ * examples' Greeter ({@code -s}-byte payload, {@code -c} calls outstanding; calls/s, p50, p99). The
+ * ratio is the median over the turns of each turn's ours/peer.
  */
 abstract class VertxPerf implements Callable<Integer> {
-    enum Kind { HTTP, ECHO, UDP }
+    enum Kind { HTTP, ECHO, UDP, GRPC }
 
     @Command(name = "vertx-http", mixinStandardHelpOptions = true,
             description = "Vert.x HTTP/1.1 keep-alive requests over the fabric beside Vert.x on epoll over loopback.")
@@ -55,6 +63,14 @@ abstract class VertxPerf implements Callable<Integer> {
     static final class Echo extends VertxPerf {
         Echo() {
             super("vertx-echo", Kind.ECHO, 65_536);
+        }
+    }
+
+    @Command(name = "vertx-grpc", mixinStandardHelpOptions = true,
+            description = "Vert.x gRPC unary calls (the examples' Greeter.SayHello) over the fabric beside Vert.x on epoll over loopback.")
+    static final class Grpc extends VertxPerf {
+        Grpc() {
+            super("vertx-grpc", Kind.GRPC, 16);
         }
     }
 
@@ -215,9 +231,10 @@ abstract class VertxPerf implements Callable<Integer> {
         Result p = median(peer);
         double ratio = Turns.median(ratios);
         double latencyRatio = Turns.median(latencyRatios);
-        String unit = kind == Kind.HTTP ? "requests/s" : kind == Kind.ECHO ? "Gbit/s echoed" : "datagrams/s";
+        String unit = kind == Kind.HTTP ? "requests/s" : kind == Kind.GRPC ? "calls/s" : kind == Kind.ECHO ? "Gbit/s echoed" : "datagrams/s";
         System.out.printf(Locale.ROOT, "%s: %d B, %s, %d turns of %.1f s each; peer: %s%n", name, sz,
-                kind == Kind.HTTP ? connections + " connection(s)" : kind == Kind.UDP ? "window " + window : "1 connection",
+                kind == Kind.HTTP ? connections + " connection(s)" : kind == Kind.GRPC ? connections + " call(s) outstanding"
+                        : kind == Kind.UDP ? "window " + window : "1 connection",
                 turns, seconds, peerName);
         for (int i = 0; i < ours.size(); i++) {
             System.out.printf(Locale.ROOT, "  turn %d: ours %s, peer %s, ratio %.2f%n", i + 1, show(ours.get(i)),
@@ -231,7 +248,7 @@ abstract class VertxPerf implements Callable<Integer> {
                             + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},"
                             + "\"peer\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},"
                             + "\"ratio\":%.4f,\"latency_ratio\":%s}%n",
-                    name, sz, kind == Kind.HTTP ? connections : 1, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(), o.allocPerMessage(),
+                    name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(), o.allocPerMessage(),
                     rateKey, p.rate(), p.p50Ns(), p.p99Ns(), p.allocPerMessage(), ratio, Double.isNaN(latencyRatio) ? "null" : String.format(Locale.ROOT, "%.4f", latencyRatio));
         }
     }
@@ -241,7 +258,7 @@ abstract class VertxPerf implements Callable<Integer> {
                 : String.format(Locale.ROOT, "%,.0f/s", r.rate());
         String lat = r.p50Ns() > 0 ? String.format(Locale.ROOT, " p50 %.1f us p99 %.1f us", r.p50Ns() / 1e3, r.p99Ns() / 1e3) : "";
         return String.format(Locale.ROOT, "%s%s, %.0f B allocated per %s", rate, lat, r.allocPerMessage(),
-                kind == Kind.HTTP ? "request" : kind == Kind.ECHO ? "buffer" : "datagram");
+                kind == Kind.HTTP ? "request" : kind == Kind.GRPC ? "call" : kind == Kind.ECHO ? "buffer" : "datagram");
     }
 
     private static Result median(List<Result> rs) {
@@ -273,6 +290,7 @@ abstract class VertxPerf implements Callable<Integer> {
             case HTTP -> http(server, client, host, sz);
             case ECHO -> echo(server, client, host, sz);
             case UDP -> udp(server, client, host, sz);
+            case GRPC -> grpc(server, client, host, sz);
         };
     }
 
@@ -328,6 +346,57 @@ abstract class VertxPerf implements Callable<Integer> {
                         done.complete(count);
                     }
                 });
+    }
+
+    private Workload grpc(Vertx server, Vertx client, String host, int sz) throws Exception {
+        HelloServer.startGreeter(server, PORT + 3).await(10, TimeUnit.SECONDS);
+        GrpcClient grpc = GrpcClient.client(client);
+        GreeterGrpcClient greeter = GreeterGrpcClient.create(grpc, SocketAddress.inetSocketAddress(PORT + 3, host));
+        HelloRequest request = HelloRequest.newBuilder().setName("perf").setPayload(ByteString.copyFrom(new byte[sz])).build();
+        return new Workload() {
+            @Override
+            public Future<?> close() {
+                return grpc.close();
+            }
+
+            @Override
+            public Result run(double secs) throws Exception {
+                Histogram h = LatencyStats.newHistogram();
+                CompletableFuture<long[]> done = new CompletableFuture<>();
+                long[] count = {0};
+                long end = System.nanoTime() + (long) (secs * 1e9);
+                int[] running = {connections};
+                client.runOnContext(v -> {
+                    for (int i = 0; i < connections; i++) {
+                        call(greeter, request, h, count, end, running, done);
+                    }
+                });
+                long started = System.nanoTime();
+                done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
+                double elapsed = (System.nanoTime() - started) / 1e9;
+                return new Result(count[0] / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99), count[0]);
+            }
+        };
+    }
+
+    /** One call outstanding on a stream of calls: the next when the last answered, until the end (on the client's loop). */
+    private static void call(GreeterGrpcClient greeter, HelloRequest request, Histogram h, long[] count, long end, int[] running,
+                             CompletableFuture<long[]> done) {
+        long t0 = System.nanoTime();
+        greeter.sayHello(request).onComplete(ar -> {
+            long now = System.nanoTime();
+            if (ar.failed()) {
+                done.completeExceptionally(ar.cause());
+                return;
+            }
+            h.recordValue(now - t0);
+            count[0]++;
+            if (now < end) {
+                call(greeter, request, h, count, end, running, done);
+            } else if (--running[0] == 0) {
+                done.complete(count);
+            }
+        });
     }
 
     private Workload echo(Vertx server, Vertx client, String host, int sz) throws Exception {

@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.examples.HelloServer;
+import dev.nupa.examples.grpc.GreeterGrpcClient;
+import dev.nupa.examples.grpc.HelloReply;
+import dev.nupa.examples.grpc.HelloRequest;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Future;
@@ -23,6 +26,8 @@ import io.vertx.core.http.WebSocket;
 import io.vertx.core.http.WebSocketClient;
 import io.vertx.core.net.NetClient;
 import io.vertx.core.net.NetSocket;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
 import java.net.ConnectException;
 import java.net.SocketException;
 import java.nio.file.Files;
@@ -244,6 +249,63 @@ class VertxTransportMultiProcessTest {
         assertInstanceOf(SocketException.class, error.get(), String.valueOf(error.get()));
         assertTrue(error.get().getMessage().contains("reset"), error.get().getMessage());
         nc.close().await(10, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void grpcUnaryAndBidirectionalStreamingWithFlowControl() throws Exception {
+        GrpcClient grpc = GrpcClient.client(vertx);
+        GreeterGrpcClient greeter = GreeterGrpcClient.create(grpc, SocketAddress.inetSocketAddress(HelloServer.GRPC_PORT, SERVER));
+        for (int i = 0; i < 100; i++) {
+            HelloReply r = greeter.sayHello(HelloRequest.newBuilder().setName("call " + i).build()).await(10, TimeUnit.SECONDS);
+            assertEquals("hello call " + i, r.getMessage());
+        }
+        // A stream of 2,000 requests of 16 KiB (32 MiB) whose replies are read slowly at first: the
+        // client may only write while its stream takes more, and every reply comes back, in order.
+        int count = 2_000;
+        byte[] payload = new byte[16 * 1024];
+        Promise<Integer> replies = Promise.promise();
+        long[] writesRefused = {0};
+        vertx.runOnContext(v -> greeter.chat((requests, failure) -> {
+            if (failure != null) {
+                replies.tryFail(failure);
+                return;
+            }
+            int[] sent = {0};
+            Runnable[] pump = new Runnable[1];
+            pump[0] = () -> {
+                while (sent[0] < count) {
+                    if (requests.writeQueueFull()) {
+                        writesRefused[0]++;
+                        requests.drainHandler(x -> pump[0].run());
+                        return;
+                    }
+                    requests.write(HelloRequest.newBuilder().setName("m" + sent[0]++)
+                            .setPayload(com.google.protobuf.ByteString.copyFrom(payload)).build());
+                }
+                requests.end();
+            };
+            pump[0].run();
+        }).onComplete(ar -> {
+            if (ar.failed()) {
+                replies.tryFail(ar.cause());
+                return;
+            }
+            var stream = ar.result();
+            int[] got = {0};
+            stream.pause(); // a slow reader: nothing is read for 200 ms
+            vertx.setTimer(200, t -> stream.resume());
+            stream.handler(r -> {
+                if (!r.getMessage().equals("hello m" + got[0]) || r.getPayload().size() != payload.length) {
+                    replies.tryFail("reply " + got[0] + " was " + r.getMessage());
+                }
+                got[0]++;
+            });
+            stream.endHandler(x -> replies.tryComplete(got[0]));
+            stream.exceptionHandler(replies::tryFail);
+        }));
+        assertEquals(count, replies.future().await(60, TimeUnit.SECONDS));
+        assertTrue(writesRefused[0] > 0, "the stream pushed back at least once while its replies were not read");
+        grpc.close().await(10, TimeUnit.SECONDS);
     }
 
     /** One GET's body as text. */
