@@ -8,6 +8,7 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import org.HdrHistogram.Histogram;
 
@@ -154,8 +155,12 @@ abstract class VertxPerf implements Callable<Integer> {
             peer = workload(peerServer, peerClient, "127.0.0.1", sz);
             List<Thread> ourLoops = loops(ourServer, ourClient);
             List<Thread> peerLoops = loops(peerServer, peerClient);
-            ours.run(1); // warm-up of both (the JIT), not counted
-            peer.run(1);
+            // Warm-up, not counted: both sides twice, alternating, since the two transports share Vert.x's and
+            // Netty's code in this JVM and each side's first turn after the other's recompiles the call sites both use.
+            for (int i = 0; i < 2; i++) {
+                ours.run(1.5);
+                peer.run(1.5);
+            }
             List<Result> o = new ArrayList<>();
             List<Result> p = new ArrayList<>();
             for (int i = 0; i < turns; i++) {
@@ -301,51 +306,8 @@ abstract class VertxPerf implements Callable<Integer> {
         server.createHttpServer().requestHandler(req -> req.response().end(body)).listen(PORT, "0.0.0.0")
                 .await(10, TimeUnit.SECONDS);
         HttpClient hc = client.createHttpClient(new PoolOptions().setHttp1MaxSize(connections));
-        return new Workload() {
-            @Override
-            public Future<?> close() {
-                return hc.close();
-            }
-
-            @Override
-            public Result run(double secs) throws Exception {
-            Histogram h = LatencyStats.newHistogram();
-            CompletableFuture<long[]> done = new CompletableFuture<>();
-            long[] count = {0};
-            long end = System.nanoTime() + (long) (secs * 1e9);
-            int[] running = {connections};
-            client.runOnContext(v -> {
-                for (int i = 0; i < connections; i++) {
-                    request(hc, host, h, count, end, running, done);
-                }
-            });
-            long started = System.nanoTime();
-            done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
-            double elapsed = (System.nanoTime() - started) / 1e9;
-            return new Result(count[0] / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99), count[0]);
-            }
-        };
-    }
-
-    /** One connection's loop: a request, its response, the next, until the end (on the client's event loop). */
-    private static void request(HttpClient hc, String host, Histogram h, long[] count, long end, int[] running,
-                                CompletableFuture<long[]> done) {
-        long t0 = System.nanoTime();
-        hc.request(HttpMethod.GET, PORT, host, "/").compose(req -> req.send().compose(HttpClientResponse::body))
-                .onComplete(ar -> {
-                    long now = System.nanoTime();
-                    if (ar.failed()) {
-                        done.completeExceptionally(ar.cause());
-                        return;
-                    }
-                    h.recordValue(now - t0);
-                    count[0]++;
-                    if (now < end) {
-                        request(hc, host, h, count, end, running, done);
-                    } else if (--running[0] == 0) {
-                        done.complete(count);
-                    }
-                });
+        return closedLoop(client, hc::close,
+                () -> hc.request(HttpMethod.GET, PORT, host, "/").compose(req -> req.send().compose(HttpClientResponse::body)));
     }
 
     private Workload grpc(Vertx server, Vertx client, String host, int sz) throws Exception {
@@ -353,22 +315,30 @@ abstract class VertxPerf implements Callable<Integer> {
         GrpcClient grpc = GrpcClient.client(client);
         GreeterGrpcClient greeter = GreeterGrpcClient.create(grpc, SocketAddress.inetSocketAddress(PORT + 3, host));
         HelloRequest request = HelloRequest.newBuilder().setName("perf").setPayload(ByteString.copyFrom(new byte[sz])).build();
+        return closedLoop(client, grpc::close, () -> greeter.sayHello(request));
+    }
+
+    /**
+     * Request/response in a closed loop: {@code -c} callers on the client's event loop, each making
+     * the next {@code call} when its last one answered, until the turn ends; each call's time is recorded.
+     */
+    private Workload closedLoop(Vertx client, Supplier<Future<?>> close, Supplier<Future<?>> call) {
         return new Workload() {
             @Override
             public Future<?> close() {
-                return grpc.close();
+                return close.get();
             }
 
             @Override
             public Result run(double secs) throws Exception {
                 Histogram h = LatencyStats.newHistogram();
-                CompletableFuture<long[]> done = new CompletableFuture<>();
+                CompletableFuture<Void> done = new CompletableFuture<>();
                 long[] count = {0};
                 long end = System.nanoTime() + (long) (secs * 1e9);
                 int[] running = {connections};
                 client.runOnContext(v -> {
                     for (int i = 0; i < connections; i++) {
-                        call(greeter, request, h, count, end, running, done);
+                        next(call, h, count, end, running, done);
                     }
                 });
                 long started = System.nanoTime();
@@ -379,11 +349,10 @@ abstract class VertxPerf implements Callable<Integer> {
         };
     }
 
-    /** One call outstanding on a stream of calls: the next when the last answered, until the end (on the client's loop). */
-    private static void call(GreeterGrpcClient greeter, HelloRequest request, Histogram h, long[] count, long end, int[] running,
-                             CompletableFuture<long[]> done) {
+    private static void next(Supplier<Future<?>> call, Histogram h, long[] count, long end, int[] running,
+                             CompletableFuture<Void> done) {
         long t0 = System.nanoTime();
-        greeter.sayHello(request).onComplete(ar -> {
+        call.get().onComplete(ar -> {
             long now = System.nanoTime();
             if (ar.failed()) {
                 done.completeExceptionally(ar.cause());
@@ -392,9 +361,9 @@ abstract class VertxPerf implements Callable<Integer> {
             h.recordValue(now - t0);
             count[0]++;
             if (now < end) {
-                call(greeter, request, h, count, end, running, done);
+                next(call, h, count, end, running, done);
             } else if (--running[0] == 0) {
-                done.complete(count);
+                done.complete(null);
             }
         });
     }
