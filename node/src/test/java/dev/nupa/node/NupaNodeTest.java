@@ -11,9 +11,16 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Test;
 
+import dev.nupa.device.FabricGeometry;
 import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.IpVerticle;
 import dev.nupa.ip.Route;
 import dev.nupa.ip.UdpSocket;
+import dev.nupa.l2.Datapath;
+import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkVerticle;
+import dev.nupa.tcp.TcpConfig;
+import dev.nupa.tcp.TcpVerticle;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
@@ -48,6 +55,27 @@ class NupaNodeTest {
             bounded.close().await(10, TimeUnit.SECONDS);
             client.close().await(10, TimeUnit.SECONDS);
             server.close().await(10, TimeUnit.SECONDS);
+        } finally {
+            vertx.close().await(10, TimeUnit.SECONDS);
+            Files.deleteIfExists(fabric);
+        }
+    }
+
+    @Test
+    void ipAndTcpVerticlesTakeBackWhatTheyRegisteredWhenUndeployed() throws Exception {
+        Path fabric = Path.of("/dev/shm/nupa-test-redeploy-" + UUID.randomUUID());
+        Vertx vertx = Vertx.vertx();
+        try {
+            LinkVerticle link = new LinkVerticle(fabric, 0, Link.DEFAULT_MTU, FabricGeometry.defaults(), Datapath.Idle.backoff());
+            vertx.deployVerticle(link).await(10, TimeUnit.SECONDS);
+            for (int round = 0; round < 2; round++) { // the second round finds the link and IP free again
+                IpVerticle ip = new IpVerticle(link, NodeConfig.defaultIp(0), List.of());
+                String ipId = vertx.deployVerticle(ip).await(10, TimeUnit.SECONDS);
+                TcpVerticle tcp = new TcpVerticle(link, ip, TcpConfig.defaults(Link.DEFAULT_MTU));
+                String tcpId = vertx.deployVerticle(tcp).await(10, TimeUnit.SECONDS);
+                vertx.undeploy(tcpId).await(10, TimeUnit.SECONDS);
+                vertx.undeploy(ipId).await(10, TimeUnit.SECONDS);
+            }
         } finally {
             vertx.close().await(10, TimeUnit.SECONDS);
             Files.deleteIfExists(fabric);

@@ -162,6 +162,13 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         protocols[protocol] = handler;
     }
 
+    /** Removes the handler of an upper protocol, if any: its datagrams are answered with protocol unreachable again. */
+    public synchronized void unregister(int protocol) {
+        if (protocol >= 0 && protocol <= 255) {
+            protocols[protocol] = null;
+        }
+    }
+
     // ---- UDP ports -------------------------------------------------------------------------
 
     /**

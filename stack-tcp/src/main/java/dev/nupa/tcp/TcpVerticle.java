@@ -1,13 +1,16 @@
 package dev.nupa.tcp;
 
 import dev.nupa.ip.IpVerticle;
+import dev.nupa.ip.Ipv4Header;
 import dev.nupa.l2.LinkVerticle;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
 
 /**
  * TCP as a verticle over deployed link and IP verticles: on deploy it builds the {@link TcpLayer}
- * (registered with IP for protocol 6) and hands its timers to the datapath loop.
+ * (registered with IP for protocol 6) and hands its timers to the datapath loop; on undeploy it takes
+ * both back (its connections hear nothing more), so another TCP verticle can be deployed on the same IP.
  */
 public final class TcpVerticle extends VerticleBase {
     private final LinkVerticle link;
@@ -36,6 +39,25 @@ public final class TcpVerticle extends VerticleBase {
         link.datapath().addTimer(l);
         layer = l;
         return Future.succeededFuture();
+    }
+
+    @Override
+    public Future<?> stop() {
+        TcpLayer l = layer;
+        if (l == null) {
+            return Future.succeededFuture();
+        }
+        layer = null;
+        link.datapath().removeTimer(l);
+        Promise<Void> done = Promise.promise();
+        l.execute(() -> { // IP's protocol table is its owner's
+            try {
+                l.ip().unregister(Ipv4Header.PROTOCOL_TCP);
+            } finally {
+                done.complete();
+            }
+        });
+        return done.future();
     }
 
     public TcpLayer layer() {

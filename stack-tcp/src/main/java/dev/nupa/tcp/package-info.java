@@ -1,11 +1,10 @@
 /**
- * TCP (issue 4). So far the wire format: {@link dev.nupa.tcp.TcpHeader}, a flyweight view over a
- * {@link java.lang.foreign.MemorySegment} that validates a segment once in {@code wrap} (returning a
- * {@link dev.nupa.ip.WireStatus} code) and verifies or fills the checksum over the IPv4 pseudo
- * header; {@link dev.nupa.tcp.TcpOptions}, a reusable holder that parses and emits MSS, window
- * scale, SACK-permitted, SACK and timestamps without allocating, reporting a malformed option with
- * an {@link dev.nupa.tcp.OptionStatus} code; {@link dev.nupa.tcp.TcpRepr}, the header as a value
- * for tests and the control plane; and {@link dev.nupa.tcp.Seq}, sequence number comparison
- * modulo 2^32. Connections and stream sockets come next.
+ * TCP over the node's IPv4: the wire format ({@link dev.nupa.tcp.TcpHeader}, a flyweight that
+ * validates a segment once and checks or fills its checksum; {@link dev.nupa.tcp.TcpOptions};
+ * {@link dev.nupa.tcp.TcpRepr}; {@link dev.nupa.tcp.Seq}, sequence numbers modulo 2^32), the sans-IO
+ * connection core ({@link dev.nupa.tcp.TcpConnection}: RFC 9293 with window scaling, timestamps,
+ * SACK, NewReno and CUBIC), the layer that demultiplexes segments to connections and answers for
+ * listeners ({@link dev.nupa.tcp.TcpLayer}, SYN cookies, buffer memory bound, timers), and
+ * Vert.x-style sockets ({@link dev.nupa.tcp.TcpServer}, {@link dev.nupa.tcp.TcpSocket}).
  */
 package dev.nupa.tcp;
