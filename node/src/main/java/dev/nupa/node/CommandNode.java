@@ -20,7 +20,11 @@ final class CommandNode {
     }
 
     static int run(NodeOptions options, Task task) throws Exception {
-        NupaNode node = NupaNode.create(options.config()).await(30, TimeUnit.SECONDS);
+        return run(options.config(), task);
+    }
+
+    static int run(NodeConfig config, Task task) throws Exception {
+        NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS);
         try {
             return task.run(node.vertx(), node);
         } finally {

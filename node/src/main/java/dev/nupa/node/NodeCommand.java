@@ -7,8 +7,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import dev.nupa.ip.IpCounter;
-import dev.nupa.ip.UdpSocket;
 import dev.nupa.tcp.TcpConfig;
+import io.vertx.core.datagram.DatagramSocket;
+import io.vertx.core.net.NetServerOptions;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -43,24 +44,23 @@ final class NodeCommand implements Callable<Integer> {
         if (socketOption != null && tcpEcho == null) {
             throw new IllegalArgumentException(socketOption + " sets the TCP echo server's connections; give --tcp-echo PORT too");
         }
-        // Checked before the node starts; without socket options the node's own checks come first (--mtu).
+        // Checked before the node starts; socket options become the node's TCP defaults (keep-alive timing
+        // and congestion control live there), and the echo server's Vert.x options say the rest.
         TcpConfig checked = socketOption != null ? sockets.apply(config.tcpOrDefault()) : null;
+        if (checked != null) {
+            config = config.withTcp(checked);
+        }
         NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
         if (udpEcho != null) {
-            UdpSocket echo = node.createUdpSocket();
-            echo.handler(d -> echo.send(d.data(), d.senderPort(), d.senderHost()));
+            DatagramSocket echo = node.vertx().createDatagramSocket();
+            echo.handler(p -> echo.send(p.data(), p.sender().port(), p.sender().host()));
             echo.listen(udpEcho, "0.0.0.0").await(5, TimeUnit.SECONDS);
         }
         TcpConfig echoConfig = checked != null ? checked : node.tcp().defaults();
         if (tcpEcho != null) {
-            node.createTcpServer(echoConfig).connectHandler(s -> {
-                sockets.applyTo(s);
-                if (sockets.linger == null) {
-                    s.pipeTo(s); // ends (FIN) when the client ends
-                } else {
-                    s.pipeTo(s).onComplete(ar -> s.close()); // then closes as --linger says
-                }
-            }).listen(tcpEcho).await(5, TimeUnit.SECONDS);
+            node.vertx().createNetServer(sockets.vertxOptions(new NetServerOptions(), echoConfig))
+                    .connectHandler(s -> s.pipeTo(s)) // ends (FIN, or RST with --linger 0) when the client ends
+                    .listen(tcpEcho, "0.0.0.0").await(5, TimeUnit.SECONDS);
         }
         System.out.println("nupa node: " + node + " on " + config.fabric()
                 + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")

@@ -10,18 +10,23 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
 import dev.nupa.tcp.TcpConfig;
-import dev.nupa.tcp.TcpSocket;
+import dev.nupa.tcp.TcpState;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.net.NetClient;
+import io.vertx.core.net.NetClientOptions;
+import io.vertx.core.net.NetSocket;
+import io.vertx.core.streams.WriteStream;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
 /**
- * `nupa tcp-check`: opens connections to a TCP echo server over the fabric, all at once (or a window
- * at a time), sends each its own random bytes, checks the echo (length and CRC32C), closes, and then
- * waits until no connection state is left (TIME-WAIT over). Exit status 0 only when every connection
+ * `nupa tcp-check`: opens connections to a TCP echo server over the fabric with Vert.x's NetClient,
+ * all at once (or a window at a time), sends each its own random bytes, checks the echo (length and
+ * CRC32C), closes, and then checks that no connection is left open (TIME-WAIT, which the closing side
+ * owes, is counted apart; --wait-time-wait waits it out). Exit status 0 only when every connection
  * echoed intact and closed cleanly.
  */
 @Command(name = "tcp-check", mixinStandardHelpOptions = true, sortOptions = false,
@@ -45,6 +50,9 @@ final class TcpCheckCommand implements Callable<Integer> {
     @Option(names = "--timeout", defaultValue = "300", description = "Seconds allowed for the whole run (default: ${DEFAULT-VALUE}).")
     int timeout;
 
+    @Option(names = "--wait-time-wait", description = "Wait until the connections' TIME-WAIT is over too (--tcp-time-wait sets it).")
+    boolean waitTimeWait;
+
     @Mixin
     NodeOptions options;
 
@@ -56,13 +64,15 @@ final class TcpCheckCommand implements Callable<Integer> {
         if (connections < 1 || bytes < 1 || window < 0) {
             throw new IllegalArgumentException("need --connections >= 1, --bytes >= 1 and --window >= 0");
         }
-        // Checked before the node starts; without socket options the node's own checks come first (--mtu).
-        TcpConfig config = sockets.firstGiven() != null ? sockets.apply(options.config().tcpOrDefault()) : null;
-        return CommandNode.run(options, (vertx, node) -> run(vertx, node, config != null ? config : node.tcp().defaults()));
+        // Checked before the node starts; the socket options become the node's TCP defaults.
+        NodeConfig nodeConfig = options.config();
+        TcpConfig config = sockets.firstGiven() != null ? sockets.apply(nodeConfig.tcpOrDefault()) : nodeConfig.tcpOrDefault();
+        return CommandNode.run(nodeConfig.withTcp(config), (vertx, node) -> run(vertx, node, config));
     }
 
     private int run(Vertx vertx, NupaNode node, TcpConfig config) throws Exception {
         System.out.println("tcp-check: socket options: " + sockets.describe(config));
+        NetClient client = vertx.createNetClient(sockets.vertxOptions(new NetClientOptions(), config));
         AtomicInteger intact = new AtomicInteger();
         AtomicInteger failed = new AtomicInteger();
         AtomicInteger closed = new AtomicInteger();
@@ -81,14 +91,13 @@ final class TcpCheckCommand implements Callable<Integer> {
             new SplittableRandom(i).nextBytes(data);
             CRC32C want = new CRC32C();
             want.update(data);
-            node.connectTcp(port, host, config).onComplete(ar -> {
+            client.connect(port, host).onComplete(ar -> {
                 if (ar.failed()) {
                     failure(firstError, "connection " + i + ": " + ar.cause().getMessage(), failed, done, intact, closed);
                     next[0].run();
                     return;
                 }
-                TcpSocket s = ar.result();
-                sockets.applyTo(s);
+                NetSocket s = ar.result();
                 CRC32C got = new CRC32C();
                 long[] count = {0};
                 s.handler(b -> {
@@ -102,12 +111,9 @@ final class TcpCheckCommand implements Callable<Integer> {
                         } else {
                             failure(firstError, "connection " + i + ": echo changed", failed, done, intact, closed);
                         }
-                        if (sockets.linger == null) {
-                            s.end(); // FIN; the server's pipe ends and closes too
-                        } else {
-                            s.close().onFailure(t -> failure(firstError, "connection " + i + ": " + t.getMessage(), failed,
-                                    done, intact, closed)); // as --linger says: RST, or FIN acknowledged in time
-                        }
+                        // FIN (or, with --linger 0, RST); the server's pipe ends and closes too
+                        s.close().onFailure(t -> failure(firstError, "connection " + i + ": " + t.getMessage(), failed,
+                                done, intact, closed));
                     }
                 });
                 s.exceptionHandler(t -> failure(firstError, "connection " + i + ": " + t.getMessage(), failed, done, intact,
@@ -132,19 +138,28 @@ final class TcpCheckCommand implements Callable<Integer> {
             // reported below
         }
         double secs = (System.nanoTime() - start) / 1e9;
-        // No state may outlive the run: wait for TIME-WAIT to pass, then count what is left.
-        long waitUntil = System.nanoTime() + node.tcp().defaults().timeWaitNs() + 5_000_000_000L;
-        while (node.tcp().connections() > 0 && System.nanoTime() < waitUntil) {
-            Thread.sleep(50);
+        client.close().await(10, TimeUnit.SECONDS);
+        // No state may outlive the run but TIME-WAIT (RFC 9293 3.6.1: the side that closes first waits
+        // 2 MSL): wait a little for the last FINs, then count what is left. --wait-time-wait waits it out.
+        long waitUntil = System.nanoTime() + (waitTimeWait ? node.tcp().defaults().timeWaitNs() : 0) + 5_000_000_000L;
+        int left = leftOpen(node);
+        while ((waitTimeWait ? node.tcp().connections() : left) > 0 && System.nanoTime() < waitUntil) {
+            Thread.sleep(20);
+            left = leftOpen(node);
         }
-        int left = node.tcp().connections();
+        int timeWait = node.tcp().states().getOrDefault(TcpState.TIME_WAIT, 0);
         System.out.printf(Locale.ROOT, "tcp-check: %d connections of %d bytes to %s:%d: %d echoed intact, %d failed, %d closed, "
-                        + "%d left after TIME-WAIT; %.1f MB echoed in %.2f s%n", connections, bytes, host, port, intact.get(),
-                failed.get(), closed.get(), left, echoed.get() / 1e6, secs);
+                        + "%d left open, %d in TIME-WAIT; %.1f MB echoed in %.2f s%n", connections, bytes, host, port, intact.get(),
+                failed.get(), closed.get(), left, timeWait, echoed.get() / 1e6, secs);
         if (firstError[0] != null) {
             System.out.println("tcp-check: first failure: " + firstError[0]);
         }
         return intact.get() == connections && failed.get() == 0 && closed.get() == connections && left == 0 ? 0 : 1;
+    }
+
+    /** Connections of the node in any state but TIME-WAIT. */
+    private static int leftOpen(NupaNode node) {
+        return node.tcp().connections() - node.tcp().states().getOrDefault(TcpState.TIME_WAIT, 0);
     }
 
     private void failure(String[] first, String what, AtomicInteger failed, CompletableFuture<Void> done,
@@ -168,7 +183,7 @@ final class TcpCheckCommand implements Callable<Integer> {
      * Writes {@code data} in 64 KiB pieces as the socket's write queue drains, the way applications meet
      * back-pressure (writeQueueFull, then the drain handler); a large transfer is never held twice in memory.
      */
-    static void writePaced(TcpSocket s, byte[] data) {
+    static void writePaced(WriteStream<Buffer> s, byte[] data) {
         int[] offset = {0};
         Runnable pump = () -> {
             while (offset[0] < data.length && !s.writeQueueFull()) {

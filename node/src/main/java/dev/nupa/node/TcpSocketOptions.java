@@ -59,7 +59,8 @@ final class TcpSocketOptions {
 
     @Option(names = "--linger", paramLabel = "SECONDS",
             description = "SO_LINGER on close: 0 resets (RST: unsent data dropped, no TIME-WAIT); 1.." + TcpSocket.MAX_LINGER
-                    + " waits that long for the peer to acknowledge every byte (default: off, the FIN follows in the background).")
+                    + " is taken as off on the fabric: close returns at once and the FIN follows the data in the background"
+                    + " (default: off).")
     Integer linger;
 
     @Option(names = "--congestion", paramLabel = "ALGORITHM",
@@ -143,11 +144,21 @@ final class TcpSocketOptions {
         return c;
     }
 
-    /** Sets what lives on the socket rather than in its {@link TcpConfig}: the linger. */
-    void applyTo(TcpSocket socket) {
+    /**
+     * Vert.x's socket options ({@code NetClientOptions}, {@code NetServerOptions}) that say what
+     * {@code config} says, so that the transport gives each connection that {@link TcpConfig}, plus
+     * the linger. Keep-alive timing and congestion control live in the node's TCP defaults, which
+     * the commands set to {@code config} too.
+     */
+    <T extends io.vertx.core.net.TCPSSLOptions> T vertxOptions(T options, TcpConfig config) {
+        options.setTcpNoDelay(config.noDelay());
+        options.setTcpKeepAlive(config.keepAliveIdleNs() > 0);
+        options.setSendBufferSize(config.sendBuffer());
+        options.setReceiveBufferSize(config.receiveBuffer());
         if (linger != null) {
-            socket.setLinger(linger);
+            options.setSoLinger(linger);
         }
+        return options;
     }
 
     /** The options in effect, for the commands' first line: {@code config} as {@link #apply} made it. */
