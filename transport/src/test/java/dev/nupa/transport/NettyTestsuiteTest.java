@@ -294,8 +294,8 @@ class NettyTestsuiteTest {
 
         @Override
         @Test
-        @Disabled("fails on the NUPA transport: with auto-read off, a read() after a batch still finds more delivered"
-                + " than the one batch it asked for (to fix in NupaSocketChannel's read loop)")
+        @Disabled("fails on the NUPA transport: with auto-read off and a read() asked for inside channelRead, the"
+                + " handler sees two channelReadComplete events where Netty's transports give one (NupaSocketChannel's read loop)")
         public void testReadPendingIsResetAfterEachRead(TestInfo testInfo) {
         }
     }
