@@ -10,9 +10,9 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.zip.CRC32C;
 
 import dev.nupa.ip.IpCounter;
-import dev.nupa.ip.UdpSocket;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
+import io.vertx.core.datagram.DatagramSocket;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
@@ -59,7 +59,7 @@ final class UdpCheckCommand implements Callable<Integer> {
     }
 
     private int run(Vertx vertx, NupaNode node) throws Exception {
-        UdpSocket socket = node.createUdpSocket();
+        DatagramSocket socket = vertx.createDatagramSocket(); // Vert.x's own, on the node's transport
         boolean[] echoed = new boolean[count];
         AtomicLong good = new AtomicLong();
         AtomicLong bad = new AtomicLong();
