@@ -792,6 +792,13 @@ public final class TcpConnection {
             off += skip;
             len -= skip;
         }
+        if (appClosed) {
+            // RFC 1122 4.2.2.13: new data for an application that has closed is answered with a reset
+            // (nobody will read it), so the sender learns at once that it went nowhere.
+            sendRst(sndNxt, 0, false);
+            finish(TcpError.ABORTED);
+            return;
+        }
         int window = recvBuf.free();
         int at = seq - rcvNxt;
         if (at >= window) {

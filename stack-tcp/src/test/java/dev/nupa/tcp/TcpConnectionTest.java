@@ -393,7 +393,7 @@ class TcpConnectionTest {
     @Test
     void rfc9293_3_6_activeCloseGoesThroughFinWait2AndTimeWaitThenCloses() {
         One o = established(plain().withTimeWait(60_000 * MS), 65_535);
-        o.c.close(o.now);
+        o.c.shutdownOutput(o.now); // half-close: this end still reads (after close() new data draws a reset, RFC 1122 4.2.2.13)
         Seg fin = o.onlySent();
         assertEquals(FIN | ACK, fin.flags());
         assertEquals(TcpState.FIN_WAIT_1, o.c.state());

@@ -248,8 +248,8 @@ class NettyTestsuiteTest {
 
         @Override
         @Test
-        @Disabled("fails on the NUPA transport: a write after the peer's close is taken into the send buffer (the"
-                + " connection is in CLOSE-WAIT) instead of failing, so auto-close off does not shut the output down")
+        @Disabled("fails on the NUPA transport: 'second write should have failed' (Netty's transports shut the output"
+                + " down after a failed write when auto-close is off; NupaSocketChannel does not yet)")
         public void testAutoCloseFalseDoesShutdownOutput(TestInfo testInfo) {
         }
 

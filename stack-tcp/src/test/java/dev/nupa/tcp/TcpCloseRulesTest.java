@@ -1,0 +1,71 @@
+package dev.nupa.tcp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * What a close means to data that comes after it, two TcpLayers on virtual time: after close (the
+ * application reads no more) new data is answered with a reset (RFC 1122 4.2.2.13); after a
+ * shutdown of output only (half-close, RFC 9293 3.6) it is still received.
+ */
+class TcpCloseRulesTest {
+    static final int PORT = 7000;
+    static final TcpConfig CONFIG = TcpConfig.defaults(9000).withDelayedAck(0);
+
+    private final LayerWire wire = new LayerWire(2);
+    private final List<TcpConnection> accepted = new ArrayList<>();
+    private TcpLayer server;
+    private TcpLayer client;
+
+    @AfterEach
+    void close() {
+        wire.close();
+    }
+
+    /** A connection from node 1 to node 0; returns {client side, server side}. */
+    private TcpConnection[] connected() {
+        server = wire.tcp(0, CONFIG);
+        server.listen(PORT, 8, CONFIG, accepted::add);
+        client = wire.tcp(1, CONFIG);
+        TcpConnection c = client.connect(LayerWire.ip(0), PORT, CONFIG, null, wire.now);
+        wire.pump();
+        assertSame(TcpState.ESTABLISHED, c.state());
+        return new TcpConnection[] {c, accepted.get(0)};
+    }
+
+    @Test
+    void rfc1122_4_2_2_13_dataArrivingAfterTheApplicationClosedIsAnsweredWithAReset() {
+        TcpConnection[] p = connected();
+        TcpConnection c = p[0];
+        TcpConnection s = p[1];
+        s.close(wire.now);
+        wire.pump();
+        assertSame(TcpState.CLOSE_WAIT, c.state(), "the server's FIN arrived");
+        assertSame(TcpState.FIN_WAIT_2, s.state());
+        assertEquals(100, c.write(MemorySegment.ofArray(new byte[100]), 0, 100, wire.now)); // legal in CLOSE-WAIT
+        wire.pump();
+        assertSame(TcpState.CLOSED, s.state(), "the closed end answered the data with a reset");
+        assertSame(TcpState.CLOSED, c.state());
+        assertSame(TcpError.RESET, c.error(), "the writer learns that its data went nowhere");
+    }
+
+    @Test
+    void rfc9293_3_6_afterAShutdownOfOutputOnlyDataStillArrives() {
+        TcpConnection[] p = connected();
+        TcpConnection c = p[0];
+        TcpConnection s = p[1];
+        s.shutdownOutput(wire.now);
+        wire.pump();
+        assertSame(TcpState.CLOSE_WAIT, c.state());
+        assertEquals(100, c.write(MemorySegment.ofArray(new byte[100]), 0, 100, wire.now));
+        wire.pump();
+        assertSame(TcpState.FIN_WAIT_2, s.state(), "a half-closed end goes on receiving");
+        assertEquals(100, s.readable());
+    }
+}
