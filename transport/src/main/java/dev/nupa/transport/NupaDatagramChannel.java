@@ -126,11 +126,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     protected void doDeregister() {
-        IoRegistration r = registration;
-        if (r != null) {
-            registration = null;
-            r.cancel();
-        }
+        registration = NupaIoHandle.cancel(registration);
     }
 
     @Override

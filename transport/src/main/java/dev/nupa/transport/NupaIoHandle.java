@@ -33,6 +33,14 @@ interface NupaIoHandle extends IoHandle {
         return loop instanceof IoEventLoop l && l.isCompatible(type);
     }
 
+    /** Cancels {@code registration} if there is one; returns null, the channel's registration from then on. */
+    static IoRegistration cancel(IoRegistration registration) {
+        if (registration != null) {
+            registration.cancel();
+        }
+        return null;
+    }
+
     /** Registers {@code handle} with its channel's event loop; {@code registered} gets the registration, then the promise succeeds. */
     static void register(EventLoop loop, NupaIoHandle handle, ChannelPromise promise, Consumer<IoRegistration> registered) {
         ((IoEventLoop) loop).register(handle).addListener(f -> {

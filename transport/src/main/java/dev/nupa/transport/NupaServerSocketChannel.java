@@ -84,11 +84,7 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
 
     @Override
     protected void doDeregister() {
-        IoRegistration r = registration;
-        if (r != null) {
-            registration = null;
-            r.cancel();
-        }
+        registration = NupaIoHandle.cancel(registration);
     }
 
     @Override

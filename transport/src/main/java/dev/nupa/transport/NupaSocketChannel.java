@@ -169,11 +169,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     protected void doDeregister() {
-        IoRegistration r = registration;
-        if (r != null) {
-            registration = null;
-            r.cancel();
-        }
+        registration = NupaIoHandle.cancel(registration);
     }
 
     @Override
