@@ -34,10 +34,6 @@ final class NupaIoHandler implements IoHandler {
         this.stack = stack;
     }
 
-    FabricStack stack() {
-        return stack;
-    }
-
     @Override
     public void initialize() {
         stack.datapath().drive(); // this thread owns the node from here on
