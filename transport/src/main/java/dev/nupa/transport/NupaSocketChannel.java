@@ -232,7 +232,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     /**
      * Hands what the receive buffer holds to the pipeline, a batch per read asked for (every batch
      * while auto-read is on); then the peer's FIN. A {@code read()} from a handler during a batch
-     * only marks the request: the loop here takes it, rather than a nested read.
+     * only marks the request: a later message of the batch, or the loop here, answers it, rather
+     * than a nested read.
      */
     private void readNow() {
         TcpConnection c = connection;
@@ -248,7 +249,6 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                     }
                     return;
                 }
-                readRequested = false; // this batch answers the request; a read() during it asks again
                 readBatch(c);
                 if (config.isAutoRead()) {
                     readRequested = true; // unless a handler paused the channel meanwhile
@@ -276,6 +276,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             buf.writerIndex(buf.writerIndex() + got);
             h.lastBytesRead(got);
             h.incMessagesRead(1);
+            // Each message answers the read asked for so far; a read() from its handler asks for more,
+            // which the next message of this batch answers in turn (as Netty's own transports count it).
+            readRequested = false;
             p.fireChannelRead(buf);
         } while (h.continueReading() && state == State.CONNECTED && !inputShutdown);
         h.readComplete();
@@ -444,7 +447,12 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
         @Override
         public void onPeerClosed(TcpConnection c) {
-            readNow(); // heard once read to it, as a socket's EOF is: a paused reader hears it when it resumes
+            readNow();
+            if (!reading && state == State.CONNECTED && !inputShutdown && c.readable() == 0 && c.atEnd()) {
+                // Nothing left unread: the FIN is heard without a read asked for, as epoll's EPOLLRDHUP
+                // tells Netty's native transport (after unread bytes it waits for them to be read).
+                peerClosed();
+            }
         }
 
         @Override
