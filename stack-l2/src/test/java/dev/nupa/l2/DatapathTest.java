@@ -152,16 +152,16 @@ class DatapathTest {
         assertTrue(polls.get() >= 10, "polled while added");
         d.removeTimer(t);
         CompletableFuture<Void> round = new CompletableFuture<>();
-        d.execute(() -> round.complete(null)); // one loop round later the new timer array is in use
+        d.execute(() -> round.complete(null)); // the round that runs this task polls the new timer array
         round.get(5, TimeUnit.SECONDS);
-        d.execute(() -> { });
-        Thread.sleep(20);
-        int after = polls.get();
-        Thread.sleep(50);
-        assertEquals(after, polls.get(), "not polled after removal");
+        int after = polls.get(); // final from here: the removed timer's last poll was in an earlier round
+        // The other timer is the clock: twenty more of its polls are twenty rounds that did not poll t.
         int otherBefore = otherPolls.get();
-        Thread.sleep(20);
-        assertTrue(otherPolls.get() > otherBefore, "the remaining timer is still polled: the loop lives");
+        for (int i = 0; i < 10_000 && otherPolls.get() < otherBefore + 20; i++) {
+            Thread.sleep(1);
+        }
+        assertTrue(otherPolls.get() >= otherBefore + 20, "the remaining timer is still polled: the loop lives");
+        assertEquals(after, polls.get(), "not polled in the twenty timer rounds since its removal");
         assertTrue(d.isRunning());
         assertEquals(0, d.errors());
         d.close();
