@@ -159,6 +159,25 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void perfVertxToolsKeepThePerfContractWithVertxOnEpollAsThePeer() throws Exception {
+        List<Path> before = perfFiles();
+        for (String tool : List.of("vertx-http", "vertx-grpc")) {
+            Run r = nupa("perf", tool, "-t", "0.2", "--turns", "1", "--json");
+            assertEquals(0, r.status(), r.out() + r.err());
+            assertTrue(Pattern.compile("^\\{\"test\":\"" + tool + "\",\"size\":16,\"connections\":1,\"turns\":1,"
+                    + "\"ours\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
+                    + "\"peer\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
+                    + "\"ratio\":[0-9.]+,\"latency_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
+            assertTrue(r.out().contains("peer: Vert.x epoll over loopback"), r.out());
+        }
+        Run udp = nupa("perf", "vertx-udp", "-t", "0.2", "--turns", "1", "--json");
+        assertEquals(0, udp.status(), udp.out() + udp.err());
+        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-udp\",.*\"ours\":\\{\"msgs_s\":[0-9.]+,.*\"ratio\":[0-9.]+,"
+                + "\"latency_ratio\":null\\}$").matcher(udp.lastLine()).find(), udp.out());
+        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+    }
+
+    @Test
     void perfTcpToolsKeepThePerfContractWithLinuxTcpAsThePeer() throws Exception {
         List<Path> before = perfFiles();
         Run lat = nupa("perf", "tcp-lat", "-n", "2000", "--json");
