@@ -1,6 +1,7 @@
 package dev.nupa.node;
 
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
@@ -142,12 +143,13 @@ final class TcpCheckCommand implements Callable<Integer> {
         // No state may outlive the run but TIME-WAIT (RFC 9293 3.6.1: the side that closes first waits
         // 2 MSL): wait a little for the last FINs, then count what is left. --wait-time-wait waits it out.
         long waitUntil = System.nanoTime() + (waitTimeWait ? node.tcp().defaults().timeWaitNs() : 0) + 5_000_000_000L;
-        int left = leftOpen(node);
-        while ((waitTimeWait ? node.tcp().connections() : left) > 0 && System.nanoTime() < waitUntil) {
+        Map<TcpState, Integer> states = node.tcp().states(); // one snapshot, taken on the node's loop
+        while (remaining(states, waitTimeWait) > 0 && System.nanoTime() < waitUntil) {
             Thread.sleep(20);
-            left = leftOpen(node);
+            states = node.tcp().states();
         }
-        int timeWait = node.tcp().states().getOrDefault(TcpState.TIME_WAIT, 0);
+        int timeWait = states.getOrDefault(TcpState.TIME_WAIT, 0);
+        int left = remaining(states, false);
         System.out.printf(Locale.ROOT, "tcp-check: %d connections of %d bytes to %s:%d: %d echoed intact, %d failed, %d closed, "
                         + "%d left open, %d in TIME-WAIT; %.1f MB echoed in %.2f s%n", connections, bytes, host, port, intact.get(),
                 failed.get(), closed.get(), left, timeWait, echoed.get() / 1e6, secs);
@@ -157,9 +159,15 @@ final class TcpCheckCommand implements Callable<Integer> {
         return intact.get() == connections && failed.get() == 0 && closed.get() == connections && left == 0 ? 0 : 1;
     }
 
-    /** Connections of the node in any state but TIME-WAIT. */
-    private static int leftOpen(NupaNode node) {
-        return node.tcp().connections() - node.tcp().states().getOrDefault(TcpState.TIME_WAIT, 0);
+    /** Connections in {@code states}: all of them, or all but those in TIME-WAIT. */
+    private static int remaining(Map<TcpState, Integer> states, boolean withTimeWait) {
+        int n = 0;
+        for (Map.Entry<TcpState, Integer> e : states.entrySet()) {
+            if (withTimeWait || e.getKey() != TcpState.TIME_WAIT) {
+                n += e.getValue();
+            }
+        }
+        return n;
     }
 
     private void failure(String[] first, String what, AtomicInteger failed, CompletableFuture<Void> done,

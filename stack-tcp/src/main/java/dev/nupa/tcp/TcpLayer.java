@@ -284,7 +284,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 + remotePort + " (all " + span + " in use); close some connections");
     }
 
+    /** How many connections the layer holds, in any state; from another thread it asks the owner (blocking). */
     public int connections() {
+        if (!ip.link().isOwner()) {
+            return ip.link().call(this::connections); // the table is the owner's: a plain read elsewhere may be stale
+        }
         return table.size();
     }
 
