@@ -64,13 +64,18 @@ abstract class TcpPerf implements Callable<Integer> {
     private static final byte HELLO = 1;
     private static final byte LINUX = 2;
     private static final byte BYE = 3;
+    /** tcp-crr: warm-up is over; count from here. */
+    private static final byte MEASURE = 4;
+    /** tcp-crr: what the server counted since MEASURE (allocation by ours, connections, collections). */
+    private static final byte STATS = 5;
     private static final int ROUNDS = 3;
 
     @Mixin
     PerfOptions o;
 
-    @Option(names = {"-t", "--time"}, paramLabel = "SECONDS", defaultValue = "2", description = "tcp-bw: seconds per round (default: ${DEFAULT-VALUE}).")
-    double seconds;
+    @Option(names = {"-t", "--time"}, paramLabel = "SECONDS",
+            description = "tcp-bw: seconds per round (default: 2); tcp-crr: turns go on for this long instead of -n connections.")
+    Double seconds;
 
     @Option(names = "--checksums", paramLabel = "on|off", defaultValue = "on",
             description = "Compute and verify checksums (default: ${DEFAULT-VALUE}); off is the lossless-fabric policy, as Linux on lo.")
@@ -85,10 +90,15 @@ abstract class TcpPerf implements Callable<Integer> {
     // server
     private long linuxCount = -1;
     private boolean done;
+    private final GcWatch gc = new GcWatch();
+    private long measureAllocated;
+    private long linuxAllocated;
+    private long accepted;
     private int linuxPort;
     // client
     private int helloPort = -1;
     private long got;
+    private long[] serverStats;
 
     TcpPerf(String name, Mode mode) {
         this.name = name;
@@ -101,8 +111,8 @@ abstract class TcpPerf implements Callable<Integer> {
         if (!checksums.equals("on") && !checksums.equals("off")) {
             throw new IllegalArgumentException("--checksums must be on or off, not " + checksums);
         }
-        if (seconds <= 0) {
-            throw new IllegalArgumentException("-t must be positive");
+        if (seconds != null && seconds <= 0) {
+            throw new IllegalArgumentException("-t must be positive, not " + seconds);
         }
         if (o.server) {
             return server();
@@ -110,13 +120,26 @@ abstract class TcpPerf implements Callable<Integer> {
         if (o.client) {
             return client();
         }
-        return PerfRunner.runBoth(o, name, o.freshGeometry(9216, 256),
-                List.of("-t", Double.toString(seconds), "--checksums", checksums));
+        List<String> extra = new java.util.ArrayList<>(List.of("--checksums", checksums));
+        if (seconds != null) {
+            extra.addAll(List.of("-t", Double.toString(seconds)));
+        }
+        return PerfRunner.runBoth(o, name, o.freshGeometry(9216, 256), extra);
     }
 
+    private TcpConfig config;
+
+    /** The connections' settings, made once: opening a connection allocates nothing of the tool's either. */
     private TcpConfig config() {
-        TcpConfig c = TcpConfig.defaults(9000).withTimeWait(1_000_000_000L);
-        return mode == Mode.BW ? c.withBuffers(4 << 20, 4 << 20) : c.withNoDelay(true).withDelayedAck(0);
+        if (config == null) {
+            TcpConfig c = TcpConfig.defaults(9000).withTimeWait(1_000_000_000L);
+            config = mode == Mode.BW ? c.withBuffers(4 << 20, 4 << 20) : c.withNoDelay(true).withDelayedAck(0);
+        }
+        return config;
+    }
+
+    private double bwSeconds() {
+        return seconds != null ? seconds : 2;
     }
 
     private long now() {
@@ -138,7 +161,7 @@ abstract class TcpPerf implements Callable<Integer> {
             tcp = new TcpLayer(node.ip, config());
             linux.bind(new InetSocketAddress("127.0.0.1", 0));
             linuxPort = ((InetSocketAddress) linux.getLocalAddress()).getPort();
-            tcp.listen(TCP_PORT, 1024, config(), c -> tcp.setEvents(c, new TcpConnection.Events() {
+            TcpConnection.Events echo = new TcpConnection.Events() {
                 @Override
                 public void onReadable(TcpConnection c) {
                     int n;
@@ -159,7 +182,11 @@ abstract class TcpPerf implements Callable<Integer> {
                 public void onPeerClosed(TcpConnection c) {
                     c.close(now());
                 }
-            }));
+            };
+            tcp.listen(TCP_PORT, 1024, config(), c -> {
+                accepted++;
+                tcp.setEvents(c, echo);
+            });
             node.ip.bindUdp(CONTROL_PORT, this::serverControl);
             System.out.println(PerfRunner.READY);
             System.out.flush();
@@ -167,7 +194,9 @@ abstract class TcpPerf implements Callable<Integer> {
             while (!done) {
                 pump();
                 if (linuxCount >= 0) {
+                    long a0 = GcWatch.threadAllocated();
                     kept = linuxServer(linux, kept, linuxCount);
+                    linuxAllocated += GcWatch.threadAllocated() - a0;
                     linuxCount = -1;
                 }
             }
@@ -185,6 +214,18 @@ abstract class TcpPerf implements Callable<Integer> {
             pn.ip.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 4);
         } else if (op == LINUX && len >= 9) {
             linuxCount = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 1);
+        } else if (op == MEASURE) {
+            System.gc(); // as the client: the warm-up's garbage goes before the measured turns
+            gc.reset();
+            measureAllocated = GcWatch.threadAllocated();
+            linuxAllocated = 0;
+            accepted = 0;
+        } else if (op == STATS) {
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, GcWatch.threadAllocated() - measureAllocated - linuxAllocated);
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, accepted);
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, gc.collections());
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 24, gc.longestMs());
+            pn.ip.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 32);
         } else if (op == BYE) {
             done = true;
         }
@@ -243,7 +284,12 @@ abstract class TcpPerf implements Callable<Integer> {
             tcp = new TcpLayer(node.ip, config());
             int server = NodeConfig.defaultIp(o.serverAddress).address();
             UdpReceiver replies = (src, srcPort, dst, mem, off, len) -> {
-                if (len >= 4) {
+                if (len == 32) {
+                    serverStats = new long[4];
+                    for (int i = 0; i < 4; i++) {
+                        serverStats[i] = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8L * i);
+                    }
+                } else if (len >= 4) {
                     helloPort = mem.get(ValueLayout.JAVA_INT_UNALIGNED, off);
                 }
             };
@@ -396,7 +442,7 @@ abstract class TcpPerf implements Callable<Integer> {
             TcpConnection c = open(server);
             long bytes = 0;
             long t0 = now();
-            long end = t0 + (long) (seconds * 1e9);
+            long end = t0 + (long) (bwSeconds() * 1e9);
             while (now() < end) {
                 bytes += c.write(msg, 0, size, now());
                 pump();
@@ -412,7 +458,7 @@ abstract class TcpPerf implements Callable<Integer> {
                 ByteBuffer buf = ByteBuffer.allocateDirect(size);
                 long lb = 0;
                 long l0 = now();
-                long lend = l0 + (long) (seconds * 1e9);
+                long lend = l0 + (long) (bwSeconds() * 1e9);
                 while (now() < lend) {
                     buf.clear();
                     lb += linux.write(buf);
@@ -425,7 +471,7 @@ abstract class TcpPerf implements Callable<Integer> {
         }
         double ours = oursBits / oursSecs / 1e9;
         double peer = peerBits / peerSecs / 1e9;
-        System.out.println(name + ": one TCP connection, " + size + "-byte writes, " + ROUNDS + " x " + seconds
+        System.out.println(name + ": one TCP connection, " + size + "-byte writes, " + ROUNDS + " x " + bwSeconds()
                 + " s, checksums " + checksums + ", fabric " + o.fabric);
         System.out.printf(Locale.ROOT, "ours: %.2f Gbit/s%npeer: Linux TCP over loopback, the same two processes: %.2f Gbit/s%n"
                 + "ratio (ours / peer): %.2f%n", ours, peer, ours / peer);
@@ -433,46 +479,122 @@ abstract class TcpPerf implements Callable<Integer> {
                 name, size, ours, peer, ours / peer);
     }
 
+    /**
+     * tcp-crr in turns: a warm-up of both (the JIT compiles the paths of connection setup and teardown), then
+     * turns of {@value #CRR_TURN} connections of ours and of Linux's, alternating, each turn's ratio kept;
+     * the median and range of the turns' ratios are the figure. Beside it, what ours allocates per connection
+     * on each side and each process's collections and longest pause while the turns ran.
+     */
     private String connectRate(int server, int port) throws IOException {
-        long iterations = o.iterations != null ? o.iterations : 2_000;
+        long iterations = o.iterations != null ? o.iterations : 20_000;
+        long warm = Math.min(CRR_WARM, iterations);
         MemorySegment one = Arena.ofAuto().allocate(1);
+        ByteBuffer b = ByteBuffer.allocateDirect(1);
+        // Warm until connections leave TIME-WAIT as fast as new ones enter it: from then on each one reuses a
+        // closed one (TcpLayer's pool), as on a node that has been serving for a while.
+        long warmUntil = now() + config().timeWaitNs() + 500_000_000L;
+        long warmed = 0;
+        while (warmed < warm || now() < warmUntil) {
+            oursConnections(server, one, CRR_TURN);
+            warmed += CRR_TURN;
+        }
+        linuxPhase(server, port, warm);
+        linuxConnections(b, warm);
+        control.set(ValueLayout.JAVA_BYTE, 0, MEASURE);
+        pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+        System.gc(); // what the warm-up left goes now, not in a measured turn (the server does the same)
+        gc.reset();
+        List<Double> ratios = new java.util.ArrayList<>();
+        long oursCount = 0;
+        long peerCount = 0;
         double oursSecs = 0;
         double peerSecs = 0;
-        long per = Math.max(1, iterations / ROUNDS);
-        for (int r = 0; r < ROUNDS; r++) {
-            long n = r == ROUNDS - 1 ? iterations - per * (ROUNDS - 1) : per;
+        long oursAllocated = 0;
+        long deadline = seconds != null ? now() + (long) (seconds * 1e9) : Long.MAX_VALUE;
+        while (seconds != null ? now() < deadline : oursCount < iterations) {
+            long n = seconds != null ? CRR_TURN : Math.min(CRR_TURN, iterations - oursCount);
+            long a0 = GcWatch.threadAllocated();
             long t0 = now();
-            for (long i = 0; i < n; i++) {
-                TcpConnection c = open(server);
-                long target = got + 1;
-                c.write(one, 0, 1, now());
-                while (got < target) {
-                    pump();
-                }
-                c.close(now());
-                while (c.state() != TcpState.TIME_WAIT && c.state() != TcpState.CLOSED) {
-                    pump();
-                }
-            }
-            oursSecs += (now() - t0) / 1e9;
+            oursConnections(server, one, n);
+            double os = (now() - t0) / 1e9;
+            oursAllocated += GcWatch.threadAllocated() - a0;
             linuxPhase(server, port, n);
-            ByteBuffer b = ByteBuffer.allocateDirect(1);
             long l0 = now();
-            for (long i = 0; i < n; i++) {
-                try (SocketChannel s = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
-                    s.write(b.clear());
-                    s.read(b.clear());
-                }
-            }
-            peerSecs += (now() - l0) / 1e9;
+            linuxConnections(b, n);
+            double ps = (now() - l0) / 1e9;
+            ratios.add(ps / os); // (n / os) / (n / ps)
+            oursCount += n;
+            peerCount += n;
+            oursSecs += os;
+            peerSecs += ps;
         }
-        double ours = iterations / oursSecs;
-        double peer = iterations / peerSecs;
-        System.out.println(name + ": connect, 1-byte request and response, close; " + iterations + " connections each, fabric "
-                + o.fabric);
+        long[] st = serverStats(server, port);
+        double ours = oursCount / oursSecs;
+        double peer = peerCount / peerSecs;
+        double[] r = ratios.stream().mapToDouble(Double::doubleValue).toArray();
+        double median = Turns.median(r);
+        double min = java.util.Arrays.stream(r).min().orElse(Double.NaN);
+        double max = java.util.Arrays.stream(r).max().orElse(Double.NaN);
+        double clientAlloc = (double) oursAllocated / oursCount;
+        double serverAlloc = st[1] > 0 ? (double) st[0] / st[1] : Double.NaN;
+        System.out.println(name + ": connect, 1-byte request and response, close; " + oursCount + " connections each in "
+                + r.length + " turns after " + warmed + " of warm-up, fabric " + o.fabric);
         System.out.printf(Locale.ROOT, "ours: %.0f connections/s%npeer: Linux TCP over loopback, the same two processes: "
-                + "%.0f connections/s%nratio (ours / peer): %.2f%n", ours, peer, ours / peer);
+                + "%.0f connections/s%nratio (ours / peer, median over %d turns): %.2f (%.2f-%.2f)%n", ours, peer, r.length,
+                median, min, max);
+        System.out.printf(Locale.ROOT, "allocated per connection of ours: client %.0f B, server %.0f B%n", clientAlloc, serverAlloc);
+        System.out.printf(Locale.ROOT, "garbage collections while the turns ran (Linux's turns included): client %d (longest %d ms),"
+                + " server %d (longest %d ms)%n", gc.collections(), gc.longestMs(), st[2], st[3]);
         return String.format(Locale.ROOT, "{\"test\":\"%s\",\"iterations\":%d,\"msgs_s\":%.1f,\"peer\":{\"msgs_s\":%.1f},"
-                + "\"ratio\":%.3f}", name, iterations, ours, peer, ours / peer);
+                + "\"ratio\":%.3f,\"ratio_min\":%.3f,\"ratio_max\":%.3f,\"turns\":%d,\"alloc_b\":%.1f,\"server_alloc_b\":%.1f,"
+                + "\"gc\":{\"client\":%d,\"client_longest_ms\":%d,\"server\":%d,\"server_longest_ms\":%d}}",
+                name, oursCount, ours, peer, median, min, max, r.length, clientAlloc, serverAlloc, gc.collections(), gc.longestMs(),
+                st[2], st[3]);
+    }
+
+    static final int CRR_TURN = 2_000;
+    static final int CRR_WARM = 5_000;
+
+    /** {@code n} connections of ours in a row: connect, one byte each way, close (until TIME-WAIT). */
+    private void oursConnections(int server, MemorySegment one, long n) {
+        for (long i = 0; i < n; i++) {
+            TcpConnection c = open(server);
+            long target = got + 1;
+            c.write(one, 0, 1, now());
+            while (got < target) {
+                pump();
+            }
+            c.close(now());
+            while (c.state() != TcpState.TIME_WAIT && c.state() != TcpState.CLOSED) {
+                pump();
+            }
+        }
+    }
+
+    /** {@code n} connections of Linux's in a row, to the server's JDK socket (after {@link #linuxPhase}). */
+    private void linuxConnections(ByteBuffer b, long n) throws IOException {
+        for (long i = 0; i < n; i++) {
+            try (SocketChannel s = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
+                s.write(b.clear());
+                s.read(b.clear());
+            }
+        }
+    }
+
+    /** What the server counted since MEASURE: [bytes allocated by ours, connections of ours, collections, longest ms]. */
+    private long[] serverStats(int server, int port) {
+        long deadline = now() + 10_000_000_000L;
+        control.set(ValueLayout.JAVA_BYTE, 0, STATS);
+        while (serverStats == null) {
+            if (now() > deadline) {
+                throw new IllegalStateException("the " + name + " server did not answer for its counts within 10 s");
+            }
+            pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            long until = now() + 10_000_000L;
+            while (serverStats == null && now() < until) {
+                pump();
+            }
+        }
+        return serverStats;
     }
 }

@@ -18,6 +18,11 @@ final class Assembler {
         end = new int[maxRanges];
     }
 
+    /** The most ranges it holds. */
+    int capacity() {
+        return start.length;
+    }
+
     int ranges() {
         return count;
     }

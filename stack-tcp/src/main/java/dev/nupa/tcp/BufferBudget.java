@@ -4,8 +4,7 @@ import com.sun.management.HotSpotDiagnosticMXBean;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
-import java.util.ArrayDeque;
-import java.util.Iterator;
+import java.util.ArrayList;
 
 /**
  * The native memory the connection buffers of one {@link TcpLayer} may hold together, in the manner of
@@ -31,7 +30,8 @@ final class BufferBudget {
 
     private final long limit;
     private final int maxPooled;
-    private final ArrayDeque<MemorySegment> pool = new ArrayDeque<>();
+    /** Newest first; walked by index, so a take allocates nothing. */
+    private final ArrayList<MemorySegment> pool = new ArrayList<>();
     /** Bytes connections hold (rings not yet released). */
     private long used;
     /** Bytes waiting in the pool. */
@@ -54,17 +54,17 @@ final class BufferBudget {
         if (capacity > limit - used) {
             return null;
         }
-        for (Iterator<MemorySegment> it = pool.iterator(); it.hasNext(); ) {
-            MemorySegment m = it.next();
+        for (int i = 0; i < pool.size(); i++) {
+            MemorySegment m = pool.get(i);
             if (m.byteSize() == capacity) {
-                it.remove();
+                pool.remove(i);
                 pooled -= capacity;
                 used += capacity;
                 return m;
             }
         }
         while (!pool.isEmpty() && capacity > limit - used - pooled) {
-            pooled -= pool.removeLast().byteSize(); // buffers of other sizes make room (the collector frees them)
+            pooled -= pool.remove(pool.size() - 1).byteSize(); // buffers of other sizes make room (the collector frees them)
         }
         MemorySegment m = allocate(capacity);
         if (m == null && !pool.isEmpty()) {
@@ -99,10 +99,10 @@ final class BufferBudget {
             return;
         }
         if (pool.size() == maxPooled) {
-            pooled -= pool.removeLast().byteSize(); // the oldest goes: a burst of one size must not keep the pool
+            pooled -= pool.remove(pool.size() - 1).byteSize(); // the oldest goes: a burst of one size must not keep the pool
         }
         if (size <= limit - used - pooled) {
-            pool.addFirst(memory);
+            pool.add(0, memory);
             pooled += size;
         }
     }

@@ -10,7 +10,7 @@ import java.lang.foreign.MemorySegment;
  */
 final class ByteRing {
     private MemorySegment memory;
-    private final int capacity;
+    private int capacity;
     private final BufferBudget budget;
     /** Set by {@link #release}: no memory is taken again, and what the ring holds goes back once read. */
     private boolean released;
@@ -29,6 +29,23 @@ final class ByteRing {
         }
         this.capacity = capacity;
         this.budget = budget;
+    }
+
+    /**
+     * Empty again, of {@code capacity} bytes, for the next connection of the object that holds it: memory
+     * still held (unread bytes of a connection closed under them) goes back to the budget first.
+     */
+    void reset(int capacity) {
+        if (capacity < 1) {
+            throw new IllegalArgumentException("buffer capacity must be positive, got " + capacity);
+        }
+        released = true;
+        uncount();
+        head = tail;
+        forgetIfEmpty();
+        this.capacity = capacity;
+        released = false;
+        head = tail = 0;
     }
 
     /**

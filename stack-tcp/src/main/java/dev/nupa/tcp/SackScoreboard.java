@@ -52,6 +52,8 @@ final class SackScoreboard {
 
     void clear() {
         count = 0;
+        holeStart = holeEnd = 0;
+        holeLost = false;
     }
 
     /**

@@ -64,7 +64,22 @@ public final class TcpConnection {
          */
         default void onDeadlineMoved(TcpConnection c, long deadline) {
         }
+
+        /** The connection enters TIME-WAIT; false: skip the wait (RFC 9293 3.6 2*MSL), close at the next poll. */
+        default boolean onTimeWait(TcpConnection c) {
+            return true;
+        }
+
+        /**
+         * The connection is closed and its application let go of it ({@link #close} or {@link #abort}):
+         * nothing may call it any more, so its owner may reuse the object ({@link #generation}). Once.
+         */
+        default void onReleased(TcpConnection c) {
+        }
     }
+
+    private static final Events NO_EVENTS = new Events() {
+    };
 
     /** RFC 5961 section 7: at most this many challenge ACKs per second. */
     static final int CHALLENGE_ACKS_PER_SECOND = 1000;
@@ -75,20 +90,23 @@ public final class TcpConnection {
     /** RFC 7323 5.5: a timestamp older than 24 days is not trusted for PAWS. */
     private static final long PAWS_IDLE_NS = 24L * 24 * 3600 * SECOND;
 
-    public final int localIp;
-    public final int localPort;
-    public final int remoteIp;
-    public final int remotePort;
-    private final TcpConfig config;
+    // Not final: a layer reuses a closed connection's object, arrays and buffers for the next one
+    // (reuse), so opening a connection allocates nothing; generation tells the lives apart.
+    private int localIp;
+    private int localPort;
+    private int remoteIp;
+    private int remotePort;
+    private int generation;
+    private TcpConfig config;
     private final Output output;
     private Events events;
     private final ByteRing sendBuf;
     private final ByteRing recvBuf;
-    private final Assembler outOfOrder;
-    private final RttEstimator rtt;
-    private final CongestionControl cc;
+    private Assembler outOfOrder;
+    private RttEstimator rtt;
+    private CongestionControl cc;
     private final Segment tx = new Segment();
-    private final SackScoreboard scoreboard;
+    private SackScoreboard scoreboard;
 
     private TcpState state = TcpState.CLOSED;
     private TcpError error;
@@ -127,13 +145,13 @@ public final class TcpConnection {
     private long tsBase;
 
     // Timers (absolute times, NEVER when off).
-    private long rtoAt = NEVER;
-    private long delayedAckAt = NEVER;
-    private long persistAt = NEVER;
-    private long keepAliveAt = NEVER;
-    private long timeWaitAt = NEVER;
-    private long finWait2At = NEVER;
-    private long unackedSince = NEVER;
+    private long rtoAt;
+    private long delayedAckAt;
+    private long persistAt;
+    private long keepAliveAt;
+    private long timeWaitAt;
+    private long finWait2At;
+    private long unackedSince;
     private int retries;
     private int keepAliveProbes;
     private int persistBackoff;
@@ -161,10 +179,13 @@ public final class TcpConnection {
 
     /** The application closed fully ({@link #close}), not only its sending side ({@link #shutdownOutput}). */
     private boolean appClosed;
+    /** The application let go ({@link #close} or {@link #abort}): once closed, the object may be reused. */
+    private boolean appReleased;
+    private boolean releaseAnnounced;
 
     private boolean ackNow;
     private int unackedSegments;
-    private long dupSynAnsweredAt = NEVER;
+    private long dupSynAnsweredAt;
     private long challengeWindowStart;
     private int challengeAcks;
     private long lastActivity;
@@ -186,22 +207,115 @@ public final class TcpConnection {
     /** A connection whose buffers count against {@code budget} (its layer's). */
     TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Output output,
                   Events events, BufferBudget budget) {
+        this.output = output;
+        this.sendBuf = new ByteRing(config.sendBuffer(), budget);
+        this.recvBuf = new ByteRing(config.receiveBuffer(), budget);
+        begin(localIp, localPort, remoteIp, remotePort, config, events);
+    }
+
+    /**
+     * Makes this closed and released object a new connection, in CLOSED as a new one is; its layer calls
+     * it. The generation moves on, so a holder of the old connection that checks it ({@link #generation})
+     * finds out instead of acting on the new one.
+     */
+    void reuse(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Events events) {
+        if (state != TcpState.CLOSED || !appReleased) {
+            throw new IllegalStateException("a TCP connection is reused only once closed and released, not " + this);
+        }
+        generation++;
+        sendBuf.reset(config.sendBuffer());
+        recvBuf.reset(config.receiveBuffer());
+        begin(localIp, localPort, remoteIp, remotePort, config, events);
+    }
+
+    /** Everything a new connection starts with; the constructor and {@link #reuse} share it. */
+    private void begin(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Events events) {
         this.localIp = localIp;
         this.localPort = localPort;
         this.remoteIp = remoteIp;
         this.remotePort = remotePort;
         this.config = config;
-        this.output = output;
-        this.events = events != null ? events : new Events() {
-        };
-        this.sendBuf = new ByteRing(config.sendBuffer(), budget);
-        this.recvBuf = new ByteRing(config.receiveBuffer(), budget);
-        this.outOfOrder = new Assembler(config.maxOutOfOrderRanges());
+        this.events = events != null ? events : NO_EVENTS;
+        int ranges = config.maxOutOfOrderRanges();
+        if (outOfOrder == null || outOfOrder.capacity() != ranges) {
+            outOfOrder = new Assembler(ranges);
+            scoreboard = new SackScoreboard(ranges);
+        } else {
+            outOfOrder.clear();
+            scoreboard.clear();
+        }
         // 1 us granularity: the datapath loop polls timers far more often than every millisecond.
-        this.rtt = new RttEstimator(RttEstimator.DEFAULT_INITIAL_RTO_NS, config.minRtoNs(), config.maxRtoNs(), 1_000L);
-        this.cc = CongestionControls.create(config.congestionControl(), config.mss());
-        this.scoreboard = new SackScoreboard(config.maxOutOfOrderRanges());
-        this.sendMss = Math.min(536, config.mss()); // RFC 9293 3.7.1: 536 until the peer says otherwise
+        if (rtt == null || rtt.minRto() != config.minRtoNs() || rtt.maxRto() != config.maxRtoNs()) {
+            rtt = new RttEstimator(RttEstimator.DEFAULT_INITIAL_RTO_NS, config.minRtoNs(), config.maxRtoNs(), 1_000L);
+        } else {
+            rtt.clear();
+        }
+        if (cc == null || !cc.name().equalsIgnoreCase(config.congestionControl())) {
+            cc = CongestionControls.create(config.congestionControl(), config.mss());
+        } else {
+            cc.reset(config.mss(), CongestionControls.initialWindow(config.mss()));
+        }
+        tx.clear();
+        state = TcpState.CLOSED;
+        error = null;
+        iss = sndUna = sndNxt = sndMax = sndWnd = sndWl1 = sndWl2 = sndShift = maxSndWnd = bufSeq = 0;
+        finQueued = finSent = false;
+        sendMss = Math.min(536, config.mss()); // RFC 9293 3.7.1: 536 until the peer says otherwise
+        irs = rcvNxt = rcvShift = rcvAdvertised = 0;
+        finReceived = false;
+        tsOk = sackOk = scalingOk = false;
+        tsRecent = lastAckSent = 0;
+        tsRecentAt = tsBase = 0;
+        rtoAt = delayedAckAt = persistAt = keepAliveAt = timeWaitAt = finWait2At = unackedSince = NEVER;
+        retries = keepAliveProbes = persistBackoff = 0;
+        timing = false;
+        timedSeq = 0;
+        timedAt = 0;
+        dupAcks = recover = highRxt = rescueRxt = limitedTransmit = 0;
+        inRecovery = false;
+        appClosed = appReleased = releaseAnnounced = false;
+        ackNow = false;
+        unackedSegments = 0;
+        dupSynAnsweredAt = NEVER;
+        challengeWindowStart = 0;
+        challengeAcks = 0;
+        lastActivity = 0;
+        retransmits = fastRetransmits = timeouts = challengeAcksSent = pawsDrops = outOfOrderSegments = bufferDrops = 0;
+        deadline = blockedRetryAt = NEVER;
+        timerIndex = -1;
+    }
+
+    public int localIp() {
+        return localIp;
+    }
+
+    public int localPort() {
+        return localPort;
+    }
+
+    public int remoteIp() {
+        return remoteIp;
+    }
+
+    public int remotePort() {
+        return remotePort;
+    }
+
+    /**
+     * Which life of this object the connection is: its layer reuses the object of a connection that is
+     * closed and released (see {@link Events#onReleased}). A holder that may outlive the connection keeps
+     * the generation it got and checks it with {@link #checkGeneration}.
+     */
+    public int generation() {
+        return generation;
+    }
+
+    /** Throws IllegalStateException, naming the remedy, unless this object is still the connection of {@code generation}. */
+    public void checkGeneration(int generation) {
+        if (this.generation != generation) {
+            throw new IllegalStateException("this TCP connection was closed and released, and its object now serves"
+                    + " another connection; keep no reference to a connection after closing it");
+        }
     }
 
     /** Package-private: the layer keeps its own hooks here; users set theirs with {@link TcpLayer#setEvents}. */
@@ -437,20 +551,50 @@ public final class TcpConnection {
      */
     public void close(long now) {
         appClosed = true;
+        appReleased = true;
         if (state == TcpState.FIN_WAIT_2) {
             startFinWait2Timer(now);
             poll(now);
-            return;
+        } else {
+            shutdownOutput(now);
         }
-        shutdownOutput(now);
+        announceRelease();
     }
 
     /** Aborts (RFC 9293 3.10.5): RST to the peer if synchronized, everything dropped. */
     public void abort(long now) {
+        appReleased = true;
         if (state == TcpState.SYN_RECEIVED || state.synchronizedState() && state != TcpState.TIME_WAIT) {
             sendRst(sndNxt, 0, false);
         }
         finish(TcpError.ABORTED);
+        announceRelease();
+    }
+
+    /**
+     * Ends TIME-WAIT now, for a new connection on the same four-tuple (RFC 6191; Linux's tcp_tw_reuse): only
+     * with timestamps, whose PAWS check (RFC 7323 5) keeps old duplicates out. Returns whether it ended.
+     */
+    boolean endTimeWaitForReuse() {
+        if (state != TcpState.TIME_WAIT || !tsOk) {
+            return false;
+        }
+        finish(null);
+        return true;
+    }
+
+    /** Its layer lets go of a connection no application ever had (a handshake that failed before it was accepted). */
+    void releaseUnclaimed() {
+        appReleased = true;
+        announceRelease();
+    }
+
+    /** {@link Events#onReleased}, once, when the connection is both closed and let go of by its application. */
+    private void announceRelease() {
+        if (appReleased && state == TcpState.CLOSED && !releaseAnnounced) {
+            releaseAnnounced = true;
+            events.onReleased(this);
+        }
     }
 
     /**
@@ -864,7 +1008,10 @@ public final class TcpConnection {
         // layer now, not after the 2*MSL wait (the receive buffer once the application has read it).
         sendBuf.release();
         recvBuf.release();
-        timeWaitAt = now + config.timeWaitNs();
+        // The owner may refuse the wait (its bound on connections in TIME-WAIT is reached, as Linux's
+        // tcp_max_tw_buckets): the connection then closes 1 ns on, so the poll that sends the ACK of the
+        // peer's FIN, at now, still finds it in TIME-WAIT.
+        timeWaitAt = now + (events.onTimeWait(this) ? config.timeWaitNs() : 1);
         finWait2At = NEVER;
         rtoAt = NEVER;
         persistAt = NEVER;
@@ -1055,7 +1202,7 @@ public final class TcpConnection {
         return deadline;
     }
 
-    private long deadline = NEVER;
+    private long deadline;
     /** Its place in its layer's {@link TimerQueue}, -1 when not queued; the queue keeps it. */
     int timerIndex = -1;
 
@@ -1454,7 +1601,7 @@ public final class TcpConnection {
         return true;
     }
 
-    private long blockedRetryAt = NEVER;
+    private long blockedRetryAt;
 
     /** RFC 7323 5.4: a clock of 1 ms per tick (the fastest allowed, as Linux), from a random-free base plus 1 so 0 never appears. */
     private int tsValue(long now) {
@@ -1489,6 +1636,7 @@ public final class TcpConnection {
         timeWaitAt = NEVER;
         finWait2At = NEVER;
         events.onClosed(this, why);
+        announceRelease();
     }
 
     private void requireState(TcpState wanted, String what) {

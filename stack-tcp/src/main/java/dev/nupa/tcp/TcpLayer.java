@@ -2,6 +2,7 @@ package dev.nupa.tcp;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
 import java.util.EnumMap;
 import java.util.Map;
 
@@ -43,7 +44,13 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         /** Connections closed fully by their application and reset after waiting too long in FIN-WAIT-2. */
         FIN_WAIT_2_TIMEOUTS,
         /** Data segments dropped unacknowledged for want of receive-buffer memory ({@link #bufferMemoryLimit}). */
-        BUFFER_SHORTAGES
+        BUFFER_SHORTAGES,
+        /** Connections opened on the object of one closed earlier, with nothing allocated ({@link #setConnectionPoolLimit}). */
+        CONNECTIONS_REUSED,
+        /** Connections closed without waiting in TIME-WAIT, since {@link #setTimeWaitLimit} were waiting (Linux's TCPTimeWaitOverflow). */
+        TIME_WAIT_OVERFLOWS,
+        /** Ephemeral ports taken over from a connection in TIME-WAIT toward the same peer and port (RFC 6191). */
+        TIME_WAIT_REUSED
     }
 
     /** One listening port. */
@@ -62,21 +69,40 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
     }
 
-    /** Per-connection glue: forwards events to the user's handler and keeps the tables right. */
+    /** Per-connection glue: forwards events to the user's handler and keeps the tables right; reused with its connection. */
     private final class Hooks implements TcpConnection.Events {
-        final Listener listener;
+        Listener listener;
         TcpConnection.Events user;
         boolean counted;
+        /** Whether an application has the connection (from connect, or once a listener accepted it). */
+        boolean claimed;
+        /** Whether it counts among the connections waiting in TIME-WAIT. */
+        boolean waiting;
 
-        Hooks(Listener listener, TcpConnection.Events user) {
+        void begin(Listener listener, TcpConnection.Events user) {
             this.listener = listener;
             this.user = user;
+            this.counted = false;
+            this.claimed = listener == null;
+            this.waiting = false;
+        }
+
+        @Override
+        public boolean onTimeWait(TcpConnection c) {
+            if (timeWaiting >= timeWaitLimit) {
+                count(Counter.TIME_WAIT_OVERFLOWS);
+                return false;
+            }
+            timeWaiting++;
+            waiting = true;
+            return true;
         }
 
         @Override
         public void onEstablished(TcpConnection c) {
             if (listener != null && !counted) {
                 counted = true;
+                claimed = true;
                 listener.halfOpen--;
                 count(Counter.CONNECTIONS_ACCEPTED);
                 listener.acceptor.onAccept(c);
@@ -120,7 +146,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
         @Override
         public void onClosed(TcpConnection c, TcpError error) {
-            table.remove(ConnectionTable.key(c.remoteIp, c.remotePort, c.localPort), c);
+            if (waiting) {
+                waiting = false;
+                timeWaiting--;
+            }
+            table.remove(ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort()), c);
             timers.remove(c);
             if (listener != null && !counted) {
                 counted = true;
@@ -131,14 +161,44 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             if (error == TcpError.FIN_WAIT_2_TIMEOUT) {
                 count(Counter.FIN_WAIT_2_TIMEOUTS);
             }
+            if (!claimed) {
+                c.releaseUnclaimed(); // no application ever had it: the layer lets go for it
+            }
             if (user != null) {
                 user.onClosed(c, error);
             }
         }
+
+        @Override
+        public void onReleased(TcpConnection c) {
+            released.addLast(c); // reusable from the layer's next entry (recycleReleased)
+            if (user != null) {
+                user.onReleased(c);
+            }
+        }
     }
+
+    /**
+     * Closed connections kept for reuse by default; about 2.5 KB each (their buffers are pooled apart). As many as
+     * may wait in TIME-WAIT, so churn that comes in bursts finds its connections again after a pause.
+     */
+    public static final int DEFAULT_CONNECTION_POOL_LIMIT = 16_384;
+    /** Connections that may wait in TIME-WAIT at once by default (about 2.5 KB each; Linux: tcp_max_tw_buckets). */
+    public static final int DEFAULT_TIME_WAIT_LIMIT = 16_384;
 
     private final Ipv4Stack ip;
     private final TcpConfig defaults;
+    /**
+     * Closed and released connections, ready for reuse (object, arrays, hooks), so that opening one allocates
+     * nothing and churn leaves the collector nothing to copy. A connection released during the layer's
+     * own processing waits in {@link #released} until the layer's next entry, so no frame still running in
+     * it sees it become another connection.
+     */
+    private final ArrayDeque<TcpConnection> free = new ArrayDeque<>();
+    private final ArrayDeque<TcpConnection> released = new ArrayDeque<>();
+    private int connectionPoolLimit = DEFAULT_CONNECTION_POOL_LIMIT;
+    private int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
+    private int timeWaiting;
     private final ConnectionTable table = new ConnectionTable();
     /** The connections with a timer pending, by deadline (their hooks keep it). */
     private final TimerQueue timers = new TimerQueue();
@@ -257,12 +317,68 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             throw new IllegalArgumentException("TCP port " + remotePort + " is outside 1..65535");
         }
         int local = ephemeralPort(remoteIp, remotePort);
-        TcpConnection c = new TcpConnection(ip.address(), local, remoteIp, remotePort, config, output,
-                new Hooks(null, events), buffers);
+        TcpConnection c = newConnection(local, remoteIp, remotePort, config, null, events);
         table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
         count(Counter.CONNECTIONS_OPENED);
         c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now); // its timers reach us through its hooks
         return c;
+    }
+
+    /** A connection in CLOSED for the 4-tuple: a pooled one when there is one, else a new one. */
+    private TcpConnection newConnection(int localPort, int remoteIp, int remotePort, TcpConfig config, Listener l,
+            TcpConnection.Events user) {
+        TcpConnection c = free.pollFirst();
+        if (c == null) {
+            c = new TcpConnection(ip.address(), localPort, remoteIp, remotePort, config, output, new Hooks(), buffers);
+        } else {
+            c.reuse(ip.address(), localPort, remoteIp, remotePort, config, c.events());
+            count(Counter.CONNECTIONS_REUSED);
+        }
+        ((Hooks) c.events()).begin(l, user);
+        return c;
+    }
+
+    /** Released connections become reusable; called where no connection's processing is under way. */
+    private void recycleReleased() {
+        TcpConnection c;
+        while ((c = released.pollFirst()) != null) {
+            if (free.size() < connectionPoolLimit) {
+                free.addFirst(c);
+            }
+        }
+    }
+
+    /**
+     * How many closed connections the layer keeps for reuse (default {@value #DEFAULT_CONNECTION_POOL_LIMIT});
+     * 0 keeps none. A connection is reused only after it closed and its application closed or aborted it.
+     */
+    public void setConnectionPoolLimit(int limit) {
+        ip.link().checkOwner();
+        if (limit < 0) {
+            throw new IllegalArgumentException("connection pool limit " + limit + " is negative; give 0 or more");
+        }
+        connectionPoolLimit = limit;
+        while (free.size() > limit) {
+            free.pollLast();
+        }
+    }
+
+    /**
+     * How many connections may wait in TIME-WAIT at once (default {@value #DEFAULT_TIME_WAIT_LIMIT}); beyond it a
+     * connection closes once the peer's FIN is acknowledged, without the wait, and {@link Counter#TIME_WAIT_OVERFLOWS}
+     * counts it, as Linux does past tcp_max_tw_buckets. 0: no connection waits.
+     */
+    public void setTimeWaitLimit(int limit) {
+        ip.link().checkOwner();
+        if (limit < 0) {
+            throw new IllegalArgumentException("TIME-WAIT limit " + limit + " is negative; give 0 or more");
+        }
+        timeWaitLimit = limit;
+    }
+
+    /** How many closed connections wait for reuse now. */
+    public int pooledConnections() {
+        return free.size() + released.size();
     }
 
     /** Sets the user's event handler of a connection the layer created (accepted ones start without). */
@@ -276,7 +392,20 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         for (int i = 0; i < span; i++) {
             int p = nextEphemeral;
             nextEphemeral = p == 65535 ? Ipv4Stack.EPHEMERAL_FIRST : p + 1;
-            if (listeners[p] == null && table.get(ConnectionTable.key(remoteIp, remotePort, p)) == null) {
+            if (listeners[p] != null) {
+                continue;
+            }
+            TcpConnection old = table.get(ConnectionTable.key(remoteIp, remotePort, p));
+            // The port's last connection to this peer, if any, is the oldest of the round: one waiting in
+            // TIME-WAIT gives way (RFC 6191), so churn faster than ports leave TIME-WAIT does not run out.
+            if (old == null || old.endTimeWaitForReuse()) {
+                if (old != null) {
+                    count(Counter.TIME_WAIT_REUSED);
+                    if (released.peekLast() == old) { // nothing of it runs any more: the new connection takes it
+                        released.pollLast();
+                        free.addFirst(old);
+                    }
+                }
                 return p;
             }
         }
@@ -328,6 +457,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     private void receive(Ipv4Header iph, long now) {
+        if (!released.isEmpty()) {
+            recycleReleased();
+        }
         count(Counter.SEGMENTS_IN);
         TcpHeader h = rxHeader;
         int status = h.wrap(iph.segment(), iph.payloadOffset(), iph.payloadLength(), iph.sourceAddress(),
@@ -431,8 +563,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             count(Counter.SYN_COOKIES_SENT);
             return;
         }
-        TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output,
-                new Hooks(l, null), buffers);
+        TcpConnection c = newConnection(l.port, remoteIp, remotePort, l.config, l, null);
         l.halfOpen++;
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
         c.accept(syn, isn.isn(now, ip.address(), l.port, remoteIp, remotePort), now);
@@ -454,9 +585,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (halfOpen != null) {
             halfOpen.supersede(); // leaves the table and the backlog (Hooks.onClosed)
         }
-        Hooks hooks = new Hooks(l, null);
         l.halfOpen++; // balanced by onEstablished
-        TcpConnection c = new TcpConnection(ip.address(), l.port, remoteIp, remotePort, l.config, output, hooks, buffers);
+        TcpConnection c = newConnection(l.port, remoteIp, remotePort, l.config, l, null);
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
         ack.mss = mss; // the SYN's options as the cookie restored them (TcpConnection.acceptCookie)
         ack.windowScale = SynCookies.windowShift(options);
@@ -490,6 +620,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** Runs the connections' timers that are due; returns the earliest next deadline. Datapath thread. */
     @Override
     public long poll(long now) {
+        if (!released.isEmpty()) {
+            recycleReleased();
+        }
         if (now < nextDeadline) {
             return nextDeadline;
         }
@@ -534,7 +667,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     // ---- sending ---------------------------------------------------------------------------
 
     private boolean transmit(TcpConnection c, Segment s) {
-        return send(c.remoteIp, c.remotePort, c.localPort, s);
+        return send(c.remoteIp(), c.remotePort(), c.localPort(), s);
     }
 
     /** Builds the header (with options) and checksum, and hands header + payload to IP; false if it did not leave. */

@@ -45,6 +45,14 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     private final TcpLayer layer;
     private final ContextInternal context;
     private volatile TcpConnection connection;
+    /** On the loop: the connection closed and was let go of; its layer may reuse the object, so it is not touched. */
+    private boolean released;
+    /** Why the connection closed (null: orderly, or not closed); kept since the connection object may be reused. */
+    private volatile TcpError closeError;
+    private volatile int localIp;
+    private volatile int localPort;
+    private volatile int remoteIp;
+    private volatile int remotePort;
     private final ArrayDeque<Pending> pending = new ArrayDeque<>();
     private long pendingBytes;
     private int writeQueueMax = DEFAULT_WRITE_QUEUE;
@@ -96,7 +104,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             try {
                 TcpConnection c = layer.connect(dst, port, config, s, System.nanoTime());
                 if (s.connection == null) {
-                    s.connection = c; // an event may have stored it already
+                    s.attach(c); // an event may have stored it already
                 }
             } catch (RuntimeException e) {
                 s.connecting = null;
@@ -109,22 +117,39 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
     /** Attaches to a connection a server accepted (on the loop). */
     static TcpSocket accepted(Context context, TcpLayer layer, TcpConnection c) {
         TcpSocket s = new TcpSocket(context, layer);
-        s.connection = c;
+        s.attach(c);
         layer.setEvents(c, s); // beside the layer's own hooks, which keep its tables right
         return s;
     }
 
+    /** On the loop: this socket's connection from now on; its addresses are kept apart, readable from any thread. */
+    private void attach(TcpConnection c) {
+        localIp = c.localIp();
+        localPort = c.localPort();
+        remoteIp = c.remoteIp();
+        remotePort = c.remotePort();
+        connection = c;
+    }
+
+    /** On the loop: the connection while it may be used, null before it is known and once it was released. */
+    private TcpConnection live() {
+        return released ? null : connection;
+    }
+
     public String remoteAddress() {
-        return Ipv4Address.toString(connection.remoteIp) + ":" + connection.remotePort;
+        return Ipv4Address.toString(remoteIp) + ":" + remotePort;
     }
 
     public String localAddress() {
-        return Ipv4Address.toString(connection.localIp) + ":" + connection.localPort;
+        return Ipv4Address.toString(localIp) + ":" + localPort;
     }
 
-    /** The connection core, for tools and tests (call only on the loop, e.g. through {@link TcpLayer#execute}). */
+    /**
+     * The connection core, for tools and tests (call only on the loop, e.g. through {@link TcpLayer#execute});
+     * null once closed and released, when its layer may have reused the object for another connection.
+     */
     public TcpConnection connection() {
-        return connection;
+        return live();
     }
 
     // ---- ReadStream ---------------------------------------------------------------------------
@@ -200,7 +225,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             held = null;
             deliver(b);
         }
-        if (readInFlight || handler == null || demand <= 0 || connection == null || endSignalled) {
+        if (readInFlight || handler == null || demand <= 0 || connection == null || endSignalled) { // connection: known yet
             if (!readInFlight) {
                 finishClose();
             }
@@ -212,14 +237,14 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
 
     /** On the loop: takes up to a chunk out of the receive buffer (opening the window) and passes it to the context. */
     private void readOnLoop() {
-        TcpConnection c = connection;
+        TcpConnection c = live();
         // Straight into an array of the size at hand: no per-socket scratch (10,000 sockets).
-        int avail = Math.min(c.readable(), READ_CHUNK);
+        int avail = c == null ? 0 : Math.min(c.readable(), READ_CHUNK);
         byte[] bytes = new byte[avail];
         if (avail > 0) {
             c.read(MemorySegment.ofArray(bytes), 0, avail, System.nanoTime());
         }
-        boolean atEnd = c.atEnd();
+        boolean atEnd = c == null || c.atEnd();
         context.runOnContext(v -> onRead(bytes, atEnd));
     }
 
@@ -305,10 +330,11 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             if (next == null || connection == null) {
                 break;
             }
+            TcpConnection c = live();
             long size = next.data.byteSize();
             int n;
             try {
-                TcpState st = connection.state();
+                TcpState st = c == null ? TcpState.CLOSED : c.state();
                 if (st == TcpState.CLOSED) {
                     failPending(new IOException("connection closed before the data was sent"));
                     return;
@@ -316,7 +342,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
                 if (st == TcpState.SYN_SENT || st == TcpState.SYN_RECEIVED) {
                     break; // sent once established (onEstablished flushes)
                 }
-                n = connection.write(next.data, next.offset[0], (int) Math.min(Integer.MAX_VALUE, size - next.offset[0]),
+                n = c.write(next.data, next.offset[0], (int) Math.min(Integer.MAX_VALUE, size - next.offset[0]),
                         System.nanoTime());
             } catch (BufferUnavailableException e) {
                 failPending(new IOException(e.getMessage(), e)); // nothing of these writes was taken: say so
@@ -382,11 +408,12 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         synchronized (this) {
             empty = pending.isEmpty();
         }
-        if (ending && empty && connection != null) {
+        TcpConnection c = live();
+        if (ending && empty && c != null) {
             if (closing) {
-                connection.close(System.nanoTime());
+                c.close(System.nanoTime());
             } else {
-                connection.shutdownOutput(System.nanoTime());
+                c.shutdownOutput(System.nanoTime());
             }
         }
     }
@@ -434,8 +461,9 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             ending = true;
             abortedByClose = true;
             layer.execute(() -> {
-                if (connection != null) {
-                    connection.abort(System.nanoTime());
+                TcpConnection c = live();
+                if (c != null) {
+                    c.abort(System.nanoTime());
                 }
             });
             return Future.succeededFuture();
@@ -453,9 +481,10 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
         synchronized (this) {
             queued = !pending.isEmpty();
         }
-        TcpState state = connection.state();
-        TcpError error = connection.error();
-        int unacknowledged = connection.unacknowledged();
+        TcpConnection c = live();
+        TcpState state = c == null ? TcpState.CLOSED : c.state();
+        TcpError error = c == null ? closeError : c.error();
+        int unacknowledged = c == null ? 0 : c.unacknowledged();
         if (state == TcpState.CLOSED && error != null) {
             done.tryFail(new IOException(error.message() + " while lingering (" + remoteAddress() + ")"));
         } else if (!queued && (state == TcpState.FIN_WAIT_2 || state == TcpState.TIME_WAIT || state == TcpState.CLOSED)) {
@@ -470,7 +499,12 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
 
     /** Drops the connection with a reset (RFC 9293 ABORT). */
     public void abort() {
-        layer.execute(() -> connection.abort(System.nanoTime()));
+        layer.execute(() -> {
+            TcpConnection c = live();
+            if (c != null) {
+                c.abort(System.nanoTime());
+            }
+        });
     }
 
     @Override
@@ -501,7 +535,7 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
 
     @Override
     public void onEstablished(TcpConnection c) {
-        connection = c; // events may come before connect() has stored it
+        attach(c); // events may come before connect() has stored it
         Promise<TcpSocket> p = connecting;
         connecting = null;
         if (p != null) {
@@ -533,7 +567,10 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
 
     @Override
     public void onClosed(TcpConnection c, TcpError error) {
-        connection = c;
+        if (connection == null) {
+            attach(c);
+        }
+        closeError = error;
         Promise<TcpSocket> p = connecting;
         connecting = null;
         context.runOnContext(v -> {
@@ -552,5 +589,10 @@ public final class TcpSocket implements ReadStream<Buffer>, WriteStream<Buffer>,
             closeOwed = true;
             drainReads(); // what is left to read reaches the handler first; then the close handler
         });
+    }
+
+    @Override
+    public void onReleased(TcpConnection c) {
+        released = true;
     }
 }

@@ -153,12 +153,13 @@ final class LayerWire implements AutoCloseable {
     void pump() {
         for (int round = 0; round < 100_000; round++) {
             int n = 0;
-            for (Ipv4Stack s : stacks) {
+            for (int i = 0; i < stacks.size(); i++) { // by index: the churn test counts allocations around it
+                Ipv4Stack s = stacks.get(i);
                 n += s.link().poll(64, now);
                 s.poll(now);
             }
-            for (TcpLayer l : layers) {
-                l.poll(now);
+            for (int i = 0; i < layers.size(); i++) {
+                layers.get(i).poll(now);
             }
             if (n == 0 && round > 0) {
                 return; // not after the first round: what the timers sent in it is read in the next

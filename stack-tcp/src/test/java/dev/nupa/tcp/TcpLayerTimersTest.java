@@ -90,7 +90,7 @@ class TcpLayerTimersTest {
         wire.advance(3_000 * LayerWire.MS);
         List<Got> again = peer.take();
         for (TcpConnection c : accepted) {
-            assertTrue(c.retransmits() >= 1, "connection from port " + c.remotePort + " retransmitted: " + c.retransmits());
+            assertTrue(c.retransmits() >= 1, "connection from port " + c.remotePort() + " retransmitted: " + c.retransmits());
         }
         assertTrue(again.size() >= n, "each connection's data was sent again: " + again.size());
     }

@@ -94,8 +94,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     }
 
     private void addresses(TcpConnection c) {
-        local = Addresses.inet(c.localIp, c.localPort);
-        remote = Addresses.inet(c.remoteIp, c.remotePort);
+        local = Addresses.inet(c.localIp(), c.localPort());
+        remote = Addresses.inet(c.remoteIp(), c.remotePort());
     }
 
     @Override
@@ -200,10 +200,13 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             p.tryFailure(new ClosedChannelException());
         }
         TcpConnection c = connection;
-        if (c != null && was != State.CLOSED && c.state() != TcpState.CLOSED) {
-            stack.tcp().setEvents(c, null); // it finishes closing in its layer, without the channel
+        if (c != null && was != State.CLOSED) {
+            // It finishes closing in its layer, without the channel, which lets go of it here: once closed,
+            // the layer reuses the object for another connection.
+            connection = null;
+            stack.tcp().setEvents(c, null);
             long now = System.nanoTime();
-            if (config.getSoLinger() == 0) {
+            if (config.getSoLinger() == 0 && c.state() != TcpState.CLOSED) {
                 c.abort(now); // RFC 9293 3.10.5 ABORT: a reset, queued data dropped
             } else {
                 c.close(now);
@@ -522,7 +525,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 remote = r;
                 connection = stack.tcp().connect(Addresses.ipv4(r), r.getPort(), config.tcpConfig(stack.tcp().defaults()),
                         events, System.nanoTime());
-                local = Addresses.inet(connection.localIp, connection.localPort);
+                local = Addresses.inet(connection.localIp(), connection.localPort());
                 if (state == State.OPEN) { // an event during connect() may have settled it already
                     state = State.CONNECTING;
                     connectPromise = promise;
