@@ -116,12 +116,7 @@ class TcpConnectionReuseTest {
     void aStaleHolderLearnsItFromTheGeneration() {
         wire = new LayerWire(2);
         TcpLayer server = wire.tcp(0, CONFIG);
-        server.listen(PORT, 8, CONFIG, c -> server.setEvents(c, new TcpConnection.Events() {
-            @Override
-            public void onPeerClosed(TcpConnection c) {
-                c.close(wire.now);
-            }
-        }));
+        closeWhenThePeerCloses(server, 8, CONFIG);
         TcpLayer client = wire.tcp(1, CONFIG);
         TcpConnection old = client.connect(LayerWire.ip(0), PORT, CONFIG, null, wire.now);
         int generation = old.generation();
@@ -164,12 +159,7 @@ class TcpConnectionReuseTest {
     void pastTheTimeWaitLimitAConnectionClosesWithoutWaitingAndThePeerClosesCleanly() {
         wire = new LayerWire(2);
         TcpLayer server = wire.tcp(0, CONFIG);
-        server.listen(PORT, 8, CONFIG, c -> server.setEvents(c, new TcpConnection.Events() {
-            @Override
-            public void onPeerClosed(TcpConnection c) {
-                c.close(wire.now);
-            }
-        }));
+        closeWhenThePeerCloses(server, 8, CONFIG);
         TcpLayer client = wire.tcp(1, CONFIG.withTimeWait(60_000 * LayerWire.MS));
         client.setTimeWaitLimit(2);
         List<TcpConnection> all = new ArrayList<>();
@@ -196,12 +186,7 @@ class TcpConnectionReuseTest {
         wire = new LayerWire(2);
         TcpConfig longWait = CONFIG.withTimeWait(60_000 * LayerWire.MS);
         TcpLayer server = wire.tcp(0, longWait);
-        server.listen(PORT, 64, longWait, c -> server.setEvents(c, new TcpConnection.Events() {
-            @Override
-            public void onPeerClosed(TcpConnection c) {
-                c.close(wire.now);
-            }
-        }));
+        closeWhenThePeerCloses(server, 64, longWait);
         TcpLayer client = wire.tcp(1, longWait);
         client.setTimeWaitLimit(100_000);
         int ports = 65536 - dev.nupa.ip.Ipv4Stack.EPHEMERAL_FIRST;
@@ -288,6 +273,17 @@ class TcpConnectionReuseTest {
             assertTrue(allocated[k] < chunk, "bytes allocated by each 10,000 connections in a row: "
                     + java.util.Arrays.toString(allocated));
         }
+    }
+
+    /** The server closes each connection it accepted once the peer closed its side. */
+    private void closeWhenThePeerCloses(TcpLayer server, int backlog, TcpConfig config) {
+        TcpConnection.Events closing = new TcpConnection.Events() {
+            @Override
+            public void onPeerClosed(TcpConnection c) {
+                c.close(wire.now);
+            }
+        };
+        server.listen(PORT, backlog, config, c -> server.setEvents(c, closing));
     }
 
     /** Every field of the two objects is equal, but for the generation and what the owner gave each. */
