@@ -14,10 +14,16 @@ final class Children {
     }
 
     static List<String> javaCommand(List<String> args) {
+        return javaCommand(List.of(), args);
+    }
+
+    /** The command of a child JVM with {@code jvmOptions} before the main class and {@code args} after it. */
+    static List<String> javaCommand(List<String> jvmOptions, List<String> args) {
         List<String> cmd = new ArrayList<>();
         cmd.add(ProcessHandle.current().info().command().orElse("java"));
         cmd.add("--enable-native-access=ALL-UNNAMED");
         cmd.add("-XX:+UseSerialGC"); // fewer GC threads competing with two busy pollers on a small machine
+        cmd.addAll(jvmOptions);
         cmd.add("-cp");
         cmd.add(System.getProperty("java.class.path"));
         cmd.add(Main.class.getName());
@@ -26,8 +32,12 @@ final class Children {
     }
 
     static Process start(List<String> args) {
+        return start(List.of(), args);
+    }
+
+    static Process start(List<String> jvmOptions, List<String> args) {
         try {
-            return new ProcessBuilder(javaCommand(args)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            return new ProcessBuilder(javaCommand(jvmOptions, args)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
         } catch (IOException e) {
             throw new IllegalStateException("cannot start a child JVM: " + e.getMessage(), e);
         }

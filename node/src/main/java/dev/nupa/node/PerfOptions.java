@@ -34,6 +34,10 @@ final class PerfOptions {
     @Option(names = {"-n", "--iterations"}, paramLabel = "N", description = "Measured iterations.")
     Long iterations;
 
+    @Option(names = "--gc-log", description = "With no role: each process prints its garbage collections and their pauses"
+            + " (-Xlog:gc) on stderr.")
+    boolean gcLog;
+
     @Option(names = "--slots", paramLabel = "N", description = "Ring slots of a fresh fabric (power of two).")
     Integer slots;
 

@@ -30,11 +30,12 @@ final class PerfRunner {
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             boolean pin = !o.noPin && Runtime.getRuntime().availableProcessors() >= 2;
-            children[0] = Children.start(o.childArgs(command, "--server", path, pin ? 0 : -1, extra));
+            List<String> jvm = o.gcLog ? List.of("-Xlog:gc:stderr") : List.of();
+            children[0] = Children.start(jvm, o.childArgs(command, "--server", path, pin ? 0 : -1, extra));
             BufferedReader serverOut = Children.stdout(children[0]);
             Children.awaitLine(children[0], serverOut, READY);
             Thread.ofPlatform().daemon().start(() -> relay(serverOut));
-            children[1] = Children.start(o.childArgs(command, "--client", path, pin ? 1 : -1, extra));
+            children[1] = Children.start(jvm, o.childArgs(command, "--client", path, pin ? 1 : -1, extra));
             relay(Children.stdout(children[1]));
             int client = Children.waitFor(children[1], 3600);
             int server = Children.waitFor(children[0], 30);

@@ -68,6 +68,7 @@ abstract class TcpPerf implements Callable<Integer> {
     private static final byte MEASURE = 4;
     /** tcp-crr: what the server counted since MEASURE (allocation by ours, connections, collections). */
     private static final byte STATS = 5;
+    private static final int STATS_BYTES = 48;
     private static final int ROUNDS = 3;
 
     @Mixin
@@ -84,7 +85,7 @@ abstract class TcpPerf implements Callable<Integer> {
     private final String name;
     private final Mode mode;
     private final MemorySegment scratch = Arena.ofAuto().allocate(1 << 20);
-    private final MemorySegment control = Arena.ofAuto().allocate(32);
+    private final MemorySegment control = Arena.ofAuto().allocate(48);
     private PerfNode pn;
     private TcpLayer tcp;
     // server
@@ -195,7 +196,9 @@ abstract class TcpPerf implements Callable<Integer> {
                 pump();
                 if (linuxCount >= 0) {
                     long a0 = GcWatch.threadAllocated();
+                    gc.peerBegins();
                     kept = linuxServer(linux, kept, linuxCount);
+                    gc.peerEnds();
                     linuxAllocated += GcWatch.threadAllocated() - a0;
                     linuxCount = -1;
                 }
@@ -225,7 +228,10 @@ abstract class TcpPerf implements Callable<Integer> {
             control.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, accepted);
             control.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, gc.collections());
             control.set(ValueLayout.JAVA_LONG_UNALIGNED, 24, gc.longestMs());
-            pn.ip.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 32);
+            long[] ours = gc.ours();
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 32, ours[0]);
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 40, ours[1]);
+            pn.ip.sendUdp(CONTROL_PORT, src, srcPort, control, 0, STATS_BYTES);
         } else if (op == BYE) {
             done = true;
         }
@@ -284,9 +290,9 @@ abstract class TcpPerf implements Callable<Integer> {
             tcp = new TcpLayer(node.ip, config());
             int server = NodeConfig.defaultIp(o.serverAddress).address();
             UdpReceiver replies = (src, srcPort, dst, mem, off, len) -> {
-                if (len == 32) {
-                    serverStats = new long[4];
-                    for (int i = 0; i < 4; i++) {
+                if (len == STATS_BYTES) {
+                    serverStats = new long[STATS_BYTES / 8];
+                    for (int i = 0; i < serverStats.length; i++) {
                         serverStats[i] = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8L * i);
                     }
                 } else if (len >= 4) {
@@ -518,10 +524,12 @@ abstract class TcpPerf implements Callable<Integer> {
             oursConnections(server, one, n);
             double os = (now() - t0) / 1e9;
             oursAllocated += GcWatch.threadAllocated() - a0;
+            gc.peerBegins();
             linuxPhase(server, port, n);
             long l0 = now();
             linuxConnections(b, n);
             double ps = (now() - l0) / 1e9;
+            gc.peerEnds();
             ratios.add(ps / os); // (n / os) / (n / ps)
             oursCount += n;
             peerCount += n;
@@ -543,13 +551,16 @@ abstract class TcpPerf implements Callable<Integer> {
                 + "%.0f connections/s%nratio (ours / peer, median over %d turns): %.2f (%.2f-%.2f)%n", ours, peer, r.length,
                 median, min, max);
         System.out.printf(Locale.ROOT, "allocated per connection of ours: client %.0f B, server %.0f B%n", clientAlloc, serverAlloc);
-        System.out.printf(Locale.ROOT, "garbage collections while the turns ran (Linux's turns included): client %d (longest %d ms),"
-                + " server %d (longest %d ms)%n", gc.collections(), gc.longestMs(), st[2], st[3]);
+        long[] mine = gc.ours();
+        System.out.printf(Locale.ROOT, "garbage collections that began in ours' turns: client %d (longest %d ms), server %d (longest"
+                + " %d ms); in all turns, Linux's included: client %d (longest %d ms), server %d (longest %d ms)%n", mine[0], mine[1],
+                st[4], st[5], gc.collections(), gc.longestMs(), st[2], st[3]);
         return String.format(Locale.ROOT, "{\"test\":\"%s\",\"iterations\":%d,\"msgs_s\":%.1f,\"peer\":{\"msgs_s\":%.1f},"
                 + "\"ratio\":%.3f,\"ratio_min\":%.3f,\"ratio_max\":%.3f,\"turns\":%d,\"alloc_b\":%.1f,\"server_alloc_b\":%.1f,"
-                + "\"gc\":{\"client\":%d,\"client_longest_ms\":%d,\"server\":%d,\"server_longest_ms\":%d}}",
-                name, oursCount, ours, peer, median, min, max, r.length, clientAlloc, serverAlloc, gc.collections(), gc.longestMs(),
-                st[2], st[3]);
+                + "\"gc\":{\"client\":%d,\"client_longest_ms\":%d,\"server\":%d,\"server_longest_ms\":%d},"
+                + "\"gc_all\":{\"client\":%d,\"client_longest_ms\":%d,\"server\":%d,\"server_longest_ms\":%d}}",
+                name, oursCount, ours, peer, median, min, max, r.length, clientAlloc, serverAlloc, mine[0], mine[1], st[4], st[5],
+                gc.collections(), gc.longestMs(), st[2], st[3]);
     }
 
     static final int CRR_TURN = 2_000;
@@ -581,7 +592,10 @@ abstract class TcpPerf implements Callable<Integer> {
         }
     }
 
-    /** What the server counted since MEASURE: [bytes allocated by ours, connections of ours, collections, longest ms]. */
+    /**
+     * What the server counted since MEASURE: bytes allocated by ours, connections of ours, collections and the
+     * longest in ms, and those of them that began outside Linux's turns and the longest of those.
+     */
     private long[] serverStats(int server, int port) {
         long deadline = now() + 10_000_000_000L;
         control.set(ValueLayout.JAVA_BYTE, 0, STATS);

@@ -583,6 +583,27 @@ public final class TcpConnection {
         return true;
     }
 
+    /** Whether it waits in TIME-WAIT and its application let go of it: its layer may keep a record instead. */
+    boolean waitsReleased() {
+        return state == TcpState.TIME_WAIT && appReleased;
+    }
+
+    /**
+     * Leaves TIME-WAIT to a record in {@code table} under {@code key} (its layer's), with what an answer to a
+     * stray segment needs, and closes: the object is free for another connection. An ACK still owed leaves
+     * now. Returns the record's slot.
+     */
+    int moveToTimeWaitRecord(TimeWaitTable table, long key, long now) {
+        int wnd = Math.min(Math.max(0, rcvAdvertised - rcvNxt) >>> rcvShift, 65_535);
+        int slot = table.add(key, sndNxt, rcvNxt, wnd, tsOk, tsRecent, tsBase, timeWaitAt, config.timeWaitNs());
+        if (ackNow || delayedAckAt != NEVER || blockedRetryAt != NEVER) {
+            Segment s = header(Segment.ACK, sndNxt);
+            emit(s, now);
+        }
+        finish(null);
+        return slot;
+    }
+
     /** Its layer lets go of a connection no application ever had (a handshake that failed before it was accepted). */
     void releaseUnclaimed() {
         appReleased = true;

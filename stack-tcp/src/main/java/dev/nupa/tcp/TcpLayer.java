@@ -50,7 +50,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         /** Connections closed without waiting in TIME-WAIT, since {@link #setTimeWaitLimit} were waiting (Linux's TCPTimeWaitOverflow). */
         TIME_WAIT_OVERFLOWS,
         /** Ephemeral ports taken over from a connection in TIME-WAIT toward the same peer and port (RFC 6191). */
-        TIME_WAIT_REUSED
+        TIME_WAIT_REUSED,
+        /** SYNs that reopened a four-tuple waiting in TIME-WAIT (RFC 6191, RFC 1122 4.2.2.13). */
+        TIME_WAIT_REOPENED,
+        /** Connections that went on waiting in TIME-WAIT as a compact record ({@link TimeWaitTable}). */
+        TIME_WAIT_RECORDS
     }
 
     /** One listening port. */
@@ -89,7 +93,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
         @Override
         public boolean onTimeWait(TcpConnection c) {
-            if (timeWaiting >= timeWaitLimit) {
+            if (timeWaiting + timeWaitRecords.size() >= timeWaitLimit) {
                 count(Counter.TIME_WAIT_OVERFLOWS);
                 return false;
             }
@@ -200,6 +204,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
     private int timeWaiting;
     private final ConnectionTable table = new ConnectionTable();
+    /** Connections in TIME-WAIT that their application let go of, as records rather than objects. */
+    private final TimeWaitTable timeWaitRecords = new TimeWaitTable();
+    /** RFC 5961 section 7 for the records: challenge ACKs this second, layer-wide. */
+    private long challengeWindowStart;
+    private int challengeAcks;
     /** The connections with a timer pending, by deadline (their hooks keep it). */
     private final TimerQueue timers = new TimerQueue();
     private final BufferBudget buffers;
@@ -395,9 +404,19 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             if (listeners[p] != null) {
                 continue;
             }
-            TcpConnection old = table.get(ConnectionTable.key(remoteIp, remotePort, p));
+            long key = ConnectionTable.key(remoteIp, remotePort, p);
+            TcpConnection old = table.get(key);
             // The port's last connection to this peer, if any, is the oldest of the round: one waiting in
             // TIME-WAIT gives way (RFC 6191), so churn faster than ports leave TIME-WAIT does not run out.
+            int record = old == null && timeWaitRecords.size() > 0 ? timeWaitRecords.find(key) : -1;
+            if (record >= 0) {
+                if (!timeWaitRecords.timestamps(record)) {
+                    continue; // without timestamps, PAWS cannot keep the old connection's duplicates out
+                }
+                timeWaitRecords.remove(record);
+                count(Counter.TIME_WAIT_REUSED);
+                return p;
+            }
             if (old == null || old.endTimeWaitForReuse()) {
                 if (old != null) {
                     count(Counter.TIME_WAIT_REUSED);
@@ -418,7 +437,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (!ip.link().isOwner()) {
             return ip.link().call(this::connections); // the table is the owner's: a plain read elsewhere may be stale
         }
-        return table.size();
+        return table.size() + timeWaitRecords.size();
     }
 
     /** How many connections are in each state now (for tools and leak checks). */
@@ -429,6 +448,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         Map<TcpState, Integer> m = new EnumMap<>(TcpState.class);
         for (TcpConnection c : table.all()) {
             m.merge(c.state(), 1, Integer::sum);
+        }
+        if (timeWaitRecords.size() > 0) {
+            m.merge(TcpState.TIME_WAIT, timeWaitRecords.size(), Integer::sum);
         }
         return m;
     }
@@ -511,6 +533,13 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 return;
             }
             c.onSegment(s, now);
+            if (c.waitsReleased() && ((Hooks) c.events()).waiting) { // not one past the bound: that one ends now
+                toTimeWaitRecord(c, now);
+            }
+            return;
+        }
+        int record = timeWaitRecords.size() > 0 ? timeWaitRecords.find(ConnectionTable.key(remoteIp, remotePort, localPort)) : -1;
+        if (record >= 0 && timeWaitSegment(record, l, remoteIp, remotePort, localPort, s, now)) {
             return;
         }
         if (l != null && !s.has(Segment.RST)) {
@@ -596,6 +625,81 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         return true;
     }
 
+    /** A connection that waits in TIME-WAIT, let go of by its application, goes on waiting as a record; its object is reused. */
+    private void toTimeWaitRecord(TcpConnection c, long now) {
+        c.moveToTimeWaitRecord(timeWaitRecords, ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort()), now);
+        count(Counter.TIME_WAIT_RECORDS);
+        deadlineMoved(timeWaitRecords.nextExpiry());
+    }
+
+    /**
+     * A segment for a four-tuple waiting in TIME-WAIT as record {@code r}, handled as the connection would
+     * (RFC 9293 3.10.7.4): a retransmitted FIN is acknowledged and the wait starts again; other segments but
+     * the ACK of our FIN draw an ACK; an RST that matches RCV.NXT ends the wait quietly and one elsewhere in
+     * the window draws a challenge ACK (RFC 5961 3.2), as does a SYN (4.2), unless it opens a new connection
+     * to a listener: with a newer timestamp (RFC 6191) or, without timestamps, a sequence number above RCV.NXT
+     * (RFC 1122 4.2.2.13). Returns false in that case, with the record gone, for the listener to take the SYN.
+     */
+    private boolean timeWaitSegment(int r, Listener l, int remoteIp, int remotePort, int localPort, Segment s, long now) {
+        TimeWaitTable t = timeWaitRecords;
+        int rcvNxt = t.rcvNxt(r);
+        boolean ts = t.timestamps(r) && s.timestamps;
+        if (s.has(Segment.SYN) && !s.has(Segment.ACK) && !s.has(Segment.RST) && l != null
+                && (ts ? Seq.gt(s.tsVal, t.tsRecent(r)) : Seq.gt(s.seq, rcvNxt))) {
+            t.remove(r);
+            count(Counter.TIME_WAIT_REOPENED);
+            return false;
+        }
+        if (s.has(Segment.RST)) {
+            if (s.seq == rcvNxt) {
+                t.remove(r);
+            } else if (Seq.ge(s.seq, rcvNxt) && Seq.lt(s.seq, rcvNxt + Math.max(1, t.window(r)))) {
+                challengeAck(r, remoteIp, remotePort, localPort, now);
+            }
+            return true;
+        }
+        if (s.has(Segment.SYN)) {
+            challengeAck(r, remoteIp, remotePort, localPort, now);
+            return true;
+        }
+        boolean stale = ts && Seq.lt(s.tsVal, t.tsRecent(r)); // RFC 7323 5.3 PAWS: answered, never taken
+        if (!stale && s.has(Segment.ACK) && !s.has(Segment.FIN) && s.payloadLength == 0 && s.seq == rcvNxt) {
+            return true; // the ACK of our FIN, again: nothing to answer
+        }
+        if (s.has(Segment.FIN) && !stale) {
+            t.restart(r, now);
+        }
+        timeWaitAck(r, remoteIp, remotePort, localPort, now);
+        return true;
+    }
+
+    private void challengeAck(int r, int remoteIp, int remotePort, int localPort, long now) {
+        if (now - challengeWindowStart >= 1_000_000_000L) {
+            challengeWindowStart = now;
+            challengeAcks = 0;
+        }
+        if (challengeAcks < TcpConnection.CHALLENGE_ACKS_PER_SECOND) {
+            challengeAcks++;
+            timeWaitAck(r, remoteIp, remotePort, localPort, now);
+        }
+    }
+
+    /** RFC 9293 3.10.7.4: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> from a TIME-WAIT record. */
+    private void timeWaitAck(int r, int remoteIp, int remotePort, int localPort, long now) {
+        TimeWaitTable t = timeWaitRecords;
+        Segment out = rstOut.clear();
+        out.flags = Segment.ACK;
+        out.seq = t.sndNxt(r);
+        out.ack = t.rcvNxt(r);
+        out.window = t.window(r);
+        if (t.timestamps(r)) {
+            out.timestamps = true;
+            out.tsVal = TcpConnection.timestampClock(now, t.tsBase(r));
+            out.tsEcr = t.tsRecent(r);
+        }
+        send(remoteIp, remotePort, localPort, out);
+    }
+
     /** RFC 9293 3.10.7.1: the reset for a segment that reached no connection (never for a reset). */
     private void reset(int remoteIp, int remotePort, int localPort, Segment in) {
         if (in.has(Segment.RST)) {
@@ -626,6 +730,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (now < nextDeadline) {
             return nextDeadline;
         }
+        timeWaitRecords.expire(now);
         // Only the due connections, earliest first: each poll re-queues its connection at its next
         // deadline through its hooks, or takes it out (no timer left, or closed).
         while (timers.earliest() <= now) {
@@ -636,7 +741,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 break; // it asked for the same time again: the datapath calls back at once, as it asked
             }
         }
-        nextDeadline = timers.earliest();
+        nextDeadline = Math.min(timers.earliest(), timeWaitRecords.nextExpiry());
         return nextDeadline;
     }
 

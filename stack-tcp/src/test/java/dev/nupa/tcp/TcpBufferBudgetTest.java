@@ -110,7 +110,7 @@ class TcpBufferBudgetTest {
         wire.pump();
         assertEquals(120_000, client.bufferMemoryUsed(), "the client's send and receive buffers");
 
-        c.close(wire.now); // the active close: the client ends in TIME-WAIT
+        c.shutdownOutput(wire.now); // the active close, the application still reading: the client ends in TIME-WAIT
         client.touched(c);
         wire.pump();
         s.close(wire.now);

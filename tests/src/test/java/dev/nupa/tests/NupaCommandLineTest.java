@@ -190,6 +190,7 @@ class NupaCommandLineTest {
         assertTrue(Pattern.compile("^\\{\"test\":\"tcp-crr\",\"iterations\":60,\"msgs_s\":[0-9.]+,\"peer\":\\{\"msgs_s\":[0-9.]+\\},"
                 + "\"ratio\":[0-9.]+,\"ratio_min\":[0-9.]+,\"ratio_max\":[0-9.]+,\"turns\":1,\"alloc_b\":[0-9.]+,"
                 + "\"server_alloc_b\":[0-9.]+,\"gc\":\\{\"client\":\\d+,\"client_longest_ms\":\\d+,\"server\":\\d+,"
+                + "\"server_longest_ms\":\\d+\\},\"gc_all\":\\{\"client\":\\d+,\"client_longest_ms\":\\d+,\"server\":\\d+,"
                 + "\"server_longest_ms\":\\d+\\}\\}$").matcher(crr.lastLine()).find(), crr.out());
         assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
     }

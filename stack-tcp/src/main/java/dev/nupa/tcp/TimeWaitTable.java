@@ -1,0 +1,173 @@
+package dev.nupa.tcp;
+
+import java.util.Arrays;
+
+/**
+ * Connections in TIME-WAIT (RFC 9293 3.6) as records in primitive arrays, after their application let go
+ * of them: what a TIME-WAIT end still needs to answer a retransmitted FIN or a stray segment (the
+ * sequence numbers, the window, the timestamp state) and when the wait ends; about 60 bytes each, where a
+ * connection object holds about 2.5 KB, and nothing the collector has to trace (Linux keeps a small
+ * inet_timewait_sock for the same reason). Records leave in the order they came; one whose wait was
+ * restarted by a retransmitted FIN holds those behind it until it ends, which only lengthens their wait.
+ * Not thread-safe: the layer's owner thread uses it.
+ */
+final class TimeWaitTable {
+    private final LongIntMap index = new LongIntMap();
+    private long[] key = new long[0];
+    private int[] sndNxt = new int[0];
+    private int[] rcvNxt = new int[0];
+    private int[] window = new int[0];
+    private boolean[] timestamps = new boolean[0];
+    private int[] tsRecent = new int[0];
+    private long[] tsBase = new long[0];
+    private long[] expires = new long[0];
+    private long[] waitNs = new long[0];
+    /** Bumped each time a slot is taken, so an order entry of a slot's earlier record is known as stale. */
+    private int[] stamp = new int[0];
+    private int[] free = new int[0];
+    private int freeCount;
+    private int top;
+    /** Slots in the order their records came, as slot << 32 | stamp; head .. tail, wrapping. */
+    private long[] order = new long[0];
+    private int head;
+    private int count;
+
+    int size() {
+        return index.size();
+    }
+
+    /** The slot of {@code key}'s record, or -1. */
+    int find(long key) {
+        return index.get(key);
+    }
+
+    /** Adds a record; the caller keeps the table within its bound. Returns its slot. */
+    int add(long k, int snd, int rcv, int wnd, boolean ts, int recent, long base, long until, long wait) {
+        int s = freeCount > 0 ? free[--freeCount] : top++;
+        if (s >= key.length) {
+            grow();
+        }
+        key[s] = k;
+        sndNxt[s] = snd;
+        rcvNxt[s] = rcv;
+        window[s] = wnd;
+        timestamps[s] = ts;
+        tsRecent[s] = recent;
+        tsBase[s] = base;
+        expires[s] = until;
+        waitNs[s] = wait;
+        stamp[s]++;
+        index.put(k, s);
+        if (count == order.length) {
+            dropOldestOrderEntry();
+        }
+        order[(head + count++) % order.length] = (long) s << 32 | (stamp[s] & 0xFFFFFFFFL);
+        return s;
+    }
+
+    /** Removes the record in slot {@code s}. */
+    void remove(int s) {
+        index.remove(key[s]);
+        stamp[s]++; // its order entry goes stale
+        free[freeCount++] = s;
+    }
+
+    /** Removes the records whose wait has ended by {@code now}; returns how many. */
+    int expire(long now) {
+        int n = 0;
+        while (count > 0) {
+            long e = order[head];
+            int s = (int) (e >>> 32);
+            if (stamp[s] == (int) e) {
+                if (expires[s] > now) {
+                    break;
+                }
+                remove(s);
+                n++;
+            }
+            head = (head + 1) % order.length;
+            count--;
+        }
+        return n;
+    }
+
+    /** When the oldest record's wait ends (Long.MAX_VALUE: no record). */
+    long nextExpiry() {
+        while (count > 0) {
+            long e = order[head];
+            int s = (int) (e >>> 32);
+            if (stamp[s] == (int) e) {
+                return expires[s];
+            }
+            head = (head + 1) % order.length; // a record removed early: its entry goes
+            count--;
+        }
+        return Long.MAX_VALUE;
+    }
+
+    /** A retransmitted FIN: the wait starts again (RFC 9293 3.10.7.4). */
+    void restart(int s, long now) {
+        expires[s] = now + waitNs[s];
+    }
+
+    long key(int s) {
+        return key[s];
+    }
+
+    int sndNxt(int s) {
+        return sndNxt[s];
+    }
+
+    int rcvNxt(int s) {
+        return rcvNxt[s];
+    }
+
+    int window(int s) {
+        return window[s];
+    }
+
+    boolean timestamps(int s) {
+        return timestamps[s];
+    }
+
+    int tsRecent(int s) {
+        return tsRecent[s];
+    }
+
+    long tsBase(int s) {
+        return tsBase[s];
+    }
+
+    private void grow() {
+        int n = Math.max(64, key.length * 2);
+        key = Arrays.copyOf(key, n);
+        sndNxt = Arrays.copyOf(sndNxt, n);
+        rcvNxt = Arrays.copyOf(rcvNxt, n);
+        window = Arrays.copyOf(window, n);
+        timestamps = Arrays.copyOf(timestamps, n);
+        tsRecent = Arrays.copyOf(tsRecent, n);
+        tsBase = Arrays.copyOf(tsBase, n);
+        expires = Arrays.copyOf(expires, n);
+        waitNs = Arrays.copyOf(waitNs, n);
+        stamp = Arrays.copyOf(stamp, n);
+        free = Arrays.copyOf(free, n);
+        // Room for an order entry per slot and as many stale ones; unwrap into the new array.
+        long[] o = new long[2 * n];
+        for (int i = 0; i < count; i++) {
+            o[i] = order[(head + i) % order.length];
+        }
+        order = o;
+        head = 0;
+    }
+
+    /** The order is full of entries (stale ones of records removed early among them): its oldest goes. */
+    private void dropOldestOrderEntry() {
+        long e = order[head];
+        int s = (int) (e >>> 32);
+        if (stamp[s] == (int) e) {
+            remove(s); // its wait ends early: the table's bound on waiting, not on entries, is what holds
+        }
+        head = (head + 1) % order.length;
+        count--;
+    }
+}
