@@ -237,6 +237,35 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void perfSuiteWritesEachFiguresMedianAndRangeAsJsonAndATable() throws Exception {
+        List<Path> before = perfFiles();
+        Path dir = Files.createTempDirectory("nupa-suite");
+        try {
+            Run r = nupa("perf", "suite", "--runs", "2", "--only", "udp-lat,tcp-crr", "--quick", "--out", dir.toString());
+            assertEquals(0, r.status(), r.err());
+            String json = Files.readString(dir.resolve("suite.json"));
+            assertTrue(json.contains("\"runs\" : 2") && json.contains("\"quick\" : true"), json);
+            for (String command : List.of("./nupa perf udp-lat -n 2000 --warmup 1000", "./nupa perf tcp-crr -n 200")) {
+                assertTrue(json.contains("\"command\" : \"" + command + "\""), command + " in " + json);
+            }
+            assertEquals(2, Pattern.compile("\"test\" : \"udp-lat\"").matcher(json).results().count(), "two runs of udp-lat");
+            String md = Files.readString(dir.resolve("suite.md"));
+            assertTrue(Pattern.compile("\\| TCP connect, 1-byte exchange, close \\| `./nupa perf tcp-crr -n 200` \\| >= 1.0x Linux \\| "
+                    + "[0-9.]+x \\([0-9.]+-[0-9.]+x, 2 runs\\)").matcher(md).find(), md);
+            assertTrue(md.startsWith("Machine: ") && md.contains("CPUs"), md);
+        } finally {
+            try (Stream<Path> files = Files.list(dir)) {
+                for (Path f : files.toList()) {
+                    Files.delete(f);
+                }
+            }
+            Files.delete(dir);
+        }
+        assertOneLineError(nupa("perf", "suite", "--only", "nope"), 2, "--only names nope");
+        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+    }
+
+    @Test
     void ipCommandsGiveOneLineErrors() throws Exception {
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "3", "10.0.0.1"), 2, "-s 3 is outside");
