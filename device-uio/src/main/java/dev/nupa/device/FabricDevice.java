@@ -100,7 +100,10 @@ public interface FabricDevice extends AutoCloseable {
     /** Publishes up to {@link FabricLayout#ATTR_BYTES} bytes that travel with this node's table entry (e.g. its IP address). */
     void publishAttributes(MemorySegment attributes);
 
-    /** Copies a node's published attributes into {@code into}; returns false if it has published none. */
+    /**
+     * Copies a node's published attributes into {@code into}; returns false if it has published none, or if
+     * its writer held them (mid-write) for longer than a reader waits: a stalled or dead writer never stops a reader.
+     */
     boolean readAttributes(int address, MemorySegment into);
 
     /** Liveness events; see {@link PeerEvent}. Peers already up are reported on the first heartbeat after attach. */

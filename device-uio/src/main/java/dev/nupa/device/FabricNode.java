@@ -345,17 +345,39 @@ public final class FabricNode implements FabricDevice {
         LONG.setRelease(mem, self + N_ATTR_VERSION, next);
     }
 
+    /** How long a reader waits for a writer that holds a node's attributes (an odd version) before it gives up. */
+    static final long ATTR_READ_PATIENCE_NS = 100_000L;
+    private final java.util.concurrent.atomic.AtomicLong attributeReadsAbandoned = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Attribute reads given up because the entry's writer held it past {@link #ATTR_READ_PATIENCE_NS}. */
+    public long attributeReadsAbandoned() {
+        return attributeReadsAbandoned.get();
+    }
+
     @Override
     public boolean readAttributes(int address, MemorySegment into) {
         fabric.checkAddress(address);
         long node = fabric.nodeOffset(address);
         long n = Math.min(into.byteSize(), ATTR_BYTES);
-        while (true) {
+        long giveUpAt = 0;
+        for (int spins = 0; ; spins++) {
             long v1 = (long) LONG.getAcquire(mem, node + N_ATTR_VERSION);
             if (v1 == 0) {
                 return false;
             }
             if ((v1 & 1) != 0) {
+                // A writer holds the entry for the copy of 184 bytes at most; one that stays longer stalled or
+                // died mid-write (or is hostile), and waiting for it would stop the reader's loop: give up
+                // (docs/fabric-layout.md 5.6). Its reclaim resets the version; a later read finds the record.
+                if ((spins & 63) == 0) {
+                    long now = System.nanoTime();
+                    if (giveUpAt == 0) {
+                        giveUpAt = now + ATTR_READ_PATIENCE_NS;
+                    } else if (now - giveUpAt > 0) {
+                        attributeReadsAbandoned.incrementAndGet();
+                        return false;
+                    }
+                }
                 Thread.onSpinWait();
                 continue;
             }

@@ -55,6 +55,23 @@ class AttributesTest {
     }
 
     @Test
+    void aWriterThatHoldsTheAttributesForeverDoesNotHoldTheReader() {
+        a.publishAttributes(MemorySegment.ofArray("10.0.0.1/24".getBytes(StandardCharsets.US_ASCII)));
+        MemorySegment into = MemorySegment.ofArray(new byte[ATTR_BYTES]);
+        assertTrue(b.readAttributes(0, into));
+        // What a writer that died between steps 2 and 4 (or a hostile process) leaves: an odd version.
+        long version = fabric.mem.get(ValueLayout.JAVA_LONG, fabric.nodeOffset(0) + N_ATTR_VERSION);
+        fabric.mem.set(ValueLayout.JAVA_LONG, fabric.nodeOffset(0) + N_ATTR_VERSION, version | 1);
+        long start = System.nanoTime();
+        assertFalse(b.readAttributes(0, into), "no attributes for now");
+        long waited = System.nanoTime() - start;
+        assertTrue(waited < 1_000_000_000L, "the reader gave up after " + waited + " ns");
+        assertEquals(1, b.attributeReadsAbandoned());
+        fabric.mem.set(ValueLayout.JAVA_LONG, fabric.nodeOffset(0) + N_ATTR_VERSION, version + 2); // the writer finished
+        assertTrue(b.readAttributes(0, into), "a later read finds the record");
+    }
+
+    @Test
     void aNodeThatPublishedNothingHasNoAttributes() throws Exception {
         MemorySegment into = MemorySegment.ofArray(new byte[16]);
         assertFalse(readGuarded(a, 1, into));

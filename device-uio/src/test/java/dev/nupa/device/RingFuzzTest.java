@@ -1,0 +1,93 @@
+package dev.nupa.device;
+
+import static dev.nupa.device.FabricLayout.RING_HEADER;
+import static dev.nupa.device.FabricLayout.SLOT_HEADER;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.code_intelligence.jazzer.api.FuzzedDataProvider;
+import com.code_intelligence.jazzer.junit.FuzzTest;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * Fuzzes the consumer side of a {@link Ring} (docs/fabric-layout.md section 6) against what any process
+ * mapping the fabric can write into it: a producer publishes real frames, then the input overwrites any
+ * bytes of the ring's header and slots, and the consumer polls and checks for stalls. Whatever the bytes,
+ * nothing is thrown, a poll hands over at most what was asked, every frame handed over lies inside its
+ * slot with a length in 0..max_frame, and a frame whose slot bytes were left alone arrives intact.
+ * docs/fuzzing.md says how to run it.
+ *
+ * <p>Input (a {@link FuzzedDataProvider}): the frames to publish (count, then each one's length and a
+ * fill byte), then writes (offset into the ring, bytes) until the input ends.
+ */
+class RingFuzzTest {
+    private static final int SLOTS = 8;
+    private static final int MAX_FRAME = 200;
+    private static final int SLOT_BYTES = FabricLayout.slotBytes(MAX_FRAME);
+    private static final long RING_BYTES = FabricLayout.ringBytes(SLOTS, MAX_FRAME);
+    /** Where the consumer's counters live: a node entry after the ring. */
+    private static final long COUNTERS = RING_BYTES;
+
+    @FuzzTest
+    void ring(FuzzedDataProvider data) {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mem = arena.allocate(RING_BYTES + FabricLayout.NODE_BYTES, 64);
+            Ring producer = new Ring(mem, 0, SLOTS, SLOT_BYTES, MAX_FRAME, 1_000_000_000L, -1);
+            int frames = data.consumeInt(0, SLOTS);
+            int[] lengths = new int[frames];
+            byte[] fills = new byte[frames];
+            for (int f = 0; f < frames; f++) {
+                long p = producer.claim();
+                lengths[f] = data.consumeInt(0, MAX_FRAME);
+                fills[f] = data.consumeByte();
+                long slot = producer.slotOffset(p);
+                mem.asSlice(slot + SLOT_HEADER, lengths[f]).fill(fills[f]);
+                assertTrue(producer.publish(p, lengths[f], 1, 1, 0));
+            }
+            boolean[] touched = new boolean[SLOTS];
+            boolean headerTouched = false;
+            while (data.remainingBytes() > 2) {
+                int at = data.consumeInt(0, (int) RING_BYTES - 1);
+                byte[] bytes = data.consumeBytes(Math.min(16, (int) RING_BYTES - at));
+                MemorySegment.copy(bytes, 0, mem, ValueLayout.JAVA_BYTE, at, bytes.length);
+                for (long b = at; b < at + bytes.length; b++) {
+                    if (b < RING_HEADER) {
+                        headerTouched = true;
+                    } else {
+                        touched[(int) ((b - RING_HEADER) / SLOT_BYTES)] = true;
+                    }
+                }
+            }
+            boolean headerWritten = headerTouched;
+            Ring consumer = new Ring(mem, 0, SLOTS, SLOT_BYTES, MAX_FRAME, 1_000_000_000L, COUNTERS);
+            int[] got = {0};
+            FrameHandler check = (source, m, offset, length) -> {
+                assertTrue(length >= 0 && length <= MAX_FRAME, "length " + length);
+                long slot = offset - SLOT_HEADER;
+                assertTrue(slot >= RING_HEADER && slot < RING_BYTES && (slot - RING_HEADER) % SLOT_BYTES == 0, "slot at " + slot);
+                int index = (int) ((slot - RING_HEADER) / SLOT_BYTES);
+                if (!headerWritten && !touched[index] && got[0] < frames && index == got[0]) {
+                    assertEquals(lengths[index], length, "an untouched frame's length");
+                    for (int i = 0; i < length; i++) {
+                        assertEquals(fills[index], m.get(ValueLayout.JAVA_BYTE, offset + i), "an untouched frame's byte " + i);
+                    }
+                }
+                got[0]++;
+            };
+            for (int round = 0; round < 3; round++) {
+                int n = consumer.poll(check, 4);
+                assertTrue(n >= 0 && n <= 4, "poll handed over " + n);
+                consumer.checkStall(System.nanoTime() + 2_000_000_000L); // past the stall timeout: skips a pending claim
+            }
+            boolean untouched = !headerTouched;
+            for (boolean t : touched) {
+                untouched &= !t; // a write into a free slot may publish a frame of its own, as any writer can
+            }
+            if (untouched) {
+                assertEquals(frames, got[0], "every published frame arrives when nothing was overwritten");
+            }
+        }
+    }
+}
