@@ -149,6 +149,25 @@ final class LayerWire implements AutoCloseable {
         return new Raw(stacks.get(node));
     }
 
+    /** Events that send back what arrives (16 bytes a read at most) and, when {@code closing}, close once the peer closed. */
+    TcpConnection.Events echo(boolean closing) {
+        MemorySegment scratch = MemorySegment.ofArray(new byte[16]);
+        return new TcpConnection.Events() {
+            @Override
+            public void onReadable(TcpConnection c) {
+                int n = c.read(scratch, 0, 16, now);
+                c.write(scratch, 0, n, now);
+            }
+
+            @Override
+            public void onPeerClosed(TcpConnection c) {
+                if (closing) {
+                    c.close(now);
+                }
+            }
+        };
+    }
+
     /** Polls every node, its IP and TCP timers, until a whole round after the first finds nothing. */
     void pump() {
         for (int round = 0; round < 100_000; round++) {

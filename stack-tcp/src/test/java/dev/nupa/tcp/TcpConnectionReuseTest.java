@@ -215,18 +215,7 @@ class TcpConnectionReuseTest {
         TcpLayer server = wire.tcp(0, CONFIG);
         MemorySegment one = MemorySegment.ofArray(new byte[1]);
         MemorySegment sink = MemorySegment.ofArray(new byte[16]);
-        TcpConnection.Events echo = new TcpConnection.Events() {
-            @Override
-            public void onReadable(TcpConnection c) {
-                int n = c.read(sink, 0, 16, wire.now);
-                c.write(sink, 0, n, wire.now);
-            }
-
-            @Override
-            public void onPeerClosed(TcpConnection c) {
-                c.close(wire.now);
-            }
-        };
+        TcpConnection.Events echo = wire.echo(true);
         server.listen(PORT, 64, CONFIG, c -> server.setEvents(c, echo));
         TcpLayer client = wire.tcp(1, CONFIG);
         long[] got = {0};

@@ -36,13 +36,7 @@ class TcpIdleConnectionMemoryTest {
         var threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         TcpLayer server = wire.tcp(0, CONFIG);
         MemorySegment scratch = MemorySegment.ofArray(new byte[16]);
-        TcpConnection.Events echo = new TcpConnection.Events() {
-            @Override
-            public void onReadable(TcpConnection c) {
-                int n = c.read(scratch, 0, 16, wire.now);
-                c.write(scratch, 0, n, wire.now);
-            }
-        };
+        TcpConnection.Events echo = wire.echo(false);
         List<TcpConnection> accepted = new ArrayList<>(CONNECTIONS);
         server.listen(PORT, 1024, CONFIG, c -> {
             accepted.add(c);
