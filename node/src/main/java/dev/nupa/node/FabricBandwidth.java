@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.FrameHandler;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -13,8 +14,10 @@ import picocli.CommandLine.Option;
 
 /**
  * `nupa perf fabric-bw`: one process streams frames into another's ring; the receiver reads every
- * cache line of each frame in place (or copies it out), so the data really crosses. The floor,
- * measured in the same run, is single-thread MemorySegment.copy of the same size.
+ * cache line of each frame in place (or copies it out), so the data really crosses. Two floors, measured
+ * in turns with it: single-thread MemorySegment.copy of the same size (in cache, one core), and the
+ * cross-core floor of {@link FloorStream} (the same bytes moved between the same two processes with
+ * nothing but a flag per block).
  */
 @Command(name = "fabric-bw", mixinStandardHelpOptions = true,
         description = "Ring throughput between two processes, with single-thread MemorySegment.copy as the floor and the ratio.")
@@ -27,6 +30,9 @@ final class FabricBandwidth implements Callable<Integer> {
     @Option(names = "--receive", paramLabel = "read|copy", defaultValue = "read",
             description = "What the receiver does with each frame: read every cache line in place, or copy it out (default: ${DEFAULT-VALUE}).")
     String receive;
+
+    /** Control: run {@code a} blocks of the cross-core floor from block {@code b} (FloorStream). */
+    private static final long STREAM_FLOOR = -7;
 
     private long count;
     private long sum;
@@ -46,12 +52,14 @@ final class FabricBandwidth implements Callable<Integer> {
         if (o.client) {
             return client(size, o.iterations != null ? o.iterations : Math.max(1000, (8L << 30) / size));
         }
-        return PerfRunner.runBoth(o, "fabric-bw", o.freshGeometry(size, 64), List.of("--receive", receive));
+        FabricGeometry g = o.freshGeometry(size, 64);
+        long window = (FloorStream.windowBytes(g.maxFrame()) + (1 << 20) - 1) & -(1L << 20); // the cross-core floor's blocks
+        return PerfRunner.runBoth(o, "fabric-bw", g.withWindows(16, Math.max(window, 1L << 20)), List.of("--receive", receive));
     }
 
     private int server() {
         try (PerfSession s = new PerfSession(o, true, false)) {
-            s.exportFloorWindow();
+            s.exportFloorWindow(FloorStream.windowBytes(s.node.maxFrame()));
             MemorySegment sink = Arena.ofAuto().allocate(s.node.maxFrame(), 64);
             boolean copy = receive.equals("copy");
             System.out.println(PerfRunner.READY);
@@ -76,6 +84,11 @@ final class FabricBandwidth implements Callable<Integer> {
                     count = 0;
                 } else if (seq == PerfSession.BYE) {
                     done[0] = true;
+                } else if (seq == STREAM_FLOOR) {
+                    long blocks = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8);
+                    long first = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 16);
+                    int blockSize = (int) mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 24);
+                    sum += FloorStream.read(s.floorWindow.memory(), sink, blockSize, copy, first, blocks);
                 }
             };
             while (!done[0]) {
@@ -110,6 +123,14 @@ final class FabricBandwidth implements Callable<Integer> {
         return t;
     }
 
+    /** {@code n} blocks of the cross-core floor, from block {@code first}; returns the time they took. */
+    private static long crossCore(PerfSession s, MemorySegment frame, int size, long first, long n) {
+        long t0 = System.nanoTime();
+        s.sendControl(STREAM_FLOOR, n, first, size);
+        FloorStream.write(s.floorWindow.memory(), frame, size, first, n);
+        return System.nanoTime() - t0;
+    }
+
     static long copies(MemorySegment a, MemorySegment b, int size, long n) {
         long t0 = System.nanoTime();
         for (long i = 0; i < n; i++) {
@@ -128,13 +149,21 @@ final class FabricBandwidth implements Callable<Integer> {
             long warm = Math.max(100, n / 10);
             copies(frame, copyDst, size, warm);
             stream(s, frame, size, warm);
+            long blocks = 0;
+            crossCore(s, frame, size, blocks, warm);
+            blocks += warm;
+            // In turns, as the latency floors: each round times the in-cache copy, the cross-core floor and the
+            // ring over the same number of frames, so a move of the vCPUs weighs on all three alike.
             long ours = 0;
             long floor = 0;
+            long cross = 0;
             long per = Math.max(1, n / ROUNDS);
             long total = 0;
             for (int r = 0; r < ROUNDS; r++) {
                 long k = r == ROUNDS - 1 ? n - per * (ROUNDS - 1) : per;
                 floor += copies(frame, copyDst, size, k);
+                cross += crossCore(s, frame, size, blocks, k);
+                blocks += k;
                 ours += stream(s, frame, size, k);
                 total += k;
             }
@@ -142,17 +171,24 @@ final class FabricBandwidth implements Callable<Integer> {
             double oursGbit = total * (double) size * 8 / ours;
             double floorGbit = total * (double) size * 8 / floor;
             double ratio = oursGbit / floorGbit;
+            double crossGbit = total * (double) size * 8 / cross;
+            double crossRatio = oursGbit / crossGbit;
             System.out.println("fabric-bw: ring throughput, " + size + "-byte frames, receiver " + receive
                     + "s in place" + (receive.equals("copy") ? " (copies out)" : "") + ", fabric " + s.node.fabric().name());
             System.out.printf(Locale.ROOT, "%8s %12s %12s %14s%n", "#bytes", "#iterations", "BW[Gbit/s]", "MsgRate[Mpps]");
             System.out.printf(Locale.ROOT, "%8d %12d %12.2f %14.4f%n", size, total, oursGbit, total * 1e3 / ours);
             System.out.println("floor: single-thread MemorySegment.copy of the same size");
             System.out.printf(Locale.ROOT, "%8d %12d %12.2f %14.4f%n", size, total, floorGbit, total * 1e3 / floor);
-            System.out.printf(Locale.ROOT, "ratio (ours / floor): %.2f%n", ratio);
+            System.out.println("cross-core floor: one process writes " + FloorStream.BLOCKS + " blocks in turn into a shared"
+                    + " window, the other reads each after its flag, nothing else");
+            System.out.printf(Locale.ROOT, "%8d %12d %12.2f %14.4f%n", size, total, crossGbit, total * 1e3 / cross);
+            System.out.printf(Locale.ROOT, "ratio (ours / floor): %.2f; ours / cross-core floor: %.2f%n", ratio, crossRatio);
             if (o.json) {
                 System.out.printf(Locale.ROOT, "{\"test\":\"fabric-bw\",\"bytes\":%d,\"iterations\":%d,\"receive\":\"%s\","
-                                + "\"gbit_s\":%.3f,\"msgs_s\":%.1f,\"floor\":{\"gbit_s\":%.3f,\"msgs_s\":%.1f},\"ratio\":%.3f}%n",
-                        size, total, receive, oursGbit, total * 1e9 / ours, floorGbit, total * 1e9 / floor, ratio);
+                                + "\"gbit_s\":%.3f,\"msgs_s\":%.1f,\"floor\":{\"gbit_s\":%.3f,\"msgs_s\":%.1f},\"ratio\":%.3f,"
+                                + "\"cross_floor\":{\"gbit_s\":%.3f},\"cross_ratio\":%.3f}%n",
+                        size, total, receive, oursGbit, total * 1e9 / ours, floorGbit, total * 1e9 / floor, ratio, crossGbit,
+                        crossRatio);
             }
         }
         return 0;

@@ -116,7 +116,8 @@ class NupaCommandLineTest {
         assertEquals(0, r.status(), r.err());
         String json = r.lastLine();
         assertTrue(Pattern.compile("^\\{\"test\":\"fabric-bw\",\"bytes\":4096,\"iterations\":3000,.*\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+,"
-                + "\"floor\":\\{\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+\\},\"ratio\":[0-9.]+\\}$").matcher(json).find(), json);
+                + "\"floor\":\\{\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+\\},\"ratio\":[0-9.]+,"
+                + "\"cross_floor\":\\{\"gbit_s\":[0-9.]+\\},\"cross_ratio\":[0-9.]+\\}$").matcher(json).find(), json);
     }
 
     @Test
