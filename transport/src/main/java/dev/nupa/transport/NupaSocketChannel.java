@@ -44,8 +44,10 @@ import io.netty.util.concurrent.Future;
  * the outbound buffer into the send buffer as room allows and resumes when the connection says it
  * is writable; the outbound buffer's water marks give Vert.x its {@code writeQueueFull}.
  *
- * <p>Closing sends a FIN after the queued data (SO_LINGER 0: a reset) and the channel is closed at
- * once: the connection finishes closing in its layer (FIN-WAIT, TIME-WAIT) without the channel. The
+ * <p>Closing sends a FIN after the queued data and the channel is closed at once: the connection
+ * finishes closing in its layer (FIN-WAIT, TIME-WAIT) without the channel. SO_LINGER 0 sends a reset
+ * instead; SO_LINGER above 0 completes the close once the peer acknowledged every byte and the FIN, or
+ * after that many seconds, as a kernel's close() returns then. The
  * peer's FIN closes the channel, or with ALLOW_HALF_CLOSURE shuts its input down. A reset reaches the
  * pipeline as {@code SocketException("Connection reset")}, a refused connect as
  * {@link ConnectException}, an unanswered one as {@link ConnectTimeoutException}.
@@ -200,6 +202,10 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             p.tryFailure(new ClosedChannelException());
         }
         TcpConnection c = connection;
+        if (c != null && lingering) {
+            connection = null; // closed when the linger began; the layer may have reused the object since
+            return;
+        }
         if (c != null && was != State.CLOSED) {
             // It finishes closing in its layer, without the channel, which lets go of it here: once closed,
             // the layer reuses the object for another connection.
@@ -505,7 +511,50 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         return new IOException(error.message() + " (" + remote + ")");
     }
 
+    /** SO_LINGER above 0: the connection was closed in {@link NupaUnsafe#prepareToClose}, and the channel waits. */
+    private boolean lingering;
+
+    /**
+     * Runs {@code close} (the rest of the channel's close) once every byte and the FIN were acknowledged, or at
+     * {@code deadline}; a connection the layer reused meanwhile (another generation) had closed already.
+     */
+    private void lingerThen(TcpConnection c, int generation, long deadline, Runnable close) {
+        boolean reused = c.generation() != generation;
+        TcpState st = reused ? TcpState.CLOSED : c.state();
+        boolean acknowledged = st == TcpState.CLOSED || (st == TcpState.FIN_WAIT_2 || st == TcpState.TIME_WAIT)
+                && c.unacknowledged() == 0;
+        if (acknowledged || System.nanoTime() - deadline >= 0) {
+            close.run();
+        } else {
+            eventLoop().schedule(() -> lingerThen(c, generation, deadline, close), LINGER_CHECK_MS, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** How often a lingering close looks whether its FIN was acknowledged (no event says so). */
+    private static final long LINGER_CHECK_MS = 1;
+
     private final class NupaUnsafe extends AbstractUnsafe implements NupaIoHandle {
+        /**
+         * SO_LINGER above 0 (socket(7)): the close completes once every byte and the FIN were acknowledged, or
+         * after that many seconds, as a kernel's close() returns then; the connection goes on closing either
+         * way. The wait runs on the event loop without blocking it, through the executor Netty's close hands
+         * the rest of the close to.
+         */
+        @Override
+        protected java.util.concurrent.Executor prepareToClose() {
+            int linger = config.getSoLinger();
+            TcpConnection c = connection;
+            if (linger <= 0 || c == null || state != State.CONNECTED) {
+                return null;
+            }
+            lingering = true;
+            int generation = c.generation();
+            long deadline = System.nanoTime() + linger * 1_000_000_000L;
+            stack.tcp().setEvents(c, null); // it finishes closing in its layer, without the channel
+            c.close(System.nanoTime());
+            return close -> lingerThen(c, generation, deadline, close);
+        }
+
         @Override
         public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
             if (!promise.setUncancellable() || !ensureOpen(promise)) {

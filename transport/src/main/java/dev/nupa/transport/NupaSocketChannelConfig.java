@@ -15,7 +15,7 @@ import io.netty.channel.socket.SocketChannelConfig;
  * A fabric TCP connection's Netty options. The TCP ones (TCP_NODELAY, SO_KEEPALIVE, SO_SNDBUF,
  * SO_RCVBUF) shape the {@link TcpConfig} the connection is made with, so they count when set
  * before connect (Vert.x sets them through its bootstrap); on an accepted connection the listener's
- * settings apply (see {@link NupaServerSocketChannelConfig}). SO_LINGER acts on close (0: reset).
+ * settings apply (see {@link NupaServerSocketChannelConfig}). SO_LINGER acts on close (0: a reset; above 0: the close completes once everything was acknowledged, or after that many seconds).
  * IP_TOS and SO_REUSEADDR are kept and have no effect on the fabric.
  */
 final class NupaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {

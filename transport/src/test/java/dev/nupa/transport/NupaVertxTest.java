@@ -17,6 +17,7 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.net.NetClient;
 import io.vertx.core.net.NetServer;
+import io.vertx.core.net.NetClientOptions;
 import io.vertx.core.net.NetSocket;
 import java.net.ConnectException;
 import java.nio.file.Files;
@@ -188,6 +189,69 @@ class NupaVertxTest {
         });
         all.future().await(30, TimeUnit.SECONDS);
         assertEquals(held, read[0]);
+    }
+
+    /** A client connection with SO_LINGER {@code seconds} that wrote 2 MiB, and its server side, paused. */
+    private record Lingering(NetClient netClient, NetSocket client, NetSocket server) {
+    }
+
+    private Lingering lingeringConnection(int port, int seconds, int sendBuffer) throws Exception {
+        Promise<NetSocket> accepted = Promise.promise();
+        server.createNetServer().connectHandler(s -> {
+            s.pause();
+            accepted.complete(s);
+        }).listen(port, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        // Kept referenced (in the record): a Vert.x client the collector takes closes itself gracefully, slowly.
+        NetClient netClient = client.createNetClient(new NetClientOptions().setSoLinger(seconds).setSendBufferSize(sendBuffer));
+        NetSocket socket = netClient.connect(port, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        NetSocket serverSide = accepted.future().await(10, TimeUnit.SECONDS);
+        // More than the paused peer's window and our send buffer take: some waits in Vert.x's queue, unsent.
+        Buffer chunk = Buffer.buffer(new byte[64 * 1024]);
+        client.runOnContext(v -> {
+            for (int i = 0; i < 32; i++) {
+                socket.write(chunk);
+            }
+        });
+        return new Lingering(netClient, socket, serverSide);
+    }
+
+    @Test
+    void soLingerAboveZeroCompletesTheCloseOnceThePeerHasEveryByte() throws Exception {
+        Lingering l = lingeringConnection(17, 30, 256 * 1024);
+        long[] closedAt = {0};
+        Promise<Void> closed = Promise.promise();
+        client.runOnContext(v -> l.client().close().onComplete(r -> {
+            closedAt[0] = System.nanoTime();
+            closed.handle(r);
+        }));
+        // The close cannot complete while the peer reads nothing: its window holds our FIN back.
+        long[] resumedAt = {0};
+        long[] read = {0};
+        Promise<Void> end = Promise.promise();
+        server.setTimer(500, t -> {
+            resumedAt[0] = System.nanoTime();
+            l.server().handler(b -> read[0] += b.length());
+            l.server().endHandler(x -> end.complete());
+            l.server().resume();
+        });
+        closed.future().await(30, TimeUnit.SECONDS);
+        end.future().await(30, TimeUnit.SECONDS);
+        assertTrue(resumedAt[0] != 0 && closedAt[0] > resumedAt[0], "the close completed after the peer resumed reading");
+        assertTrue(read[0] >= 256 * 1024, "the peer read what was sent before the close: " + read[0]);
+    }
+
+    @Test
+    void soLingerAboveZeroGivesUpAfterItsSecondsWhenThePeerReadsNothing() throws Exception {
+        // A send buffer that takes all 2 MiB: Vert.x's queue empties, so its close reaches the channel (with
+        // writes still queued in Vert.x, a close waits for them, on any transport) and the FIN waits behind
+        // data the paused peer's closed window holds back.
+        Lingering l = lingeringConnection(18, 1, 4 << 20);
+        long start = System.nanoTime();
+        Promise<Void> closed = Promise.promise();
+        client.runOnContext(v -> l.client().close().onComplete(closed));
+        closed.future().await(30, TimeUnit.SECONDS);
+        long waited = System.nanoTime() - start;
+        assertTrue(waited >= 1_000_000_000L, "the close waited out its linger of 1 s: " + waited / 1_000_000 + " ms");
     }
 
     @Test
