@@ -28,6 +28,11 @@ public final class FabricStack implements AutoCloseable {
     private final Datapath datapath;
     private final Ipv4Stack ip;
     private final TcpLayer tcp;
+    /**
+     * Channels with bytes (or the peer's FIN) that arrived in this round of the loop: they read once the round's
+     * frames are all in, so the segments of one batch reach the pipeline as one read, not one read each.
+     */
+    private final java.util.ArrayDeque<NupaSocketChannel> readsDue = new java.util.ArrayDeque<>();
 
     private FabricStack(Fabric fabric, FabricDevice device, Link link, NeighborDirectory neighbors, Datapath datapath,
                         Ipv4Stack ip, TcpLayer tcp) {
@@ -76,6 +81,22 @@ public final class FabricStack implements AutoCloseable {
 
     public Link link() {
         return link;
+    }
+
+    /** {@code channel} reads at the end of this round ({@link #endRound}); on the loop. */
+    void readAtRoundEnd(NupaSocketChannel channel) {
+        readsDue.addLast(channel);
+    }
+
+    /** The round's frames are in: the channels that were given bytes read them. Returns how many read. */
+    int endRound() {
+        int n = 0;
+        NupaSocketChannel ch;
+        while ((ch = readsDue.pollFirst()) != null) {
+            ch.roundEnd();
+            n++;
+        }
+        return n;
     }
 
     public Datapath datapath() {

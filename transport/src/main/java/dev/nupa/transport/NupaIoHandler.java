@@ -44,6 +44,7 @@ final class NupaIoHandler implements IoHandler {
         Datapath d = stack.datapath();
         long now = System.nanoTime();
         int work = d.runOnce(now);
+        work += stack.endRound();
         if (work == 0 && ctx.canBlock()) {
             context = ctx;
             d.idle(now, 0, ctx.delayNanos(now), mayBlock);

@@ -451,17 +451,12 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
         @Override
         public void onReadable(TcpConnection c) {
-            readNow();
+            readAtRoundEnd();
         }
 
         @Override
         public void onPeerClosed(TcpConnection c) {
-            readNow();
-            if (!reading && state == State.CONNECTED && !inputShutdown && c.readable() == 0 && c.atEnd()) {
-                // Nothing left unread: the FIN is heard without a read asked for, as epoll's EPOLLRDHUP
-                // tells Netty's native transport (after unread bytes it waits for them to be read).
-                peerClosed();
-            }
+            readAtRoundEnd(); // the FIN is heard after the bytes before it (roundEnd)
         }
 
         @Override
@@ -473,6 +468,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
         @Override
         public void onClosed(TcpConnection c, TcpError error) {
+            if (readDue) {
+                roundEnd(); // bytes that came before the reset still reach the pipeline first
+            }
             if (state == State.CLOSED) {
                 return;
             }
@@ -509,6 +507,35 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             return new SocketException("Connection reset");
         }
         return new IOException(error.message() + " (" + remote + ")");
+    }
+
+    /** Set while the channel waits in its stack's list of reads due at the end of the round. */
+    private boolean readDue;
+
+    /** Bytes or the peer's FIN arrived: read once the round's frames are all in (one read for a batch of segments). */
+    private void readAtRoundEnd() {
+        if (!readDue) {
+            readDue = true;
+            stack.readAtRoundEnd(this);
+        }
+    }
+
+    /** The end of the round: read what arrived, then hear the peer's FIN if nothing is left unread. */
+    void roundEnd() {
+        if (!readDue) {
+            return; // already read, ahead of a reset (onClosed)
+        }
+        readDue = false;
+        TcpConnection c = connection;
+        if (c == null || state != State.CONNECTED) {
+            return;
+        }
+        readNow();
+        if (!reading && state == State.CONNECTED && !inputShutdown && c.readable() == 0 && c.atEnd()) {
+            // Nothing left unread: the FIN is heard without a read asked for, as epoll's EPOLLRDHUP
+            // tells Netty's native transport (after unread bytes it waits for them to be read).
+            peerClosed();
+        }
     }
 
     /** SO_LINGER above 0: the connection was closed in {@link NupaUnsafe#prepareToClose}, and the channel waits. */
