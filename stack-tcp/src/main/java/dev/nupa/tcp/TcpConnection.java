@@ -186,8 +186,7 @@ public final class TcpConnection {
     private boolean ackNow;
     private int unackedSegments;
     private long dupSynAnsweredAt;
-    private long challengeWindowStart;
-    private int challengeAcks;
+    private final ChallengeAckLimit challengeLimit = new ChallengeAckLimit();
     private long lastActivity;
 
     // Counters of this connection (read by tools; single writer: the owner).
@@ -277,8 +276,7 @@ public final class TcpConnection {
         ackNow = false;
         unackedSegments = 0;
         dupSynAnsweredAt = NEVER;
-        challengeWindowStart = 0;
-        challengeAcks = 0;
+        challengeLimit.clear();
         lastActivity = 0;
         retransmits = fastRetransmits = timeouts = challengeAcksSent = pawsDrops = outOfOrderSegments = bufferDrops = 0;
         deadline = blockedRetryAt = NEVER;
@@ -1051,12 +1049,7 @@ public final class TcpConnection {
     }
 
     private void challengeAck(long now) {
-        if (now - challengeWindowStart >= SECOND) {
-            challengeWindowStart = now;
-            challengeAcks = 0;
-        }
-        if (challengeAcks < CHALLENGE_ACKS_PER_SECOND) {
-            challengeAcks++;
+        if (challengeLimit.tryTake(now)) {
             challengeAcksSent++;
             ackNow = true;
         }

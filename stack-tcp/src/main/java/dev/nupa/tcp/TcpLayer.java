@@ -206,9 +206,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final ConnectionTable table = new ConnectionTable();
     /** Connections in TIME-WAIT that their application let go of, as records rather than objects. */
     private final TimeWaitTable timeWaitRecords = new TimeWaitTable();
-    /** RFC 5961 section 7 for the records: challenge ACKs this second, layer-wide. */
-    private long challengeWindowStart;
-    private int challengeAcks;
+    /** RFC 5961 section 7 for the records, layer-wide. */
+    private final ChallengeAckLimit challengeLimit = new ChallengeAckLimit();
     /** The connections with a timer pending, by deadline (their hooks keep it). */
     private final TimerQueue timers = new TimerQueue();
     private final BufferBudget buffers;
@@ -674,12 +673,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     private void challengeAck(int r, int remoteIp, int remotePort, int localPort, long now) {
-        if (now - challengeWindowStart >= 1_000_000_000L) {
-            challengeWindowStart = now;
-            challengeAcks = 0;
-        }
-        if (challengeAcks < TcpConnection.CHALLENGE_ACKS_PER_SECOND) {
-            challengeAcks++;
+        if (challengeLimit.tryTake(now)) {
             timeWaitAck(r, remoteIp, remotePort, localPort, now);
         }
     }
