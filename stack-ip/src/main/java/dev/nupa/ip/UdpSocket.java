@@ -206,11 +206,6 @@ public final class UdpSocket implements ReadStream<UdpDatagram> {
         return Ipv4Address.toString(stack.address());
     }
 
-    /** The Vert.x context its handlers run on (the one that created it). */
-    Context context() {
-        return context;
-    }
-
     /** Unbinds; the end handler is called. Datagrams still queued are dropped. */
     public Future<Void> close() {
         synchronized (this) {
