@@ -149,7 +149,18 @@ public final class Fabric implements AutoCloseable {
 
     /** Attaches at the lowest free address. */
     public FabricNode attachAny() {
-        for (int a = 0; a < geometry.maxNodes(); a++) {
+        return attachAny(false);
+    }
+
+    /**
+     * As {@link #attachAny()}, searching from the highest address down when {@code fromTop}: for nodes that
+     * need no address of the fabric's plan (a node's extra event loops), leaving the low ones to nodes started
+     * at an address they were given.
+     */
+    public FabricNode attachAny(boolean fromTop) {
+        int n = geometry.maxNodes();
+        for (int i = 0; i < n; i++) {
+            int a = fromTop ? n - 1 - i : i;
             if (state(stateWord(a)) == STATE_FREE) {
                 try {
                     return attach(a);

@@ -70,7 +70,7 @@ public final class NupaNode {
         Vertx vertx;
         try {
             vertx = NupaVertx.create(new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
-                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory()));
+                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(), 1));
         } catch (RuntimeException e) {
             return Future.failedFuture(e);
         }

@@ -20,6 +20,7 @@ import dev.nupa.examples.grpc.HelloRequest;
 import dev.nupa.l2.Datapath;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
@@ -39,7 +40,7 @@ import picocli.CommandLine.Option;
 
 /**
  * `nupa perf vertx-http | vertx-echo | vertx-udp | vertx-grpc`: one Vert.x application (a server instance and a
- * client instance, one event loop each) run over the NUPA transport, two fabric nodes on a fresh
+ * client instance, one event loop each, or {@code --loops} for vertx-http) run over the NUPA transport, two fabric nodes on a fresh
  * fabric file, and over Vert.x's epoll transport on Linux loopback, in turns within one process.
  * vertx-http: HTTP/1.1 keep-alive request/response, {@code -c} connections each with one request
  * outstanding (requests/s, p50, p99); vertx-echo: one NetSocket streaming {@code -s}-byte buffers
@@ -93,6 +94,11 @@ abstract class VertxPerf implements Callable<Integer> {
             description = "vertx-http: connections, one request outstanding on each (default: ${DEFAULT-VALUE}).")
     int connections;
 
+    @Option(names = "--loops", paramLabel = "N", defaultValue = "1",
+            description = "vertx-http: event loops of each instance, ours and the peer's; the server runs as N verticle"
+                    + " instances and the -c connections are spread over the client's N loops (default: ${DEFAULT-VALUE}).")
+    int loops;
+
     @Option(names = {"-s", "--size"}, paramLabel = "BYTES", description = "Body, buffer or datagram size (default: 16 / 65536 / 64).")
     Integer size;
 
@@ -136,17 +142,21 @@ abstract class VertxPerf implements Callable<Integer> {
         if (seconds <= 0 || turns < 1 || connections < 1 || window < 1 || sz < 1 || (kind == Kind.UDP && sz > 65_507)) {
             throw new IllegalArgumentException("need -t > 0, --turns >= 1, -c >= 1, -w >= 1 and -s >= 1 (at most 65507 for UDP)");
         }
+        if (loops < 1 || loops > StackConfig.MAX_LOOPS || (loops > 1 && kind != Kind.HTTP) || connections < loops) {
+            throw new IllegalArgumentException("--loops takes 1.." + StackConfig.MAX_LOOPS + ", more than 1 for vertx-http only,"
+                    + " and at most as many as -c connections; got " + loops);
+        }
         Path f = fabric != null ? fabric : Path.of("/dev/shm/nupa-perf-vertx-" + ProcessHandle.current().pid());
         if (Files.exists(f)) {
             throw new IllegalArgumentException("fabric file " + f + " exists; give a fresh path with --fabric");
         }
         Datapath.Idle idle = idle();
-        StackConfig server = StackConfig.defaults(f, 0).withIdle(idle);
+        StackConfig server = StackConfig.defaults(f, 0).withIdle(idle).withLoops(loops);
         Vertx ourServer = NupaVertx.create(server);
-        Vertx ourClient = NupaVertx.create(StackConfig.defaults(f, 1).withIdle(idle));
-        VertxOptions one = new VertxOptions().setEventLoopPoolSize(1);
-        Vertx peerServer = Vertx.builder().with(one).withTransport(Transport.EPOLL).build();
-        Vertx peerClient = Vertx.builder().with(one).withTransport(Transport.EPOLL).build();
+        Vertx ourClient = NupaVertx.create(StackConfig.defaults(f, 1).withIdle(idle).withLoops(loops));
+        VertxOptions same = new VertxOptions().setEventLoopPoolSize(loops);
+        Vertx peerServer = Vertx.builder().with(same).withTransport(Transport.EPOLL).build();
+        Vertx peerClient = Vertx.builder().with(same).withTransport(Transport.EPOLL).build();
         String peerName = peerServer.isNativeTransportEnabled() ? "Vert.x epoll over loopback" : "Vert.x NIO over loopback (epoll unavailable)";
         Workload ours = null;
         Workload peer = null;
@@ -238,7 +248,7 @@ abstract class VertxPerf implements Callable<Integer> {
         double latencyRatio = Turns.median(latencyRatios);
         String unit = kind == Kind.HTTP ? "requests/s" : kind == Kind.GRPC ? "calls/s" : kind == Kind.ECHO ? "Gbit/s echoed" : "datagrams/s";
         System.out.printf(Locale.ROOT, "%s: %d B, %s, %d turns of %.1f s each; peer: %s%n", name, sz,
-                kind == Kind.HTTP ? connections + " connection(s)" : kind == Kind.GRPC ? connections + " call(s) outstanding"
+                kind == Kind.HTTP ? connections + " connection(s)" + (loops > 1 ? " over " + loops + " event loops a side" : ""): kind == Kind.GRPC ? connections + " call(s) outstanding"
                         : kind == Kind.UDP ? "window " + window : "1 connection",
                 turns, seconds, peerName);
         for (int i = 0; i < ours.size(); i++) {
@@ -249,11 +259,11 @@ abstract class VertxPerf implements Callable<Integer> {
                 show(o), show(p), unit, ratio, kind == Kind.ECHO ? "" : String.format(Locale.ROOT, ", p50 ratio %.2f", latencyRatio));
         if (json) {
             String rateKey = kind == Kind.ECHO ? "gbit_s" : "msgs_s";
-            System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"size\":%d,\"connections\":%d,\"turns\":%d,"
+            System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"size\":%d,\"connections\":%d,\"loops\":%d,\"turns\":%d,"
                             + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},"
                             + "\"peer\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},"
                             + "\"ratio\":%.4f,\"latency_ratio\":%s}%n",
-                    name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(), o.allocPerMessage(),
+                    name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, loops, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(), o.allocPerMessage(),
                     rateKey, p.rate(), p.p50Ns(), p.p99Ns(), p.allocPerMessage(), ratio, Double.isNaN(latencyRatio) ? "null" : String.format(Locale.ROOT, "%.4f", latencyRatio));
         }
     }
@@ -303,11 +313,38 @@ abstract class VertxPerf implements Callable<Integer> {
 
     private Workload http(Vertx server, Vertx client, String host, int sz) throws Exception {
         Buffer body = Buffer.buffer(new byte[sz]);
-        server.createHttpServer().requestHandler(req -> req.response().end(body)).listen(PORT, "0.0.0.0")
-                .await(10, TimeUnit.SECONDS);
-        HttpClient hc = client.createHttpClient(new PoolOptions().setHttp1MaxSize(connections));
-        return closedLoop(client, hc::close,
-                () -> hc.request(HttpMethod.GET, PORT, host, "/").compose(req -> req.send().compose(HttpClientResponse::body)));
+        // One server verticle instance per event loop (Vert.x spreads the connections over them).
+        server.deployVerticle(() -> new io.vertx.core.AbstractVerticle() {
+            @Override
+            public void start(io.vertx.core.Promise<Void> started) {
+                vertx.createHttpServer().requestHandler(req -> req.response().end(body)).listen(PORT, "0.0.0.0")
+                        .<Void>mapEmpty().onComplete(started);
+            }
+        }, new io.vertx.core.DeploymentOptions().setInstances(loops)).await(10, TimeUnit.SECONDS);
+        // A client per loop, used from its own context only, so its connections live on that loop.
+        List<Context> lanes = lanes(client);
+        List<HttpClient> clients = new ArrayList<>();
+        List<Supplier<Future<?>>> calls = new ArrayList<>();
+        for (int k = 0; k < lanes.size(); k++) {
+            HttpClient hc = client.createHttpClient(new PoolOptions().setHttp1MaxSize(share(k)));
+            clients.add(hc);
+            calls.add(() -> hc.request(HttpMethod.GET, PORT, host, "/").compose(req -> req.send().compose(HttpClientResponse::body)));
+        }
+        return closedLoop(lanes, () -> Future.all(clients.stream().map(HttpClient::close).toList()), calls);
+    }
+
+    /** One event-loop context of {@code client} per loop ({@code --loops}). */
+    private List<Context> lanes(Vertx client) {
+        List<Context> lanes = new ArrayList<>();
+        for (int k = 0; k < loops; k++) {
+            lanes.add(((io.vertx.core.internal.VertxInternal) client).createEventLoopContext());
+        }
+        return lanes;
+    }
+
+    /** The connections (callers) of lane {@code k}: {@code -c} dealt over the lanes. */
+    private int share(int k) {
+        return connections / loops + (k < connections % loops ? 1 : 0);
     }
 
     private Workload grpc(Vertx server, Vertx client, String host, int sz) throws Exception {
@@ -315,14 +352,15 @@ abstract class VertxPerf implements Callable<Integer> {
         GrpcClient grpc = GrpcClient.client(client);
         GreeterGrpcClient greeter = GreeterGrpcClient.create(grpc, SocketAddress.inetSocketAddress(PORT + 3, host));
         HelloRequest request = HelloRequest.newBuilder().setName("perf").setPayload(ByteString.copyFrom(new byte[sz])).build();
-        return closedLoop(client, grpc::close, () -> greeter.sayHello(request));
+        return closedLoop(lanes(client), grpc::close, List.of(() -> greeter.sayHello(request)));
     }
 
     /**
-     * Request/response in a closed loop: {@code -c} callers on the client's event loop, each making
-     * the next {@code call} when its last one answered, until the turn ends; each call's time is recorded.
+     * Request/response in a closed loop: {@code -c} callers dealt over the client's {@code lanes} (event-loop
+     * contexts), each making the next call of its lane when its last one answered, until the turn ends; each
+     * call's time is recorded in its lane's histogram, and the lanes' are added up at the end.
      */
-    private Workload closedLoop(Vertx client, Supplier<Future<?>> close, Supplier<Future<?>> call) {
+    private Workload closedLoop(List<Context> lanes, Supplier<Future<?>> close, List<Supplier<Future<?>>> calls) {
         return new Workload() {
             @Override
             public Future<?> close() {
@@ -331,26 +369,38 @@ abstract class VertxPerf implements Callable<Integer> {
 
             @Override
             public Result run(double secs) throws Exception {
-                Histogram h = LatencyStats.newHistogram();
                 CompletableFuture<Void> done = new CompletableFuture<>();
-                long[] count = {0};
                 long end = System.nanoTime() + (long) (secs * 1e9);
-                int[] running = {connections};
-                client.runOnContext(v -> {
-                    for (int i = 0; i < connections; i++) {
-                        next(call, h, count, end, running, done);
-                    }
-                });
+                java.util.concurrent.atomic.AtomicInteger running = new java.util.concurrent.atomic.AtomicInteger(connections);
+                Histogram[] hs = new Histogram[lanes.size()];
+                long[][] counts = new long[lanes.size()][1];
+                for (int k = 0; k < lanes.size(); k++) {
+                    Histogram h = hs[k] = LatencyStats.newHistogram();
+                    long[] count = counts[k];
+                    Supplier<Future<?>> call = calls.get(Math.min(k, calls.size() - 1));
+                    int callers = share(k);
+                    lanes.get(k).runOnContext(v -> {
+                        for (int i = 0; i < callers; i++) {
+                            next(call, h, count, end, running, done);
+                        }
+                    });
+                }
                 long started = System.nanoTime();
                 done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
                 double elapsed = (System.nanoTime() - started) / 1e9;
-                return new Result(count[0] / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99), count[0]);
+                Histogram h = hs[0];
+                long count = counts[0][0];
+                for (int k = 1; k < hs.length; k++) {
+                    h.add(hs[k]);
+                    count += counts[k][0];
+                }
+                return new Result(count / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99), count);
             }
         };
     }
 
-    private static void next(Supplier<Future<?>> call, Histogram h, long[] count, long end, int[] running,
-                             CompletableFuture<Void> done) {
+    private static void next(Supplier<Future<?>> call, Histogram h, long[] count, long end,
+                             java.util.concurrent.atomic.AtomicInteger running, CompletableFuture<Void> done) {
         long t0 = System.nanoTime();
         call.get().onComplete(ar -> {
             long now = System.nanoTime();
@@ -362,7 +412,7 @@ abstract class VertxPerf implements Callable<Integer> {
             count[0]++;
             if (now < end) {
                 next(call, h, count, end, running, done);
-            } else if (--running[0] == 0) {
+            } else if (running.decrementAndGet() == 0) {
                 done.complete(null);
             }
         });

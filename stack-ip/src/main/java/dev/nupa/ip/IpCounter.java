@@ -17,6 +17,7 @@ public enum IpCounter {
     OUT_BACK_PRESSURED("not sent now: destination ring full past the send wait (the caller was told; TCP and sockets retry)"),
     FORW_DATAGRAMS("forwarded"),
     FORW_TTL_EXCEEDED("not forwarded: TTL expired"),
+    LOOP_HANDOVERS("handed to the node's event loop that holds their port or connection"),
     FRAG_OKS("datagrams sent in fragments"),
     FRAG_CREATES("fragments sent"),
     FRAG_FAILS("not sent: too big and DF set"),

@@ -40,6 +40,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private final Link link;
     private final NeighborDirectory neighbors;
     private final IpConfig config;
+    /** The node's loops that share its address; this stack is loop {@link #loop} of them. */
+    private final LoopGroup group;
+    private final int loop;
     private final RouteTable routes = new RouteTable();
     private final Counters counters = new Counters();
     private final Reassembler reassembler;
@@ -59,6 +62,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private final UdpHeader rxUdp = new UdpHeader();
     private final Reassembler.TimeoutHandler onReassemblyTimeout = this::reassemblyTimedOut;
     private long reassemblyDeadline = Long.MAX_VALUE;
+    /** The fabric node that sent the frame being received (see {@link #receivedFrom}). */
+    private int rxSourceNode = -1;
 
     // Send side: owned by the same thread (the link's owner, see Link's threading).
     private final LinkClaim[] txClaims;
@@ -74,12 +79,26 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * the fabric's neighbor directory, and adds the on-link route of its subnet.
      */
     public Ipv4Stack(Link link, NeighborDirectory neighbors, IpConfig config) {
+        this(link, neighbors, config, LoopGroup.single(), 0);
+    }
+
+    /**
+     * The stack of event loop {@code loop} of a node whose loops share one address ({@link LoopGroup}): as
+     * {@link #Ipv4Stack(Link, NeighborDirectory, IpConfig)}, but only loop 0 publishes the address; the
+     * others are reached through it.
+     */
+    public Ipv4Stack(Link link, NeighborDirectory neighbors, IpConfig config, LoopGroup group, int loop) {
+        if (loop < 0 || loop >= group.loops()) {
+            throw new IllegalArgumentException("loop " + loop + " is outside 0.." + (group.loops() - 1) + " of " + group);
+        }
         if (link.mtu() < Link.MIN_MTU) {
             throw new IllegalArgumentException("link MTU " + link.mtu() + " is below the IPv4 minimum of " + Link.MIN_MTU);
         }
         this.link = link;
         this.neighbors = neighbors;
         this.config = config;
+        this.group = group;
+        this.loop = loop;
         this.reassembler = new Reassembler(config.reassemblySlots(), config.reassemblyTimeoutNs(), counters);
         this.icmpErrors = new TokenBucket(config.icmpErrorsPerSecond(), config.icmpErrorBurst());
         this.broadcast = config.subnetBroadcast();
@@ -91,8 +110,26 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         int mask = Route.mask(config.prefixLength());
         routes.add(new Route(config.address() & mask, config.prefixLength(), 0));
         link.register(EtherType.IPV4, this);
-        neighbors.publish(java.util.List.of(new NeighborDirectory.Binding(config.address(), config.prefixLength(),
-                link.address())));
+        group.setNode(loop, link.address());
+        if (loop == 0) {
+            neighbors.publish(java.util.List.of(new NeighborDirectory.Binding(config.address(), config.prefixLength(),
+                    link.address())));
+        }
+    }
+
+    /** The loops of this node that share its address. */
+    public LoopGroup loopGroup() {
+        return group;
+    }
+
+    /** Which of the node's loops this stack is (0: the primary, which peers send to). */
+    public int loop() {
+        return loop;
+    }
+
+    /** The fabric node that sent the frame being received; valid while an upper protocol handles it. */
+    public int receivedFrom() {
+        return rxSourceNode;
     }
 
     public IpConfig config() {
@@ -180,17 +217,19 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             throw new IllegalArgumentException("UDP port " + port + " is outside 0..65535");
         }
         if (port != 0) {
-            if (!ports.compareAndSet(port, null, receiver)) {
+            if (!group.claimUdp(port, loop)) {
                 throw new IllegalStateException("UDP port " + port + " is already in use on " + Ipv4Address.toString(address())
                         + "; close the socket that holds it or choose another port (0 picks a free one)");
             }
+            ports.set(port, receiver);
             return port;
         }
         synchronized (ports) {
             int span = 65536 - EPHEMERAL_FIRST;
             for (int i = 0; i < span; i++) {
                 int p = EPHEMERAL_FIRST + (nextEphemeral - EPHEMERAL_FIRST + i) % span;
-                if (ports.compareAndSet(p, null, receiver)) {
+                if (group.claimUdp(p, loop)) {
+                    ports.set(p, receiver);
                     nextEphemeral = p + 1 > 65535 ? EPHEMERAL_FIRST : p + 1;
                     return p;
                 }
@@ -202,7 +241,11 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     /** Unbinds {@code port} if {@code receiver} holds it. */
     public boolean unbindUdp(int port, UdpReceiver receiver) {
-        return port >= 0 && port <= 65535 && ports.compareAndSet(port, receiver, null);
+        if (port < 0 || port > 65535 || !ports.compareAndSet(port, receiver, null)) {
+            return false;
+        }
+        group.releaseUdp(port, loop);
+        return true;
     }
 
     /** Registers the receiver of echo replies with {@code identifier}; throws if one is registered. */
@@ -238,6 +281,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     @Override
     public void onPacket(int sourceNode, MemorySegment mem, long off, int len) {
         long now = link.now();
+        rxSourceNode = sourceNode;
         counters.inc(IpCounter.IN_RECEIVES);
         Ipv4Header ip = rxIp;
         int status = ip.wrap(mem, off, len, config.verifyChecksums());
@@ -314,6 +358,11 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
         UdpReceiver r = ports.get(udp.destinationPort());
         if (r == null) {
+            int owner = loop == 0 && group.loops() > 1 ? group.udpOwner(udp.destinationPort()) : -1;
+            if (owner > 0) {
+                handOver(owner, ip);
+                return;
+            }
             counters.inc(IpCounter.UDP_NO_PORTS);
             if (!toBroadcast) {
                 sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_PORT, 0, false, now);
@@ -434,6 +483,21 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
     }
 
+    // ---- hand-over between the node's loops ------------------------------------------------
+
+    /**
+     * Passes a datagram this loop received to loop {@code toLoop} of the node, through that loop's ring, as
+     * it arrived (TTL unchanged: it is not routed; refragmented if it was reassembled). Counted as
+     * {@link IpCounter#LOOP_HANDOVERS}, or {@link IpCounter#OUT_DISCARDS} if it could not go.
+     */
+    public int handOver(int toLoop, Ipv4Header ip) {
+        int rc = emit(group.node(toLoop), ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl(),
+                ip.typeOfService(), ip.dontFragment(), ip.identification(), 0, false, empty, 0, 0, ip.segment(),
+                ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs());
+        counters.inc(rc == SendStatus.OK ? IpCounter.LOOP_HANDOVERS : IpCounter.OUT_DISCARDS);
+        return rc;
+    }
+
     // ---- sending ---------------------------------------------------------------------------
 
     /**
@@ -501,14 +565,29 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     /** {@link #sendDatagram} waiting at most {@code waitNs} on a full ring (0: not at all; the caller retries). */
     public int sendDatagram(int destination, int protocol, boolean dontFragment, MemorySegment head, long headOffset,
                             int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
+        return sendDatagram(-1, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength,
+                waitNs);
+    }
+
+    /**
+     * {@link #sendDatagram} through fabric node {@code via}, where the upper protocol knows it (a peer's loop that
+     * its frames came from); -1: the node the route and the neighbor directory give.
+     */
+    public int sendDatagram(int via, int destination, int protocol, boolean dontFragment, MemorySegment head, long headOffset,
+                            int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
         link.checkOwner();
-        return send(waitNs, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
+        return send(waitNs, via, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
     }
 
     private int send(long waitNs, int destination, int protocol, boolean df, MemorySegment head, long headOff, int headLen,
                      MemorySegment body, long bodyOff, int bodyLen) {
+        return send(waitNs, -1, destination, protocol, df, head, headOff, headLen, body, bodyOff, bodyLen);
+    }
+
+    private int send(long waitNs, int via, int destination, int protocol, boolean df, MemorySegment head, long headOff,
+                     int headLen, MemorySegment body, long bodyOff, int bodyLen) {
         counters.inc(IpCounter.OUT_REQUESTS);
-        int node = resolve(destination);
+        int node = via >= 0 ? via : resolve(destination);
         if (node < 0) {
             counters.inc(IpCounter.OUT_NO_ROUTES);
             return node;
@@ -531,7 +610,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     /** The fabric node to send to for {@code destination}, or NO_ROUTE / NO_NEIGHBOR. */
     private int resolve(int destination) {
         if (destination == config.address()) {
-            return link.address(); // to ourselves: through our own ring, so the datapath thread receives it
+            // To ourselves: through the primary loop's ring (our own, with one loop), which receives for the address.
+            return group.node(0);
         }
         long hop = routes.nextHop(destination);
         if (hop == RouteTable.NO_ROUTE) {

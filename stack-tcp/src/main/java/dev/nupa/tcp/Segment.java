@@ -36,6 +36,11 @@ public final class Segment {
     public MemorySegment payload;
     public long payloadOffset;
     public int payloadLength;
+    /**
+     * Incoming: the fabric node the segment came from, where the connection may send its segments straight
+     * back to it (the peer's own loop of a node whose loops share one address; see {@code LoopGroup}); -1 else.
+     */
+    public int fromNode = -1;
 
     public Segment clear() {
         flags = 0;
@@ -53,6 +58,7 @@ public final class Segment {
         payload = null;
         payloadOffset = 0;
         payloadLength = 0;
+        fromNode = -1;
         return this;
     }
 

@@ -98,8 +98,10 @@ public final class TcpConnection {
     private int remotePort;
     private int generation;
     private TcpConfig config;
-    private final Output output;
+    private Output output;
     private Events events;
+    /** The fabric node the peer's segments come from, learned from them; -1: where IP's route leads. */
+    private int via;
     private final ByteRing sendBuf;
     private final ByteRing recvBuf;
     private Assembler outOfOrder;
@@ -235,6 +237,7 @@ public final class TcpConnection {
         this.remotePort = remotePort;
         this.config = config;
         this.events = events != null ? events : NO_EVENTS;
+        this.via = -1;
         int ranges = config.maxOutOfOrderRanges();
         if (outOfOrder == null || outOfOrder.capacity() != ranges) {
             outOfOrder = new Assembler(ranges);
@@ -325,6 +328,17 @@ public final class TcpConnection {
         return events;
     }
 
+    /** The fabric node to send to, learned from the peer's segments ({@link Segment#fromNode}); -1: IP's route. */
+    int via() {
+        return via;
+    }
+
+    /** Moves this connection to another layer of its node (another event loop): its output and hooks are that layer's. */
+    void moveTo(Output output, Events events) {
+        this.output = output;
+        this.events = events;
+    }
+
     public TcpState state() {
         return state;
     }
@@ -399,6 +413,7 @@ public final class TcpConnection {
         initSend(iss, now);
         irs = syn.seq;
         rcvNxt = syn.seq + 1;
+        via = syn.fromNode;
         negotiate(syn, now);
         sndWnd = syn.window; // never scaled in a SYN (RFC 7323 2.2)
         sndWl1 = syn.seq;
@@ -420,6 +435,7 @@ public final class TcpConnection {
         this.tsBase = tsBase;
         this.irs = irs;
         rcvNxt = irs + 1;
+        via = ack.fromNode;
         sndUna = iss + 1;
         sndNxt = iss + 1;
         sndMax = iss + 1;
@@ -669,6 +685,7 @@ public final class TcpConnection {
         rcvAdvertised = rcvNxt + Math.min(recvBuf.free(), 65_535); // what our SYN offered, now anchored
         negotiate(in, now);
         if (ack) {
+            via = in.fromNode;
             ackAdvance(in.ack, now);
             sndWnd = in.window; // SYN: never scaled
             sndWl1 = in.seq;
@@ -758,6 +775,9 @@ public final class TcpConnection {
             }
         } else if (!processAck(in, now)) {
             return;
+        }
+        if (in.fromNode >= 0) {
+            via = in.fromNode; // an acceptable segment with a valid ACK: the peer's loop answers from there
         }
         if (in.urgentPointer != 0 && in.has(Segment.URG)) {
             // RFC 6093: urgent data is delivered inline like any other; nothing to do.

@@ -12,6 +12,7 @@ import dev.nupa.ip.IpProtocolHandler;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.LoopGroup;
 import dev.nupa.ip.WireStatus;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
@@ -27,6 +28,14 @@ import dev.nupa.l2.Link;
  * {@link Link}'s threading), as IP does: segments, timers and user calls all run there, so nothing
  * is locked. A user call from another thread while the node's loop runs throws
  * IllegalStateException; sockets hand their calls over with {@link #execute}.
+ *
+ * <p><b>Several loops.</b> A node whose event loops share one address ({@link LoopGroup}) has a layer per
+ * loop: the primary's ({@link #TcpLayer(Ipv4Stack, TcpConfig, long)}) listens, and the others'
+ * ({@link #TcpLayer(Ipv4Stack, TcpLayer)}) share its buffer budget. A connection the primary accepted moves
+ * to the loop its application runs on ({@link #handOff}); segments its peer still sends to the primary are
+ * handed on to that loop, until the peer learns the loop's fabric node from the segments it gets
+ * ({@link Segment#fromNode}). Connections a loop opens take their port from its share of the ephemeral
+ * range, by which the primary knows where to hand their segments.
  */
 public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** Receives connections a listener accepted, once established; called on the owner thread. */
@@ -54,7 +63,13 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         /** SYNs that reopened a four-tuple waiting in TIME-WAIT (RFC 6191, RFC 1122 4.2.2.13). */
         TIME_WAIT_REOPENED,
         /** Connections that went on waiting in TIME-WAIT as a compact record ({@link TimeWaitTable}). */
-        TIME_WAIT_RECORDS
+        TIME_WAIT_RECORDS,
+        /** Connections this layer handed to another event loop of the node ({@link #handOff}). */
+        CONNECTIONS_MOVED_OUT,
+        /** Connections this layer took over from another event loop of the node. */
+        CONNECTIONS_MOVED_IN,
+        /** Segments for a connection on another event loop of the node, handed on to it. */
+        SEGMENTS_HANDED_ON
     }
 
     /** One listening port. */
@@ -154,8 +169,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 waiting = false;
                 timeWaiting--;
             }
-            table.remove(ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort()), c);
+            long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
+            table.remove(key, c);
             timers.remove(c);
+            flows.remove(key, ip.loop()); // a connection that moved here: the primary no longer hands its segments on
             if (listener != null && !counted) {
                 counted = true;
                 listener.halfOpen--;
@@ -211,6 +228,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** The connections with a timer pending, by deadline (their hooks keep it). */
     private final TimerQueue timers = new TimerQueue();
     private final BufferBudget buffers;
+    /** The node's connections that moved off the primary loop, shared by its loops' layers. */
+    private final LoopFlows flows;
+    /** Connections another loop handed to this one ({@link #handOff}), taken in by {@link #adoptArrivals}. */
+    private final java.util.concurrent.ConcurrentLinkedQueue<TcpConnection> arrivals = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final LoopGroup group;
     private final Listener[] listeners = new Listener[65536];
     private final IsnGenerator isn;
     private final SynCookies cookies;
@@ -251,8 +273,31 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * and refuses the same way.
      */
     public TcpLayer(Ipv4Stack ip, TcpConfig defaults, long bufferMemoryLimit) {
-        this.buffers = new BufferBudget(bufferMemoryLimit);
+        this(ip, defaults, new BufferBudget(bufferMemoryLimit), new LoopFlows());
+        if (ip.loop() != 0) {
+            throw new IllegalArgumentException("the TCP layer of loop " + ip.loop() + " of " + ip.loopGroup()
+                    + " shares its primary's: build it with new TcpLayer(ip, primaryLayer)");
+        }
+    }
+
+    /**
+     * The layer of a node's event loop other than the primary ({@link LoopGroup}): its defaults, buffer budget
+     * and moved connections are {@code primary}'s. It does not listen; its connections take ports from its
+     * loop's share of the ephemeral range.
+     */
+    public TcpLayer(Ipv4Stack ip, TcpLayer primary) {
+        this(ip, primary.defaults, primary.buffers, primary.flows);
+        if (ip.loop() == 0 || primary.ip.loop() != 0 || ip.loopGroup() != primary.ip.loopGroup()) {
+            throw new IllegalArgumentException("a layer shares the budget of its node's primary loop (loop 0 of the same"
+                    + " group), not " + primary + " for loop " + ip.loop() + " of " + ip.loopGroup());
+        }
+    }
+
+    private TcpLayer(Ipv4Stack ip, TcpConfig defaults, BufferBudget buffers, LoopFlows flows) {
+        this.buffers = buffers;
+        this.flows = flows;
         this.ip = ip;
+        this.group = ip.loopGroup();
         this.defaults = defaults;
         this.isn = new IsnGenerator();
         this.cookies = new SynCookies();
@@ -301,11 +346,16 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (backlog < 1) {
             throw new IllegalArgumentException("listen backlog must be at least 1, got " + backlog);
         }
+        if (ip.loop() != 0) {
+            throw new IllegalStateException("TCP listens on its node's first event loop, which peers send to; this is loop "
+                    + ip.loop() + " of " + group + " (Vert.x binds servers there itself)");
+        }
         if (listeners[port] != null) {
             throw new IllegalStateException("TCP port " + port + " is already listening on "
                     + Ipv4Address.toString(ip.address()) + "; close that server or choose another port");
         }
         listeners[port] = new Listener(port, backlog, config, acceptor);
+        group.setTcpListening(port, true);
     }
 
     /** Whether {@code port} has a listener. */
@@ -316,6 +366,55 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public void unlisten(int port) {
         ip.link().checkOwner();
         listeners[port] = null;
+        group.setTcpListening(port, false);
+    }
+
+    // ---- moving connections between the node's loops ---------------------------------------
+
+    /**
+     * Hands connection {@code c} to {@code to}, the layer of another event loop of this node, where its
+     * application runs (a Vert.x child channel registered there). From now on only that loop touches it: it
+     * takes it in at its next segment or {@link #adoptArrivals}, and segments for it that reach this loop are
+     * handed on. On this layer's owner thread; {@code c} must be an established connection an application has.
+     */
+    public void handOff(TcpConnection c, TcpLayer to) {
+        ip.link().checkOwner();
+        Hooks h = (Hooks) c.events();
+        if (to.group != group || to == this) {
+            throw new IllegalArgumentException(to + " is not another event loop of this node (" + group + ")");
+        }
+        if (!h.claimed || h.waiting || !c.state().synchronizedState()) {
+            throw new IllegalStateException("only an established connection that an application holds moves to another"
+                    + " event loop, not " + c);
+        }
+        long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
+        table.remove(key, c);
+        timers.remove(c);
+        Hooks moved = to.new Hooks();
+        moved.begin(null, h.user);
+        moved.counted = true;
+        c.moveTo(to.output, moved);
+        to.arrivals.add(c);
+        if (ip.loop() == 0) {
+            flows.put(key, to.ip.loop());
+        }
+        count(Counter.CONNECTIONS_MOVED_OUT);
+        to.timerWakeup.run(); // its loop wakes to take it in
+    }
+
+    /** Takes in the connections other loops handed to this one; on the owner thread, before using one of them. */
+    public void adoptArrivals() {
+        ip.link().checkOwner();
+        TcpConnection c;
+        while ((c = arrivals.poll()) != null) {
+            table.put(ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort()), c);
+            long d = c.deadline();
+            if (d != Long.MAX_VALUE) {
+                timers.schedule(c, d);
+                deadlineMoved(d);
+            }
+            count(Counter.CONNECTIONS_MOVED_IN);
+        }
     }
 
     /** Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once. */
@@ -400,8 +499,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         for (int i = 0; i < span; i++) {
             int p = nextEphemeral;
             nextEphemeral = p == 65535 ? Ipv4Stack.EPHEMERAL_FIRST : p + 1;
-            if (listeners[p] != null) {
-                continue;
+            if (listeners[p] != null || group.loops() > 1 && (group.ephemeralOwner(p) != ip.loop() || group.isTcpListening(p))) {
+                continue; // with several loops, each takes ports of its own share (the primary hands segments on by port)
             }
             long key = ConnectionTable.key(remoteIp, remotePort, p);
             TcpConnection old = table.get(key);
@@ -481,6 +580,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (!released.isEmpty()) {
             recycleReleased();
         }
+        if (!arrivals.isEmpty()) {
+            adoptArrivals();
+        }
         count(Counter.SEGMENTS_IN);
         TcpHeader h = rxHeader;
         int status = h.wrap(iph.segment(), iph.payloadOffset(), iph.payloadLength(), iph.sourceAddress(),
@@ -519,8 +621,22 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         int remoteIp = iph.sourceAddress();
         int remotePort = h.sourcePort();
         int localPort = h.destinationPort();
-        TcpConnection c = table.get(ConnectionTable.key(remoteIp, remotePort, localPort));
+        long key = ConnectionTable.key(remoteIp, remotePort, localPort);
+        TcpConnection c = table.get(key);
         Listener l = listeners[localPort];
+        int from = ip.receivedFrom();
+        s.fromNode = c != null && from == c.via() || learnable(from, remoteIp) ? from : -1;
+        if (c == null && group.loops() > 1 && ip.loop() == 0) {
+            int to = flows.get(key);
+            if (to < 0 && l == null) {
+                to = group.ephemeralOwner(localPort); // a connection another loop opened, from its share of ports
+            }
+            if (to > 0) {
+                count(Counter.SEGMENTS_HANDED_ON);
+                ip.handOver(to, iph);
+                return;
+            }
+        }
         // A segment that may complete a handshake answered with a SYN cookie (RFC 4987 3.6).
         boolean cookieAck = l != null && s.has(Segment.ACK) && !s.has(Segment.SYN) && !s.has(Segment.RST);
         if (c != null) {
@@ -537,7 +653,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             }
             return;
         }
-        int record = timeWaitRecords.size() > 0 ? timeWaitRecords.find(ConnectionTable.key(remoteIp, remotePort, localPort)) : -1;
+        int record = timeWaitRecords.size() > 0 ? timeWaitRecords.find(key) : -1;
         if (record >= 0 && timeWaitSegment(record, l, remoteIp, remotePort, localPort, s, now)) {
             return;
         }
@@ -556,6 +672,14 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         count(Counter.NO_CONNECTION);
         reset(remoteIp, remotePort, localPort, s);
+    }
+
+    /**
+     * Whether the connection may send straight back to fabric node {@code from}: the peer's own node (its
+     * address is on-link), not one of this node's loops handing a segment on.
+     */
+    private boolean learnable(int from, int remoteIp) {
+        return from >= 0 && !group.isLoop(from) && ip.routes().nextHop(remoteIp) == (remoteIp & 0xFFFF_FFFFL);
     }
 
     private void synToListener(Listener l, int remoteIp, int remotePort, Segment syn, long now) {
@@ -626,7 +750,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /** A connection that waits in TIME-WAIT, let go of by its application, goes on waiting as a record; its object is reused. */
     private void toTimeWaitRecord(TcpConnection c, long now) {
-        c.moveToTimeWaitRecord(timeWaitRecords, ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort()), now);
+        long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
+        flows.remove(key, ip.loop());
+        c.moveToTimeWaitRecord(timeWaitRecords, key, now);
         count(Counter.TIME_WAIT_RECORDS);
         deadlineMoved(timeWaitRecords.nextExpiry());
     }
@@ -766,11 +892,18 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     // ---- sending ---------------------------------------------------------------------------
 
     private boolean transmit(TcpConnection c, Segment s) {
-        return send(c.remoteIp(), c.remotePort(), c.localPort(), s);
+        return send(c.via(), c.remoteIp(), c.remotePort(), c.localPort(), s);
     }
 
-    /** Builds the header (with options) and checksum, and hands header + payload to IP; false if it did not leave. */
     private boolean send(int remoteIp, int remotePort, int localPort, Segment s) {
+        return send(-1, remoteIp, remotePort, localPort, s);
+    }
+
+    /**
+     * Builds the header (with options) and checksum, and hands header + payload to IP, through fabric node
+     * {@code via} if the connection learned one (-1: IP's route); false if it did not leave.
+     */
+    private boolean send(int via, int remoteIp, int remotePort, int localPort, Segment s) {
         TcpOptions o = txOptions.clear();
         if (s.mss > 0) {
             o.setMss(s.mss);
@@ -807,7 +940,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         // Otherwise the lossless-fabric policy (IpConfig): left 0, as Linux leaves it on lo; receivers with the
         // same policy do not verify (every node of a fabric must agree on it, or TCP segments are dropped).
-        int rc = ip.sendDatagram(remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
+        int rc = ip.sendDatagram(via, remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
                 payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
         // A full ring is not loss: the connection keeps the segment and retries shortly. Other
         // failures (peer down, no route) are like loss on a wire; the retransmission timer handles them.

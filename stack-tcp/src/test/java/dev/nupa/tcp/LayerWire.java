@@ -18,6 +18,7 @@ import dev.nupa.ip.IpProtocolHandler;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.LoopGroup;
 import dev.nupa.ip.WireStatus;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
@@ -32,7 +33,7 @@ final class LayerWire implements AutoCloseable {
     static final long MS = 1_000_000L;
 
     /** One segment a raw peer received: the header as a value, the payload, and the checksum field as sent. */
-    record Got(TcpRepr h, byte[] data, int checksum) {
+    record Got(TcpRepr h, byte[] data, int checksum, int fromNode) {
         boolean has(int flag) {
             return (h.flags() & flag) != 0;
         }
@@ -65,7 +66,7 @@ final class LayerWire implements AutoCloseable {
             options.clear().parse(header);
             byte[] data = header.segment().asSlice(header.payloadOffset(), header.payloadLength()).toArray(
                     java.lang.foreign.ValueLayout.JAVA_BYTE);
-            got.add(new Got(TcpRepr.parse(header, options), data, header.checksum()));
+            got.add(new Got(TcpRepr.parse(header, options), data, header.checksum(), ip.receivedFrom()));
         }
 
         /** Sends {@code h} with {@code data} to {@code destination}, checksummed, and lets the nodes run. */
@@ -113,16 +114,37 @@ final class LayerWire implements AutoCloseable {
 
     /** With {@code checksums} false every node runs the lossless-fabric policy: TCP checksums neither computed nor verified. */
     LayerWire(int nodes, boolean checksums) {
-        fabric = ShmFabric.create(path, new FabricGeometry(Math.max(nodes, 2), 1, 256, 9216, 8, 64 * 1024, 10 * MS,
-                100 * MS, 10_000 * MS));
+        this(nodes, checksums, 1);
+    }
+
+    /**
+     * {@code nodes} nodes, the first of which has {@code loops} event loops sharing its address
+     * ({@link LoopGroup}); its extra loops are fabric nodes {@code nodes, nodes + 1, ...} ({@link #loopStack}).
+     */
+    LayerWire(int nodes, boolean checksums, int loops) {
+        fabric = ShmFabric.create(path, new FabricGeometry(Math.max(nodes + loops - 1, 2), 1, 256, 9216, 8, 64 * 1024,
+                10 * MS, 100 * MS, 10_000 * MS));
         open.push(fabric);
-        for (int i = 0; i < nodes; i++) {
+        LoopGroup group = new LoopGroup(loops);
+        for (int i = 0; i < nodes + loops - 1; i++) {
             FabricDevice dev = fabric.attach(i);
             open.push(dev);
             NeighborDirectory nd = new NeighborDirectory(dev);
             open.push(nd);
-            stacks.add(new Ipv4Stack(new Link(dev), nd, IpConfig.of(ip(i), 24).withChecksums(checksums, checksums)));
+            IpConfig config = IpConfig.of(ip(i < nodes ? i : 0), 24).withChecksums(checksums, checksums);
+            int loop = i == 0 ? 0 : i < nodes ? -1 : i - nodes + 1;
+            stacks.add(loop < 0 ? new Ipv4Stack(new Link(dev), nd, config) : new Ipv4Stack(new Link(dev), nd, config, group, loop));
         }
+    }
+
+    /** The stack of loop {@code loop} (1..) of node 0. */
+    Ipv4Stack loopStack(int nodes, int loop) {
+        return stacks.get(nodes + loop - 1);
+    }
+
+    /** Runs the TcpLayer of an extra loop of node 0 beside {@code primary}, node 0's. */
+    TcpLayer loopTcp(int nodes, int loop, TcpLayer primary) {
+        return add(new TcpLayer(loopStack(nodes, loop), primary));
     }
 
     static int ip(int node) {

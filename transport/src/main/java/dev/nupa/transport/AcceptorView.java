@@ -16,8 +16,8 @@ import io.netty.util.concurrent.GlobalEventExecutor;
 import io.netty.util.concurrent.Promise;
 
 /**
- * Vert.x's acceptor group, as the node's one event loop: listeners are registered on the loop that
- * owns the node, like every other channel. Shutting it down ends only the view: Vert.x shuts its
+ * Vert.x's acceptor group, as the node's primary event loop (its first, which peers send to): listeners
+ * are registered there. Shutting it down ends only the view: Vert.x shuts its
  * acceptor group down first and then goes on with work on its event loops, so the loop itself is
  * shut down with the event-loop group, after that.
  */
@@ -31,28 +31,28 @@ final class AcceptorView extends AbstractEventExecutorGroup implements EventLoop
 
     @Override
     public EventLoop next() {
-        return loops.next();
+        return (EventLoop) loops.iterator().next(); // the group's first child drives the primary stack
     }
 
     @Override
     public Iterator<EventExecutor> iterator() {
-        return loops.iterator();
+        return java.util.List.<EventExecutor>of(next()).iterator();
     }
 
     @Override
     public ChannelFuture register(Channel channel) {
-        return loops.register(channel);
+        return next().register(channel);
     }
 
     @Override
     public ChannelFuture register(ChannelPromise promise) {
-        return loops.register(promise);
+        return next().register(promise);
     }
 
     @Override
     @Deprecated
     public ChannelFuture register(Channel channel, ChannelPromise promise) {
-        return loops.register(channel, promise);
+        return next().register(channel, promise);
     }
 
     @Override

@@ -1,12 +1,15 @@
 package dev.nupa.transport;
 
 import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
 
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.LoopGroup;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
@@ -33,6 +36,11 @@ public final class FabricStack implements AutoCloseable {
      * frames are all in, so the segments of one batch reach the pipeline as one read, not one read each.
      */
     private final java.util.ArrayDeque<NupaSocketChannel> readsDue = new java.util.ArrayDeque<>();
+    /**
+     * Listeners with connections to hand out: they do at the end of the round, ahead of the reads, where no
+     * connection is in the middle of a segment (a connection may move to another loop as it is handed out).
+     */
+    private final java.util.ArrayDeque<NupaServerSocketChannel> acceptsDue = new java.util.ArrayDeque<>();
 
     private FabricStack(Fabric fabric, FabricDevice device, Link link, NeighborDirectory neighbors, Datapath datapath,
                         Ipv4Stack ip, TcpLayer tcp) {
@@ -45,25 +53,56 @@ public final class FabricStack implements AutoCloseable {
         this.tcp = tcp;
     }
 
-    /** Joins (or creates) the fabric, attaches the node and builds its layers; throws with the reason. */
+    /** Joins (or creates) the fabric, attaches the node (one loop) and builds its layers; throws with the reason. */
     public static FabricStack open(StackConfig config) {
+        if (config.loops() != 1) {
+            throw new IllegalArgumentException("a node of " + config.loops() + " event loops has a stack per loop: open it with openLoops");
+        }
+        return openLoops(config).getFirst();
+    }
+
+    /**
+     * The stacks of a node's {@link StackConfig#loops} event loops, which share its IPv4 address ({@link LoopGroup}):
+     * the first is the primary, at the configured fabric address; the others take free addresses. All or none:
+     * throws with the reason, leaving nothing attached.
+     */
+    public static List<FabricStack> openLoops(StackConfig config) {
+        LoopGroup group = new LoopGroup(config.loops());
+        List<FabricStack> stacks = new ArrayList<>();
+        try {
+            for (int loop = 0; loop < config.loops(); loop++) {
+                stacks.add(open(config, group, loop, stacks.isEmpty() ? null : stacks.getFirst()));
+            }
+        } catch (RuntimeException e) {
+            for (FabricStack s : stacks) {
+                s.close();
+            }
+            throw e;
+        }
+        return List.copyOf(stacks);
+    }
+
+    private static FabricStack open(StackConfig config, LoopGroup group, int loop, FabricStack primary) {
         Fabric fabric = Files.exists(config.fabric()) ? ShmFabric.join(config.fabric())
                 : ShmFabric.openOrCreate(config.fabric(), config.geometry());
         FabricDevice device = null;
         NeighborDirectory neighbors = null;
         try {
-            device = config.address() < 0 ? fabric.attachAny() : fabric.attach(config.address());
+            // The extra loops take the highest free addresses: the low ones are the plan's, for nodes given one.
+            device = loop > 0 ? fabric.attachAny(true) : config.address() < 0 ? fabric.attachAny() : fabric.attach(config.address());
             Link link = new Link(device, config.mtu());
             neighbors = new NeighborDirectory(device);
             Datapath datapath = new Datapath(link, config.idle());
-            IpConfig ipc = config.ip() != null ? config.ip() : IpConfig.fabricPlan(link.address());
-            Ipv4Stack ip = new Ipv4Stack(link, neighbors, ipc);
+            IpConfig ipc = primary != null ? primary.ip.config()
+                    : config.ip() != null ? config.ip() : IpConfig.fabricPlan(link.address());
+            Ipv4Stack ip = new Ipv4Stack(link, neighbors, ipc, group, loop);
             for (Route r : config.routes()) {
                 ip.addRoute(r);
             }
             datapath.addTimer(ip);
             TcpConfig tc = config.tcp() != null ? config.tcp() : TcpConfig.defaults(link.mtu());
-            TcpLayer tcp = config.tcpBufferMemory() > 0 ? new TcpLayer(ip, tc, config.tcpBufferMemory()) : new TcpLayer(ip, tc);
+            TcpLayer tcp = primary != null ? new TcpLayer(ip, primary.tcp)
+                    : config.tcpBufferMemory() > 0 ? new TcpLayer(ip, tc, config.tcpBufferMemory()) : new TcpLayer(ip, tc);
             tcp.setTimerWakeup(datapath::timersChanged);
             datapath.addTimer(tcp);
             return new FabricStack(fabric, device, link, neighbors, datapath, ip, tcp);
@@ -83,17 +122,42 @@ public final class FabricStack implements AutoCloseable {
         return link;
     }
 
+    /** Which of its node's event loops this stack is (0: the primary, which peers send to). */
+    public int loop() {
+        return ip.loop();
+    }
+
+    /** Whether {@code other} is a stack of another event loop of this node. */
+    boolean sameNode(FabricStack other) {
+        return other.ip.loopGroup() == ip.loopGroup();
+    }
+
     /** {@code channel} reads at the end of this round ({@link #endRound}); on the loop. */
     void readAtRoundEnd(NupaSocketChannel channel) {
         readsDue.addLast(channel);
     }
 
-    /** The round's frames are in: the channels that were given bytes read them. Returns how many read. */
+    /** {@code listener} hands out its new connections at the end of this round; on the loop. */
+    void acceptAtRoundEnd(NupaServerSocketChannel listener) {
+        acceptsDue.addLast(listener);
+    }
+
+    /**
+     * The round's frames are in: listeners hand out their new connections, then the channels that were given
+     * bytes read them (not those that moved to another loop meanwhile: that loop reads). Returns how many acted.
+     */
     int endRound() {
         int n = 0;
+        NupaServerSocketChannel l;
+        while ((l = acceptsDue.pollFirst()) != null) {
+            l.roundEnd();
+            n++;
+        }
         NupaSocketChannel ch;
         while ((ch = readsDue.pollFirst()) != null) {
-            ch.roundEnd();
+            if (ch.stack() == this) {
+                ch.roundEnd();
+            }
             n++;
         }
         return n;
@@ -133,6 +197,6 @@ public final class FabricStack implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "node " + link.address() + " " + ip.config();
+        return "node " + link.address() + " " + ip.config() + (ip.loopGroup().loops() > 1 ? " (loop " + ip.loop() + ")" : "");
     }
 }

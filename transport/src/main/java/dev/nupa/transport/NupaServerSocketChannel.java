@@ -122,7 +122,19 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
             return;
         }
         accepted.add(new NupaSocketChannel(this, stack, c));
-        if (acceptRequested) {
+        if (acceptRequested && !acceptDue) {
+            acceptDue = true;
+            stack.acceptAtRoundEnd(this); // not in the middle of the connection's segment (see FabricStack.endRound)
+        }
+    }
+
+    /** Set while the channel waits in its stack's list of listeners due at the end of the round. */
+    private boolean acceptDue;
+
+    /** The end of the round: hands out the connections accepted in it, if accepting is still asked for. */
+    void roundEnd() {
+        acceptDue = false;
+        if (acceptRequested && open) {
             readAccepted();
         }
     }

@@ -150,9 +150,31 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         return new NupaUnsafe();
     }
 
+    /**
+     * Netty asks this as it registers the channel, on the registering thread. An accepted connection whose
+     * listener's loop (the node's primary) registers it on another loop of the node moves there now: the
+     * primary hands it off, and that loop takes it in as it registers the channel ({@link #doRegister}).
+     * The listener hands out connections at the end of the loop's round, so none is in the middle of a segment.
+     */
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return NupaIoHandle.compatible(loop, NupaUnsafe.class);
+        if (!NupaIoHandle.compatible(loop, NupaUnsafe.class)) {
+            return false;
+        }
+        FabricStack to = NupaIoHandler.stackOf(loop);
+        if (stack == null || connection == null || to == stack) {
+            return true;
+        }
+        if (to == null || !stack.sameNode(to) || !stack.link().isOwner()) {
+            return false; // another node's loop, or not from the loop that has the connection
+        }
+        stack.tcp().handOff(connection, to.tcp());
+        stack = to;
+        if (readDue) {
+            readDue = false; // the primary's round end skips it now (FabricStack.endRound): its new loop reads
+            readAfterRegister = true;
+        }
+        return true;
     }
 
     @Override
@@ -162,11 +184,22 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             if (stack != null && stack != s) {
                 r.cancel();
                 throw new IllegalStateException("a connection of " + stack + " cannot move to the event loop of " + s
-                        + "; each fabric node's connections stay on its own loop");
+                        + "; connections move only from the node's primary loop, as Vert.x registers them");
             }
             registration = r;
             stack = s;
+            if (connection != null) {
+                s.tcp().adoptArrivals(); // a connection handed from the primary loop is this loop's from here on
+            }
+            if (readAfterRegister) {
+                readAfterRegister = false;
+                readAtRoundEnd(); // after the registration ends, with the pipeline in place
+            }
         });
+    }
+
+    FabricStack stack() {
+        return stack;
     }
 
     @Override
@@ -511,6 +544,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
     /** Set while the channel waits in its stack's list of reads due at the end of the round. */
     private boolean readDue;
+    /** Bytes came before the channel was registered (it was moving to its loop): it reads once registered. */
+    private boolean readAfterRegister;
 
     /** Bytes or the peer's FIN arrived: read once the round's frames are all in (one read for a batch of segments). */
     private void readAtRoundEnd() {
@@ -526,6 +561,10 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             return; // already read, ahead of a reset (onClosed)
         }
         readDue = false;
+        if (!isRegistered()) {
+            readAfterRegister = true; // moving to its loop: the pipeline is not in place yet
+            return;
+        }
         TcpConnection c = connection;
         if (c == null || state != State.CONNECTED) {
             return;

@@ -1,7 +1,8 @@
 package dev.nupa.transport;
 
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -16,41 +17,46 @@ import io.netty.channel.socket.InternetProtocolFamily;
 import io.vertx.core.net.NetServerOptions;
 
 /**
- * The Vert.x transport SPI over one fabric node: its event loop is the node's datapath
- * ({@link NupaIoHandler}) and its channels are the node's TCP and UDP. One node, one event loop:
- * Vert.x's event-loop group and its acceptor group are that one loop, so a server's listener and
- * the connections it accepts, and every client connection, live on the thread that owns the node.
- * More loops are more nodes (see docs/vertx-transport.md).
+ * The Vert.x transport SPI over one fabric node: each of its event loops drives a stack of the node
+ * ({@link NupaIoHandler}; one per loop, sharing the node's IPv4 address) and its channels are the node's
+ * TCP and UDP. Vert.x's acceptor group is the primary loop, which peers send to: listeners live there,
+ * and a connection they accept moves to the loop Vert.x registers it on (see docs/vertx-transport.md).
  */
 @SuppressWarnings("deprecation") // InternetProtocolFamily: the type of Vert.x 5.0's SPI
 final class NupaTransport implements io.vertx.core.spi.transport.Transport {
-    private final FabricStack stack;
-    private final AtomicBoolean handlerMade = new AtomicBoolean();
+    private final List<FabricStack> stacks;
+    private final AtomicInteger handlersMade = new AtomicInteger();
     private EventLoopGroup group;
 
-    NupaTransport(FabricStack stack) {
-        this.stack = stack;
+    NupaTransport(List<FabricStack> stacks) {
+        this.stacks = stacks;
     }
 
+    /** The primary loop's stack. */
     FabricStack stack() {
-        return stack;
+        return stacks.getFirst();
+    }
+
+    List<FabricStack> stacks() {
+        return stacks;
     }
 
     @Override
     public IoHandlerFactory ioHandlerFactory() {
         return executor -> {
-            if (!handlerMade.compareAndSet(false, true)) {
-                throw new IllegalStateException("a fabric node has one event loop; " + stack
-                        + " already has its own (start another node for another loop)");
+            int i = handlersMade.getAndIncrement();
+            if (i >= stacks.size()) {
+                throw new IllegalStateException("this fabric node has " + stacks.size() + " event loop(s), all made; "
+                        + "give StackConfig.withLoops the number of loops wanted");
             }
-            return new NupaIoHandler(executor, stack);
+            return new NupaIoHandler(executor, stacks.get(i));
         };
     }
 
     @Override
     public synchronized EventLoopGroup eventLoopGroup(int type, int nThreads, ThreadFactory threadFactory, int ioRatio) {
-        if (group == null) { // Vert.x asks for its event loops first: one, whatever nThreads says
-            group = new MultiThreadIoEventLoopGroup(1, threadFactory, ioHandlerFactory());
+        if (group == null) { // Vert.x asks for its event loops first: the node's, whatever nThreads says
+            group = new MultiThreadIoEventLoopGroup(stacks.size(), threadFactory, ioHandlerFactory());
         }
         return type == ACCEPTOR_EVENT_LOOP_GROUP ? new AcceptorView(group) : group;
     }

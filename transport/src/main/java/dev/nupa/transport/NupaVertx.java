@@ -1,13 +1,16 @@
 package dev.nupa.transport;
 
+import java.util.List;
+
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.internal.VertxInternal;
 
 /**
- * Starts Vert.x on a fabric node: its one event loop runs the node's datapath and its TCP, HTTP,
- * gRPC and UDP go over the fabric, so unmodified Vert.x code (NetServer, NetClient, HttpServer,
- * HttpClient, DatagramSocket) talks to other fabric nodes, with stack and handlers on one thread.
+ * Starts Vert.x on a fabric node: its event loops run the node's datapath (a stack per loop, see
+ * {@link StackConfig#loops}) and its TCP, HTTP, gRPC and UDP go over the fabric, so unmodified Vert.x
+ * code (NetServer, NetClient, HttpServer, HttpClient, DatagramSocket) talks to other fabric nodes, with
+ * stack and handlers on one thread.
  *
  * <pre>{@code
  * Vertx vertx = NupaVertx.create(StackConfig.defaults(Path.of("/dev/shm/f1"), 0)); // 10.0.0.1
@@ -27,19 +30,19 @@ public final class NupaVertx {
 
     /**
      * As {@link #create(StackConfig)} with {@code options} for the rest of Vert.x; its event-loop pool
-     * size is the node's one loop whatever it says.
+     * size is the node's {@link StackConfig#loops} whatever it says.
      */
     public static Vertx create(StackConfig config, VertxOptions options) {
-        FabricStack stack = FabricStack.open(config);
-        NupaTransport transport = new NupaTransport(stack);
+        List<FabricStack> stacks = FabricStack.openLoops(config);
+        NupaTransport transport = new NupaTransport(stacks);
         Vertx vertx;
         try {
             vertx = Vertx.builder()
-                    .with(new VertxOptions(options).setEventLoopPoolSize(1))
+                    .with(new VertxOptions(options).setEventLoopPoolSize(stacks.size()))
                     .withTransport(new Named(transport))
                     .build();
         } catch (RuntimeException e) {
-            stack.close();
+            stacks.forEach(FabricStack::close);
             throw e;
         }
         VertxInternal vi = (VertxInternal) vertx;
@@ -48,21 +51,32 @@ public final class NupaVertx {
             throw new IllegalStateException("Vert.x did not take the NUPA transport; it fell back to "
                     + vi.transport().getClass().getName());
         }
-        // Netty starts a loop's thread on its first task: start it now, so the node answers (ping, RST,
-        // ARP-like lookups) before the application has asked anything of it, and wait until it owns the node.
+        // Netty starts a loop's thread on its first task: start them now, so the node answers (ping, RST,
+        // ARP-like lookups) before the application has asked anything of it, and wait until they own their stacks.
         try {
-            vi.nettyEventLoopGroup().next().submit(() -> { }).get(10, java.util.concurrent.TimeUnit.SECONDS);
+            for (io.netty.util.concurrent.EventExecutor loop : vi.nettyEventLoopGroup()) {
+                loop.submit(() -> { }).get(10, java.util.concurrent.TimeUnit.SECONDS);
+            }
         } catch (Exception e) {
             vertx.close();
-            throw new IllegalStateException("the event loop of " + stack + " did not start: " + e, e);
+            throw new IllegalStateException("the event loops of " + stacks.getFirst() + " did not start: " + e, e);
         }
         return vertx;
     }
 
-    /** The node under a Vert.x instance from {@link #create}; throws if it has none. */
+    /** The node under a Vert.x instance from {@link #create} (its primary loop's stack); throws if it has none. */
     public static FabricStack stack(Vertx vertx) {
+        return transport(vertx).stack();
+    }
+
+    /** The stacks of the node's event loops, the primary first. */
+    public static List<FabricStack> stacks(Vertx vertx) {
+        return transport(vertx).stacks();
+    }
+
+    private static NupaTransport transport(Vertx vertx) {
         if (((VertxInternal) vertx).transport() instanceof NupaTransport t) {
-            return t.stack();
+            return t;
         }
         throw new IllegalArgumentException("this Vert.x instance does not run on a fabric node; create it with NupaVertx.create");
     }

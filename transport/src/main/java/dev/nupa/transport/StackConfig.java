@@ -18,11 +18,20 @@ import dev.nupa.tcp.TcpConfig;
  * @param ip              the IPv4 address and prefix, or null for the fabric's plan (10.0.0.(N+1)/24)
  * @param tcp             TCP defaults, or null for {@link TcpConfig#defaults(int)} of the MTU
  * @param tcpBufferMemory the bound on all connections' buffers together, or 0 for the JVM default
+ * @param loops           event loops (1..64); loop 0 takes {@code address}, the others the first free
+ *                        addresses, all with the one IPv4 address (see {@link dev.nupa.ip.LoopGroup})
  */
 public record StackConfig(Path fabric, int address, FabricGeometry geometry, int mtu, Datapath.Idle idle, IpConfig ip,
-                          List<Route> routes, TcpConfig tcp, long tcpBufferMemory) {
+                          List<Route> routes, TcpConfig tcp, long tcpBufferMemory, int loops) {
+    /** The maximum of {@link #loops}. */
+    public static final int MAX_LOOPS = 64;
+
     public StackConfig {
         routes = List.copyOf(routes);
+        if (loops < 1 || loops > MAX_LOOPS) {
+            throw new IllegalArgumentException("event loops " + loops + " is outside 1.." + MAX_LOOPS
+                    + "; give one per core the node may use");
+        }
         if (tcpBufferMemory < 0) {
             throw new IllegalArgumentException("TCP buffer memory " + tcpBufferMemory
                     + " is negative; give a number of bytes, or 0 for the default");
@@ -32,18 +41,23 @@ public record StackConfig(Path fabric, int address, FabricGeometry geometry, int
     /** Node {@code address} of {@code fabric} with every other setting at its default (the loop idles as {@link Datapath.Idle#eventLoop()}). */
     public static StackConfig defaults(Path fabric, int address) {
         return new StackConfig(fabric, address, FabricGeometry.defaults(), Link.DEFAULT_MTU, Datapath.Idle.eventLoop(), null,
-                List.of(), null, 0);
+                List.of(), null, 0, 1);
     }
 
     public StackConfig withIp(IpConfig ip) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
     }
 
     public StackConfig withIdle(Datapath.Idle idle) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
+    }
+
+    /** With {@code loops} event loops sharing the node's IPv4 address. */
+    public StackConfig withLoops(int loops) {
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
     }
 
     public StackConfig withTcp(TcpConfig tcp) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
     }
 }

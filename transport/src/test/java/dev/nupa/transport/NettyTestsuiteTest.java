@@ -57,8 +57,8 @@ class NettyTestsuiteTest {
         fabric = Path.of("/dev/shm/nupa-test-netty-" + UUID.randomUUID());
         serverStack = FabricStack.open(StackConfig.defaults(fabric, 0)); // 10.0.0.1
         clientStack = FabricStack.open(StackConfig.defaults(fabric, 1)); // 10.0.0.2
-        serverLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(serverStack).ioHandlerFactory());
-        clientLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(clientStack).ioHandlerFactory());
+        serverLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(java.util.List.of(serverStack)).ioHandlerFactory());
+        clientLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(java.util.List.of(clientStack)).ioHandlerFactory());
     }
 
     @AfterAll
