@@ -34,6 +34,15 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--run-for", paramLabel = "SECONDS", description = "Stop after this many seconds (default: until interrupted).")
     Double runFor;
 
+    @Option(names = "--grpc", paramLabel = "HOST:PORT",
+            description = "Serve the node's gRPC endpoint (Admin, health, reflection) over Linux TCP on HOST:PORT; loopback"
+                    + " only unless --grpc-token-file is given (docs/grpc.md).")
+    String grpc;
+
+    @Option(names = "--grpc-token-file", paramLabel = "FILE",
+            description = "A file holding the bearer token every gRPC call must carry (authorization: Bearer TOKEN).")
+    Path grpcTokenFile;
+
     @Mixin
     TcpSocketOptions sockets;
 
@@ -50,7 +59,22 @@ final class NodeCommand implements Callable<Integer> {
         if (checked != null) {
             config = config.withTcp(checked);
         }
+        String[] grpcAt = grpc != null ? hostPort(grpc) : null;
+        String token = grpcTokenFile != null ? readToken(grpcTokenFile) : null;
+        if (token != null && grpc == null) {
+            throw new IllegalArgumentException("--grpc-token-file guards the gRPC endpoint; give --grpc HOST:PORT too");
+        }
         NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
+        GrpcEndpoint endpoint = null;
+        if (grpcAt != null) {
+            try {
+                endpoint = GrpcEndpoint.start(node, config.fabric().toString(), grpcAt[0], Integer.parseInt(grpcAt[1]), token)
+                        .await(10, TimeUnit.SECONDS);
+            } catch (RuntimeException e) {
+                node.closeAndWait();
+                throw e;
+            }
+        }
         if (udpEcho != null) {
             DatagramSocket echo = node.vertx().createDatagramSocket();
             echo.handler(p -> echo.send(p.data(), p.sender().port(), p.sender().host()));
@@ -65,10 +89,20 @@ final class NodeCommand implements Callable<Integer> {
         System.out.println("nupa node: " + node + " on " + config.fabric()
                 + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")
                 + (tcpEcho != null ? ", TCP echo on port " + tcpEcho + " (" + sockets.describe(echoConfig) + ")" : "")
-                + (capture != null ? ", capturing to " + capture : "") + "; Ctrl-C to stop");
+                + (capture != null ? ", capturing to " + capture : "")
+                + (endpoint != null ? ", gRPC on " + grpcAt[0] + ":" + endpoint.port() + (token != null ? " (bearer token)" : "") : "")
+                + "; Ctrl-C to stop");
         System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
+        GrpcEndpoint ep = endpoint;
         Thread hook = new Thread(() -> {
+            if (ep != null) {
+                try {
+                    ep.close().await(5, TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    System.out.println("nupa node: the gRPC endpoint did not close in 5 s: " + e);
+                }
+            }
             stop(node);
             stopped.countDown();
         });
@@ -80,6 +114,31 @@ final class NodeCommand implements Callable<Integer> {
         }
         stopped.await();
         return 0;
+    }
+
+    /** HOST:PORT split, with a clear error. */
+    static String[] hostPort(String s) {
+        int colon = s.lastIndexOf(':');
+        if (colon <= 0 || colon == s.length() - 1) {
+            throw new IllegalArgumentException("--grpc takes HOST:PORT (e.g. 127.0.0.1:50100), not " + s);
+        }
+        String port = s.substring(colon + 1);
+        if (!port.chars().allMatch(Character::isDigit) || port.length() > 5) {
+            throw new IllegalArgumentException("--grpc port " + port + " is not a number in 0..65535");
+        }
+        return new String[] {s.substring(0, colon), port};
+    }
+
+    private static String readToken(Path file) {
+        try {
+            String t = java.nio.file.Files.readString(file).strip();
+            if (t.isEmpty()) {
+                throw new IllegalArgumentException("the token file " + file + " is empty; put the bearer token in it");
+            }
+            return t;
+        } catch (java.io.IOException e) {
+            throw new IllegalArgumentException("cannot read the token file " + file + ": " + e.getMessage());
+        }
     }
 
     private static void stop(NupaNode node) {

@@ -553,6 +553,28 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         return m;
     }
 
+    /** A connection as tools list it ({@link #list}). */
+    public record ConnectionView(int localIp, int localPort, int remoteIp, int remotePort, TcpState state) {
+    }
+
+    /**
+     * Up to {@code limit} of the layer's connection objects, as they are now (the compact TIME-WAIT records are
+     * counted by {@link #states}, not listed); from another thread it asks the owner (blocking).
+     */
+    public java.util.List<ConnectionView> list(int limit) {
+        if (!ip.link().isOwner()) {
+            return ip.link().call(() -> list(limit));
+        }
+        java.util.List<ConnectionView> l = new java.util.ArrayList<>();
+        for (TcpConnection c : table.all()) {
+            if (l.size() == limit) {
+                break;
+            }
+            l.add(new ConnectionView(c.localIp(), c.localPort(), c.remoteIp(), c.remotePort(), c.state()));
+        }
+        return l;
+    }
+
     public long counter(Counter c) {
         return counters[c.ordinal()];
     }

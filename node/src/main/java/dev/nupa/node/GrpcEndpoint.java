@@ -1,0 +1,122 @@
+package dev.nupa.node;
+
+import java.net.InetAddress;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.util.concurrent.atomic.AtomicLong;
+
+import dev.nupa.node.admin.AdminGrpcService;
+import io.vertx.core.Future;
+import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
+import io.vertx.core.http.HttpServer;
+import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.HttpServerRequest;
+import io.vertx.grpc.health.HealthService;
+import io.vertx.grpc.reflection.ReflectionService;
+import io.vertx.grpc.server.GrpcServer;
+
+/**
+ * The node's management endpoint: the Admin service ({@code admin.proto}), the standard gRPC health service
+ * and server reflection (so grpcurl-style tools list and call it), served over Linux TCP by a small Vert.x
+ * instance of its own, so tools that know nothing of the fabric reach it.
+ *
+ * <p>It listens on loopback unless given a bearer token; with a token, a call without the header
+ * {@code authorization: Bearer TOKEN} is refused with UNAUTHENTICATED (and counted), wherever it comes from.
+ */
+public final class GrpcEndpoint {
+    /** The name the Admin service answers to in the health service. */
+    static final String ADMIN_SERVICE = "nupa.admin.v1.Admin";
+
+    private final Vertx vertx;
+    private final HttpServer server;
+    private final AtomicLong refused;
+
+    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused) {
+        this.vertx = vertx;
+        this.server = server;
+        this.refused = refused;
+    }
+
+    /**
+     * Serves {@code node} on {@code host}:{@code port} (0: a free port). {@code token} may be null on a loopback
+     * address only. Fails with the reason (a host that is not an address here, a port in use, no token).
+     */
+    public static Future<GrpcEndpoint> start(NupaNode node, String fabric, String host, int port, String token) {
+        try {
+            check(host, port, token);
+        } catch (IllegalArgumentException e) {
+            return Future.failedFuture(e);
+        }
+        Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1));
+        GrpcServer grpc = GrpcServer.server(vertx);
+        grpc.addService(AdminGrpcService.of(new NodeAdmin(node, fabric)));
+        grpc.addService(HealthService.create(vertx).register(ADMIN_SERVICE, () -> Future.succeededFuture(true)));
+        grpc.addService(ReflectionService.v1());
+        byte[] expected = token == null ? null : ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
+        AtomicLong refused = new AtomicLong();
+        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(true))
+                .requestHandler(req -> {
+                    if (expected != null && !authorized(req, expected)) {
+                        refused.incrementAndGet();
+                        refuse(req);
+                        return;
+                    }
+                    grpc.handle(req);
+                });
+        return server.listen(port, host)
+                .map(s -> new GrpcEndpoint(vertx, s, refused))
+                .recover(e -> vertx.close().transform(v -> Future.failedFuture(new IllegalStateException(
+                        "the gRPC endpoint cannot listen on " + host + ":" + port + ": " + e.getMessage(), e))));
+    }
+
+    private static void check(String host, int port, String token) {
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("gRPC port " + port + " is outside 0..65535");
+        }
+        InetAddress a;
+        try {
+            a = InetAddress.getByName(host);
+        } catch (UnknownHostException e) {
+            throw new IllegalArgumentException("gRPC host " + host + " is not an address of this machine; give one, e.g. 127.0.0.1");
+        }
+        if (token == null && !a.isLoopbackAddress()) {
+            throw new IllegalArgumentException("the gRPC endpoint listens on " + host
+                    + " only with a bearer token (--grpc-token-file); without one it listens on loopback, e.g. 127.0.0.1");
+        }
+        if (token != null && (token.isBlank() || token.chars().anyMatch(c -> c < 0x21 || c > 0x7E))) {
+            throw new IllegalArgumentException("the gRPC bearer token must be printable ASCII without spaces, and not empty");
+        }
+    }
+
+    /** Constant time in the header's length, so the comparison does not say where a guess went wrong. */
+    private static boolean authorized(HttpServerRequest req, byte[] expected) {
+        String h = req.getHeader("authorization");
+        return h != null && MessageDigest.isEqual(h.getBytes(StandardCharsets.UTF_8), expected);
+    }
+
+    /** A gRPC "trailers-only" answer: status UNAUTHENTICATED (16), with why. */
+    private static void refuse(HttpServerRequest req) {
+        req.response()
+                .putHeader("content-type", "application/grpc")
+                .putHeader("grpc-status", "16")
+                .putHeader("grpc-message", "missing or wrong bearer token: send the header authorization: Bearer TOKEN")
+                .end();
+    }
+
+    /** The port it listens on. */
+    public int port() {
+        return server.actualPort();
+    }
+
+    /** Calls refused for want of the bearer token. */
+    public long refused() {
+        return refused.get();
+    }
+
+    /** Stops listening and closes its Vert.x instance. */
+    public Future<Void> close() {
+        return vertx.close();
+    }
+}
