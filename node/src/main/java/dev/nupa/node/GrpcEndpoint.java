@@ -7,6 +7,7 @@ import java.security.MessageDigest;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.nupa.node.admin.AdminGrpcService;
+import dev.nupa.node.sockets.SocketsGrpcService;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
@@ -18,8 +19,8 @@ import io.vertx.grpc.reflection.ReflectionService;
 import io.vertx.grpc.server.GrpcServer;
 
 /**
- * The node's management endpoint: the Admin service ({@code admin.proto}), the standard gRPC health service
- * and server reflection (so grpcurl-style tools list and call it), served over Linux TCP by a small Vert.x
+ * The node's gRPC endpoint: the Admin service ({@code admin.proto}), the Sockets service ({@code sockets.proto}:
+ * the node's TCP and UDP for other processes), the standard gRPC health service and server reflection (so grpcurl-style tools list and call it), served over Linux TCP by a small Vert.x
  * instance of its own, so tools that know nothing of the fabric reach it.
  *
  * <p>It listens on loopback unless given a bearer token; with a token, a call without the header
@@ -32,11 +33,13 @@ public final class GrpcEndpoint {
     private final Vertx vertx;
     private final HttpServer server;
     private final AtomicLong refused;
+    private final NodeSockets sockets;
 
-    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused) {
+    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused, NodeSockets sockets) {
         this.vertx = vertx;
         this.server = server;
         this.refused = refused;
+        this.sockets = sockets;
     }
 
     /**
@@ -52,6 +55,8 @@ public final class GrpcEndpoint {
         Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1));
         GrpcServer grpc = GrpcServer.server(vertx);
         grpc.addService(AdminGrpcService.of(new NodeAdmin(node, fabric)));
+        NodeSockets sockets = new NodeSockets(node);
+        grpc.addService(SocketsGrpcService.of(sockets));
         grpc.addService(HealthService.create(vertx).register(ADMIN_SERVICE, () -> Future.succeededFuture(true)));
         grpc.addService(ReflectionService.v1());
         byte[] expected = token == null ? null : ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
@@ -66,8 +71,8 @@ public final class GrpcEndpoint {
                     grpc.handle(req);
                 });
         return server.listen(port, host)
-                .map(s -> new GrpcEndpoint(vertx, s, refused))
-                .recover(e -> vertx.close().transform(v -> Future.failedFuture(new IllegalStateException(
+                .map(s -> new GrpcEndpoint(vertx, s, refused, sockets))
+                .recover(e -> sockets.close().eventually(vertx::close).transform(v -> Future.failedFuture(new IllegalStateException(
                         "the gRPC endpoint cannot listen on " + host + ":" + port + ": " + e.getMessage(), e))));
     }
 
@@ -115,8 +120,12 @@ public final class GrpcEndpoint {
         return refused.get();
     }
 
-    /** Stops listening and closes its Vert.x instance. */
+    /** Stops listening, closes the sockets its calls still hold, and closes its Vert.x instance. */
     public Future<Void> close() {
-        return vertx.close();
+        return vertx.close().eventually(sockets::close);
+    }
+
+    NodeSockets sockets() {
+        return sockets;
     }
 }

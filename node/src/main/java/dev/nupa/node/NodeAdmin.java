@@ -152,7 +152,9 @@ final class NodeAdmin extends AdminService {
     public Future<Neighbors> listNeighbors(NeighborsRequest request) {
         return onNode(() -> {
             Neighbors.Builder b = Neighbors.newBuilder();
-            for (NeighborDirectory.Binding n : node.ip().neighbors().bindings()) {
+            NeighborDirectory directory = node.ip().neighbors();
+            directory.rescan(); // as the fabric is now: the directory otherwise learns a peer only when it needs it
+            for (NeighborDirectory.Binding n : directory.bindings()) {
                 b.addNeighbors(Neighbor.newBuilder().setIpv4(Ipv4Address.toString(n.ipv4()))
                         .setPrefixLength(n.prefixLength()).setFabricAddress(n.node()));
             }

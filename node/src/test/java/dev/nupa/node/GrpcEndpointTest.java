@@ -189,4 +189,170 @@ class GrpcEndpointTest {
                 () -> GrpcEndpoint.start(node, fabric.toString(), "0.0.0.0", 0, null).await(10, TimeUnit.SECONDS));
         assertTrue(e.getMessage().contains("bearer token"), e.getMessage());
     }
+    // ---- the Sockets service ----------------------------------------------------------------
+
+    /** The client side of a Sockets stream: messages written, answers collected. */
+    private static final class Stream<Req, Resp> {
+        final io.vertx.grpc.client.GrpcClientRequest<Req, Resp> request;
+        final java.util.concurrent.LinkedBlockingQueue<Resp> answers = new java.util.concurrent.LinkedBlockingQueue<>();
+        final java.util.concurrent.CompletableFuture<io.vertx.grpc.common.GrpcStatus> status = new java.util.concurrent.CompletableFuture<>();
+
+        Stream(io.vertx.grpc.client.GrpcClientRequest<Req, Resp> request) {
+            this.request = request;
+            request.response().onComplete(ar -> {
+                if (ar.failed()) {
+                    status.completeExceptionally(ar.cause());
+                    return;
+                }
+                ar.result().handler(answers::add);
+                ar.result().endHandler(v -> status.complete(ar.result().status()));
+                ar.result().exceptionHandler(status::completeExceptionally);
+            });
+        }
+
+        Resp next() throws InterruptedException {
+            Resp r = answers.poll(10, TimeUnit.SECONDS);
+            if (r == null) {
+                throw new AssertionError("no answer in 10 s; status " + status);
+            }
+            return r;
+        }
+    }
+
+    private <Req extends MessageLite, Resp> Stream<Req, Resp> open(String method, GrpcMessageDecoder<Resp> decoder) throws Exception {
+        ServiceMethod<Resp, Req> m = ServiceMethod.client(ServiceName.create("nupa.sockets.v1", "Sockets"), method,
+                GrpcMessageEncoder.encoder(), decoder);
+        return new Stream<>(grpc.request(at(), m).await(10, TimeUnit.SECONDS));
+    }
+
+    private static dev.nupa.node.sockets.TcpClientMessage data(byte[] b) {
+        return dev.nupa.node.sockets.TcpClientMessage.newBuilder().setData(com.google.protobuf.ByteString.copyFrom(b)).build();
+    }
+
+    /** Reads data answers until {@code n} bytes came. */
+    private static byte[] read(Stream<?, dev.nupa.node.sockets.TcpServerMessage> s, int n) throws Exception {
+        java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+        while (got.size() < n) {
+            dev.nupa.node.sockets.TcpServerMessage m = s.next();
+            assertEquals(dev.nupa.node.sockets.TcpServerMessage.KindCase.DATA, m.getKindCase(), m.toString());
+            got.write(m.getData().toByteArray());
+        }
+        return got.toByteArray();
+    }
+
+    @Test
+    void aTcpConnectionThroughTheSocketsServiceEchoesAndLeavesNothingBehind() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
+        peer.vertx().createNetServer().connectHandler(s -> s.pipeTo(s)).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        Stream<dev.nupa.node.sockets.TcpClientMessage, dev.nupa.node.sockets.TcpServerMessage> s =
+                open("Connect", GrpcMessageDecoder.<dev.nupa.node.sockets.TcpServerMessage>decoder(
+                        dev.nupa.node.sockets.TcpServerMessage.newBuilder()));
+        s.request.write(dev.nupa.node.sockets.TcpClientMessage.newBuilder()
+                .setOpen(dev.nupa.node.sockets.Open.newBuilder().setHost("10.0.0.2").setPort(7)).build());
+        dev.nupa.node.sockets.TcpServerMessage opened = s.next();
+        assertEquals("10.0.0.2:7", opened.getOpened().getRemote());
+        assertTrue(opened.getOpened().getLocal().startsWith("10.0.0.1:"), opened.toString());
+        byte[] sent = new byte[1 << 20];
+        new java.util.Random(5).nextBytes(sent);
+        for (int at = 0; at < sent.length; at += 16 * 1024) {
+            s.request.write(data(java.util.Arrays.copyOfRange(sent, at, at + 16 * 1024)));
+        }
+        org.junit.jupiter.api.Assertions.assertArrayEquals(sent, read(s, sent.length), "1 MiB echoed through the node");
+        s.request.end(); // closes the connection
+        assertEquals(GrpcStatus.OK, s.status.get(10, TimeUnit.SECONDS));
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (node.tcp().states().getOrDefault(dev.nupa.tcp.TcpState.ESTABLISHED, 0) > 0 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertEquals(0, node.tcp().states().getOrDefault(dev.nupa.tcp.TcpState.ESTABLISHED, 0), "the connection closed");
+    }
+
+    @Test
+    void aRefusedConnectionFailsTheCallWithUnavailable() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
+        Stream<dev.nupa.node.sockets.TcpClientMessage, dev.nupa.node.sockets.TcpServerMessage> s =
+                open("Connect", GrpcMessageDecoder.<dev.nupa.node.sockets.TcpServerMessage>decoder(
+                        dev.nupa.node.sockets.TcpServerMessage.newBuilder()));
+        s.request.write(dev.nupa.node.sockets.TcpClientMessage.newBuilder()
+                .setOpen(dev.nupa.node.sockets.Open.newBuilder().setHost("10.0.0.2").setPort(9)).build());
+        assertEquals(GrpcStatus.UNAVAILABLE, s.status.get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
+    void aListenerHandsOutConnectionsToAttachAndClosesWithItsCall() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
+        Stream<dev.nupa.node.sockets.ListenRequest, dev.nupa.node.sockets.Accepted> listen =
+                open("Listen", GrpcMessageDecoder.<dev.nupa.node.sockets.Accepted>decoder(dev.nupa.node.sockets.Accepted.newBuilder()));
+        listen.request.write(dev.nupa.node.sockets.ListenRequest.newBuilder().setPort(8000).build());
+        // The peer connects and greets before anyone attached: the bytes wait.
+        NetSocket c = null;
+        for (int i = 0; i < 100 && c == null; i++) { // the listener is up once the call's request was taken
+            try {
+                c = peer.vertx().createNetClient().connect(8000, "10.0.0.1").await(10, TimeUnit.SECONDS);
+            } catch (Exception refused) {
+                Thread.sleep(20);
+            }
+        }
+        assertTrue(c != null, "the listener took a connection");
+        java.util.concurrent.LinkedBlockingQueue<String> atPeer = new java.util.concurrent.LinkedBlockingQueue<>();
+        c.handler(b -> atPeer.add(b.toString()));
+        c.write("hello");
+        dev.nupa.node.sockets.Accepted a = listen.next();
+        assertEquals("10.0.0.1:8000", a.getLocal());
+        Stream<dev.nupa.node.sockets.TcpClientMessage, dev.nupa.node.sockets.TcpServerMessage> s =
+                open("Attach", GrpcMessageDecoder.<dev.nupa.node.sockets.TcpServerMessage>decoder(
+                        dev.nupa.node.sockets.TcpServerMessage.newBuilder()));
+        s.request.write(dev.nupa.node.sockets.TcpClientMessage.newBuilder().setAttach(a.getId()).build());
+        assertEquals(a.getRemote(), s.next().getOpened().getRemote());
+        assertEquals("hello", new String(read(s, 5)));
+        s.request.write(data("world".getBytes()));
+        assertEquals("world", atPeer.poll(10, TimeUnit.SECONDS));
+        assertEquals(0, endpoint.sockets().waitingForAttach());
+
+        Stream<dev.nupa.node.sockets.TcpClientMessage, dev.nupa.node.sockets.TcpServerMessage> unknown =
+                open("Attach", GrpcMessageDecoder.<dev.nupa.node.sockets.TcpServerMessage>decoder(
+                        dev.nupa.node.sockets.TcpServerMessage.newBuilder()));
+        unknown.request.end(dev.nupa.node.sockets.TcpClientMessage.newBuilder().setAttach(12345).build());
+        assertEquals(GrpcStatus.NOT_FOUND, unknown.status.get(10, TimeUnit.SECONDS));
+
+        listen.request.cancel(); // the listener goes with its call: the port is free again
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        boolean free = false;
+        while (!free && System.nanoTime() < deadline) {
+            free = !node.link().call(() -> node.tcp().isListening(8000));
+            Thread.sleep(10);
+        }
+        assertTrue(free, "the listener closed when its call was cancelled");
+        assertEquals(GrpcStatus.OK, s.status.get(10, TimeUnit.SECONDS), "and the connections it accepted with it");
+    }
+
+    @Test
+    void aUdpSocketThroughTheSocketsServiceSendsAndReceives() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
+        io.vertx.core.datagram.DatagramSocket echo = peer.vertx().createDatagramSocket();
+        echo.handler(p -> echo.send(p.data(), p.sender().port(), p.sender().host()));
+        echo.listen(9, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        Stream<dev.nupa.node.sockets.UdpClientMessage, dev.nupa.node.sockets.UdpServerMessage> u =
+                open("Udp", GrpcMessageDecoder.<dev.nupa.node.sockets.UdpServerMessage>decoder(
+                        dev.nupa.node.sockets.UdpServerMessage.newBuilder()));
+        u.request.write(dev.nupa.node.sockets.UdpClientMessage.newBuilder()
+                .setBind(dev.nupa.node.sockets.Bind.newBuilder().setPort(0)).build());
+        int port = u.next().getBound();
+        assertTrue(port >= 49152, "an ephemeral port: " + port);
+        for (int i = 0; i < 5; i++) {
+            u.request.write(dev.nupa.node.sockets.UdpClientMessage.newBuilder().setDatagram(dev.nupa.node.sockets.Datagram.newBuilder()
+                    .setHost("10.0.0.2").setPort(9).setData(com.google.protobuf.ByteString.copyFromUtf8("d" + i))).build());
+            dev.nupa.node.sockets.Datagram back = u.next().getDatagram();
+            assertEquals("10.0.0.2", back.getHost());
+            assertEquals(9, back.getPort());
+            assertEquals("d" + i, back.getData().toStringUtf8());
+        }
+        u.request.end();
+        assertEquals(GrpcStatus.OK, u.status.get(10, TimeUnit.SECONDS));
+        // The port went with the call: it can be bound again.
+        peer.vertx().createDatagramSocket(); // (the peer is unrelated; the node's port is checked next)
+        io.vertx.core.datagram.DatagramSocket again = node.vertx().createDatagramSocket();
+        again.listen(port, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        again.close().await(10, TimeUnit.SECONDS);
+    }
 }
