@@ -139,7 +139,9 @@ final class NodeAdmin extends AdminService {
                 b.addTcp(TcpConnection.newBuilder()
                         .setLocal(Ipv4Address.toString(c.localIp()) + ":" + c.localPort())
                         .setRemote(Ipv4Address.toString(c.remoteIp()) + ":" + c.remotePort())
-                        .setState(c.state().name()));
+                        .setState(c.state().name())
+                        .setRecvQueue(c.recvQueue())
+                        .setSendQueue(c.sendQueue()));
             }
             for (Map.Entry<TcpState, Integer> e : node.tcp().states().entrySet()) {
                 b.putTcpStates(e.getKey().name(), e.getValue());

@@ -107,13 +107,19 @@ final class NodeSockets extends SocketsService {
                 answers.fail(GrpcStatus.INVALID_ARGUMENT, "TCP port " + port + " is outside 1..65535");
                 return;
             }
-            nodeContext.runOnContext(v -> client.connect(port, host).onComplete(ar -> endpoint.runOnContext(x -> {
-                if (ar.failed()) {
-                    answers.fail(GrpcStatus.UNAVAILABLE, "cannot connect to " + host + ":" + port + ": " + ar.cause().getMessage());
-                    return;
+            nodeContext.runOnContext(v -> client.connect(port, host).onComplete(ar -> {
+                if (ar.succeeded()) {
+                    ar.result().pause(); // a socket with no handler drops what arrives: its bytes wait for the bridge
                 }
-                bridge(ar.result(), request, response, answers, endpoint);
-            })));
+                endpoint.runOnContext(x -> {
+                    if (ar.failed()) {
+                        answers.fail(GrpcStatus.UNAVAILABLE, "cannot connect to " + host + ":" + port + ": "
+                                + ar.cause().getMessage());
+                        return;
+                    }
+                    bridge(ar.result(), request, response, answers, endpoint);
+                });
+            }));
         });
         request.fetch(1);
     }
@@ -201,7 +207,6 @@ final class NodeSockets extends SocketsService {
                 return;
             }
             bridge(s, request, response, answers, endpoint);
-            nodeContext.runOnContext(v -> s.resume());
         });
         request.fetch(1);
     }
@@ -216,19 +221,15 @@ final class NodeSockets extends SocketsService {
         response.write(TcpServerMessage.newBuilder().setOpened(Opened.newBuilder().setLocal(address(s.localAddress()))
                 .setRemote(address(s.remoteAddress()))).build());
         nodeContext.runOnContext(v -> {
+            Outstanding out = new Outstanding(s);
             s.handler(b -> {
                 TcpServerMessage m = TcpServerMessage.newBuilder().setData(ByteString.copyFrom(b.getBytes())).build();
-                endpoint.runOnContext(x -> {
-                    response.write(m);
-                    if (response.writeQueueFull()) {
-                        nodeContext.runOnContext(y -> s.pause());
-                        response.drainHandler(y -> nodeContext.runOnContext(z -> s.resume()));
-                    }
-                });
+                endpoint.runOnContext(x -> out.write(response, m, b.length()));
             });
             s.exceptionHandler(e -> endpoint.runOnContext(x -> answers.fail(GrpcStatus.UNAVAILABLE,
                     "the connection failed: " + e.getMessage())));
             s.closeHandler(x -> endpoint.runOnContext(y -> answers.end()));
+            s.resume(); // paused since it was opened or accepted, so nothing arrived before its handler
         });
         request.handler(m -> {
             if (m.getKindCase() != TcpClientMessage.KindCase.DATA) {
@@ -252,6 +253,38 @@ final class NodeSockets extends SocketsService {
             nodeContext.runOnContext(x -> s.close());
         });
         request.resume();
+    }
+
+    /**
+     * The bytes a connection handed to its answer stream that are not yet written out: past {@link #HIGH} the
+     * socket pauses, and it resumes once they drop to {@link #LOW}. Counted by the writes' own completions, so
+     * it holds whatever gRPC's flow control does; on the endpoint's context.
+     */
+    private final class Outstanding {
+        static final int HIGH = 1 << 20;
+        static final int LOW = 256 << 10;
+        private final NetSocket socket;
+        private long bytes;
+        private boolean paused;
+
+        Outstanding(NetSocket socket) {
+            this.socket = socket;
+        }
+
+        void write(WriteStream<TcpServerMessage> response, TcpServerMessage m, int length) {
+            bytes += length;
+            response.write(m).onComplete(ar -> {
+                bytes -= length;
+                if (paused && bytes <= LOW) {
+                    paused = false;
+                    nodeContext.runOnContext(v -> socket.resume());
+                }
+            });
+            if (!paused && bytes >= HIGH) {
+                paused = true;
+                nodeContext.runOnContext(v -> socket.pause());
+            }
+        }
     }
 
     // ---- UDP -------------------------------------------------------------------------------

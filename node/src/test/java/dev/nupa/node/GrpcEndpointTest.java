@@ -196,14 +196,29 @@ class GrpcEndpointTest {
         final io.vertx.grpc.client.GrpcClientRequest<Req, Resp> request;
         final java.util.concurrent.LinkedBlockingQueue<Resp> answers = new java.util.concurrent.LinkedBlockingQueue<>();
         final java.util.concurrent.CompletableFuture<io.vertx.grpc.common.GrpcStatus> status = new java.util.concurrent.CompletableFuture<>();
+        final java.util.concurrent.CompletableFuture<io.vertx.grpc.client.GrpcClientResponse<Req, Resp>> response =
+                new java.util.concurrent.CompletableFuture<>();
+        volatile io.vertx.core.Context context;
 
-        Stream(io.vertx.grpc.client.GrpcClientRequest<Req, Resp> request) {
+        /** Reads the answers of a stream opened paused, on the client's context. */
+        void resume() throws Exception {
+            io.vertx.grpc.client.GrpcClientResponse<Req, Resp> r = response.get(10, TimeUnit.SECONDS);
+            context.runOnContext(v -> r.resume());
+        }
+
+        Stream(io.vertx.grpc.client.GrpcClientRequest<Req, Resp> request, boolean paused) {
             this.request = request;
             request.response().onComplete(ar -> {
                 if (ar.failed()) {
                     status.completeExceptionally(ar.cause());
+                    response.completeExceptionally(ar.cause());
                     return;
                 }
+                if (paused) {
+                    ar.result().pause();
+                }
+                context = Vertx.currentContext();
+                response.complete(ar.result());
                 ar.result().handler(answers::add);
                 ar.result().endHandler(v -> status.complete(ar.result().status()));
                 ar.result().exceptionHandler(status::completeExceptionally);
@@ -220,9 +235,15 @@ class GrpcEndpointTest {
     }
 
     private <Req extends MessageLite, Resp> Stream<Req, Resp> open(String method, GrpcMessageDecoder<Resp> decoder) throws Exception {
+        return open(method, decoder, false);
+    }
+
+    /** A Sockets call; with {@code paused}, its answers are not read until the test resumes them. */
+    private <Req extends MessageLite, Resp> Stream<Req, Resp> open(String method, GrpcMessageDecoder<Resp> decoder, boolean paused)
+            throws Exception {
         ServiceMethod<Resp, Req> m = ServiceMethod.client(ServiceName.create("nupa.sockets.v1", "Sockets"), method,
                 GrpcMessageEncoder.encoder(), decoder);
-        return new Stream<>(grpc.request(at(), m).await(10, TimeUnit.SECONDS));
+        return new Stream<>(grpc.request(at(), m).await(10, TimeUnit.SECONDS), paused);
     }
 
     private static dev.nupa.node.sockets.TcpClientMessage data(byte[] b) {
@@ -233,7 +254,12 @@ class GrpcEndpointTest {
     private static byte[] read(Stream<?, dev.nupa.node.sockets.TcpServerMessage> s, int n) throws Exception {
         java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
         while (got.size() < n) {
-            dev.nupa.node.sockets.TcpServerMessage m = s.next();
+            dev.nupa.node.sockets.TcpServerMessage m;
+            try {
+                m = s.next();
+            } catch (AssertionError e) {
+                throw new AssertionError("after " + got.size() + " B: " + e.getMessage(), e);
+            }
             assertEquals(dev.nupa.node.sockets.TcpServerMessage.KindCase.DATA, m.getKindCase(), m.toString());
             got.write(m.getData().toByteArray());
         }
@@ -265,6 +291,40 @@ class GrpcEndpointTest {
             Thread.sleep(10);
         }
         assertEquals(0, node.tcp().states().getOrDefault(dev.nupa.tcp.TcpState.ESTABLISHED, 0), "the connection closed");
+    }
+
+    @Test
+    void aGrpcClientThatDoesNotReadThrottlesThePeerThroughTheNode() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
+        int total = 32 << 20;
+        java.util.concurrent.atomic.AtomicLong written = new java.util.concurrent.atomic.AtomicLong();
+        io.vertx.core.buffer.Buffer chunk = io.vertx.core.buffer.Buffer.buffer(new byte[64 * 1024]);
+        peer.vertx().createNetServer().connectHandler(s -> { // writes as fast as the connection takes it
+            Runnable[] pump = new Runnable[1];
+            pump[0] = () -> {
+                while (!s.writeQueueFull() && written.get() < total) {
+                    s.write(chunk);
+                    written.addAndGet(chunk.length());
+                }
+                if (written.get() < total) {
+                    s.drainHandler(v -> pump[0].run());
+                }
+            };
+            pump[0].run();
+        }).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        Stream<dev.nupa.node.sockets.TcpClientMessage, dev.nupa.node.sockets.TcpServerMessage> s =
+                open("Connect", GrpcMessageDecoder.<dev.nupa.node.sockets.TcpServerMessage>decoder(
+                        dev.nupa.node.sockets.TcpServerMessage.newBuilder()), true);
+        s.request.write(dev.nupa.node.sockets.TcpClientMessage.newBuilder()
+                .setOpen(dev.nupa.node.sockets.Open.newBuilder().setHost("10.0.0.2").setPort(7)).build());
+        Thread.sleep(2000); // the client reads nothing meanwhile
+        long held = written.get();
+        assertTrue(held > 0 && held < 8 << 20, "the peer was held back, not let write all " + total + " B: " + held + " B written");
+        s.resume();
+        assertTrue(s.next().hasOpened());
+        assertEquals(total, read(s, total).length, "everything arrived once the client read");
+        s.request.end();
+        assertEquals(GrpcStatus.OK, s.status.get(10, TimeUnit.SECONDS));
     }
 
     @Test

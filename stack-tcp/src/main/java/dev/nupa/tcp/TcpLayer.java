@@ -553,8 +553,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         return m;
     }
 
-    /** A connection as tools list it ({@link #list}). */
-    public record ConnectionView(int localIp, int localPort, int remoteIp, int remotePort, TcpState state) {
+    /**
+     * A connection as tools list it ({@link #list}), with the bytes waiting to be read ({@code recvQueue}) and
+     * sent but not yet acknowledged or not yet sent ({@code sendQueue}), as ss(8) shows Recv-Q and Send-Q.
+     */
+    public record ConnectionView(int localIp, int localPort, int remoteIp, int remotePort, TcpState state, int recvQueue,
+                                 int sendQueue) {
     }
 
     /**
@@ -570,7 +574,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             if (l.size() == limit) {
                 break;
             }
-            l.add(new ConnectionView(c.localIp(), c.localPort(), c.remoteIp(), c.remotePort(), c.state()));
+            l.add(new ConnectionView(c.localIp(), c.localPort(), c.remoteIp(), c.remotePort(), c.state(), c.readable(),
+                    c.unacknowledged()));
         }
         return l;
     }
