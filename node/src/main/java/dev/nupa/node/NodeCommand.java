@@ -34,6 +34,15 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--run-for", paramLabel = "SECONDS", description = "Stop after this many seconds (default: until interrupted).")
     Double runFor;
 
+    @Option(names = "--tcp-time-wait-limit", paramLabel = "N",
+            description = "TCP connections that may wait in TIME-WAIT at once; past it a connection closes without the wait"
+                    + " (Linux's tcp_max_tw_buckets; default: 16384).")
+    Integer timeWaitLimit;
+
+    @Option(names = "--tcp-pool-limit", paramLabel = "N",
+            description = "Closed TCP connections kept for reuse, so that opening one allocates nothing (default: 16384; 0: none).")
+    Integer poolLimit;
+
     @Option(names = "--grpc", paramLabel = "HOST:PORT",
             description = "Serve the node's gRPC endpoint (Admin, health, reflection) over Linux TCP on HOST:PORT; loopback"
                     + " only unless --grpc-token-file is given (docs/grpc.md).")
@@ -59,12 +68,25 @@ final class NodeCommand implements Callable<Integer> {
         if (checked != null) {
             config = config.withTcp(checked);
         }
+        checkLimit("--tcp-time-wait-limit", timeWaitLimit);
+        checkLimit("--tcp-pool-limit", poolLimit);
         String[] grpcAt = grpc != null ? hostPort(grpc) : null;
         String token = grpcTokenFile != null ? readToken(grpcTokenFile) : null;
         if (token != null && grpc == null) {
             throw new IllegalArgumentException("--grpc-token-file guards the gRPC endpoint; give --grpc HOST:PORT too");
         }
         NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
+        if (timeWaitLimit != null || poolLimit != null) {
+            node.link().call(() -> { // the layer's own thread sets its limits
+                if (timeWaitLimit != null) {
+                    node.tcp().setTimeWaitLimit(timeWaitLimit);
+                }
+                if (poolLimit != null) {
+                    node.tcp().setConnectionPoolLimit(poolLimit);
+                }
+                return null;
+            });
+        }
         GrpcEndpoint endpoint = null;
         if (grpcAt != null) {
             try {
@@ -114,6 +136,12 @@ final class NodeCommand implements Callable<Integer> {
         }
         stopped.await();
         return 0;
+    }
+
+    private static void checkLimit(String option, Integer limit) {
+        if (limit != null && limit < 0) {
+            throw new IllegalArgumentException(option + " takes 0 or more, not " + limit);
+        }
     }
 
     /** HOST:PORT split, with a clear error. */

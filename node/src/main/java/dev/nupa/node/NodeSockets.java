@@ -94,13 +94,8 @@ final class NodeSockets extends SocketsService {
     protected void connect(ReadStream<TcpClientMessage> request, WriteStream<TcpServerMessage> response) {
         Context endpoint = Vertx.currentContext();
         Answers answers = new Answers(response);
-        request.pause();
-        request.handler(first -> {
-            if (first.getKindCase() != TcpClientMessage.KindCase.OPEN) {
-                answers.fail(GrpcStatus.INVALID_ARGUMENT, "the first message of Connect is open {host, port}, not "
-                        + first.getKindCase());
-                return;
-            }
+        first(request, answers, m -> m.getKindCase() == TcpClientMessage.KindCase.OPEN, "Connect", "open {host, port}",
+                TcpClientMessage::getKindCase, first -> {
             String host = first.getOpen().getHost();
             int port = first.getOpen().getPort();
             if (port < 1 || port > 65535) {
@@ -121,7 +116,6 @@ final class NodeSockets extends SocketsService {
                 });
             }));
         });
-        request.fetch(1);
     }
 
     @Override
@@ -194,12 +188,8 @@ final class NodeSockets extends SocketsService {
     protected void attach(ReadStream<TcpClientMessage> request, WriteStream<TcpServerMessage> response) {
         Context endpoint = Vertx.currentContext();
         Answers answers = new Answers(response);
-        request.pause();
-        request.handler(first -> {
-            if (first.getKindCase() != TcpClientMessage.KindCase.ATTACH) {
-                answers.fail(GrpcStatus.INVALID_ARGUMENT, "the first message of Attach is attach {id}, not " + first.getKindCase());
-                return;
-            }
+        first(request, answers, m -> m.getKindCase() == TcpClientMessage.KindCase.ATTACH, "Attach", "attach {id}",
+                TcpClientMessage::getKindCase, first -> {
             NetSocket s = waiting.remove(first.getAttach());
             if (s == null) {
                 answers.fail(GrpcStatus.NOT_FOUND, "no accepted connection " + first.getAttach()
@@ -208,7 +198,6 @@ final class NodeSockets extends SocketsService {
             }
             bridge(s, request, response, answers, endpoint);
         });
-        request.fetch(1);
     }
 
     /**
@@ -293,12 +282,8 @@ final class NodeSockets extends SocketsService {
     protected void udp(ReadStream<UdpClientMessage> request, WriteStream<UdpServerMessage> response) {
         Context endpoint = Vertx.currentContext();
         Answers answers = new Answers(response);
-        request.pause();
-        request.handler(first -> {
-            if (first.getKindCase() != UdpClientMessage.KindCase.BIND) {
-                answers.fail(GrpcStatus.INVALID_ARGUMENT, "the first message of Udp is bind {port}, not " + first.getKindCase());
-                return;
-            }
+        first(request, answers, m -> m.getKindCase() == UdpClientMessage.KindCase.BIND, "Udp", "bind {port}",
+                UdpClientMessage::getKindCase, first -> {
             int port = first.getBind().getPort();
             if (port > 65535) {
                 answers.fail(GrpcStatus.INVALID_ARGUMENT, "UDP port " + port + " is outside 0..65535");
@@ -342,6 +327,22 @@ final class NodeSockets extends SocketsService {
                     request.resume();
                 }));
             });
+        });
+    }
+
+    /**
+     * Takes the first message of a call, which must be {@code what} ({@code isWhat}), and gives it to {@code then};
+     * any other fails the call with INVALID_ARGUMENT, naming what came ({@code kind}).
+     */
+    private static <T> void first(ReadStream<T> request, Answers answers, java.util.function.Predicate<T> isWhat, String call,
+                                  String what, java.util.function.Function<T, Object> kind, java.util.function.Consumer<T> then) {
+        request.pause();
+        request.handler(m -> {
+            if (!isWhat.test(m)) {
+                answers.fail(GrpcStatus.INVALID_ARGUMENT, "the first message of " + call + " is " + what + ", not " + kind.apply(m));
+                return;
+            }
+            then.accept(m);
         });
         request.fetch(1);
     }

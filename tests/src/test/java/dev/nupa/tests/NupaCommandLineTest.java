@@ -64,6 +64,14 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void aNodeServesItsGrpcEndpointAndTakesItsTcpLimits() throws Exception {
+        Run r = nupa("node", "--fabric", fabric.toString(), "--address", "0", "--tcp-time-wait-limit", "0", "--tcp-pool-limit", "0",
+                "--grpc", "127.0.0.1:0", "--run-for", "0.5");
+        assertEquals(0, r.status(), r.err());
+        assertTrue(Pattern.compile("gRPC on 127\\.0\\.0\\.1:[1-9][0-9]*;").matcher(r.out()).find(), r.out());
+    }
+
+    @Test
     void fabricCreateInfoRemove() throws Exception {
         Run created = nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8", "--slots", "64", "--max-frame", "1024");
         assertEquals(0, created.status(), created.err());
@@ -82,6 +90,9 @@ class NupaCommandLineTest {
         assertOneLineError(nupa("fabric", "info", "--fabric", fabric.toString()), 1, "no fabric file");
         assertOneLineError(nupa("perf", "fabric-lat", "--server", "--client"), 2, "exclusive");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-buffer-memory", "0"), 2, "--tcp-buffer-memory");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-time-wait-limit", "-1"), 2, "--tcp-time-wait-limit");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "nonsense"), 2, "HOST:PORT");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", "/nonexistent/token"), 2, "token file");
         assertFalse(Files.exists(fabric), "a refused configuration creates no fabric");
         byte[] junk = new byte[8192];
         new java.util.Random(7).nextBytes(junk);
@@ -165,7 +176,7 @@ class NupaCommandLineTest {
         for (String tool : List.of("vertx-http", "vertx-grpc")) {
             Run r = nupa("perf", tool, "-t", "0.2", "--turns", "1", "--json");
             assertEquals(0, r.status(), r.out() + r.err());
-            assertTrue(Pattern.compile("^\\{\"test\":\"" + tool + "\",\"size\":16,\"connections\":1,\"turns\":1,"
+            assertTrue(Pattern.compile("^\\{\"test\":\"" + tool + "\",\"size\":16,\"connections\":1,\"loops\":1,\"turns\":1,"
                     + "\"ours\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
                     + "\"peer\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
                     + "\"ratio\":[0-9.]+,\"latency_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
