@@ -3,11 +3,7 @@ package dev.nupa.node;
 import java.util.Map;
 import java.util.function.Supplier;
 
-import dev.nupa.ip.IpCounter;
 import dev.nupa.ip.Ipv4Address;
-import dev.nupa.l2.DropReason;
-import dev.nupa.l2.EtherType;
-import dev.nupa.l2.LinkCounters;
 import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.node.admin.AdminService;
 import dev.nupa.node.admin.ConnectionsRequest;
@@ -24,7 +20,6 @@ import dev.nupa.node.admin.Route;
 import dev.nupa.node.admin.Routes;
 import dev.nupa.node.admin.RoutesRequest;
 import dev.nupa.node.admin.TcpConnection;
-import dev.nupa.roce.RdmaCounter;
 import dev.nupa.tcp.TcpLayer;
 import dev.nupa.tcp.TcpState;
 import io.vertx.core.Future;
@@ -83,47 +78,17 @@ final class NodeAdmin extends AdminService {
     @Override
     public Future<Counters> getCounters(CountersRequest request) {
         String layer = request.getLayer();
-        if (!layer.isEmpty() && !layer.equals("link") && !layer.equals("ip") && !layer.equals("tcp") && !layer.equals("rdma")) {
-            return Future.failedFuture(new StatusException(GrpcStatus.INVALID_ARGUMENT,
-                    "no layer \"" + layer + "\"; give link, ip, tcp, rdma, or nothing for all"));
+        String bad = NodeCounters.checkLayer(layer);
+        if (bad != null) {
+            return Future.failedFuture(new StatusException(GrpcStatus.INVALID_ARGUMENT, bad));
         }
         return onNode(() -> {
             Counters.Builder b = Counters.newBuilder();
-            if (layer.isEmpty() || layer.equals("link")) {
-                LinkCounters lc = node.link().counters();
-                for (LinkCounters.Protocol p : lc.protocols()) {
-                    String proto = p.protocol() == LinkCounters.OTHER ? "other" : EtherType.name(p.protocol()).toLowerCase();
-                    add(b, "link", proto + "_frames_in", p.framesIn());
-                    add(b, "link", proto + "_bytes_in", p.bytesIn());
-                    add(b, "link", proto + "_frames_out", p.framesOut());
-                    add(b, "link", proto + "_bytes_out", p.bytesOut());
-                }
-                for (Map.Entry<DropReason, Long> e : lc.drops().entrySet()) {
-                    add(b, "link", "drops_" + e.getKey().name().toLowerCase(), e.getValue());
-                }
-                add(b, "link", "capture_errors", lc.captureErrors());
-            }
-            if (layer.isEmpty() || layer.equals("ip")) {
-                for (Map.Entry<IpCounter, Long> e : node.ip().counters().entrySet()) {
-                    add(b, "ip", e.getKey().name().toLowerCase(), e.getValue());
-                }
-            }
-            if (layer.isEmpty() || layer.equals("tcp")) {
-                for (Map.Entry<TcpLayer.Counter, Long> e : node.tcp().counters().entrySet()) {
-                    add(b, "tcp", e.getKey().name().toLowerCase(), e.getValue());
-                }
-            }
-            if ((layer.isEmpty() || layer.equals("rdma")) && node.rdma().context() != null) {
-                for (Map.Entry<RdmaCounter, Long> e : node.rdma().context().counters().entrySet()) {
-                    add(b, "rdma", e.getKey().name().toLowerCase(), e.getValue());
-                }
+            for (NodeCounters.Value v : NodeCounters.snapshot(node, layer)) {
+                b.addCounters(Counter.newBuilder().setLayer(v.layer()).setName(v.name()).setValue(v.value()));
             }
             return b.build();
         });
-    }
-
-    private static void add(Counters.Builder b, String layer, String name, long value) {
-        b.addCounters(Counter.newBuilder().setLayer(layer).setName(name).setValue(value));
     }
 
     @Override

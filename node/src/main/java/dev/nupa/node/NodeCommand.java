@@ -43,6 +43,15 @@ final class NodeCommand implements Callable<Integer> {
             description = "Closed TCP connections kept for reuse, so that opening one allocates nothing (default: 16384; 0: none).")
     Integer poolLimit;
 
+    @Option(names = "--metrics", paramLabel = "EXPORTER",
+            description = "Export the node's counters as OpenTelemetry metrics: logging, otlp (http://localhost:4318/v1/metrics)"
+                    + " or otlp=URL (default: off).")
+    String metrics;
+
+    @Option(names = "--metrics-interval", paramLabel = "SECONDS", defaultValue = "60",
+            description = "Seconds between metric exports (default: ${DEFAULT-VALUE}).")
+    double metricsInterval;
+
     @Option(names = "--grpc", paramLabel = "HOST:PORT",
             description = "Serve the node's gRPC endpoint (Admin, health, reflection) over Linux TCP on HOST:PORT; loopback"
                     + " only unless --grpc-token-file is given (docs/grpc.md).")
@@ -70,6 +79,8 @@ final class NodeCommand implements Callable<Integer> {
         }
         checkLimit("--tcp-time-wait-limit", timeWaitLimit);
         checkLimit("--tcp-pool-limit", poolLimit);
+        io.opentelemetry.sdk.metrics.export.MetricReader metricReader = metrics == null ? null
+                : NodeMetrics.exportingReader(metrics, java.time.Duration.ofMillis((long) (metricsInterval * 1000)));
         String[] grpcAt = grpc != null ? hostPort(grpc) : null;
         String token = grpcTokenFile != null ? readToken(grpcTokenFile) : null;
         if (token != null && grpc == null) {
@@ -87,12 +98,16 @@ final class NodeCommand implements Callable<Integer> {
                 return null;
             });
         }
+        NodeMetrics nodeMetrics = metricReader != null ? NodeMetrics.start(node, metricReader) : null;
         GrpcEndpoint endpoint = null;
         if (grpcAt != null) {
             try {
                 endpoint = GrpcEndpoint.start(node, config.fabric().toString(), grpcAt[0], Integer.parseInt(grpcAt[1]), token)
                         .await(10, TimeUnit.SECONDS);
             } catch (RuntimeException e) {
+                if (nodeMetrics != null) {
+                    nodeMetrics.close();
+                }
                 node.closeAndWait();
                 throw e;
             }
@@ -112,12 +127,16 @@ final class NodeCommand implements Callable<Integer> {
                 + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")
                 + (tcpEcho != null ? ", TCP echo on port " + tcpEcho + " (" + sockets.describe(echoConfig) + ")" : "")
                 + (capture != null ? ", capturing to " + capture : "")
+                + (nodeMetrics != null ? ", metrics to " + metrics + " every " + metricsInterval + " s" : "")
                 + (endpoint != null ? ", gRPC on " + grpcAt[0] + ":" + endpoint.port() + (token != null ? " (bearer token)" : "") : "")
                 + "; Ctrl-C to stop");
         System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
         GrpcEndpoint ep = endpoint;
         Thread hook = new Thread(() -> {
+            if (nodeMetrics != null) {
+                nodeMetrics.close(); // the last export, while the node still runs
+            }
             if (ep != null) {
                 try {
                     ep.close().await(5, TimeUnit.SECONDS);

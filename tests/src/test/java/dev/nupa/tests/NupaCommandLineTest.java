@@ -92,6 +92,7 @@ class NupaCommandLineTest {
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-buffer-memory", "0"), 2, "--tcp-buffer-memory");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-time-wait-limit", "-1"), 2, "--tcp-time-wait-limit");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "nonsense"), 2, "HOST:PORT");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--metrics", "bogus"), 2, "logging, otlp");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", "/nonexistent/token"), 2, "token file");
         assertFalse(Files.exists(fabric), "a refused configuration creates no fabric");
         byte[] junk = new byte[8192];

@@ -1,0 +1,70 @@
+package dev.nupa.node;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import dev.nupa.ip.IpCounter;
+import dev.nupa.l2.DropReason;
+import dev.nupa.l2.EtherType;
+import dev.nupa.l2.LinkCounters;
+import dev.nupa.roce.RdmaCounter;
+import dev.nupa.tcp.TcpLayer;
+
+/**
+ * A snapshot of a node's counters, layer by layer, as the gRPC Admin service and the OpenTelemetry metrics
+ * give them: each a layer ({@link #LAYERS}), a lower-case name and a value. Taken on the node's event loop.
+ */
+final class NodeCounters {
+    /** The layers with counters, bottom up. */
+    static final List<String> LAYERS = List.of("link", "ip", "tcp", "rdma");
+
+    /** One counter. */
+    record Value(String layer, String name, long value) {
+    }
+
+    private NodeCounters() {
+    }
+
+    /** Null if {@code layer} is one of {@link #LAYERS} or empty (all of them), else why not. */
+    static String checkLayer(String layer) {
+        return layer.isEmpty() || LAYERS.contains(layer) ? null
+                : "no layer \"" + layer + "\"; give " + String.join(", ", LAYERS) + ", or nothing for all";
+    }
+
+    /** The counters of {@code layer} (empty: every layer); on the node's event loop. */
+    static List<Value> snapshot(NupaNode node, String layer) {
+        List<Value> out = new ArrayList<>();
+        boolean all = layer.isEmpty();
+        if (all || layer.equals("link")) {
+            LinkCounters lc = node.link().counters();
+            for (LinkCounters.Protocol p : lc.protocols()) {
+                String proto = p.protocol() == LinkCounters.OTHER ? "other" : EtherType.name(p.protocol()).toLowerCase();
+                out.add(new Value("link", proto + "_frames_in", p.framesIn()));
+                out.add(new Value("link", proto + "_bytes_in", p.bytesIn()));
+                out.add(new Value("link", proto + "_frames_out", p.framesOut()));
+                out.add(new Value("link", proto + "_bytes_out", p.bytesOut()));
+            }
+            for (Map.Entry<DropReason, Long> e : lc.drops().entrySet()) {
+                out.add(new Value("link", "drops_" + e.getKey().name().toLowerCase(), e.getValue()));
+            }
+            out.add(new Value("link", "capture_errors", lc.captureErrors()));
+        }
+        if (all || layer.equals("ip")) {
+            for (Map.Entry<IpCounter, Long> e : node.ip().counters().entrySet()) {
+                out.add(new Value("ip", e.getKey().name().toLowerCase(), e.getValue()));
+            }
+        }
+        if (all || layer.equals("tcp")) {
+            for (Map.Entry<TcpLayer.Counter, Long> e : node.tcp().counters().entrySet()) {
+                out.add(new Value("tcp", e.getKey().name().toLowerCase(), e.getValue()));
+            }
+        }
+        if ((all || layer.equals("rdma")) && node.rdma().context() != null) {
+            for (Map.Entry<RdmaCounter, Long> e : node.rdma().context().counters().entrySet()) {
+                out.add(new Value("rdma", e.getKey().name().toLowerCase(), e.getValue()));
+            }
+        }
+        return out;
+    }
+}
