@@ -9,7 +9,7 @@ import dev.nupa.l2.DropReason;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.LinkCounters;
 import dev.nupa.roce.RdmaCounter;
-import dev.nupa.tcp.TcpLayer;
+import dev.nupa.tcp.TcpCounter;
 
 /**
  * A snapshot of a node's counters, layer by layer, as the gRPC Admin service and the OpenTelemetry metrics
@@ -56,7 +56,7 @@ final class NodeCounters {
             }
         }
         if (all || layer.equals("tcp")) {
-            for (Map.Entry<TcpLayer.Counter, Long> e : node.tcp().counters().entrySet()) {
+            for (Map.Entry<TcpCounter, Long> e : node.tcp().counters().entrySet()) {
                 out.add(new Value("tcp", e.getKey().name().toLowerCase(), e.getValue()));
             }
         }

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.nupa.ip.IpCounter;
-import dev.nupa.tcp.TcpLayer;
+import dev.nupa.tcp.TcpCounter;
 import io.opentelemetry.sdk.metrics.data.LongPointData;
 import io.opentelemetry.sdk.metrics.data.MetricData;
 import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
@@ -83,7 +83,7 @@ class NodeMetricsTest {
             long reported = point(collected, "nupa.ip", "udp_in_datagrams");
             assertTrue(reported >= before && reported <= after && reported >= 20, reported + " between " + before + " and " + after);
             assertTrue(point(collected, "nupa.link", "ipv4_frames_in") >= 20);
-            for (TcpLayer.Counter c : TcpLayer.Counter.values()) {
+            for (TcpCounter c : TcpCounter.values()) {
                 point(collected, "nupa.tcp", c.name().toLowerCase()); // every TCP counter has its point
             }
             MetricData ip = collected.stream().filter(d -> d.getName().equals("nupa.ip")).findFirst().orElseThrow();

@@ -178,7 +178,7 @@ class TcpNodeTest {
         assertEquals(0, client.tcp().connections(), "RFC 9293 3.10.5: an abort leaves no TIME-WAIT " + client.tcp().states());
         assertTrue(serverError.future().await(5, TimeUnit.SECONDS).getMessage().contains("connection reset by peer"),
                 "the peer got a RST");
-        assertEquals(1, client.tcp().counter(dev.nupa.tcp.TcpLayer.Counter.CONNECTIONS_FAILED), "closed by abort");
+        assertEquals(1, client.tcp().counter(dev.nupa.tcp.TcpCounter.CONNECTIONS_FAILED), "closed by abort");
         // TcpSocket calls the exception handler, when it calls it, before the close handler that completed
         // `closed` (both on the socket's context): no wait is needed to see that it was not called.
         assertFalse(clientError.future().isComplete(), "closing is no error: " + clientError.future().result());

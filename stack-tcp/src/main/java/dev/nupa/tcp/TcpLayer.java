@@ -44,34 +44,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         void onAccept(TcpConnection connection);
     }
 
-    public enum Counter {
-        SEGMENTS_IN, SEGMENTS_OUT, SEND_DEFERRED, SEND_FAILURES, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
-        SYN_BACKLOG_FULL, SYN_COOKIES_SENT, SYN_COOKIES_ACCEPTED, SYN_COOKIES_REJECTED,
-        /** Half-open connections dropped because the peer completed the handshake with a cookie instead. */
-        HANDSHAKES_SUPERSEDED,
-        CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED,
-        /** Connections closed fully by their application and reset after waiting too long in FIN-WAIT-2. */
-        FIN_WAIT_2_TIMEOUTS,
-        /** Data segments dropped unacknowledged for want of receive-buffer memory ({@link #bufferMemoryLimit}). */
-        BUFFER_SHORTAGES,
-        /** Connections opened on the object of one closed earlier, with nothing allocated ({@link #setConnectionPoolLimit}). */
-        CONNECTIONS_REUSED,
-        /** Connections closed without waiting in TIME-WAIT, since {@link #setTimeWaitLimit} were waiting (Linux's TCPTimeWaitOverflow). */
-        TIME_WAIT_OVERFLOWS,
-        /** Ephemeral ports taken over from a connection in TIME-WAIT toward the same peer and port (RFC 6191). */
-        TIME_WAIT_REUSED,
-        /** SYNs that reopened a four-tuple waiting in TIME-WAIT (RFC 6191, RFC 1122 4.2.2.13). */
-        TIME_WAIT_REOPENED,
-        /** Connections that went on waiting in TIME-WAIT as a compact record ({@link TimeWaitTable}). */
-        TIME_WAIT_RECORDS,
-        /** Connections this layer handed to another event loop of the node ({@link #handOff}). */
-        CONNECTIONS_MOVED_OUT,
-        /** Connections this layer took over from another event loop of the node. */
-        CONNECTIONS_MOVED_IN,
-        /** Segments for a connection on another event loop of the node, handed on to it. */
-        SEGMENTS_HANDED_ON
-    }
-
     /** One listening port. */
     private static final class Listener {
         final int port;
@@ -109,7 +81,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         @Override
         public boolean onTimeWait(TcpConnection c) {
             if (timeWaiting + timeWaitRecords.size() >= timeWaitLimit) {
-                count(Counter.TIME_WAIT_OVERFLOWS);
+                count(TcpCounter.TIME_WAIT_OVERFLOWS);
                 return false;
             }
             timeWaiting++;
@@ -123,7 +95,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 counted = true;
                 claimed = true;
                 listener.halfOpen--;
-                count(Counter.CONNECTIONS_ACCEPTED);
+                count(TcpCounter.CONNECTIONS_ACCEPTED);
                 listener.acceptor.onAccept(c);
             }
             if (user != null) {
@@ -154,7 +126,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
         @Override
         public void onBufferShortage(TcpConnection c) {
-            count(Counter.BUFFER_SHORTAGES);
+            count(TcpCounter.BUFFER_SHORTAGES);
         }
 
         @Override
@@ -177,10 +149,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 counted = true;
                 listener.halfOpen--;
             }
-            count(error == TcpError.SUPERSEDED ? Counter.HANDSHAKES_SUPERSEDED
-                    : error == null ? Counter.CONNECTIONS_CLOSED : Counter.CONNECTIONS_FAILED);
+            count(error == TcpError.SUPERSEDED ? TcpCounter.HANDSHAKES_SUPERSEDED
+                    : error == null ? TcpCounter.CONNECTIONS_CLOSED : TcpCounter.CONNECTIONS_FAILED);
             if (error == TcpError.FIN_WAIT_2_TIMEOUT) {
-                count(Counter.FIN_WAIT_2_TIMEOUTS);
+                count(TcpCounter.FIN_WAIT_2_TIMEOUTS);
             }
             if (!claimed) {
                 c.releaseUnclaimed(); // no application ever had it: the layer lets go for it
@@ -236,7 +208,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final Listener[] listeners = new Listener[65536];
     private final IsnGenerator isn;
     private final SynCookies cookies;
-    private final long[] counters = new long[Counter.values().length];
+    private final long[] counters = new long[TcpCounter.values().length];
 
     private final TcpHeader rxHeader = new TcpHeader();
     private final TcpOptions rxOptions = new TcpOptions();
@@ -264,7 +236,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /**
      * As {@link #TcpLayer(Ipv4Stack, TcpConfig)}, with the connections' send and receive buffers together
      * bounded to {@code bufferMemoryLimit} bytes (Linux's tcp_mem): past it, data that arrives is dropped
-     * unacknowledged (counted as {@link Counter#BUFFER_SHORTAGES}; the peer sends it again) and a write
+     * unacknowledged (counted as {@link TcpCounter#BUFFER_SHORTAGES}; the peer sends it again) and a write
      * throws {@link BufferUnavailableException}. A buffer takes its memory when first used and gives it back
      * when its connection closes, or in TIME-WAIT once read, into a pool for the next connections. The
      * default bound is per layer: several nodes in one
@@ -398,7 +370,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (ip.loop() == 0) {
             flows.put(key, to.ip.loop());
         }
-        count(Counter.CONNECTIONS_MOVED_OUT);
+        count(TcpCounter.CONNECTIONS_MOVED_OUT);
         to.timerWakeup.run(); // its loop wakes to take it in
     }
 
@@ -413,7 +385,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 timers.schedule(c, d);
                 deadlineMoved(d);
             }
-            count(Counter.CONNECTIONS_MOVED_IN);
+            count(TcpCounter.CONNECTIONS_MOVED_IN);
         }
     }
 
@@ -426,7 +398,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         int local = ephemeralPort(remoteIp, remotePort);
         TcpConnection c = newConnection(local, remoteIp, remotePort, config, null, events);
         table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
-        count(Counter.CONNECTIONS_OPENED);
+        count(TcpCounter.CONNECTIONS_OPENED);
         c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now); // its timers reach us through its hooks
         return c;
     }
@@ -439,7 +411,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             c = new TcpConnection(ip.address(), localPort, remoteIp, remotePort, config, output, new Hooks(), buffers);
         } else {
             c.reuse(ip.address(), localPort, remoteIp, remotePort, config, c.events());
-            count(Counter.CONNECTIONS_REUSED);
+            count(TcpCounter.CONNECTIONS_REUSED);
         }
         ((Hooks) c.events()).begin(l, user);
         return c;
@@ -472,7 +444,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /**
      * How many connections may wait in TIME-WAIT at once (default {@value #DEFAULT_TIME_WAIT_LIMIT}); beyond it a
-     * connection closes once the peer's FIN is acknowledged, without the wait, and {@link Counter#TIME_WAIT_OVERFLOWS}
+     * connection closes once the peer's FIN is acknowledged, without the wait, and {@link TcpCounter#TIME_WAIT_OVERFLOWS}
      * counts it, as Linux does past tcp_max_tw_buckets. 0: no connection waits.
      */
     public void setTimeWaitLimit(int limit) {
@@ -512,12 +484,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                     continue; // without timestamps, PAWS cannot keep the old connection's duplicates out
                 }
                 timeWaitRecords.remove(record);
-                count(Counter.TIME_WAIT_REUSED);
+                count(TcpCounter.TIME_WAIT_REUSED);
                 return p;
             }
             if (old == null || old.endTimeWaitForReuse()) {
                 if (old != null) {
-                    count(Counter.TIME_WAIT_REUSED);
+                    count(TcpCounter.TIME_WAIT_REUSED);
                     if (released.peekLast() == old) { // nothing of it runs any more: the new connection takes it
                         released.pollLast();
                         free.addFirst(old);
@@ -580,19 +552,19 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         return l;
     }
 
-    public long counter(Counter c) {
+    public long counter(TcpCounter c) {
         return counters[c.ordinal()];
     }
 
-    public Map<Counter, Long> counters() {
-        Map<Counter, Long> m = new EnumMap<>(Counter.class);
-        for (Counter c : Counter.values()) {
+    public Map<TcpCounter, Long> counters() {
+        Map<TcpCounter, Long> m = new EnumMap<>(TcpCounter.class);
+        for (TcpCounter c : TcpCounter.values()) {
             m.put(c, counters[c.ordinal()]);
         }
         return m;
     }
 
-    private void count(Counter c) {
+    private void count(TcpCounter c) {
         counters[c.ordinal()]++;
     }
 
@@ -610,12 +582,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (!arrivals.isEmpty()) {
             adoptArrivals();
         }
-        count(Counter.SEGMENTS_IN);
+        count(TcpCounter.SEGMENTS_IN);
         TcpHeader h = rxHeader;
         int status = h.wrap(iph.segment(), iph.payloadOffset(), iph.payloadLength(), iph.sourceAddress(),
                 iph.destinationAddress(), ip.config().verifyChecksums());
         if (status != WireStatus.OK) {
-            count(status == WireStatus.BAD_CHECKSUM ? Counter.BAD_CHECKSUMS : Counter.BAD_SEGMENTS);
+            count(status == WireStatus.BAD_CHECKSUM ? TcpCounter.BAD_CHECKSUMS : TcpCounter.BAD_SEGMENTS);
             return;
         }
         if (iph.destinationAddress() != ip.address()) {
@@ -659,7 +631,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 to = group.ephemeralOwner(localPort); // a connection another loop opened, from its share of ports
             }
             if (to > 0) {
-                count(Counter.SEGMENTS_HANDED_ON);
+                count(TcpCounter.SEGMENTS_HANDED_ON);
                 ip.handOver(to, iph);
                 return;
             }
@@ -697,7 +669,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             }
             return;
         }
-        count(Counter.NO_CONNECTION);
+        count(TcpCounter.NO_CONNECTION);
         reset(remoteIp, remotePort, localPort, s);
     }
 
@@ -710,10 +682,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     private void synToListener(Listener l, int remoteIp, int remotePort, Segment syn, long now) {
-        count(Counter.SYNS_RECEIVED);
+        count(TcpCounter.SYNS_RECEIVED);
         if (l.halfOpen >= l.backlog) {
             // RFC 4987 3.6: no state; the ISN carries what the ACK must prove.
-            count(Counter.SYN_BACKLOG_FULL);
+            count(TcpCounter.SYN_BACKLOG_FULL);
             int mss = Math.min(l.config.mss(), syn.mss > 0 ? syn.mss : 536);
             // Linux's cookie_init_timestamp: window scale and SACK-permitted ride in the TSval's low
             // bits; without a timestamp in the SYN the connection goes without them (tcp_conn_request).
@@ -739,7 +711,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 out.sackPermitted = SynCookies.sackPermitted(options);
             }
             send(remoteIp, remotePort, l.port, out);
-            count(Counter.SYN_COOKIES_SENT);
+            count(TcpCounter.SYN_COOKIES_SENT);
             return;
         }
         TcpConnection c = newConnection(l.port, remoteIp, remotePort, l.config, l, null);
@@ -757,10 +729,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         int options = SynCookies.optionsFromEcho(ack.timestamps, ack.tsEcr);
         int mss = cookies.decode(now, ip.address(), l.port, remoteIp, remotePort, ack.seq, ack.ack - 1, options);
         if (mss <= 0) {
-            count(Counter.SYN_COOKIES_REJECTED);
+            count(TcpCounter.SYN_COOKIES_REJECTED);
             return false;
         }
-        count(Counter.SYN_COOKIES_ACCEPTED);
+        count(TcpCounter.SYN_COOKIES_ACCEPTED);
         if (halfOpen != null) {
             halfOpen.supersede(); // leaves the table and the backlog (Hooks.onClosed)
         }
@@ -780,71 +752,25 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
         flows.remove(key, ip.loop());
         c.moveToTimeWaitRecord(timeWaitRecords, key, now);
-        count(Counter.TIME_WAIT_RECORDS);
+        count(TcpCounter.TIME_WAIT_RECORDS);
         deadlineMoved(timeWaitRecords.nextExpiry());
     }
 
     /**
-     * A segment for a four-tuple waiting in TIME-WAIT as record {@code r}, handled as the connection would
-     * (RFC 9293 3.10.7.4): a retransmitted FIN is acknowledged and the wait starts again; other segments but
-     * the ACK of our FIN draw an ACK; an RST that matches RCV.NXT ends the wait quietly and one elsewhere in
-     * the window draws a challenge ACK (RFC 5961 3.2), as does a SYN (4.2), unless it opens a new connection
-     * to a listener: with a newer timestamp (RFC 6191) or, without timestamps, a sequence number above RCV.NXT
-     * (RFC 1122 4.2.2.13). Returns false in that case, with the record gone, for the listener to take the SYN.
+     * A segment for a four-tuple waiting in TIME-WAIT as record {@code r}, answered as the connection would
+     * ({@link TimeWaitTable#answer}). Returns false, with the record gone, when it is a SYN that opens a new
+     * connection for the listener to take.
      */
     private boolean timeWaitSegment(int r, Listener l, int remoteIp, int remotePort, int localPort, Segment s, long now) {
-        TimeWaitTable t = timeWaitRecords;
-        int rcvNxt = t.rcvNxt(r);
-        boolean ts = t.timestamps(r) && s.timestamps;
-        if (s.has(Segment.SYN) && !s.has(Segment.ACK) && !s.has(Segment.RST) && l != null
-                && (ts ? Seq.gt(s.tsVal, t.tsRecent(r)) : Seq.gt(s.seq, rcvNxt))) {
-            t.remove(r);
-            count(Counter.TIME_WAIT_REOPENED);
+        int a = timeWaitRecords.answer(r, s, l != null, challengeLimit, now, rstOut.clear());
+        if (a == TimeWaitTable.REOPEN) {
+            count(TcpCounter.TIME_WAIT_REOPENED);
             return false;
         }
-        if (s.has(Segment.RST)) {
-            if (s.seq == rcvNxt) {
-                t.remove(r);
-            } else if (Seq.ge(s.seq, rcvNxt) && Seq.lt(s.seq, rcvNxt + Math.max(1, t.window(r)))) {
-                challengeAck(r, remoteIp, remotePort, localPort, now);
-            }
-            return true;
+        if (a == TimeWaitTable.ACK) {
+            send(remoteIp, remotePort, localPort, rstOut);
         }
-        if (s.has(Segment.SYN)) {
-            challengeAck(r, remoteIp, remotePort, localPort, now);
-            return true;
-        }
-        boolean stale = ts && Seq.lt(s.tsVal, t.tsRecent(r)); // RFC 7323 5.3 PAWS: answered, never taken
-        if (!stale && s.has(Segment.ACK) && !s.has(Segment.FIN) && s.payloadLength == 0 && s.seq == rcvNxt) {
-            return true; // the ACK of our FIN, again: nothing to answer
-        }
-        if (s.has(Segment.FIN) && !stale) {
-            t.restart(r, now);
-        }
-        timeWaitAck(r, remoteIp, remotePort, localPort, now);
         return true;
-    }
-
-    private void challengeAck(int r, int remoteIp, int remotePort, int localPort, long now) {
-        if (challengeLimit.tryTake(now)) {
-            timeWaitAck(r, remoteIp, remotePort, localPort, now);
-        }
-    }
-
-    /** RFC 9293 3.10.7.4: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> from a TIME-WAIT record. */
-    private void timeWaitAck(int r, int remoteIp, int remotePort, int localPort, long now) {
-        TimeWaitTable t = timeWaitRecords;
-        Segment out = rstOut.clear();
-        out.flags = Segment.ACK;
-        out.seq = t.sndNxt(r);
-        out.ack = t.rcvNxt(r);
-        out.window = t.window(r);
-        if (t.timestamps(r)) {
-            out.timestamps = true;
-            out.tsVal = TcpConnection.timestampClock(now, t.tsBase(r));
-            out.tsEcr = t.tsRecent(r);
-        }
-        send(remoteIp, remotePort, localPort, out);
     }
 
     /** RFC 9293 3.10.7.1: the reset for a segment that reached no connection (never for a reset). */
@@ -861,7 +787,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             out.seq = 0;
             out.ack = in.seq + in.segmentLength();
         }
-        count(Counter.RESETS_SENT);
+        count(TcpCounter.RESETS_SENT);
         send(remoteIp, remotePort, localPort, out);
     }
 
@@ -971,7 +897,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
         // A full ring is not loss: the connection keeps the segment and retries shortly. Other
         // failures (peer down, no route) are like loss on a wire; the retransmission timer handles them.
-        count(rc == 0 ? Counter.SEGMENTS_OUT : rc == FabricDevice.BACK_PRESSURED ? Counter.SEND_DEFERRED : Counter.SEND_FAILURES);
+        count(rc == 0 ? TcpCounter.SEGMENTS_OUT : rc == FabricDevice.BACK_PRESSURED ? TcpCounter.SEND_DEFERRED : TcpCounter.SEND_FAILURES);
         return rc != FabricDevice.BACK_PRESSURED;
     }
 

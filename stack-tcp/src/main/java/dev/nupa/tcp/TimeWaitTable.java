@@ -12,6 +12,13 @@ import java.util.Arrays;
  * Not thread-safe: the layer's owner thread uses it.
  */
 final class TimeWaitTable {
+    /** {@link #answer}: nothing to send. */
+    static final int NOTHING = 0;
+    /** {@link #answer}: send the ACK it wrote. */
+    static final int ACK = 1;
+    /** {@link #answer}: a SYN that opens a new connection; the record is gone, the listener takes the SYN. */
+    static final int REOPEN = 2;
+
     private final LongIntMap index = new LongIntMap();
     private long[] key = new long[0];
     private int[] sndNxt = new int[0];
@@ -112,6 +119,57 @@ final class TimeWaitTable {
 
     long key(int s) {
         return key[s];
+    }
+
+    /**
+     * What segment {@code in} for record {@code r} calls for, as the connection would answer it (RFC 9293
+     * 3.10.7.4): a retransmitted FIN is acknowledged and the wait starts again; other segments but the ACK of
+     * our FIN draw an ACK; an RST that matches RCV.NXT ends the wait quietly and one elsewhere in the window
+     * draws a challenge ACK (RFC 5961 3.2, within {@code challenges}), as does a SYN (4.2), unless it opens a new
+     * connection to a listener ({@code listening}): with a newer timestamp (RFC 6191) or, without timestamps, a
+     * sequence number above RCV.NXT (RFC 1122 4.2.2.13). An ACK to send is written into {@code out}.
+     */
+    int answer(int r, Segment in, boolean listening, ChallengeAckLimit challenges, long now, Segment out) {
+        int rcv = rcvNxt[r];
+        boolean ts = timestamps[r] && in.timestamps;
+        if (in.has(Segment.SYN) && !in.has(Segment.ACK) && !in.has(Segment.RST) && listening
+                && (ts ? Seq.gt(in.tsVal, tsRecent[r]) : Seq.gt(in.seq, rcv))) {
+            remove(r);
+            return REOPEN;
+        }
+        if (in.has(Segment.RST)) {
+            if (in.seq == rcv) {
+                remove(r);
+                return NOTHING;
+            }
+            boolean inWindow = Seq.ge(in.seq, rcv) && Seq.lt(in.seq, rcv + Math.max(1, window[r]));
+            return inWindow && challenges.tryTake(now) ? ack(r, now, out) : NOTHING;
+        }
+        if (in.has(Segment.SYN)) {
+            return challenges.tryTake(now) ? ack(r, now, out) : NOTHING;
+        }
+        boolean stale = ts && Seq.lt(in.tsVal, tsRecent[r]); // RFC 7323 5.3 PAWS: answered, never taken
+        if (!stale && in.has(Segment.ACK) && !in.has(Segment.FIN) && in.payloadLength == 0 && in.seq == rcv) {
+            return NOTHING; // the ACK of our FIN, again
+        }
+        if (in.has(Segment.FIN) && !stale) {
+            restart(r, now);
+        }
+        return ack(r, now, out);
+    }
+
+    /** RFC 9293 3.10.7.4: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK> from record {@code r}, into {@code out}. */
+    private int ack(int r, long now, Segment out) {
+        out.flags = Segment.ACK;
+        out.seq = sndNxt[r];
+        out.ack = rcvNxt[r];
+        out.window = window[r];
+        if (timestamps[r]) {
+            out.timestamps = true;
+            out.tsVal = TcpConnection.timestampClock(now, tsBase[r]);
+            out.tsEcr = tsRecent[r];
+        }
+        return ACK;
     }
 
     int sndNxt(int s) {

@@ -68,7 +68,7 @@ class TcpBufferBudgetTest {
         wire.pump();
         TcpConnection serverB = accepted.get(1);
         assertEquals(0, serverB.readable(), "no memory for the second receive buffer: the data was dropped");
-        assertTrue(serverB.bufferDrops() >= 1 && server.counter(TcpLayer.Counter.BUFFER_SHORTAGES) >= 1,
+        assertTrue(serverB.bufferDrops() >= 1 && server.counter(TcpCounter.BUFFER_SHORTAGES) >= 1,
                 serverB.bufferDrops() + " drops, counters " + server.counters());
         assertEquals(1000, b.unacknowledged(), "dropped unacknowledged: the client still holds it");
         assertEquals(60_000, server.bufferMemoryUsed());

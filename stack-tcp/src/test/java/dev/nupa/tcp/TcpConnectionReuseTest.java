@@ -129,7 +129,7 @@ class TcpConnectionReuseTest {
 
         TcpConnection next = client.connect(LayerWire.ip(0), PORT, CONFIG, null, wire.now);
         assertSame(old, next, "the released connection's object serves the next one");
-        assertEquals(1, client.counter(TcpLayer.Counter.CONNECTIONS_REUSED));
+        assertEquals(1, client.counter(TcpCounter.CONNECTIONS_REUSED));
         IllegalStateException e = assertThrows(IllegalStateException.class, () -> old.checkGeneration(generation));
         assertTrue(e.getMessage().contains("keep no reference to a connection after closing it"), e.getMessage());
         wire.pump();
@@ -152,7 +152,7 @@ class TcpConnectionReuseTest {
         TcpConnection next = client.connect(LayerWire.ip(0), PORT, CONFIG, null, wire.now);
         assertNotSame(c, next);
         assertEquals(TcpError.RESET, c.error(), "the reset connection keeps its state for its application");
-        assertEquals(0, client.counter(TcpLayer.Counter.CONNECTIONS_REUSED));
+        assertEquals(0, client.counter(TcpCounter.CONNECTIONS_REUSED));
     }
 
     @Test
@@ -172,12 +172,12 @@ class TcpConnectionReuseTest {
         }
         wire.advance(LayerWire.MS);
         assertEquals(java.util.Map.of(TcpState.TIME_WAIT, 2), client.states(), "two wait; the others closed at once");
-        assertEquals(3, client.counter(TcpLayer.Counter.TIME_WAIT_OVERFLOWS));
-        assertEquals(2, client.counter(TcpLayer.Counter.TIME_WAIT_RECORDS), "the two wait as records");
-        assertEquals(5, client.counter(TcpLayer.Counter.CONNECTIONS_CLOSED), "every connection object closed");
+        assertEquals(3, client.counter(TcpCounter.TIME_WAIT_OVERFLOWS));
+        assertEquals(2, client.counter(TcpCounter.TIME_WAIT_RECORDS), "the two wait as records");
+        assertEquals(5, client.counter(TcpCounter.CONNECTIONS_CLOSED), "every connection object closed");
         assertEquals(0, server.connections(), "the server's ends got their ACKs and closed");
-        assertEquals(5, server.counter(TcpLayer.Counter.CONNECTIONS_CLOSED));
-        assertEquals(0, server.counter(TcpLayer.Counter.CONNECTIONS_FAILED));
+        assertEquals(5, server.counter(TcpCounter.CONNECTIONS_CLOSED));
+        assertEquals(0, server.counter(TcpCounter.CONNECTIONS_FAILED));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> client.setTimeWaitLimit(-1));
         assertTrue(e.getMessage().contains("give 0 or more"), e.getMessage());
     }
@@ -198,9 +198,9 @@ class TcpConnectionReuseTest {
             c.close(wire.now);
             wire.pump();
         }
-        assertEquals(100, client.counter(TcpLayer.Counter.TIME_WAIT_REUSED));
+        assertEquals(100, client.counter(TcpCounter.TIME_WAIT_REUSED));
         assertEquals(java.util.Map.of(TcpState.TIME_WAIT, ports), client.states());
-        assertEquals(0, server.counter(TcpLayer.Counter.CONNECTIONS_FAILED));
+        assertEquals(0, server.counter(TcpCounter.CONNECTIONS_FAILED));
     }
 
     /**
@@ -252,10 +252,10 @@ class TcpConnectionReuseTest {
         assertEquals(0, client.bufferMemoryUsed());
         assertEquals(0, server.bufferMemoryUsed());
         assertTrue(client.pooledConnections() <= TcpLayer.DEFAULT_CONNECTION_POOL_LIMIT, "pool " + client.pooledConnections());
-        assertTrue(client.counter(TcpLayer.Counter.CONNECTIONS_REUSED) >= total - 200,
-                "reused " + client.counter(TcpLayer.Counter.CONNECTIONS_REUSED) + " of " + total);
-        assertTrue(server.counter(TcpLayer.Counter.CONNECTIONS_REUSED) >= total - 200,
-                "reused " + server.counter(TcpLayer.Counter.CONNECTIONS_REUSED) + " of " + total);
+        assertTrue(client.counter(TcpCounter.CONNECTIONS_REUSED) >= total - 200,
+                "reused " + client.counter(TcpCounter.CONNECTIONS_REUSED) + " of " + total);
+        assertTrue(server.counter(TcpCounter.CONNECTIONS_REUSED) >= total - 200,
+                "reused " + server.counter(TcpCounter.CONNECTIONS_REUSED) + " of " + total);
         // The first chunks warm up (the JIT, the pools and tables growing to their working size). After that no
         // chunk allocates a byte per connection: any object made per connection would be 16 bytes or more each
         // (a rare few hundred bytes of the JIT recompiling a path stay under the bound).

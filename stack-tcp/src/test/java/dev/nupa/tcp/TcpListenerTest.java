@@ -79,7 +79,7 @@ class TcpListenerTest {
         assertEquals(1, server.connections(), "the first SYN took the backlog's one place");
         peer.take();
         peer.send(LayerWire.ip(0), syn(CLIENT_PORT, CLIENT_ISN, wscale, sack, ts));
-        assertEquals(1, server.counter(TcpLayer.Counter.SYN_COOKIES_SENT));
+        assertEquals(1, server.counter(TcpCounter.SYN_COOKIES_SENT));
         Got synAck = onlyToClient();
         assertEquals(SYN | ACK, synAck.h().flags());
         assertEquals(CLIENT_ISN + 1, synAck.h().acknowledgmentNumber());
@@ -92,7 +92,7 @@ class TcpListenerTest {
         int cookie = synAck.h().sequenceNumber();
         peer.send(LayerWire.ip(0), segment(ACK, CLIENT_ISN + 1, cookie + 1, 1000,
                 new Timestamps(1001, synAck.h().timestamps().value())));
-        assertEquals(1, server.counter(TcpLayer.Counter.SYN_COOKIES_ACCEPTED));
+        assertEquals(1, server.counter(TcpCounter.SYN_COOKIES_ACCEPTED));
         assertEquals(1, accepted.size(), "the cookie ACK opened a connection");
         assertTrue(toClient().isEmpty(), "a bare ACK completing the handshake draws nothing");
         TcpConnection c = accepted.get(0);
@@ -115,8 +115,8 @@ class TcpListenerTest {
             peer.send(LayerWire.ip(0), syn(CLIENT_PORT + i, CLIENT_ISN + i, 7, true, new Timestamps(1000 + i, 0)));
         }
         assertEquals(4, server.connections(), "only the backlog holds state");
-        assertEquals(16, server.counter(TcpLayer.Counter.SYN_BACKLOG_FULL));
-        assertEquals(16, server.counter(TcpLayer.Counter.SYN_COOKIES_SENT));
+        assertEquals(16, server.counter(TcpCounter.SYN_BACKLOG_FULL));
+        assertEquals(16, server.counter(TcpCounter.SYN_COOKIES_SENT));
         List<Got> synAcks = peer.take();
         assertEquals(20, synAcks.size(), "every SYN is answered: " + synAcks);
         int carryingOptions = 0;
@@ -239,7 +239,7 @@ class TcpListenerTest {
         peer.send(LayerWire.ip(0), segment(ACK, CLIENT_ISN + 1, cookie + 1, 1000, null));
         assertEquals(RST, onlyToClient().h().flags(), "the timestamp the cookie was sent with is missing");
         rejected++;
-        assertEquals(rejected, server.counter(TcpLayer.Counter.SYN_COOKIES_REJECTED));
+        assertEquals(rejected, server.counter(TcpCounter.SYN_COOKIES_REJECTED));
         assertTrue(accepted.isEmpty());
         assertEquals(1, server.connections(), "only the half-open one of the backlog");
 
@@ -261,7 +261,7 @@ class TcpListenerTest {
         peer.send(LayerWire.ip(0), syn(CLIENT_PORT, CLIENT_ISN, 7, true, new Timestamps(1500, 0)));
         Got statefulSynAck = onlyToClient();
         assertEquals(SYN | ACK, statefulSynAck.h().flags());
-        assertEquals(1, server.counter(TcpLayer.Counter.SYN_COOKIES_SENT), "the retransmitted SYN got state");
+        assertEquals(1, server.counter(TcpCounter.SYN_COOKIES_SENT), "the retransmitted SYN got state");
         assertTrue(statefulSynAck.h().sequenceNumber() != cookie, "another ISN than the cookie");
         assertEquals(1, server.connections());
 
@@ -272,9 +272,9 @@ class TcpListenerTest {
         assertEquals(ACK, ack.h().flags(), "no reset: " + ack);
         assertEquals(cookie + 1, ack.h().sequenceNumber());
         assertEquals(CLIENT_ISN + 101, ack.h().acknowledgmentNumber(), "the data taken");
-        assertEquals(1, server.counter(TcpLayer.Counter.SYN_COOKIES_ACCEPTED));
-        assertEquals(1, server.counter(TcpLayer.Counter.HANDSHAKES_SUPERSEDED));
-        assertEquals(0, server.counter(TcpLayer.Counter.RESETS_SENT));
+        assertEquals(1, server.counter(TcpCounter.SYN_COOKIES_ACCEPTED));
+        assertEquals(1, server.counter(TcpCounter.HANDSHAKES_SUPERSEDED));
+        assertEquals(0, server.counter(TcpCounter.RESETS_SENT));
         assertEquals(1, server.connections(), "the cookie connection replaced the half-open one");
         assertEquals(1, accepted.size());
         TcpConnection c = accepted.get(0);
@@ -284,7 +284,7 @@ class TcpListenerTest {
         wire.advance(3000 * LayerWire.MS);
         assertTrue(toClient().stream().noneMatch(g -> (g.h().flags() & SYN) != 0),
                 "the superseded connection's SYN-ACK is not retransmitted");
-        assertEquals(1, server.counter(TcpLayer.Counter.CONNECTIONS_FAILED), "only the flood's, which was reset");
+        assertEquals(1, server.counter(TcpCounter.CONNECTIONS_FAILED), "only the flood's, which was reset");
     }
 
     @Test
@@ -297,7 +297,7 @@ class TcpListenerTest {
 
         TcpConnection cc = client.connect(LayerWire.ip(0), PORT, CONFIG, null, wire.now);
         wire.pump();
-        assertEquals(1, server.counter(TcpLayer.Counter.SYN_COOKIES_ACCEPTED), server.counters().toString());
+        assertEquals(1, server.counter(TcpCounter.SYN_COOKIES_ACCEPTED), server.counters().toString());
         assertEquals(TcpState.ESTABLISHED, cc.state());
         TcpConnection sc = accepted.get(0);
 

@@ -59,9 +59,9 @@ class TcpLoopHandOffTest {
         Got ack = peer.only();
         assertEquals(LOOP_NODE, ack.fromNode(), "the loop answers from its own fabric node");
         assertEquals(1006, ack.h().acknowledgmentNumber());
-        assertEquals(1, primary.counter(TcpLayer.Counter.CONNECTIONS_MOVED_OUT));
-        assertEquals(1, loop1.counter(TcpLayer.Counter.CONNECTIONS_MOVED_IN));
-        assertEquals(1, primary.counter(TcpLayer.Counter.SEGMENTS_HANDED_ON));
+        assertEquals(1, primary.counter(TcpCounter.CONNECTIONS_MOVED_OUT));
+        assertEquals(1, loop1.counter(TcpCounter.CONNECTIONS_MOVED_IN));
+        assertEquals(1, primary.counter(TcpCounter.SEGMENTS_HANDED_ON));
         assertEquals(Map.of(TcpState.ESTABLISHED, 1), loop1.states());
 
         c.read(MemorySegment.ofArray(new byte[5]), 0, 5, wire.now);
@@ -72,9 +72,9 @@ class TcpLoopHandOffTest {
         send(peer, 1006, iss + 2, TcpHeader.FIN | TcpHeader.ACK, new byte[0]);
         assertEquals(iss + 2, peer.only().h().sequenceNumber(), "the loop acknowledged the FIN handed on to it");
         assertEquals(Map.of(TcpState.TIME_WAIT, 1), loop1.states(), "it waits on the loop that had it");
-        assertEquals(2, primary.counter(TcpLayer.Counter.SEGMENTS_HANDED_ON));
+        assertEquals(2, primary.counter(TcpCounter.SEGMENTS_HANDED_ON));
         send(peer, 1007, iss + 2, TcpHeader.ACK, new byte[0]);
-        assertEquals(2, primary.counter(TcpLayer.Counter.SEGMENTS_HANDED_ON),
+        assertEquals(2, primary.counter(TcpCounter.SEGMENTS_HANDED_ON),
                 "once the connection left the loop's table, the primary no longer hands its four-tuple on");
     }
 
@@ -91,7 +91,7 @@ class TcpLoopHandOffTest {
         peer.send(LayerWire.ip(0), new TcpRepr(80, port, 5000, syn.h().sequenceNumber() + 1,
                 TcpHeader.SYN | TcpHeader.ACK, 65_535), new byte[0]);
         assertEquals(TcpState.ESTABLISHED, c.state());
-        assertEquals(1, primary.counter(TcpLayer.Counter.SEGMENTS_HANDED_ON));
+        assertEquals(1, primary.counter(TcpCounter.SEGMENTS_HANDED_ON));
         Got ack = peer.only();
         assertEquals(LOOP_NODE, ack.fromNode());
         assertEquals(5001, ack.h().acknowledgmentNumber());
@@ -114,7 +114,7 @@ class TcpLoopHandOffTest {
         client.write(bytes, 0, 1, wire.now);
         wire.pump();
         assertEquals(1, server.readable());
-        assertEquals(0, primary.counter(TcpLayer.Counter.SEGMENTS_HANDED_ON), "nothing went through the primary");
+        assertEquals(0, primary.counter(TcpCounter.SEGMENTS_HANDED_ON), "nothing went through the primary");
     }
 
     @Test

@@ -68,7 +68,7 @@ class TcpSocketCloseTest {
         assertTrue(clientError.future().await(1, TimeUnit.SECONDS).getMessage().contains("FIN-WAIT-2"));
         assertTrue(serverError.future().await(10, TimeUnit.SECONDS).getMessage().contains("reset"),
                 "the peer's connection learned of it by the reset");
-        assertEquals(1, a.counter(TcpLayer.Counter.FIN_WAIT_2_TIMEOUTS));
+        assertEquals(1, a.counter(TcpCounter.FIN_WAIT_2_TIMEOUTS));
         assertEquals(0, a.connections(), "nothing left in the client's table");
         waitFor(() -> b.connections() == 0);
     }
@@ -83,7 +83,7 @@ class TcpSocketCloseTest {
         waitFor(() -> Map.of(TcpState.FIN_WAIT_2, 1).equals(a.states()));
         Thread.sleep(3 * FIN_WAIT_2_TIMEOUT_NS / 1_000_000L);
         assertEquals(Map.of(TcpState.FIN_WAIT_2, 1), a.states(), "still waiting for the peer, as RFC 9293 allows");
-        assertEquals(0, a.counter(TcpLayer.Counter.FIN_WAIT_2_TIMEOUTS));
+        assertEquals(0, a.counter(TcpCounter.FIN_WAIT_2_TIMEOUTS));
         s[1].write(Buffer.buffer("late reply"));
         s[1].end();
         ended.future().await(10, TimeUnit.SECONDS);

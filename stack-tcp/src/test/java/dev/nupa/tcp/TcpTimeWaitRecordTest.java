@@ -47,7 +47,7 @@ class TcpTimeWaitRecordTest {
         assertEquals(TcpState.CLOSED, c.state(), "the connection object closed and was let go");
         assertEquals(Map.of(TcpState.TIME_WAIT, 1), layer.states());
         assertEquals(1, layer.connections());
-        assertEquals(1, layer.counter(TcpLayer.Counter.TIME_WAIT_RECORDS));
+        assertEquals(1, layer.counter(TcpCounter.TIME_WAIT_RECORDS));
     }
 
     @AfterEach
@@ -113,7 +113,7 @@ class TcpTimeWaitRecordTest {
         Got synAck = peer.only();
         assertEquals(TcpHeader.SYN | TcpHeader.ACK, synAck.h().flags());
         assertEquals(50_001, synAck.h().acknowledgmentNumber());
-        assertEquals(1, layer.counter(TcpLayer.Counter.TIME_WAIT_REOPENED));
+        assertEquals(1, layer.counter(TcpCounter.TIME_WAIT_REOPENED));
         send(50_001, synAck.h().sequenceNumber() + 1, TcpHeader.ACK);
         assertEquals(2, accepted.size());
         assertEquals(TcpState.ESTABLISHED, accepted.get(1).state());

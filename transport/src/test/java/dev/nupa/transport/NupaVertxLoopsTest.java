@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.ip.IpCounter;
-import dev.nupa.tcp.TcpLayer;
+import dev.nupa.tcp.TcpCounter;
 import io.vertx.core.AbstractVerticle;
 import io.vertx.core.DeploymentOptions;
 import io.vertx.core.Future;
@@ -120,10 +120,10 @@ class NupaVertxLoopsTest {
         }
         assertEquals(SERVER_LOOPS, servedOn.size(), "requests were served on every loop: " + servedOn);
         List<FabricStack> stacks = NupaVertx.stacks(server);
-        long movedOut = stacks.getFirst().tcp().counter(TcpLayer.Counter.CONNECTIONS_MOVED_OUT);
+        long movedOut = stacks.getFirst().tcp().counter(TcpCounter.CONNECTIONS_MOVED_OUT);
         long movedIn = 0;
         for (FabricStack s : stacks) {
-            movedIn += s.link().call(() -> s.tcp().counter(TcpLayer.Counter.CONNECTIONS_MOVED_IN));
+            movedIn += s.link().call(() -> s.tcp().counter(TcpCounter.CONNECTIONS_MOVED_IN));
         }
         assertTrue(movedOut > 0, "the primary handed connections to the other loops");
         assertEquals(movedOut, movedIn, "every connection handed off was taken in");

@@ -1,0 +1,30 @@
+package dev.nupa.tcp;
+
+/** What a {@link TcpLayer} counts ({@link TcpLayer#counter}, {@link TcpLayer#counters}). */
+public enum TcpCounter {
+    SEGMENTS_IN, SEGMENTS_OUT, SEND_DEFERRED, SEND_FAILURES, BAD_SEGMENTS, BAD_CHECKSUMS, NO_CONNECTION, RESETS_SENT, SYNS_RECEIVED,
+    SYN_BACKLOG_FULL, SYN_COOKIES_SENT, SYN_COOKIES_ACCEPTED, SYN_COOKIES_REJECTED,
+    /** Half-open connections dropped because the peer completed the handshake with a cookie instead. */
+    HANDSHAKES_SUPERSEDED,
+    CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED,
+    /** Connections closed fully by their application and reset after waiting too long in FIN-WAIT-2. */
+    FIN_WAIT_2_TIMEOUTS,
+    /** Data segments dropped unacknowledged for want of receive-buffer memory ({@link TcpLayer#bufferMemoryLimit}). */
+    BUFFER_SHORTAGES,
+    /** Connections opened on the object of one closed earlier, with nothing allocated ({@link TcpLayer#setConnectionPoolLimit}). */
+    CONNECTIONS_REUSED,
+    /** Connections closed without waiting in TIME-WAIT, since {@link TcpLayer#setTimeWaitLimit} were waiting (Linux's TCPTimeWaitOverflow). */
+    TIME_WAIT_OVERFLOWS,
+    /** Ephemeral ports taken over from a connection in TIME-WAIT toward the same peer and port (RFC 6191). */
+    TIME_WAIT_REUSED,
+    /** SYNs that reopened a four-tuple waiting in TIME-WAIT (RFC 6191, RFC 1122 4.2.2.13). */
+    TIME_WAIT_REOPENED,
+    /** Connections that went on waiting in TIME-WAIT as a compact record ({@link TimeWaitTable}). */
+    TIME_WAIT_RECORDS,
+    /** Connections this layer handed to another event loop of the node ({@link TcpLayer#handOff}). */
+    CONNECTIONS_MOVED_OUT,
+    /** Connections this layer took over from another event loop of the node. */
+    CONNECTIONS_MOVED_IN,
+    /** Segments for a connection on another event loop of the node, handed on to it. */
+    SEGMENTS_HANDED_ON
+}
