@@ -40,8 +40,11 @@ final class NodeSockets extends SocketsService {
     /** How long an accepted connection waits for an Attach. */
     static final long ATTACH_TIMEOUT_MS = 10_000;
 
+    private final NupaNode nupaNode;
     private final Vertx node;
     private final Context nodeContext;
+    /** TCP ports that Listen calls hold, so that a second call is refused rather than sharing (as Vert.x servers would). */
+    private final java.util.Set<Integer> listening = ConcurrentHashMap.newKeySet();
     private final NetClient client;
     private final Map<Long, NetSocket> waiting = new ConcurrentHashMap<>();
     /** The listeners and UDP sockets of calls under way, closed with the endpoint if their calls are not over. */
@@ -50,6 +53,7 @@ final class NodeSockets extends SocketsService {
     private final AtomicLong ids = new AtomicLong();
 
     NodeSockets(NupaNode node) {
+        this.nupaNode = node;
         this.node = node.vertx();
         this.nodeContext = this.node.getOrCreateContext();
         this.client = this.node.createNetClient();
@@ -139,6 +143,13 @@ final class NodeSockets extends SocketsService {
             return;
         }
         nodeContext.runOnContext(v -> {
+            // Vert.x shares a port among its servers: a port the node listens on already, through another call or
+            // its own servers, is refused here instead, as a socket's listen(2) would (EADDRINUSE).
+            if (nupaNode.tcp().isListening(port) || !listening.add(port)) {
+                endpoint.runOnContext(x -> answers.fail(GrpcStatus.FAILED_PRECONDITION, "TCP port " + port
+                        + " is already listening on the node; close what holds it or choose another port"));
+                return;
+            }
             NetServer server = node.createNetServer(new io.vertx.core.net.NetServerOptions()
                     .setAcceptBacklog(request.getBacklog() > 0 ? request.getBacklog() : -1));
             server.connectHandler(s -> {
@@ -161,6 +172,7 @@ final class NodeSockets extends SocketsService {
             });
             server.listen(port, "0.0.0.0").onComplete(ar -> endpoint.runOnContext(x -> {
                 if (ar.failed()) {
+                    listening.remove(port);
                     answers.fail(GrpcStatus.FAILED_PRECONDITION, "cannot listen on TCP port " + port + ": "
                             + ar.cause().getMessage());
                     return;
@@ -169,7 +181,7 @@ final class NodeSockets extends SocketsService {
                 servers.add(server);
                 Runnable stop = () -> nodeContext.runOnContext(y -> {
                     servers.remove(server);
-                    server.close();
+                    server.close().onComplete(c -> listening.remove(port));
                 });
                 requests.endHandler(y -> {
                     stop.run();

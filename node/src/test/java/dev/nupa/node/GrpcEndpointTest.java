@@ -375,6 +375,15 @@ class GrpcEndpointTest {
         unknown.request.end(dev.nupa.node.sockets.TcpClientMessage.newBuilder().setAttach(12345).build());
         assertEquals(GrpcStatus.NOT_FOUND, unknown.status.get(10, TimeUnit.SECONDS));
 
+        // A second Listen on the port, or one on a port the node's own server holds, is refused, not shared.
+        node.vertx().createNetServer().connectHandler(x -> { }).listen(8001, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        for (int taken : new int[] {8000, 8001}) {
+            Stream<dev.nupa.node.sockets.ListenRequest, dev.nupa.node.sockets.Accepted> again =
+                    open("Listen", GrpcMessageDecoder.<dev.nupa.node.sockets.Accepted>decoder(dev.nupa.node.sockets.Accepted.newBuilder()));
+            again.request.write(dev.nupa.node.sockets.ListenRequest.newBuilder().setPort(taken).build());
+            assertEquals(GrpcStatus.FAILED_PRECONDITION, again.status.get(10, TimeUnit.SECONDS), "port " + taken);
+        }
+
         listen.request.cancel(); // the listener goes with its call: the port is free again
         long deadline = System.nanoTime() + 10_000_000_000L;
         boolean free = false;
