@@ -6,7 +6,7 @@ import java.lang.foreign.ValueLayout;
 /**
  * A region of fabric memory that a node exported for its peers to read and write in place
  * (the fabric's DMA channel). Peers open it by id and key; the key guards against stale ids and
- * bugs, not against hostile nodes (everyone who maps the fabric is trusted, see DESIGN.md).
+ * bugs, not against hostile nodes (everyone who maps the fabric is trusted).
  */
 public final class FabricWindow implements AutoCloseable {
     public static final int REMOTE_READ = 1;

@@ -681,7 +681,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             for (int j = 0; j < k; j++) {
                 txClaims[j].abort(); // the receiver skips aborted slots
             }
-            // Back-pressure is how the lossless fabric says "wait" (DESIGN.md section 3): wait, bounded.
+            // Back-pressure is how the lossless fabric says "wait": wait, bounded.
             if (rc != FabricDevice.BACK_PRESSURED || waitNs == 0) {
                 return rc;
             }

@@ -10,7 +10,7 @@ import java.lang.management.ManagementFactory;
 import org.junit.jupiter.api.Test;
 
 /**
- * DESIGN.md section 4 for the whole stack: in steady state, a UDP echo (sent, received, echoed in
+ * Nothing allocated, for the whole stack: in steady state, a UDP echo (sent, received, echoed in
  * place, received back), a fragmented one, and an ICMP echo allocate nothing. Everything runs on
  * the test thread (no datapath threads), so its allocation counter sees all of it.
  */

@@ -10,7 +10,7 @@ import java.lang.management.ManagementFactory;
 import org.junit.jupiter.api.Test;
 
 /**
- * DESIGN.md section 4: a steady-state packet allocates nothing. Measured with the JVM's per-thread
+ * A steady-state packet allocates nothing. Measured with the JVM's per-thread
  * allocation counter around receive-side parsing and the in-place echo-to-reply rewrite (the JMH
  * -prof gc figure belongs to bench).
  */

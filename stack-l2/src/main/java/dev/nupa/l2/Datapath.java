@@ -10,7 +10,7 @@ import java.util.function.BooleanSupplier;
 import dev.nupa.device.DatapathErrors;
 
 /**
- * A node's datapath loop (DESIGN.md section 4, run to completion): one thread polls the link,
+ * A node's datapath loop (run to completion): one thread polls the link,
  * which carries each frame up through the registered handlers by direct calls, and runs the
  * {@link Timer}s of the layers above when they fall due. Nothing is handed between threads per frame.
  *

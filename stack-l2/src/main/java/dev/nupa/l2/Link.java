@@ -23,7 +23,7 @@ import dev.nupa.device.FrameHandler;
  * The link layer of one node: frames ({@code [link header][payload]}, docs/link-layer.md) over a
  * {@link FabricDevice}, dispatched by protocol to the {@link ProtocolHandler}s upper layers register.
  *
- * <p><b>Threading.</b> A link, and every layer above it, has one owner thread (DESIGN.md §4: run to
+ * <p><b>Threading.</b> A link, and every layer above it, has one owner thread (run to
  * completion): the node's running {@link Datapath} loop, or, where none runs (a perf tool polling in
  * line, a test), the one thread that polls. {@link #poll}, {@link #send} and {@link #tryClaim} run on
  * the owner; a send from another thread while a loop runs throws IllegalStateException naming the
@@ -204,7 +204,7 @@ public final class Link implements AutoCloseable {
 
     /**
      * {@link #poll(int)} at time {@code now} (nanoseconds on the caller's clock): handlers read it with
-     * {@link #now()}, so protocol code never reads a clock itself (DESIGN.md section 4) and tests run on
+     * {@link #now()}, so protocol code never reads a clock itself and tests run on
      * virtual time.
      */
     public int poll(int limit, long now) {

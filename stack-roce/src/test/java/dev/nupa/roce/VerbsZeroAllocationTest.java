@@ -8,7 +8,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /**
- * DESIGN.md section 4: posting and polling allocate nothing. Measured with the JVM's per-thread
+ * Posting and polling allocate nothing. Measured with the JVM's per-thread
  * allocation counter (the whole transport runs on this thread) over rounds of WRITE, READ, SEND and
  * FETCH_AND_ADD with reused work requests and completions, after a warm-up.
  */

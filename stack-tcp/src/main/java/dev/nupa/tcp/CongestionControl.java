@@ -3,7 +3,7 @@ package dev.nupa.tcp;
 /**
  * A sender's congestion controller: the congestion window (cwnd) and slow-start threshold
  * (ssthresh) of RFC 5681, in bytes, moved by events the connection reports. It never reads a clock
- * (DESIGN.md section 4): every event carries {@code now} in nanoseconds.
+ * (time is an argument): every event carries {@code now} in nanoseconds.
  *
  * <p><b>Who does what.</b> The connection detects events and owns the segments: it counts duplicate
  * ACKs or runs the SACK scoreboard (RFC 6675) to decide a loss, remembers RFC 6582's "recover"

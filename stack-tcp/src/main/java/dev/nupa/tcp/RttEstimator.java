@@ -3,7 +3,7 @@ package dev.nupa.tcp;
 /**
  * The retransmission timer's estimator of RFC 6298: a smoothed round-trip time (SRTT), its mean
  * deviation (RTTVAR) and the retransmission timeout (RTO) derived from them, with exponential
- * back-off. All times are nanoseconds; the estimator never reads a clock (DESIGN.md section 4: the
+ * back-off. All times are nanoseconds; the estimator never reads a clock (the
  * connection measures {@code now - sentAt} and hands the difference in).
  *
  * <p><b>Karn's algorithm (RFC 6298 section 3).</b> The caller must not feed a sample taken from a

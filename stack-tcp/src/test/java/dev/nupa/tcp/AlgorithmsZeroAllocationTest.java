@@ -7,7 +7,7 @@ import java.lang.management.ManagementFactory;
 import org.junit.jupiter.api.Test;
 
 /**
- * DESIGN.md section 4: nothing on the data path allocates. The estimator, both controllers, the
+ * Nothing on the data path allocates. The estimator, both controllers, the
  * ISN generator and SYN cookies driven for many events allocate nothing once built (the JVM's
  * per-thread allocation counter, as in stack-ip's ZeroAllocationTest).
  */

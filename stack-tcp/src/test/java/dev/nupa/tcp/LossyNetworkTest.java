@@ -21,7 +21,7 @@ import dev.nupa.tcp.Wire.Seg;
 
 /**
  * Two connections across a seeded simulated network with loss, duplication, reordering and delay,
- * on virtual time (DESIGN.md section 6): a bulk transfer arrives complete, in order and
+ * on virtual time: a bulk transfer arrives complete, in order and
  * checksum-equal, and the goodput per loss rate is compared with the committed snapshot
  * {@code stack-tcp/src/test/resources/tcp-goodput-256MiB.txt} (deterministic: same seed, same virtual time).
  * 256 MiB is the issue's size (a few seconds); {@code -Dnupa.tcp.transferMiB=N} runs another, against

@@ -8,7 +8,7 @@ import dev.nupa.tcp.Wire.One;
 import dev.nupa.tcp.Wire.Seg;
 
 /**
- * The connection core against arbitrary segment sequences (DESIGN.md section 6): whatever arrives,
+ * The connection core against arbitrary segment sequences: whatever arrives,
  * in whatever state, nothing escapes and the invariants hold. Input: one byte picks the start
  * (active open, established, passive open), then 16-byte records, each one segment (flags, offsets
  * of seq/ack near the interesting edges or anywhere, window, options, a payload length) or, when

@@ -12,7 +12,7 @@ import java.lang.management.ManagementFactory;
 import org.junit.jupiter.api.Test;
 
 /**
- * DESIGN.md section 4: a steady-state segment allocates nothing. Measured with the JVM's per-thread
+ * A steady-state segment allocates nothing. Measured with the JVM's per-thread
  * allocation counter around what the datapath does per segment: wrap and verify a received one,
  * parse its options, and emit an answer (header, options, checksum) in place; and around a
  * connection's SACK loss recovery.
