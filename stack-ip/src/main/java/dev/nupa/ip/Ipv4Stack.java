@@ -533,7 +533,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         UdpHeader h = txUdp;
         h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
         h.emit(sourcePort, destinationPort, udpLength, checksum);
-        int rc = send(waitNs, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
+        int rc = send(waitNs, -1, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
         }
@@ -548,7 +548,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.setType(IcmpHeader.TYPE_ECHO_REQUEST).setCode(0).setChecksum(0).setEcho(identifier, sequence);
         h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                 Checksum.sum(data, offset, length))));
-        return send(config.sendWaitNs(), destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
+        return send(config.sendWaitNs(), -1, destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
                 offset, length);
     }
 
@@ -577,11 +577,6 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
                             int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
         link.checkOwner();
         return send(waitNs, via, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
-    }
-
-    private int send(long waitNs, int destination, int protocol, boolean df, MemorySegment head, long headOff, int headLen,
-                     MemorySegment body, long bodyOff, int bodyLen) {
-        return send(waitNs, -1, destination, protocol, df, head, headOff, headLen, body, bodyOff, bodyLen);
     }
 
     private int send(long waitNs, int via, int destination, int protocol, boolean df, MemorySegment head, long headOff,
@@ -725,7 +720,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
         MemorySegment.copy(request.segment(), request.offset(), txHead, 0, IcmpHeader.HEADER);
         h.echoRequestToReply();
-        int rc = send(config.sendWaitNs(), ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+        int rc = send(config.sendWaitNs(), -1, ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
                 request.segment(), request.dataOffset(), request.dataLength());
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.ICMP_OUT_MSGS);
@@ -752,7 +747,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.setType(type).setCode(code).setChecksum(0).setRestOfHeader(rest);
         h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                 Checksum.sum(original.segment(), original.offset(), quoted))));
-        int rc = send(config.sendWaitNs(), original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+        int rc = send(config.sendWaitNs(), -1, original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
                 original.segment(), original.offset(), quoted);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.ICMP_OUT_MSGS);

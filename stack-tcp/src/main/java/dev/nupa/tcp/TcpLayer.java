@@ -710,7 +710,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 }
                 out.sackPermitted = SynCookies.sackPermitted(options);
             }
-            send(remoteIp, remotePort, l.port, out);
+            send(-1, remoteIp, remotePort, l.port, out);
             count(TcpCounter.SYN_COOKIES_SENT);
             return;
         }
@@ -768,7 +768,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             return false;
         }
         if (a == TimeWaitTable.ACK) {
-            send(remoteIp, remotePort, localPort, rstOut);
+            send(-1, remoteIp, remotePort, localPort, rstOut);
         }
         return true;
     }
@@ -788,7 +788,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             out.ack = in.seq + in.segmentLength();
         }
         count(TcpCounter.RESETS_SENT);
-        send(remoteIp, remotePort, localPort, out);
+        send(-1, remoteIp, remotePort, localPort, out);
     }
 
     // ---- timers ----------------------------------------------------------------------------
@@ -846,10 +846,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     private boolean transmit(TcpConnection c, Segment s) {
         return send(c.via(), c.remoteIp(), c.remotePort(), c.localPort(), s);
-    }
-
-    private boolean send(int remoteIp, int remotePort, int localPort, Segment s) {
-        return send(-1, remoteIp, remotePort, localPort, s);
     }
 
     /**
