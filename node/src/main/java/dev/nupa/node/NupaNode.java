@@ -3,37 +3,30 @@ package dev.nupa.node;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Supplier;
 
-import dev.nupa.ip.IpConfig;
-import dev.nupa.ip.IpVerticle;
 import dev.nupa.ip.Ipv4Stack;
-import dev.nupa.ip.UdpSocket;
 import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.Link;
-import dev.nupa.l2.LinkVerticle;
 import dev.nupa.l2.PcapWriter;
 import dev.nupa.roce.RoceVerticle;
-import dev.nupa.tcp.TcpConfig;
 import dev.nupa.tcp.TcpLayer;
-import dev.nupa.tcp.TcpServer;
-import dev.nupa.tcp.TcpSocket;
-import dev.nupa.tcp.TcpVerticle;
 import dev.nupa.transport.FabricStack;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 
 /**
- * A node, assembled: four verticles deployed on an application's Vert.x, the link (fabric, datapath
- * loop, neighbor directory), IP (IPv4, ICMP, UDP), TCP and RDMA (verbs context and connection
- * manager), and remote capture. Usable in-process:
+ * A node, assembled: a Vert.x instance whose event loop is the node's datapath (the Vert.x transport,
+ * {@link NupaVertx}) with the link (fabric, neighbor directory), IP (IPv4, ICMP, UDP) and TCP under
+ * it, RDMA (verbs context and connection manager) deployed on it, and remote capture. Applications use
+ * the node through that Vert.x instance, unmodified:
  *
  * <pre>{@code
- * NupaNode node = NupaNode.start(vertx, NodeConfig.defaults(Path.of("/dev/shm/f1"), 0)).await();
- * UdpSocket s = node.createUdpSocket();
- * s.handler(d -> s.send(d.data(), d.senderPort(), d.senderHost()));
+ * NupaNode node = NupaNode.create(NodeConfig.defaults(Path.of("/dev/shm/f1"), 0)).await();
+ * DatagramSocket s = node.vertx().createDatagramSocket();
+ * s.handler(p -> s.send(p.data(), p.sender().port(), p.sender().host()));
  * s.listen(7, "0.0.0.0");
  * }</pre>
  */
@@ -45,11 +38,8 @@ public final class NupaNode {
     private final RoceVerticle roceVerticle;
     private final CaptureMirror mirror;
     private final PcapWriter pcap;
-    /** Takes the node down: undeploys its verticles, or closes the Vert.x instance it runs under. */
-    private final Supplier<Future<Void>> shutdown;
 
-    private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap,
-                     Supplier<Future<Void>> shutdown) {
+    private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap) {
         this.vertx = vertx;
         this.link = link;
         this.ip = ip;
@@ -57,7 +47,6 @@ public final class NupaNode {
         this.roceVerticle = roce;
         this.mirror = mirror;
         this.pcap = pcap;
-        this.shutdown = shutdown;
     }
 
     /**
@@ -67,79 +56,38 @@ public final class NupaNode {
      * the fabric. The Future fails with the reason (fabric, address, IP, route, capture file).
      */
     public static Future<NupaNode> create(NodeConfig config) {
+        PcapWriter pcap = null;
         Vertx vertx;
         try {
+            if (config.capture() != null) { // first: a capture that cannot be written starts nothing
+                pcap = PcapWriter.open(config.capture());
+            }
             vertx = NupaVertx.create(new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
                     config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(), 1));
+        } catch (IOException e) {
+            return Future.failedFuture(new UncheckedIOException("cannot write capture " + config.capture() + ": "
+                    + e.getMessage(), e));
         } catch (RuntimeException e) {
+            closeQuietly(pcap);
             return Future.failedFuture(e);
         }
         FabricStack stack = NupaVertx.stack(vertx);
         RoceVerticle roce = new RoceVerticle(stack.link(), stack.neighbors());
-        return vertx.deployVerticle(roce).compose(id -> {
-            CaptureMirror mirror = new CaptureMirror(stack.link());
-            PcapWriter pcap = null;
-            try {
-                if (config.capture() != null) {
-                    pcap = PcapWriter.open(config.capture());
-                    mirror.setLocal(pcap);
-                }
-            } catch (IOException e) {
-                return Future.failedFuture(new UncheckedIOException("cannot write capture " + config.capture() + ": "
-                        + e.getMessage(), e));
+        CaptureMirror mirror = new CaptureMirror(stack.link());
+        if (pcap != null) {
+            mirror.setLocal(pcap);
+        }
+        NupaNode node = new NupaNode(vertx, stack.link(), stack.ip(), stack.tcp(), roce, mirror, pcap);
+        // Without a context: on a failure it completes after the node's event loop is gone.
+        Promise<NupaNode> started = Promise.promise();
+        vertx.deployVerticle(roce).onComplete(ar -> {
+            if (ar.succeeded()) {
+                started.complete(node);
+            } else {
+                node.close().onComplete(v -> started.fail(ar.cause()));
             }
-            return Future.succeededFuture(new NupaNode(vertx, stack.link(), stack.ip(), stack.tcp(), roce, mirror, pcap,
-                    vertx::close));
-        }).recover(e -> vertx.close().transform(v -> Future.failedFuture(e)));
-    }
-
-    /** Deploys the node's verticles; the Future fails with the reason (fabric, address, IP, route). */
-    public static Future<NupaNode> start(Vertx vertx, NodeConfig config) {
-        LinkVerticle link = new LinkVerticle(config.fabric(), config.address(), config.mtu(), config.geometry(),
-                config.idle());
-        return vertx.deployVerticle(link).compose(linkId -> {
-            IpVerticle ip;
-            try {
-                IpConfig ipc = config.ip() != null ? config.ip() : NodeConfig.defaultIp(link.link().address());
-                ip = new IpVerticle(link, ipc, config.routes());
-            } catch (RuntimeException e) {
-                return vertx.undeploy(linkId).transform(v -> Future.failedFuture(e));
-            }
-            TcpVerticle tcp = config.tcpBufferMemory() > 0
-                    ? new TcpVerticle(link, ip, config.tcpOrDefault(), config.tcpBufferMemory())
-                    : new TcpVerticle(link, ip, config.tcpOrDefault());
-            RoceVerticle roce = new RoceVerticle(link);
-            return vertx.deployVerticle(ip).transform(ar -> {
-                if (ar.failed()) {
-                    return vertx.undeploy(linkId).transform(v -> Future.failedFuture(ar.cause()));
-                }
-                return vertx.deployVerticle(tcp).compose(tcpId -> vertx.deployVerticle(roce)
-                        .map(roceId -> new String[] {ar.result(), tcpId, roceId}));
-            }).transform(ar -> {
-                if (ar.failed()) {
-                    return vertx.undeploy(linkId).transform(v -> Future.failedFuture(ar.cause()));
-                }
-                String ipId = ar.result()[0];
-                String tcpId = ar.result()[1];
-                String roceId = ar.result()[2];
-                PcapWriter pcap = null;
-                CaptureMirror mirror = new CaptureMirror(link.link());
-                try {
-                    if (config.capture() != null) {
-                        pcap = PcapWriter.open(config.capture());
-                        mirror.setLocal(pcap);
-                    }
-                } catch (IOException e) {
-                    return vertx.undeploy(roceId).compose(v -> vertx.undeploy(tcpId)).compose(v -> vertx.undeploy(ipId))
-                            .compose(v -> vertx.undeploy(linkId))
-                            .transform(v -> Future.failedFuture(new UncheckedIOException("cannot write capture "
-                                    + config.capture() + ": " + e.getMessage(), e)));
-                }
-                return Future.succeededFuture(new NupaNode(vertx, link.link(), ip.stack(), tcp.layer(), roce, mirror, pcap,
-                        () -> vertx.undeploy(roceId).compose(v -> vertx.undeploy(tcpId)).compose(v -> vertx.undeploy(ipId))
-                                .compose(v -> vertx.undeploy(linkId))));
-            });
         });
+        return started.future();
     }
 
     public Vertx vertx() {
@@ -170,48 +118,20 @@ public final class NupaNode {
         return roceVerticle;
     }
 
-    /** A TCP server (in the manner of Vert.x's NetServer) whose handlers run on the caller's context. */
-    public TcpServer createTcpServer() {
-        return createTcpServer(tcp().defaults());
-    }
-
-    /** A TCP server whose connections use {@code config} (socket options) instead of the node's defaults. */
-    public TcpServer createTcpServer(TcpConfig config) {
-        return TcpServer.create(vertx, tcp(), config);
-    }
-
-    /** Connects to {@code host}:{@code port} over the fabric; fails with the reason (refused, timed out). */
-    public Future<TcpSocket> connectTcp(int port, String host) {
-        return connectTcp(port, host, tcp().defaults());
-    }
-
-    /** Connects with {@code config} (socket options) instead of the node's defaults. */
-    public Future<TcpSocket> connectTcp(int port, String host, TcpConfig config) {
-        return TcpSocket.connect(vertx, tcp(), port, host, config);
-    }
-
-    /** A UDP socket whose handlers run on the caller's Vert.x context. */
-    public UdpSocket createUdpSocket() {
-        return UdpSocket.create(vertx, ip());
-    }
-
-    /**
-     * Takes the node down: undeploys its verticles (or, for a node from {@link #create}, closes its
-     * Vert.x instance); the node leaves the fabric, its capture is flushed and closed.
-     */
+    /** Takes the node down: closes its Vert.x instance; the node leaves the fabric, its capture is flushed and closed. */
     public Future<Void> close() {
         mirror.close();
-        Future<Void> f = shutdown.get();
+        return vertx.close().andThen(v -> closeQuietly(pcap));
+    }
+
+    private static void closeQuietly(PcapWriter pcap) {
         if (pcap != null) {
-            f = f.andThen(v -> {
-                try {
-                    pcap.close();
-                } catch (RuntimeException e) {
-                    // reported by the capture's lost count; the node is down either way
-                }
-            });
+            try {
+                pcap.close();
+            } catch (RuntimeException e) {
+                // reported by the capture's lost count; the node is down either way
+            }
         }
-        return f;
     }
 
     /** Closes and waits (for command-line use). */

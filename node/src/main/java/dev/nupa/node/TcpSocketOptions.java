@@ -6,7 +6,7 @@ import java.util.Locale;
 
 import dev.nupa.tcp.CongestionControls;
 import dev.nupa.tcp.TcpConfig;
-import dev.nupa.tcp.TcpSocket;
+import dev.nupa.transport.NupaSocketChannelConfig;
 import picocli.CommandLine.Option;
 
 /**
@@ -58,7 +58,7 @@ final class TcpSocketOptions {
     Integer recvBuffer;
 
     @Option(names = "--linger", paramLabel = "SECONDS",
-            description = "SO_LINGER on close: 0 resets (RST: unsent data dropped, no TIME-WAIT); 1.." + TcpSocket.MAX_LINGER
+            description = "SO_LINGER on close: 0 resets (RST: unsent data dropped, no TIME-WAIT); 1.." + NupaSocketChannelConfig.MAX_LINGER
                     + " is taken as off on the fabric: close returns at once and the FIN follows the data in the background"
                     + " (default: off).")
     Integer linger;
@@ -114,7 +114,7 @@ final class TcpSocketOptions {
         String buffers = " bytes (one MSS at MTU " + (base.mss() + 40) + ", at most 1 GiB)";
         check("--send-buffer", sendBuffer, base.mss(), 1 << 30, buffers);
         check("--recv-buffer", recvBuffer, base.mss(), 1 << 30, buffers);
-        check("--linger", linger, 0, TcpSocket.MAX_LINGER, " seconds");
+        check("--linger", linger, 0, NupaSocketChannelConfig.MAX_LINGER, " seconds");
         String algorithm = null;
         if (congestion != null) {
             algorithm = congestion.toLowerCase(Locale.ROOT);

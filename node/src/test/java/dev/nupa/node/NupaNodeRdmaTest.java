@@ -21,7 +21,6 @@ import dev.nupa.roce.WcStatus;
 import dev.nupa.roce.WorkCompletion;
 import dev.nupa.roce.WrOpcode;
 import io.vertx.core.Promise;
-import io.vertx.core.Vertx;
 import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -56,10 +55,9 @@ class NupaNodeRdmaTest {
     @Test
     void aClientNodeConnectsByAddressWritesAndSendsToAServerNode() throws Exception {
         Path fabric = Path.of("/dev/shm/nupa-node-rdma-" + UUID.randomUUID());
-        Vertx vertx = Vertx.vertx();
         try {
-            NupaNode server = NupaNode.start(vertx, NodeConfig.defaults(fabric, 0)).await(10, TimeUnit.SECONDS);
-            NupaNode client = NupaNode.start(vertx, NodeConfig.defaults(fabric, 1)).await(10, TimeUnit.SECONDS);
+            NupaNode server = NupaNode.create(NodeConfig.defaults(fabric, 0)).await(10, TimeUnit.SECONDS);
+            NupaNode client = NupaNode.create(NodeConfig.defaults(fabric, 1)).await(10, TimeUnit.SECONDS);
             Side s = new Side();
             Side c = new Side();
             Promise<String> received = Promise.promise();
@@ -107,7 +105,7 @@ class NupaNodeRdmaTest {
                     c.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).local(c.mr, 0, 17).remote(addr, rkey));
                     // Later, when the handshake's frames are long delivered: the SEND lands in the server's
                     // posted receive and no frame announces it; the server's datapath finds it by itself.
-                    vertx.setTimer(50, t -> client.rdma().execute(cx -> {
+                    client.vertx().setTimer(50, t -> client.rdma().execute(cx -> {
                         c.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED)
                                 .local(c.mr, 100, 15));
                         sent.complete((int) cx.counter(RdmaCounter.DIRECT_SENDS));
@@ -119,7 +117,6 @@ class NupaNodeRdmaTest {
             client.close().await(10, TimeUnit.SECONDS);
             server.close().await(10, TimeUnit.SECONDS);
         } finally {
-            vertx.close().await(10, TimeUnit.SECONDS);
             Files.deleteIfExists(fabric);
         }
     }

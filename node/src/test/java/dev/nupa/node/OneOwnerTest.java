@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.ip.IpCounter;
-import dev.nupa.ip.UdpSocket;
 import dev.nupa.l2.LinkCounters;
 import dev.nupa.roce.Access;
 import dev.nupa.roce.CompletionQueue;
@@ -26,24 +25,26 @@ import dev.nupa.roce.WrOpcode;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
-import io.vertx.core.Vertx;
+import io.vertx.core.datagram.DatagramSocket;
 import io.vertx.core.buffer.Buffer;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /**
- * One owner per node: UDP sent from several Vert.x contexts (other threads than the node's datapath
- * loop) while the loop itself posts RDMA WRITEs in packet mode, so both kinds of frame leave the same
+ * One owner per node: UDP sent through Vert.x's DatagramSocket from several worker contexts (threads
+ * other than the node's event loop, which is its datapath) while the loop itself posts RDMA WRITEs in packet mode, so both kinds of frame leave the same
  * link at once. Every datagram must arrive intact, every WRITE complete, and neither node may count a
  * link drop or a malformed packet: a link header written by two threads at once shows up here as a
  * frame the receiver drops or misdelivers.
@@ -59,17 +60,16 @@ class OneOwnerTest {
     @Test
     void udpFromOtherThreadsAndRdmaFromTheLoopLeaveTheLinkIntact() throws Exception {
         Path fabric = Path.of("/dev/shm/nupa-test-owner-" + UUID.randomUUID());
-        Vertx vertx = Vertx.vertx();
         try {
-            NupaNode server = NupaNode.start(vertx, NodeConfig.defaults(fabric, 0)).await(10, TimeUnit.SECONDS);
-            NupaNode client = NupaNode.start(vertx, NodeConfig.defaults(fabric, 1)).await(10, TimeUnit.SECONDS);
+            NupaNode server = NupaNode.create(NodeConfig.defaults(fabric, 0)).await(10, TimeUnit.SECONDS);
+            NupaNode client = NupaNode.create(NodeConfig.defaults(fabric, 1)).await(10, TimeUnit.SECONDS);
 
             // UDP receiver: checks every datagram's bytes against the pattern its header names.
             AtomicInteger received = new AtomicInteger();
             AtomicInteger corrupt = new AtomicInteger();
             ConcurrentHashMap<Long, Boolean> seen = new ConcurrentHashMap<>();
             Promise<Void> allReceived = Promise.promise();
-            UdpSocket sink = UdpSocket.create(vertx, server.ip(), 1 << 20);
+            DatagramSocket sink = server.vertx().createDatagramSocket();
             sink.handler(d -> {
                 Buffer b = d.data();
                 if (b.length() < 16 || !intact(b)) {
@@ -100,7 +100,9 @@ class OneOwnerTest {
             AtomicLong writesFailed = new AtomicLong();
             Promise<Void> writesDone = Promise.promise();
             Promise<Void> connected = Promise.promise();
+            AtomicReference<Thread> clientLoop = new AtomicReference<>();
             client.rdma().execute(ctx -> {
+                clientLoop.set(Thread.currentThread());
                 c.open(ctx);
                 client.rdma().cm().connect(0x0A000001, 7471, c.qp, new byte[0]).onComplete(ar -> {
                     if (ar.failed()) {
@@ -138,15 +140,17 @@ class OneOwnerTest {
             });
             connected.future().await(10, TimeUnit.SECONDS);
 
-            // UDP senders: each on a context of its own, so on an event-loop thread, never the datapath's.
+            // UDP senders: each on a worker context of its own, so on a worker thread, never the loop's.
             List<Future<Void>> sends = new ArrayList<>();
+            Set<Thread> senderThreads = ConcurrentHashMap.newKeySet();
             for (int k = 0; k < SENDERS; k++) {
                 int sender = k;
-                Context ctx = ((io.vertx.core.internal.VertxInternal) vertx).createEventLoopContext();
+                Context ctx = ((io.vertx.core.internal.VertxInternal) client.vertx()).createWorkerContext();
                 Promise<Void> done = Promise.promise();
                 sends.add(done.future());
                 ctx.runOnContext(v -> {
-                    UdpSocket out = client.createUdpSocket();
+                    senderThreads.add(Thread.currentThread());
+                    DatagramSocket out = client.vertx().createDatagramSocket();
                     List<Future<Void>> each = new ArrayList<>();
                     for (int i = 0; i < DATAGRAMS; i++) {
                         each.add(out.send(datagram(sender, i), PORT, "10.0.0.1"));
@@ -155,6 +159,7 @@ class OneOwnerTest {
                 });
             }
             Future.all(sends).await(60, TimeUnit.SECONDS);
+            assertTrue(!senderThreads.isEmpty() && !senderThreads.contains(clientLoop.get()), "the senders ran off the node's loop");
             udpDone.set(true);
             awaitQuietly(allReceived.future()); // the assertions below say what is missing
             awaitQuietly(writesDone.future());
@@ -176,7 +181,6 @@ class OneOwnerTest {
             client.close().await(10, TimeUnit.SECONDS);
             server.close().await(10, TimeUnit.SECONDS);
         } finally {
-            vertx.close().await(10, TimeUnit.SECONDS);
             Files.deleteIfExists(fabric);
         }
     }

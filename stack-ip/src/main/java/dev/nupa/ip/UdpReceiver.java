@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 /**
  * Receives the datagrams of a bound UDP port, on the datapath thread, in place: {@code [offset,
  * offset + length)} of {@code data} is valid only during the call. The zero-copy interface; the
- * Vert.x-style {@link UdpSocket} is built on it.
+ * Vert.x transport's datagram channel is built on it.
  */
 public interface UdpReceiver {
     void onDatagram(int sourceAddress, int sourcePort, int destinationAddress, MemorySegment data, long offset, int length);

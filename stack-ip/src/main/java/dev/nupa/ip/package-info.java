@@ -3,7 +3,7 @@
  * views {@link dev.nupa.ip.Ipv4Header}, {@link dev.nupa.ip.IcmpHeader}, {@link dev.nupa.ip.UdpHeader}
  * that validate once in {@code wrap}, value records for tests and the control plane, the RFC 1071
  * {@link dev.nupa.ip.Checksum}), the node's stack ({@link dev.nupa.ip.Ipv4Stack}: routes,
- * forwarding, fragmentation and bounded reassembly, ICMP errors, UDP ports), the verticle that
- * deploys it, and a Vert.x-style {@link dev.nupa.ip.UdpSocket}.
+ * forwarding, fragmentation and bounded reassembly, ICMP errors, UDP ports). Applications reach UDP
+ * through the Vert.x transport's datagram channel (module transport).
  */
 package dev.nupa.ip;

@@ -16,7 +16,7 @@ import dev.nupa.device.DatapathErrors;
  *
  * <p><b>One owner.</b> While the loop runs, its thread owns the node: every send, receive and timer
  * of the link and the layers above runs on it ({@link Link#checkOwner} refuses other threads). Work
- * from other threads (sockets called from a Vert.x context, verbs from an application thread) is
+ * from other threads (verbs or stack calls from an application thread) is
  * handed over through {@link #execute}, a bounded queue the loop drains every round.
  *
  * <p>Idling follows NAPI: spin while frames keep coming, then yield, then sleep on the device's

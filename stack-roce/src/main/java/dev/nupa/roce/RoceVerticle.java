@@ -2,7 +2,6 @@ package dev.nupa.roce;
 
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
-import dev.nupa.l2.LinkVerticle;
 import dev.nupa.l2.NeighborDirectory;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
@@ -10,7 +9,8 @@ import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
 
 /**
- * RDMA as a verticle over a deployed link verticle: on deploy it opens the node's {@link RdmaContext}
+ * RDMA as a verticle over a node's open link, driven by its datapath loop (the node's event loop under
+ * the Vert.x transport): on deploy it opens the node's {@link RdmaContext}
  * and {@link RdmaCm} and hands the context's timers to the datapath loop; on undeploy it closes them.
  *
  * <p>The context belongs to the datapath thread, so an application reaches it through
@@ -19,31 +19,20 @@ import io.vertx.core.VerticleBase;
  * results back to a Vert.x context with {@code context.runOnContext}.
  */
 public final class RoceVerticle extends VerticleBase {
-    private final LinkVerticle linkVerticle;
-    private volatile Link link;
-    private volatile NeighborDirectory neighbors;
+    private final Link link;
+    private final NeighborDirectory neighbors;
     private volatile RdmaContext ctx;
     private volatile RdmaCm cm;
     private Datapath.Timer timer;
 
-    /** Over a deployed link verticle. */
-    public RoceVerticle(LinkVerticle link) {
-        this.linkVerticle = link;
-    }
-
     /** Over a link that is already open and driven by its datapath (a node under the Vert.x transport). */
     public RoceVerticle(Link link, NeighborDirectory neighbors) {
-        this.linkVerticle = null;
         this.link = link;
         this.neighbors = neighbors;
     }
 
     @Override
     public Future<?> start() {
-        if (linkVerticle != null) {
-            link = linkVerticle.link();
-            neighbors = linkVerticle.neighbors();
-        }
         RdmaContext c = RdmaContext.open(link);
         cm = RdmaCm.create(c, neighbors::lookup, RdmaCm.Options.defaults());
         ctx = c;

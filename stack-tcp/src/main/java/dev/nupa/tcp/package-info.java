@@ -4,7 +4,7 @@
  * {@link dev.nupa.tcp.TcpRepr}; {@link dev.nupa.tcp.Seq}, sequence numbers modulo 2^32), the sans-IO
  * connection core ({@link dev.nupa.tcp.TcpConnection}: RFC 9293 with window scaling, timestamps,
  * SACK, NewReno and CUBIC), the layer that demultiplexes segments to connections and answers for
- * listeners ({@link dev.nupa.tcp.TcpLayer}, SYN cookies, buffer memory bound, timers), and
- * Vert.x-style sockets ({@link dev.nupa.tcp.TcpServer}, {@link dev.nupa.tcp.TcpSocket}).
+ * listeners ({@link dev.nupa.tcp.TcpLayer}, SYN cookies, buffer memory bound, timers). Applications
+ * reach it through the Vert.x transport's sockets (module transport).
  */
 package dev.nupa.tcp;

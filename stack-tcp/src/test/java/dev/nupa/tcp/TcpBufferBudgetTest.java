@@ -64,7 +64,7 @@ class TcpBufferBudgetTest {
         wire.pump();
         assertEquals(TcpState.ESTABLISHED, b.state(), "a handshake needs no buffer memory");
         assertEquals(1000, b.write(bytes(1000, 2), 0, 1000, wire.now));
-        client.touched(b); // a user call outside TcpSocket: the layer learns of the retransmission timer
+        client.touched(b); // a user call made on the connection: the layer learns of the retransmission timer
         wire.pump();
         TcpConnection serverB = accepted.get(1);
         assertEquals(0, serverB.readable(), "no memory for the second receive buffer: the data was dropped");

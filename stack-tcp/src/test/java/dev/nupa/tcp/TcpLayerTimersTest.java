@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The layer polls a connection's timers when they fall due, also after a user call made straight on the
- * {@link TcpConnection} (not through {@link TcpSocket}, and without {@link TcpLayer#touched}): the
+ * {@link TcpConnection} (without {@link TcpLayer#touched}): the
  * connection tells its layer when its deadline moves earlier. A raw peer that never acknowledges data
  * shows the retransmission timer at work (RFC 6298 5.4).
  */

@@ -12,6 +12,7 @@ import java.util.ArrayDeque;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.ip.IcmpHeader;
+import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.UdpReceiver;
@@ -277,7 +278,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
         @Override
         public void onIcmpError(int type, int code, int destination, int port) {
-            InetSocketAddress to = Addresses.inet(destination, port);
+            String to = Ipv4Address.toString(destination) + ":" + port;
             IOException e = type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE && code == IcmpHeader.UNREACHABLE_PORT
                     ? new PortUnreachableException("port unreachable from " + to)
                     : new IOException("ICMP type " + type + " code " + code + " from " + to);

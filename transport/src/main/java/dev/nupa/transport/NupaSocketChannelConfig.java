@@ -18,8 +18,10 @@ import io.netty.channel.socket.SocketChannelConfig;
  * settings apply (see {@link NupaServerSocketChannelConfig}). SO_LINGER acts on close (0: a reset; above 0: the close completes once everything was acknowledged, or after that many seconds).
  * IP_TOS and SO_REUSEADDR are kept and have no effect on the fabric.
  */
-final class NupaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
+public final class NupaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
     private final TcpOptions tcp = new TcpOptions();
+    /** The longest linger, seconds (as the JDK's Socket.setSoLinger caps it). */
+    public static final int MAX_LINGER = 65_535;
     private volatile int soLinger = -1;
     private volatile int trafficClass;
     private volatile boolean reuseAddress;
@@ -95,6 +97,10 @@ final class NupaSocketChannelConfig extends DefaultChannelConfig implements Sock
 
     @Override
     public NupaSocketChannelConfig setSoLinger(int seconds) {
+        if (seconds < -1 || seconds > MAX_LINGER) {
+            throw new IllegalArgumentException("SO_LINGER " + seconds + " is outside -1.." + MAX_LINGER
+                    + " seconds (-1: off, 0: reset on close, above 0: wait for the peer's acknowledgement that long)");
+        }
         soLinger = seconds;
         return this;
     }

@@ -60,4 +60,9 @@ public record StackConfig(Path fabric, int address, FabricGeometry geometry, int
     public StackConfig withTcp(TcpConfig tcp) {
         return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
     }
+
+    /** With the node's TCP buffers bounded to {@code bytes} together (0: three quarters of the JVM's direct memory). */
+    public StackConfig withTcpBufferMemory(long bytes) {
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, bytes, loops);
+    }
 }

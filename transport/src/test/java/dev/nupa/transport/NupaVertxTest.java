@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.nupa.ip.IpCounter;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -22,6 +23,7 @@ import io.vertx.core.net.NetSocket;
 import java.net.ConnectException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.Random;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
@@ -111,25 +113,69 @@ class NupaVertxTest {
     }
 
     @Test
-    void datagramsAreEchoed() throws Exception {
+    void aThousandDatagramsOfRandomSizesUpToSixtyThousandBytesAreEchoedIntact() throws Exception {
+        // Up to 60,000 bytes: most are fragmented to the 9,000-byte MTU and reassembled on both nodes.
         DatagramSocket echo = server.createDatagramSocket();
         echo.handler(p -> echo.send(p.data(), p.sender().port(), p.sender().host()));
         echo.listen(9, "0.0.0.0").await(10, TimeUnit.SECONDS);
         DatagramSocket socket = client.createDatagramSocket();
-        int count = 200;
-        Promise<Void> all = Promise.promise();
+        int count = 1000;
+        byte[][] sent = new byte[count][];
+        Random rnd = new Random(7);
+        int[] next = {0};
         int[] got = {0};
-        socket.handler(p -> {
+        int[] changed = {0};
+        Promise<Void> all = Promise.promise();
+        Runnable sendOne = () -> {
+            int i = next[0]++;
+            if (i < count) {
+                byte[] data = new byte[4 + rnd.nextInt(60_000 - 4)];
+                rnd.nextBytes(data);
+                java.nio.ByteBuffer.wrap(data).putInt(0, i);
+                sent[i] = data;
+                socket.send(Buffer.buffer(data), 9, "10.0.0.1").onFailure(all::tryFail);
+            }
+        };
+        socket.handler(p -> { // on the client's loop, as sendOne runs
+            if (!Arrays.equals(sent[p.data().getInt(0)], p.data().getBytes())) {
+                changed[0]++;
+            }
             if (++got[0] == count) {
                 all.tryComplete();
             }
+            sendOne.run();
         });
         socket.listen(0, "0.0.0.0").await(10, TimeUnit.SECONDS);
-        for (int i = 0; i < count; i++) {
-            socket.send(Buffer.buffer("datagram " + i), 9, "10.0.0.1").await(10, TimeUnit.SECONDS);
-        }
-        all.future().await(10, TimeUnit.SECONDS);
-        assertEquals(count, got[0]);
+        client.runOnContext(v -> { // a window of 16 in flight
+            for (int w = 0; w < 16; w++) {
+                sendOne.run();
+            }
+        });
+        all.future().await(60, TimeUnit.SECONDS);
+        assertEquals(0, changed[0], "datagrams that came back changed");
+        assertEquals(0, NupaVertx.stack(server).ip().counter(IpCounter.UDP_RCVBUF_ERRORS));
+        assertEquals(0, NupaVertx.stack(client).ip().counter(IpCounter.REASM_FAILS));
+    }
+
+    @Test
+    void datagramMisuseFailsWithTheReason() throws Exception {
+        DatagramSocket s1 = client.createDatagramSocket();
+        s1.listen(53, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        Exception taken = assertThrows(Exception.class,
+                () -> client.createDatagramSocket().listen(53, "0.0.0.0").await(10, TimeUnit.SECONDS));
+        assertTrue(taken.getMessage().contains("53 is already in use"), taken.toString());
+        Exception foreign = assertThrows(Exception.class,
+                () -> client.createDatagramSocket().listen(54, "10.0.0.1").await(10, TimeUnit.SECONDS));
+        assertTrue(foreign.getMessage().contains("this node is 10.0.0.2"), foreign.toString());
+        Exception unreachable = assertThrows(Exception.class, () -> s1.send("x", 7, "10.0.0.77").await(10, TimeUnit.SECONDS));
+        assertTrue(unreachable.getMessage().contains("host unreachable"), unreachable.toString());
+        // A closed port answers with ICMP port unreachable, reported to the socket's exception handler.
+        Promise<Throwable> error = Promise.promise();
+        s1.exceptionHandler(error::tryComplete);
+        s1.send("x", 4444, "10.0.0.1");
+        Throwable t = error.future().await(10, TimeUnit.SECONDS);
+        assertInstanceOf(java.net.PortUnreachableException.class, t);
+        assertEquals("port unreachable from 10.0.0.1:4444", t.getMessage());
     }
 
     @Test

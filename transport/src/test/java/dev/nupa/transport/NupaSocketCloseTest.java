@@ -1,0 +1,228 @@
+package dev.nupa.transport;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.nupa.tcp.BufferUnavailableException;
+import dev.nupa.tcp.TcpConfig;
+import dev.nupa.tcp.TcpCounter;
+import dev.nupa.tcp.TcpState;
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.DuplexChannel;
+import java.io.ByteArrayOutputStream;
+import java.net.InetSocketAddress;
+import java.net.SocketException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * How a channel's close reaches its TCP connection, end to end over two nodes under the transport's
+ * event loops (Netty's API, as Vert.x drives it): a full close is bounded in FIN-WAIT-2, a half close
+ * (shutdownOutput) is not; SO_LINGER 0 resets; a write that finds no buffer memory fails with the
+ * remedy and the FIN still leaves. The server's application accepts and then stays silent (half-closure
+ * allowed), so its end stays in CLOSE-WAIT unless told otherwise.
+ */
+class NupaSocketCloseTest {
+    private static final long FIN_WAIT_2_TIMEOUT_NS = 300_000_000L;
+    private static final TcpConfig TCP = TcpConfig.defaults(9000).withFinWait2Timeout(FIN_WAIT_2_TIMEOUT_NS);
+
+    private final Path fabric = Path.of("/dev/shm/nupa-test-close-" + UUID.randomUUID());
+    private FabricStack serverStack;
+    private FabricStack clientStack;
+    private EventLoopGroup serverLoop;
+    private EventLoopGroup clientLoop;
+
+    /** The two nodes; the client's TCP buffers may hold {@code clientBufferMemory} bytes together (0: the default). */
+    private void start(long clientBufferMemory) {
+        serverStack = FabricStack.open(StackConfig.defaults(fabric, 0).withTcp(TCP)); // 10.0.0.1
+        clientStack = FabricStack.open(StackConfig.defaults(fabric, 1).withTcp(TCP).withTcpBufferMemory(clientBufferMemory));
+        serverLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(List.of(serverStack)).ioHandlerFactory());
+        clientLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(List.of(clientStack)).ioHandlerFactory());
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        try {
+            if (clientLoop != null) {
+                clientLoop.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+            }
+            if (serverLoop != null) {
+                serverLoop.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+            }
+        } finally {
+            Files.deleteIfExists(fabric);
+        }
+    }
+
+    /** One end of a connection: what it read, whether its input was shut down, what went wrong. */
+    private static final class End extends ChannelInboundHandlerAdapter {
+        final ByteArrayOutputStream read = new ByteArrayOutputStream();
+        final CompletableFuture<Channel> active = new CompletableFuture<>();
+        final CompletableFuture<Void> inputShutdown = new CompletableFuture<>();
+        final CompletableFuture<Throwable> error = new CompletableFuture<>();
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            active.complete(ctx.channel());
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            ByteBuf b = (ByteBuf) msg;
+            byte[] bytes = new byte[b.readableBytes()];
+            b.readBytes(bytes);
+            synchronized (read) {
+                read.writeBytes(bytes);
+            }
+            b.release();
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            if (evt instanceof ChannelInputShutdownEvent) {
+                inputShutdown.complete(null);
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            error.complete(cause);
+        }
+
+        String text() {
+            synchronized (read) {
+                return read.toString(StandardCharsets.US_ASCII);
+            }
+        }
+    }
+
+    /** Connects the client to a silent server on {@code port}; returns the client's end, then the server's. */
+    private End[] connect(int port, int clientSendBuffer) throws Exception {
+        End server = new End();
+        End client = new End();
+        new ServerBootstrap().group(serverLoop).channel(NupaServerSocketChannel.class)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true).childHandler(server)
+                .bind(new InetSocketAddress("10.0.0.1", port)).sync();
+        Bootstrap b = new Bootstrap().group(clientLoop).channel(NupaSocketChannel.class)
+                .option(ChannelOption.ALLOW_HALF_CLOSURE, true).handler(client);
+        if (clientSendBuffer > 0) {
+            b.option(ChannelOption.SO_SNDBUF, clientSendBuffer);
+        }
+        b.connect(new InetSocketAddress("10.0.0.1", port)).sync();
+        client.active.get(10, TimeUnit.SECONDS);
+        server.active.get(10, TimeUnit.SECONDS);
+        return new End[] {client, server};
+    }
+
+    @Test
+    void closeBoundsFinWait2TheConnectionIsResetFreedAndCounted() throws Exception {
+        start(0);
+        End[] e = connect(7001, 0);
+        long closedAt = System.nanoTime();
+        e[0].active.get().close().sync();
+        Throwable t = e[1].error.get(10, TimeUnit.SECONDS);
+        assertTrue(System.nanoTime() - closedAt >= FIN_WAIT_2_TIMEOUT_NS, "not before the timeout");
+        assertInstanceOf(SocketException.class, t, "the peer learned of it by a reset: " + t);
+        assertTrue(e[1].inputShutdown.isDone(), "the FIN came first: the peer's input was shut down");
+        assertEquals(1, clientStack.link().call(() -> clientStack.tcp().counter(TcpCounter.FIN_WAIT_2_TIMEOUTS)));
+        assertEquals(0, (int) clientStack.link().call(() -> clientStack.tcp().connections()), "nothing left on the client");
+        waitFor(() -> serverStack.link().call(() -> serverStack.tcp().connections()) == 0);
+    }
+
+    @Test
+    void shutdownOutputLeavesAHalfClosedChannelReadingInFinWait2BeyondTheTimeout() throws Exception {
+        start(0);
+        End[] e = connect(7002, 0);
+        ((DuplexChannel) e[0].active.get()).shutdownOutput().sync();
+        e[1].inputShutdown.get(10, TimeUnit.SECONDS);
+        waitFor(() -> Map.of(TcpState.FIN_WAIT_2, 1).equals(clientStack.link().call(() -> clientStack.tcp().states())));
+        Thread.sleep(3 * FIN_WAIT_2_TIMEOUT_NS / 1_000_000L);
+        assertEquals(Map.of(TcpState.FIN_WAIT_2, 1), clientStack.link().call(() -> clientStack.tcp().states()),
+                "still waiting for the peer, as RFC 9293 allows");
+        assertEquals(0, clientStack.link().call(() -> clientStack.tcp().counter(TcpCounter.FIN_WAIT_2_TIMEOUTS)));
+        Channel server = e[1].active.get();
+        server.writeAndFlush(Unpooled.copiedBuffer("late reply", StandardCharsets.US_ASCII)).sync();
+        ((DuplexChannel) server).shutdownOutput().sync();
+        e[0].inputShutdown.get(10, TimeUnit.SECONDS);
+        assertEquals("late reply", e[0].text());
+    }
+
+    @Test
+    void soLingerZeroResetsOnCloseLeavingNoTimeWait() throws Exception {
+        start(0);
+        End[] e = connect(7003, 0);
+        Channel c = e[0].active.get();
+        c.writeAndFlush(Unpooled.copiedBuffer("before the reset", StandardCharsets.US_ASCII)).sync();
+        waitFor(() -> e[1].text().equals("before the reset"));
+        c.config().setOption(ChannelOption.SO_LINGER, 0);
+        c.close().sync();
+        Throwable t = e[1].error.get(10, TimeUnit.SECONDS);
+        assertInstanceOf(SocketException.class, t, "the peer got a reset: " + t);
+        assertEquals(0, (int) clientStack.link().call(() -> clientStack.tcp().connections()),
+                "RFC 9293 3.10.5: an abort leaves no TIME-WAIT");
+        assertEquals(1, clientStack.link().call(() -> clientStack.tcp().counter(TcpCounter.CONNECTIONS_FAILED)), "closed by abort");
+        assertTrue(!e[0].error.isDone(), "closing is no error on the closing side");
+    }
+
+    @Test
+    void soLingerOutsideMinusOneTo65535IsRefusedWithTheRange() throws Exception {
+        start(0);
+        Channel c = connect(7004, 0)[0].active.get();
+        NupaSocketChannelConfig config = (NupaSocketChannelConfig) c.config();
+        for (int bad : new int[] {-2, 65_536, Integer.MIN_VALUE}) {
+            IllegalArgumentException x = assertThrows(IllegalArgumentException.class, () -> config.setSoLinger(bad));
+            assertTrue(x.getMessage().startsWith("SO_LINGER " + bad + " is outside -1..65535 seconds"), x.getMessage());
+        }
+        assertEquals(-1, config.getSoLinger(), "a refused value changes nothing");
+        assertEquals(65_535, config.setSoLinger(65_535).getSoLinger());
+    }
+
+    @Test
+    void aWriteThatFindsNoBufferMemoryFailsWithTheRemedyAndTheFinStillLeaves() throws Exception {
+        start(10_000); // less than one 64 KiB send buffer
+        End[] e = connect(7005, 64 * 1024);
+        ChannelFuture w = e[0].active.get().writeAndFlush(Unpooled.copiedBuffer("lost for want of memory", StandardCharsets.US_ASCII));
+        w.await(10, TimeUnit.SECONDS);
+        Throwable t = w.cause();
+        while (t != null && !(t instanceof BufferUnavailableException)) {
+            t = t.getCause();
+        }
+        assertTrue(t != null && t.getMessage().contains("65536-byte TCP buffer") && t.getMessage().contains("TcpConfig.withBuffers"),
+                String.valueOf(w.cause()));
+        assertEquals(0, (long) clientStack.link().call(() -> clientStack.tcp().bufferMemoryUsed()));
+        e[1].inputShutdown.get(10, TimeUnit.SECONDS); // the FIN arrived
+        assertEquals("", e[1].text(), "nothing of the refused write reached the peer");
+    }
+
+    private static void waitFor(BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("condition not reached in 10 s");
+            }
+            Thread.sleep(10);
+        }
+    }
+}
