@@ -6,6 +6,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import dev.nupa.gateway.GatewayConfig;
 import dev.nupa.ip.IpCounter;
 import dev.nupa.tcp.TcpConfig;
 import io.vertx.core.datagram.DatagramSocket;
@@ -61,12 +62,34 @@ final class NodeCommand implements Callable<Integer> {
             description = "A file holding the bearer token every gRPC call must carry (authorization: Bearer TOKEN).")
     Path grpcTokenFile;
 
+    @Option(names = "--tap", paramLabel = "NAME",
+            description = "Be a gateway between the fabric and Ethernet through TAP device NAME (created if missing, gone on"
+                    + " exit); needs --tap-addr and --address or --ip, and implies --forwarding (docs/gateway.md).")
+    String tap;
+
+    @Option(names = "--tap-addr", paramLabel = "A.B.C.D/LEN",
+            description = "The gateway's IPv4 address and subnet on the TAP side (not overlapping the fabric's), e.g. 192.168.77.2/24.")
+    String tapAddr;
+
+    @Option(names = "--tap-mtu", paramLabel = "BYTES", defaultValue = "1500",
+            description = "The TAP device's MTU (default: ${DEFAULT-VALUE}); the gateway fragments larger datagrams or answers"
+                    + " fragmentation needed.")
+    int tapMtu;
+
+    @Option(names = "--tap-route", paramLabel = "ROUTE",
+            description = "A route through the TAP side, e.g. \"default via 192.168.77.1\" (repeatable).")
+    java.util.List<String> tapRoutes = new java.util.ArrayList<>();
+
     @Mixin
     TcpSocketOptions sockets;
 
     @Override
     public Integer call() throws Exception {
-        NodeConfig config = options.config().withCapture(capture);
+        GatewayConfig gateway = gateway();
+        if (gateway != null) {
+            options.forwarding = true;
+        }
+        NodeConfig config = options.config().withCapture(capture).withGateway(gateway);
         String socketOption = sockets.firstGiven();
         if (socketOption != null && tcpEcho == null) {
             throw new IllegalArgumentException(socketOption + " sets the TCP echo server's connections; give --tcp-echo PORT too");
@@ -126,6 +149,7 @@ final class NodeCommand implements Callable<Integer> {
         System.out.println("nupa node: " + node + " on " + config.fabric()
                 + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")
                 + (tcpEcho != null ? ", TCP echo on port " + tcpEcho + " (" + sockets.describe(echoConfig) + ")" : "")
+                + (gateway != null ? ", gateway to " + node.gateway().iface() : "")
                 + (capture != null ? ", capturing to " + capture : "")
                 + (nodeMetrics != null ? ", metrics to " + metrics + " every " + metricsInterval + " s" : "")
                 + (endpoint != null ? ", gRPC on " + grpcAt[0] + ":" + endpoint.port() + (token != null ? " (bearer token)" : "") : "")
@@ -155,6 +179,21 @@ final class NodeCommand implements Callable<Integer> {
         }
         stopped.await();
         return 0;
+    }
+
+    /** The gateway the --tap options describe, or null; a missing half is an error. */
+    private GatewayConfig gateway() {
+        if (tap == null && tapAddr == null && tapRoutes.isEmpty()) {
+            return null;
+        }
+        if (tap == null || tapAddr == null) {
+            throw new IllegalArgumentException("a gateway needs both --tap NAME and --tap-addr A.B.C.D/LEN");
+        }
+        java.util.List<dev.nupa.ip.Route> rs = new java.util.ArrayList<>();
+        for (String r : tapRoutes) {
+            rs.add(dev.nupa.ip.Route.parse(r));
+        }
+        return GatewayConfig.parse(tap, tapAddr).withMtu(tapMtu).withRoutes(rs);
     }
 
     private static void checkLimit(String option, Integer limit) {
@@ -205,6 +244,15 @@ final class NodeCommand implements Callable<Integer> {
             }
         });
         System.out.println(t);
+        if (node.gateway() != null) {
+            StringBuilder g = new StringBuilder("nupa node: gateway " + node.gateway().iface().name() + "; counters:");
+            node.gateway().iface().counters().forEach((k, v) -> {
+                if (v != 0) {
+                    g.append(' ').append(k.name().toLowerCase()).append('=').append(v);
+                }
+            });
+            System.out.println(g);
+        }
         System.out.flush();
         node.closeAndWait();
     }

@@ -4,6 +4,7 @@ import java.nio.file.Path;
 import java.util.List;
 
 import dev.nupa.device.FabricGeometry;
+import dev.nupa.gateway.GatewayConfig;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
@@ -24,9 +25,10 @@ import dev.nupa.tcp.TcpConfig;
  * @param tcpBufferMemory the bytes all TCP connection buffers may hold together (see
  *                 {@link dev.nupa.tcp.TcpLayer#TcpLayer(dev.nupa.ip.Ipv4Stack, TcpConfig, long)}), or 0 for the
  *                 default: 3/4 of the JVM's native memory bound
+ * @param gateway  an Ethernet side through a TAP device (the node then is a gateway; it needs forwarding on), or null
  */
 public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Route> routes, FabricGeometry geometry,
-                         Datapath.Idle idle, Path capture, TcpConfig tcp, long tcpBufferMemory) {
+                         Datapath.Idle idle, Path capture, TcpConfig tcp, long tcpBufferMemory, GatewayConfig gateway) {
     public NodeConfig {
         routes = List.copyOf(routes);
         if (tcpBufferMemory < 0) {
@@ -37,35 +39,40 @@ public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Ro
 
     public static NodeConfig defaults(Path fabric, int address) {
         return new NodeConfig(fabric, address, null, Link.DEFAULT_MTU, List.of(), FabricGeometry.defaults(),
-                Datapath.Idle.backoff(), null, null, 0);
+                Datapath.Idle.backoff(), null, null, 0, null);
     }
 
     public NodeConfig withIp(IpConfig ip) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
     }
 
     public NodeConfig withMtu(int mtu) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
     }
 
     public NodeConfig withRoutes(List<Route> routes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
     }
 
     public NodeConfig withIdle(Datapath.Idle idle) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
     }
 
     public NodeConfig withCapture(Path capture) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
     }
 
     public NodeConfig withTcp(TcpConfig tcp) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
     }
 
     public NodeConfig withTcpBufferMemory(long bytes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes, gateway);
+    }
+
+    /** With an Ethernet side: the node becomes a gateway between the fabric and a TAP device (docs/gateway.md). */
+    public NodeConfig withGateway(GatewayConfig gateway) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
     }
 
     /** The TCP settings: as given, or the defaults for the MTU. */

@@ -64,7 +64,7 @@ final class NodeOptions {
         NodeConfig c = NodeConfig.defaults(fabric, address).withMtu(mtu).withRoutes(rs)
                 .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.eventLoop()); // the datapath is the node's event loop
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
-                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null, 0);
+                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null, 0, null);
         if (tcpBufferMemory != null) {
             if (tcpBufferMemory < 1) {
                 throw new IllegalArgumentException("--tcp-buffer-memory must be a positive number of bytes, not " + tcpBufferMemory);
@@ -85,7 +85,7 @@ final class NodeOptions {
             IpConfig base = ip != null ? IpConfig.parse(ip) : null;
             if (base == null) {
                 if (address < 0) {
-                    throw new IllegalArgumentException("--no-checksums and --forwarding need --ip or --address (for the default 10.0.0.(N+1)/24)");
+                    throw new IllegalArgumentException("--no-checksums, --forwarding and --tap need --ip or --address (for the default 10.0.0.(N+1)/24)");
                 }
                 base = NodeConfig.defaultIp(address);
             }

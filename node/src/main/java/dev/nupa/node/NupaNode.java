@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.TimeUnit;
 
+import dev.nupa.gateway.GatewayVerticle;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.Link;
@@ -38,6 +39,7 @@ public final class NupaNode {
     private final RoceVerticle roceVerticle;
     private final CaptureMirror mirror;
     private final PcapWriter pcap;
+    private volatile GatewayVerticle gateway;
 
     private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap) {
         this.vertx = vertx;
@@ -80,7 +82,13 @@ public final class NupaNode {
         NupaNode node = new NupaNode(vertx, stack.link(), stack.ip(), stack.tcp(), roce, mirror, pcap);
         // Without a context: on a failure it completes after the node's event loop is gone.
         Promise<NupaNode> started = Promise.promise();
-        vertx.deployVerticle(roce).onComplete(ar -> {
+        vertx.deployVerticle(roce).compose(id -> {
+            if (config.gateway() == null) {
+                return Future.succeededFuture(id);
+            }
+            node.gateway = new GatewayVerticle(stack.ip(), config.gateway());
+            return vertx.deployVerticle(node.gateway);
+        }).onComplete(ar -> {
             if (ar.succeeded()) {
                 started.complete(node);
             } else {
@@ -116,6 +124,11 @@ public final class NupaNode {
      */
     public RoceVerticle rdma() {
         return roceVerticle;
+    }
+
+    /** The gateway's Ethernet side, or null when the node is no gateway. */
+    public GatewayVerticle gateway() {
+        return gateway;
     }
 
     /** Takes the node down: closes its Vert.x instance; the node leaves the fabric, its capture is flushed and closed. */

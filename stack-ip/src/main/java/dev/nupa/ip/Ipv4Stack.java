@@ -11,7 +11,6 @@ import dev.nupa.device.FabricDevice;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
-import dev.nupa.l2.LinkClaim;
 import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.l2.ProtocolHandler;
 
@@ -66,8 +65,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private int rxSourceNode = -1;
 
     // Send side: owned by the same thread (the link's owner, see Link's threading).
-    private final LinkClaim[] txClaims;
-    private final Ipv4Header txIp = new Ipv4Header();
+    private final DatagramWriter writer;
+    /** The next hop on the external interface that the last {@link #resolve} found. */
+    private int externalHop;
     private final IcmpHeader txIcmp = new IcmpHeader();
     private final UdpHeader txUdp = new UdpHeader();
     private final MemorySegment txHead = Arena.ofAuto().allocate(64);
@@ -102,11 +102,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         this.reassembler = new Reassembler(config.reassemblySlots(), config.reassemblyTimeoutNs(), counters);
         this.icmpErrors = new TokenBucket(config.icmpErrorsPerSecond(), config.icmpErrorBurst());
         this.broadcast = config.subnetBroadcast();
-        int per = (link.mtu() - Ipv4Header.MIN_HEADER) & ~7;
-        this.txClaims = new LinkClaim[(Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER + per - 1) / per];
-        for (int i = 0; i < txClaims.length; i++) {
-            txClaims[i] = new LinkClaim();
-        }
+        this.writer = new DatagramWriter(link, counters);
         int mask = Route.mask(config.prefixLength());
         routes.add(new Route(config.address() & mask, config.prefixLength(), 0));
         link.register(EtherType.IPV4, this);
@@ -165,6 +161,58 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             }
         }
         routes.add(route);
+    }
+
+    /**
+     * Gives the node an interface beside the fabric (the gateway's Ethernet side): datagrams whose next hop
+     * lies in its subnet leave through it, datagrams to its address are the node's, and its subnet's
+     * on-link route is added. One per node; on the node's loop.
+     *
+     * @throws IllegalStateException if the node has one already
+     * @throws IllegalArgumentException if its subnet overlaps the fabric's
+     */
+    public void attach(IpInterface iface) {
+        link.checkOwner();
+        if (writer.external() != null) {
+            throw new IllegalStateException("node " + this + " already has interface " + writer.external().name()
+                    + "; detach it first (one external interface per node)");
+        }
+        int shorter = Math.min(iface.prefixLength(), config.prefixLength());
+        if (((iface.address() ^ config.address()) & Route.mask(shorter)) == 0) {
+            throw new IllegalArgumentException("interface " + iface.name() + " " + Ipv4Address.toString(iface.address()) + "/"
+                    + iface.prefixLength() + " overlaps the fabric's subnet " + config + "; give it a subnet of its own");
+        }
+        int mask = Route.mask(iface.prefixLength());
+        routes.add(new Route(iface.address() & mask, iface.prefixLength(), 0));
+        writer.external(iface);
+    }
+
+    /** Takes the interface {@link #attach} gave back, with its on-link route; on the node's loop. */
+    public void detach(IpInterface iface) {
+        link.checkOwner();
+        if (writer.external() == iface) {
+            writer.external(null);
+            int mask = Route.mask(iface.prefixLength());
+            routes.remove(iface.address() & mask, iface.prefixLength());
+        }
+    }
+
+    /**
+     * The external interface could not deliver {@code [off, off + len)} of {@code mem}, a datagram it was given,
+     * because its next hop never answered: answers the datagram's source with host unreachable (RFC 1812
+     * 4.3.3.1, RFC 1122 3.2.2.1). On the node's loop.
+     */
+    public void hostUnreachable(MemorySegment mem, long off, int len) {
+        Ipv4Header q = rxQuoted;
+        if (q.wrap(mem, off, len, false) == WireStatus.OK) {
+            sendIcmpError(q, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_HOST, 0, false, link.now());
+        }
+    }
+
+    /** Whether {@code address} is one of the node's own (its fabric address, or its external interface's). */
+    private boolean isLocal(int address) {
+        IpInterface x = writer.external();
+        return address == config.address() || (x != null && address == x.address());
     }
 
     /** Largest UDP payload that leaves in one frame, without fragmentation. */
@@ -280,11 +328,23 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     @Override
     public void onPacket(int sourceNode, MemorySegment mem, long off, int len) {
+        receive(sourceNode, mem, off, len, config.verifyChecksums());
+    }
+
+    /**
+     * A datagram that arrived on the external interface ({@link #attach}): received as one from the fabric,
+     * except that its header checksum is always verified (the edge trusts no link). On the node's loop.
+     */
+    public void receiveExternal(MemorySegment mem, long off, int len) {
+        receive(-1, mem, off, len, true);
+    }
+
+    private void receive(int sourceNode, MemorySegment mem, long off, int len, boolean verify) {
         long now = link.now();
         rxSourceNode = sourceNode;
         counters.inc(IpCounter.IN_RECEIVES);
         Ipv4Header ip = rxIp;
-        int status = ip.wrap(mem, off, len, config.verifyChecksums());
+        int status = ip.wrap(mem, off, len, verify);
         if (status != WireStatus.OK) {
             counters.inc(status == WireStatus.TRUNCATED ? IpCounter.IN_TRUNCATED : IpCounter.IN_HDR_ERRORS);
             return;
@@ -297,7 +357,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             return;
         }
         boolean toBroadcast = dst == Ipv4Address.BROADCAST || (broadcast != 0 && dst == broadcast);
-        if (dst != config.address() && !toBroadcast) {
+        if (!isLocal(dst) && !toBroadcast) {
             if (config.forwarding()) {
                 forward(ip, now);
             } else {
@@ -451,35 +511,28 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             return;
         }
         int node = resolve(ip.destinationAddress());
-        if (node < 0) {
+        if (node < 0 && node != DatagramWriter.VIA_EXTERNAL) {
             counters.inc(IpCounter.OUT_NO_ROUTES);
             sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE,
                     node == SendStatus.NO_ROUTE ? IcmpHeader.UNREACHABLE_NET : IcmpHeader.UNREACHABLE_HOST, 0, false, now);
             return;
         }
-        int total = ip.totalLength();
-        if (total <= link.mtu()) {
-            int rc = claimAll(node, 1, total - Ipv4Header.MIN_HEADER, total - Ipv4Header.MIN_HEADER, config.sendWaitNs());
-            if (rc == SendStatus.OK) {
-                LinkClaim c = txClaims[0];
-                MemorySegment.copy(ip.segment(), ip.offset(), c.memory(), c.payloadOffset(), total);
-                txIp.wrapForWrite(c.memory(), c.payloadOffset(), total);
-                txIp.decrementTtl();
-                rc = c.publish();
-            }
-            counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
-            return;
-        }
-        if (ip.dontFragment()) {
+        int hop = externalHop;
+        int mtu = writer.mtu(node);
+        int rc;
+        if (ip.totalLength() <= mtu) {
+            rc = writer.forwardWhole(node, hop, ip, config.sendWaitNs(), now);
+        } else if (ip.dontFragment()) {
             counters.inc(IpCounter.FRAG_FAILS);
             sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_FRAGMENTATION_NEEDED,
-                    link.mtu() & 0xFFFF, false, now);
+                    mtu & 0xFFFF, false, now);
             return;
+        } else {
+            // Refragment: options are not copied (RFC 791 lets a router drop the ones not marked "copied").
+            rc = writer.emit(node, hop, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl() - 1,
+                    ip.typeOfService(), false, ip.identification(), ip.fragmentOffset(), ip.moreFragments(),
+                    empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs(), now);
         }
-        // Refragment: options are not copied (RFC 791 lets a router drop the ones not marked "copied").
-        int rc = emit(node, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl() - 1,
-                ip.typeOfService(), false, ip.identification(), ip.fragmentOffset(), ip.moreFragments(),
-                empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs());
         counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
     }
 
@@ -491,9 +544,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * {@link IpCounter#LOOP_HANDOVERS}, or {@link IpCounter#OUT_DISCARDS} if it could not go.
      */
     public int handOver(int toLoop, Ipv4Header ip) {
-        int rc = emit(group.node(toLoop), ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl(),
+        int rc = writer.emit(group.node(toLoop), 0, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl(),
                 ip.typeOfService(), ip.dontFragment(), ip.identification(), 0, false, empty, 0, 0, ip.segment(),
-                ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs());
+                ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs(), 0);
         counters.inc(rc == SendStatus.OK ? IpCounter.LOOP_HANDOVERS : IpCounter.OUT_DISCARDS);
         return rc;
     }
@@ -533,7 +586,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         UdpHeader h = txUdp;
         h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
         h.emit(sourcePort, destinationPort, udpLength, checksum);
-        int rc = send(waitNs, -1, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
+        int rc = send(waitNs, -1, config.address(), destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
         }
@@ -548,7 +601,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.setType(IcmpHeader.TYPE_ECHO_REQUEST).setCode(0).setChecksum(0).setEcho(identifier, sequence);
         h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                 Checksum.sum(data, offset, length))));
-        return send(config.sendWaitNs(), -1, destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
+        return send(config.sendWaitNs(), -1, config.address(), destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
                 offset, length);
     }
 
@@ -576,19 +629,19 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     public int sendDatagram(int via, int destination, int protocol, boolean dontFragment, MemorySegment head, long headOffset,
                             int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
         link.checkOwner();
-        return send(waitNs, via, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
+        return send(waitNs, via, config.address(), destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
     }
 
-    private int send(long waitNs, int via, int destination, int protocol, boolean df, MemorySegment head, long headOff,
-                     int headLen, MemorySegment body, long bodyOff, int bodyLen) {
+    private int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,
+                     long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen) {
         counters.inc(IpCounter.OUT_REQUESTS);
         int node = via >= 0 ? via : resolve(destination);
-        if (node < 0) {
+        if (node < 0 && node != DatagramWriter.VIA_EXTERNAL) {
             counters.inc(IpCounter.OUT_NO_ROUTES);
             return node;
         }
-        int rc = emit(node, config.address(), destination, protocol, config.defaultTtl(), 0, df, nextId(), 0, false,
-                head, headOff, headLen, body, bodyOff, bodyLen, waitNs);
+        int rc = writer.emit(node, externalHop, src, destination, protocol, config.defaultTtl(), 0, df, nextId(), 0, false,
+                head, headOff, headLen, body, bodyOff, bodyLen, waitNs, link.now());
         if (rc == FabricDevice.BACK_PRESSURED) {
             counters.inc(IpCounter.OUT_BACK_PRESSURED);
         } else if (rc != SendStatus.OK && rc != SendStatus.TOO_BIG) {
@@ -604,7 +657,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     /** The fabric node to send to for {@code destination}, or NO_ROUTE / NO_NEIGHBOR. */
     private int resolve(int destination) {
-        if (destination == config.address()) {
+        if (isLocal(destination)) {
             // To ourselves: through the primary loop's ring (our own, with one loop), which receives for the address.
             return group.node(0);
         }
@@ -612,105 +665,13 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         if (hop == RouteTable.NO_ROUTE) {
             return SendStatus.NO_ROUTE;
         }
+        IpInterface x = writer.external();
+        if (x != null && x.onLink((int) hop)) {
+            externalHop = (int) hop;
+            return DatagramWriter.VIA_EXTERNAL;
+        }
         int node = neighbors.lookup((int) hop);
         return node < 0 ? SendStatus.NO_NEIGHBOR : node;
-    }
-
-    /**
-     * Emits one datagram whose payload is head ++ body, in fragments when it exceeds the MTU.
-     * {@code fragmentBase} and {@code finalMore} carry an incoming fragment's place when refragmenting.
-     * All or nothing: every fragment's slot is claimed before any is written, so a full ring leaves
-     * no partial datagram behind for the receiver to time out.
-     */
-    private int emit(int node, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
-                     int fragmentBase, boolean finalMore, MemorySegment head, long headOff, int headLen,
-                     MemorySegment body, long bodyOff, int bodyLen, long waitNs) {
-        int payload = headLen + bodyLen;
-        int mtu = link.mtu();
-        if (Ipv4Header.MIN_HEADER + payload > Ipv4Header.MAX_TOTAL_LENGTH) {
-            return SendStatus.TOO_BIG;
-        }
-        boolean fragmented = Ipv4Header.MIN_HEADER + payload > mtu;
-        if (fragmented && df) {
-            counters.inc(IpCounter.FRAG_FAILS);
-            return SendStatus.TOO_BIG;
-        }
-        int per = fragmented ? (mtu - Ipv4Header.MIN_HEADER) & ~7 : payload; // RFC 791: multiples of 8
-        int count = fragmented ? (payload + per - 1) / per : 1;
-        int rc = claimAll(node, count, per, payload, waitNs);
-        if (rc != SendStatus.OK) {
-            return rc;
-        }
-        for (int k = 0, at = 0; k < count; k++, at += per) {
-            int n = Math.min(per, payload - at);
-            LinkClaim c = txClaims[k];
-            fill(c, src, dst, protocol, ttl, tos, df, id, fragmentBase + at, at + n < payload || finalMore,
-                    head, headOff, headLen, body, bodyOff, at, n);
-            int published = c.publish();
-            if (published != SendStatus.OK) {
-                rc = published; // LATE: held past the stall timeout; the rest still go out, the receiver times out
-            }
-        }
-        if (fragmented) {
-            counters.add(IpCounter.FRAG_CREATES, count);
-            counters.inc(IpCounter.FRAG_OKS);
-        }
-        return rc;
-    }
-
-    /** Claims the slots of all {@code count} frames, waiting (bounded by the send wait) while the ring is full. */
-    private int claimAll(int node, int count, int per, int payload, long waitNs) {
-        long start = 0;
-        for (int round = 0; ; round++) {
-            int k = 0;
-            int rc = SendStatus.OK;
-            for (int at = 0; k < count; k++, at += per) {
-                rc = link.tryClaim(node, EtherType.IPV4, Ipv4Header.MIN_HEADER + Math.min(per, payload - at), txClaims[k]);
-                if (rc != SendStatus.OK) {
-                    break;
-                }
-            }
-            if (rc == SendStatus.OK) {
-                return rc;
-            }
-            for (int j = 0; j < k; j++) {
-                txClaims[j].abort(); // the receiver skips aborted slots
-            }
-            // Back-pressure is how the lossless fabric says "wait": wait, bounded.
-            if (rc != FabricDevice.BACK_PRESSURED || waitNs == 0) {
-                return rc;
-            }
-            if (round == 0) {
-                start = System.nanoTime();
-            } else if (System.nanoTime() - start > waitNs) {
-                return rc;
-            }
-            if (round < 1000) {
-                Thread.onSpinWait();
-            } else {
-                Thread.yield();
-            }
-        }
-    }
-
-    /** Writes one claimed frame: a 20-byte header and bytes [from, from + n) of head ++ body. */
-    private void fill(LinkClaim c, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
-                      int fragmentOffset, boolean more, MemorySegment head, long headOff, int headLen,
-                      MemorySegment body, long bodyOff, int from, int n) {
-        int total = Ipv4Header.MIN_HEADER + n;
-        MemorySegment m = c.memory();
-        long p = c.payloadOffset();
-        Ipv4Header h = txIp;
-        h.wrapForWrite(m, p, total);
-        h.emit(tos, total, id, Ipv4Header.flagsWord(df, more, fragmentOffset), ttl, protocol, src, dst);
-        long out = p + Ipv4Header.MIN_HEADER;
-        int fromHead = Math.max(0, Math.min(headLen - from, n));
-        if (fromHead > 0) {
-            MemorySegment.copy(head, headOff + from, m, out, fromHead);
-        }
-        if (n > fromHead) {
-            MemorySegment.copy(body, bodyOff + Math.max(0, from - headLen), m, out + fromHead, n - fromHead);
-        }
     }
 
     // ---- ICMP out --------------------------------------------------------------------------
@@ -720,7 +681,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
         MemorySegment.copy(request.segment(), request.offset(), txHead, 0, IcmpHeader.HEADER);
         h.echoRequestToReply();
-        int rc = send(config.sendWaitNs(), -1, ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+        // RFC 1122 3.2.2.6: the reply's source is the address the request was for (either of ours).
+        int rc = send(config.sendWaitNs(), -1, ip.destinationAddress(), ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
                 request.segment(), request.dataOffset(), request.dataLength());
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.ICMP_OUT_MSGS);
@@ -747,7 +709,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.setType(type).setCode(code).setChecksum(0).setRestOfHeader(rest);
         h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                 Checksum.sum(original.segment(), original.offset(), quoted))));
-        int rc = send(config.sendWaitNs(), -1, original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
+        int rc = send(config.sendWaitNs(), -1, config.address(), original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
                 original.segment(), original.offset(), quoted);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.ICMP_OUT_MSGS);

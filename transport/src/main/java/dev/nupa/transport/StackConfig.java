@@ -52,6 +52,11 @@ public record StackConfig(Path fabric, int address, FabricGeometry geometry, int
         return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
     }
 
+    /** With {@code routes} beyond the on-link subnet (e.g. to a gateway's other side). */
+    public StackConfig withRoutes(List<Route> routes) {
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
+    }
+
     /** With {@code loops} event loops sharing the node's IPv4 address. */
     public StackConfig withLoops(int loops) {
         return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);

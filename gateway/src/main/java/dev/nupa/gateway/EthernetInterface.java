@@ -1,0 +1,333 @@
+package dev.nupa.gateway;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.EnumMap;
+import java.util.Map;
+
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.IpInterface;
+import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.Ipv4Header;
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.Route;
+import dev.nupa.ip.SendStatus;
+import dev.nupa.l2.Datapath;
+
+/**
+ * The gateway's Ethernet side: a TAP device as an IPv4 interface of the node ({@link IpInterface}), with
+ * Ethernet II framing and ARP (RFC 826) in front of it. The node's IP layer sends through it every
+ * datagram whose next hop lies in its subnet, and it hands the node every IPv4 datagram that arrives
+ * for it; it answers ARP for its own address and, as proxy ARP (RFC 1027), for the fabric's nodes.
+ *
+ * <p>Everything runs on the node's loop, as a {@link Datapath.Timer}: the loop reads frames when the
+ * TAP's watcher says some wait ({@link #frameArrived}), at most {@link #BATCH} a round, and runs ARP's
+ * timers. The TAP side is untrusted: whatever is malformed, not for us, or spoofs a fabric address is
+ * counted ({@link GatewayCounter}) and dropped, and memory is bounded (the ARP cache and its queue).
+ */
+public final class EthernetInterface implements IpInterface, Datapath.Timer {
+    /** Frames read per round of the loop at most, so the fabric side is not starved. */
+    public static final int BATCH = 64;
+    private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
+    private static final GatewayCounter[] ALL = GatewayCounter.values();
+
+    private final Tap tap;
+    private final Ipv4Stack ip;
+    private final String name;
+    private final int address;
+    private final int prefixLength;
+    private final long mac;
+    private final int mtu;
+    private final ArpCache arp;
+    private final ArpCache.Actions arpActions = new ArpActions();
+    private final MemorySegment rx;
+    private final MemorySegment tx;
+    private final EthernetFrame rxFrame = new EthernetFrame();
+    private final ArpPacket rxArp = new ArpPacket();
+    private final long[] counts = new long[ALL.length];
+    /** Set by the watcher when frames wait, cleared by the loop before it reads them. */
+    private volatile boolean readable;
+    private volatile Runnable rearm = () -> { };
+
+    /**
+     * @param address the gateway's IPv4 address on the Ethernet side, in a subnet of {@code prefixLength} bits
+     *                that does not overlap the fabric's
+     * @param mac     its MAC address (a unicast one; {@link #localMac} makes one)
+     */
+    public EthernetInterface(Tap tap, Ipv4Stack ip, int address, int prefixLength, long mac, ArpCache arp) {
+        IpConfig fabric = ip.config();
+        if (!fabric.verifyChecksums() || !fabric.computeChecksums()) {
+            throw new IllegalArgumentException("the gateway needs the fabric's checksums on (drop --no-checksums):"
+                    + " datagrams cross to Ethernet as they are, and Linux verifies every checksum");
+        }
+        if (prefixLength < 1 || prefixLength > 30) {
+            throw new IllegalArgumentException("the TAP side's prefix /" + prefixLength + " must be 1..30 (room for the"
+                    + " gateway and a Linux peer)");
+        }
+        if (EthernetFrame.isGroup(mac) || mac == 0) {
+            throw new IllegalArgumentException("MAC " + EthernetFrame.macToString(mac) + " is not a unicast address");
+        }
+        this.tap = tap;
+        this.ip = ip;
+        this.name = tap.name();
+        this.address = address;
+        this.prefixLength = prefixLength;
+        this.mac = mac;
+        this.mtu = tap.mtu();
+        this.arp = arp;
+        Arena arena = Arena.ofAuto();
+        // Room for one frame past the MTU, VLAN tag included, so an oversized one is seen whole and counted.
+        this.rx = arena.allocate(Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER + 4, 8);
+        this.tx = arena.allocate(Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER, 8);
+    }
+
+    /** A locally administered unicast MAC address (IEEE 802: bit 1 of the first byte set, bit 0 clear) for {@code address}. */
+    public static long localMac(int address) {
+        return 0x02_4E_00_00_00_00L | (address & 0xFFFF_FFFFL);
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public int address() {
+        return address;
+    }
+
+    @Override
+    public int prefixLength() {
+        return prefixLength;
+    }
+
+    @Override
+    public int mtu() {
+        return mtu;
+    }
+
+    public long mac() {
+        return mac;
+    }
+
+    /** The watcher's call: frames wait on the TAP. {@code rearm} tells the watcher to watch again once they are read. */
+    void frameArrived(Runnable rearm) {
+        this.rearm = rearm;
+        readable = true;
+    }
+
+    // ---- receiving -------------------------------------------------------------------------
+
+    @Override
+    public long poll(long now) {
+        if (readable) {
+            readable = false;
+            int n = 0;
+            while (n < BATCH) {
+                int len = tap.read(rx, 0, (int) rx.byteSize());
+                if (len == 0) {
+                    break;
+                }
+                n++;
+                if (len < 0) {
+                    inc(GatewayCounter.RX_ERRORS);
+                    continue;
+                }
+                onFrame(len, now);
+            }
+            if (n == BATCH) {
+                readable = true; // more may wait: read them on the next round
+            } else {
+                rearm.run();
+            }
+        }
+        long next = arp.poll(now, arpActions);
+        return readable ? now : next;
+    }
+
+    private void onFrame(int len, long now) {
+        inc(GatewayCounter.RX_FRAMES);
+        add(GatewayCounter.RX_BYTES, len);
+        EthernetFrame f = rxFrame;
+        if (!f.wrap(rx, 0, len)) {
+            inc(GatewayCounter.DROP_RUNT);
+            return;
+        }
+        long dst = f.destination();
+        if (dst != mac && dst != EthernetFrame.BROADCAST) {
+            inc(EthernetFrame.isGroup(dst) ? GatewayCounter.DROP_MULTICAST : GatewayCounter.DROP_NOT_FOR_US);
+            return;
+        }
+        if (EthernetFrame.isGroup(f.source())) {
+            inc(GatewayCounter.DROP_BAD_SOURCE_MAC);
+            return;
+        }
+        switch (f.etherType()) {
+            case EthernetFrame.TYPE_IPV4 -> onIpv4(f, now);
+            case EthernetFrame.TYPE_ARP -> onArp(f, now);
+            case EthernetFrame.TYPE_IPV6 -> inc(GatewayCounter.DROP_IPV6);
+            case EthernetFrame.TYPE_VLAN, EthernetFrame.TYPE_QINQ -> inc(GatewayCounter.DROP_VLAN);
+            default -> inc(GatewayCounter.DROP_ETHERTYPE);
+        }
+    }
+
+    private void onIpv4(EthernetFrame f, long now) {
+        int len = f.payloadLength();
+        if (len > mtu) {
+            inc(GatewayCounter.DROP_OVERSIZE);
+            return;
+        }
+        if (len >= Ipv4Header.MIN_HEADER) {
+            // Nobody on this side may speak for the fabric or for the gateway (RFC 1812 5.3.7's martians).
+            int src = rx.get(EthernetFrame.BE_INT, f.payloadOffset() + 12);
+            IpConfig fabric = ip.config();
+            int mask = Route.mask(fabric.prefixLength());
+            if ((src & mask) == (fabric.address() & mask) || src == address) {
+                inc(GatewayCounter.DROP_SPOOFED);
+                return;
+            }
+        }
+        inc(GatewayCounter.IPV4_IN);
+        ip.receiveExternal(rx, f.payloadOffset(), len); // IP validates the rest and counts what it drops
+    }
+
+    private void onArp(EthernetFrame f, long now) {
+        ArpPacket a = rxArp;
+        if (!a.wrap(rx, f.payloadOffset(), f.payloadLength())
+                || (a.operation() != ArpPacket.REQUEST && a.operation() != ArpPacket.REPLY)) {
+            inc(GatewayCounter.DROP_BAD_ARP);
+            return;
+        }
+        boolean request = a.operation() == ArpPacket.REQUEST;
+        inc(request ? GatewayCounter.ARP_REQUESTS_IN : GatewayCounter.ARP_REPLIES_IN);
+        int spa = a.senderIp();
+        long sha = a.senderMac();
+        int tpa = a.targetIp();
+        if (EthernetFrame.isGroup(sha) || sha == 0) {
+            inc(GatewayCounter.DROP_BAD_ARP);
+            return;
+        }
+        // RFC 826: update the sender's entry if there is one, then, if we are the target, add it.
+        boolean valid = spa != 0 && onLink(spa) && spa != address;
+        boolean merged = valid && arp.learn(spa, sha, now, false, arpActions);
+        boolean ours = tpa == address;
+        boolean proxied = !ours && fronts(tpa) && spa != tpa;
+        if (!ours && !proxied) {
+            return;
+        }
+        if (valid && !merged) {
+            arp.learn(spa, sha, now, true, arpActions);
+        }
+        if (request) {
+            writeArp(ArpPacket.REPLY, sha, tpa, sha, spa);
+            inc(proxied ? GatewayCounter.PROXY_ARP_REPLIES : GatewayCounter.ARP_REPLIES_OUT);
+        }
+    }
+
+    /** Whether the gateway answers ARP for {@code address}: a node of the fabric that is there now. */
+    private boolean fronts(int address) {
+        IpConfig fabric = ip.config();
+        int mask = Route.mask(fabric.prefixLength());
+        return (address & mask) == (fabric.address() & mask) && ip.neighbors().lookup(address) >= 0;
+    }
+
+    // ---- sending ---------------------------------------------------------------------------
+
+    @Override
+    public int transmit(int nextHop, MemorySegment datagram, long offset, int length, long now) {
+        inc(GatewayCounter.IPV4_OUT);
+        long to = arp.lookup(nextHop, now, arpActions);
+        if (to >= 0) {
+            return writeFrame(to, EthernetFrame.TYPE_IPV4, datagram, offset, length) ? SendStatus.OK : SendStatus.NO_NEIGHBOR;
+        }
+        if (arp.enqueue(nextHop, datagram, offset, length, now, arpActions)) {
+            return SendStatus.OK; // waits for the next hop's answer; host unreachable goes back if none comes
+        }
+        inc(GatewayCounter.DROP_ARP_QUEUE_FULL);
+        return SendStatus.NO_NEIGHBOR;
+    }
+
+    /** Announces the gateway's address (gratuitous ARP: a request for itself, RFC 5227 2.4). */
+    public void announce() {
+        writeArp(ArpPacket.REQUEST, EthernetFrame.BROADCAST, address, 0, address);
+    }
+
+    private void writeArp(int operation, long frameTo, int senderIp, long targetMac, int targetIp) {
+        EthernetFrame.writeHeader(tx, 0, frameTo, mac, EthernetFrame.TYPE_ARP);
+        ArpPacket.write(tx, EthernetFrame.HEADER, operation, mac, senderIp, targetMac, targetIp);
+        if (operation == ArpPacket.REQUEST) {
+            inc(GatewayCounter.ARP_REQUESTS_OUT);
+        }
+        send(EthernetFrame.HEADER + ArpPacket.LENGTH);
+    }
+
+    private boolean writeFrame(long to, int etherType, MemorySegment payload, long offset, int length) {
+        EthernetFrame.writeHeader(tx, 0, to, mac, etherType);
+        MemorySegment.copy(payload, offset, tx, EthernetFrame.HEADER, length);
+        return send(EthernetFrame.HEADER + length);
+    }
+
+    private boolean send(int length) {
+        if (!tap.write(tx, 0, length)) {
+            inc(GatewayCounter.DROP_TX_FULL);
+            return false;
+        }
+        inc(GatewayCounter.TX_FRAMES);
+        add(GatewayCounter.TX_BYTES, length);
+        return true;
+    }
+
+    private final class ArpActions implements ArpCache.Actions {
+        @Override
+        public void request(int target) {
+            writeArp(ArpPacket.REQUEST, EthernetFrame.BROADCAST, address, 0, target);
+        }
+
+        @Override
+        public void send(long to, MemorySegment datagram, long offset, int length) {
+            writeFrame(to, EthernetFrame.TYPE_IPV4, datagram, offset, length);
+        }
+
+        @Override
+        public void unresolved(int target, MemorySegment datagram, long offset, int length) {
+            inc(GatewayCounter.DROP_UNRESOLVED);
+            ip.hostUnreachable(datagram, offset, length);
+        }
+    }
+
+    // ---- counters --------------------------------------------------------------------------
+
+    private void inc(GatewayCounter c) {
+        add(c, 1);
+    }
+
+    private void add(GatewayCounter c, long delta) {
+        int i = c.ordinal();
+        LONGS.setOpaque(counts, i, (long) LONGS.getOpaque(counts, i) + delta);
+    }
+
+    /** One counter; readable from any thread. */
+    public long counter(GatewayCounter c) {
+        return (long) LONGS.getOpaque(counts, c.ordinal());
+    }
+
+    public Map<GatewayCounter, Long> counters() {
+        Map<GatewayCounter, Long> m = new EnumMap<>(GatewayCounter.class);
+        for (GatewayCounter c : ALL) {
+            m.put(c, counter(c));
+        }
+        return m;
+    }
+
+    /** The ARP entry for {@code address} as text, for tools; null when there is none. On the loop. */
+    public String neighbor(int address) {
+        return arp.describe(address);
+    }
+
+    @Override
+    public String toString() {
+        return name + " " + Ipv4Address.toString(address) + "/" + prefixLength + " " + EthernetFrame.macToString(mac) + " mtu " + mtu;
+    }
+}

@@ -1,0 +1,59 @@
+package dev.nupa.gateway;
+
+import java.util.List;
+
+import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.Route;
+
+/**
+ * A gateway's Ethernet side.
+ *
+ * @param tap          the TAP device's name (created if there is none)
+ * @param address      the gateway's IPv4 address on that side
+ * @param prefixLength the prefix of that side's subnet (which must not overlap the fabric's)
+ * @param mtu          the TAP device's MTU (Linux's default for Ethernet: 1500)
+ * @param routes       routes through that side (e.g. "default via 192.168.77.1"), added once it is up
+ */
+public record GatewayConfig(String tap, int address, int prefixLength, int mtu, List<Route> routes) {
+    public static final int DEFAULT_MTU = 1500;
+
+    public GatewayConfig {
+        routes = List.copyOf(routes);
+        if (prefixLength < 1 || prefixLength > 30) {
+            throw new IllegalArgumentException("--tap-addr prefix /" + prefixLength + " must be 1..30 (room for the gateway"
+                    + " and a Linux peer)");
+        }
+    }
+
+    /**
+     * {@code "A.B.C.D/LEN"} as the gateway's address on TAP device {@code tap}, MTU {@link #DEFAULT_MTU}, no routes.
+     *
+     * @throws IllegalArgumentException naming the text and the form wanted
+     */
+    public static GatewayConfig parse(String tap, String addressSlashPrefix) {
+        int slash = addressSlashPrefix.indexOf('/');
+        if (slash < 0) {
+            throw new IllegalArgumentException("--tap-addr " + addressSlashPrefix + " needs a prefix length, e.g. 192.168.77.2/24");
+        }
+        int prefix;
+        try {
+            prefix = Integer.parseInt(addressSlashPrefix.substring(slash + 1));
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--tap-addr " + addressSlashPrefix + ": bad prefix length, e.g. 192.168.77.2/24");
+        }
+        return new GatewayConfig(tap, Ipv4Address.parse(addressSlashPrefix.substring(0, slash)), prefix, DEFAULT_MTU, List.of());
+    }
+
+    public GatewayConfig withMtu(int mtu) {
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes);
+    }
+
+    public GatewayConfig withRoutes(List<Route> routes) {
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes);
+    }
+
+    @Override
+    public String toString() {
+        return tap + " " + Ipv4Address.toString(address) + "/" + prefixLength + " mtu " + mtu;
+    }
+}
