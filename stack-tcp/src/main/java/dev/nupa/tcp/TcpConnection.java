@@ -1570,8 +1570,15 @@ public final class TcpConnection {
         return true;
     }
 
-    /** Whether opening the advertised window now moves its right edge by enough to tell the peer (RFC 9293 3.8.6.2.2). */
+    /**
+     * Whether opening the advertised window now moves its right edge by enough to tell the peer (RFC 9293 3.8.6.2.2).
+     * Never after the peer's FIN: nothing more can come, and an update would reach a peer that may have closed
+     * (its reset in answer would end this end's TIME-WAIT; Linux sends none either).
+     */
     private boolean windowUpdateWorthSending() {
+        if (finReceived) {
+            return false;
+        }
         int newRight = rcvNxt + recvBuf.free();
         int gain = newRight - rcvAdvertised;
         return gain >= Math.min(config.receiveBuffer() / 2, sendMss) && rcvAdvertised - rcvNxt < sendMss * 2;

@@ -68,4 +68,41 @@ class TcpCloseRulesTest {
         assertSame(TcpState.FIN_WAIT_2, s.state(), "a half-closed end goes on receiving");
         assertEquals(100, s.readable());
     }
+
+    @Test
+    void afterThePeersFinReadingSendsNoWindowUpdateThatAClosedPeerWouldAnswerWithAReset() {
+        TcpConnection[] p = connected();
+        TcpConnection c = p[0];
+        TcpConnection s = p[1];
+        c.shutdownOutput(wire.now); // the client is done sending, and reads what the server still sends
+        wire.pump();
+        assertSame(TcpState.CLOSE_WAIT, s.state());
+        // The server all but fills the client's receive buffer (the window left is too small to leave as it is
+        // once read), then closes: its FIN comes last, and the client waits in TIME-WAIT with the bytes unread.
+        int size = CONFIG.receiveBuffer() - 1000;
+        byte[] data = new byte[size];
+        int written = 0;
+        while (written < size) {
+            int n = s.write(MemorySegment.ofArray(data), written, size - written, wire.now);
+            wire.pump();
+            if (n <= 0) {
+                break;
+            }
+            written += n;
+        }
+        s.close(wire.now);
+        wire.pump();
+        assertSame(TcpState.TIME_WAIT, c.state());
+        assertEquals(0, server.connections(), "the server's close completed: nothing is left of it");
+        long out = client.counter(TcpCounter.SEGMENTS_OUT);
+        byte[] sink = new byte[size];
+        int read = 0;
+        while (c.readable() > 0) {
+            read += c.read(MemorySegment.ofArray(sink), 0, sink.length, wire.now);
+            wire.pump();
+        }
+        assertEquals(written, read, "every byte is read after the peer's FIN");
+        assertEquals(out, client.counter(TcpCounter.SEGMENTS_OUT), "no window update went to the closed peer");
+        assertEquals(0, server.counter(TcpCounter.RESETS_SENT));
+    }
 }

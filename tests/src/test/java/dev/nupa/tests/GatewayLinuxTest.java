@@ -34,10 +34,58 @@ class GatewayLinuxTest {
     private static final String LINUX = "192.168.77.1";
     private static final String SERVER = "10.0.0.2";
 
-    private static final List<ChildJvm> children = new ArrayList<>();
-    private static Path fabric;
-    private static String tap;
-    private static String ns;
+    /** The gateway to a fabric of MTU 9000 through a TAP of 1500, with the example services on fabric node 1. */
+    private static Rig standard;
+    /** A fabric of MTU 4000 behind a TAP of 9000: Linux's datagrams may be too big for the fabric. */
+    private static Rig narrow;
+
+    /**
+     * A fabric file, a gateway process on node 0 whose TAP device is moved into a namespace of its own,
+     * Linux's address and route to the fabric there, and a server process on node 1.
+     */
+    private record Rig(Path fabric, String tap, String ns, List<ChildJvm> children) {
+        static Rig start(int tapMtu, int fabricMtu, boolean exampleServices) throws Exception {
+            String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
+            Rig r = new Rig(ChildJvm.newFabricPath(), "nupagw" + id, "nupa-gw-" + id, new ArrayList<>());
+            Linux.ok("ip", "netns", "add", r.ns);
+            r.child("gateway", Main.class, "node", "--fabric", r.fabric, "--address", "0", "--mtu", fabricMtu,
+                    "--tap", r.tap, "--tap-addr", GATEWAY + "/24", "--tap-mtu", tapMtu).awaitLine("nupa node:", 60_000);
+            if (exampleServices) {
+                r.child("server", FabricServerMain.class, r.fabric, 1, "192.168.77.0/24 via 10.0.0.1").awaitLine("READY", 60_000);
+            } else {
+                r.child("server", Main.class, "node", "--fabric", r.fabric, "--address", "1", "--mtu", fabricMtu,
+                        "--route", "192.168.77.0/24 via 10.0.0.1").awaitLine("nupa node:", 60_000);
+            }
+            // Linux's side of the wire: the TAP device in the namespace, with an address and a route to the fabric.
+            Linux.ok("ip", "link", "set", r.tap, "netns", r.ns);
+            Linux.ok("ip", "-n", r.ns, "link", "set", "lo", "up");
+            Linux.ok("ip", "-n", r.ns, "link", "set", r.tap, "up");
+            Linux.ok("ip", "-n", r.ns, "addr", "add", LINUX + "/24", "dev", r.tap);
+            Linux.ok("ip", "-n", r.ns, "route", "add", "10.0.0.0/24", "via", GATEWAY);
+            return r;
+        }
+
+        private ChildJvm child(String name, Class<?> main, Object... args) {
+            ChildJvm c = ChildJvm.start(name + "-" + tap, main, args);
+            children.add(c);
+            return c;
+        }
+
+        /** A command run inside the namespace, as Linux's own tools run there. */
+        Linux.Result run(long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
+            List<String> all = new ArrayList<>(List.of("ip", "netns", "exec", ns));
+            all.addAll(List.of(cmd));
+            return Linux.run(timeoutSeconds, all.toArray(String[]::new));
+        }
+
+        void stop() throws IOException, InterruptedException {
+            for (ChildJvm c : children) {
+                c.close();
+            }
+            Linux.run(10, "ip", "netns", "del", ns); // takes the TAP device with it if the gateway left it there
+            Files.deleteIfExists(fabric);
+        }
+    }
 
     @BeforeAll
     static void start() throws Exception {
@@ -46,50 +94,25 @@ class GatewayLinuxTest {
                 + " is absent (apt-get install iproute2 iputils-ping curl netcat-openbsd)");
         Assumptions.assumeTrue(Files.isWritable(Path.of("/dev/net/tun")),
                 "skipping the gateway tests: /dev/net/tun is not writable here (no TAP devices without it and CAP_NET_ADMIN)");
-        String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
-        tap = "nupagw" + id;
-        ns = "nupa-gw-" + id;
-        Linux.Result made = Linux.run(10, "ip", "netns", "add", ns);
+        Linux.Result made = Linux.run(10, "ip", "netns", "add", "nupa-gw-probe");
+        Linux.run(10, "ip", "netns", "del", "nupa-gw-probe");
         Assumptions.assumeTrue(made.status() == 0, () -> "skipping the gateway tests: cannot create a network namespace: "
                 + made.output());
-        fabric = ChildJvm.newFabricPath();
-        ChildJvm gateway = child("gateway", Main.class, "node", "--fabric", fabric, "--address", "0", "--tap", tap,
-                "--tap-addr", GATEWAY + "/24");
-        gateway.awaitLine("nupa node:", 60_000);
-        ChildJvm server = child("server", FabricServerMain.class, fabric, 1, "192.168.77.0/24 via 10.0.0.1");
-        server.awaitLine("READY", 60_000);
-        // Linux's side of the wire: the TAP device in the namespace, with an address and a route to the fabric.
-        Linux.ok("ip", "link", "set", tap, "netns", ns);
-        Linux.ok("ip", "-n", ns, "link", "set", "lo", "up");
-        Linux.ok("ip", "-n", ns, "link", "set", tap, "up");
-        Linux.ok("ip", "-n", ns, "addr", "add", LINUX + "/24", "dev", tap);
-        Linux.ok("ip", "-n", ns, "route", "add", "10.0.0.0/24", "via", GATEWAY);
-    }
-
-    private static ChildJvm child(String name, Class<?> main, Object... args) {
-        ChildJvm c = ChildJvm.start(name, main, args);
-        children.add(c);
-        return c;
+        standard = Rig.start(1500, 9000, true);
+        narrow = Rig.start(9000, 4000, false);
     }
 
     @AfterAll
     static void stop() throws IOException, InterruptedException {
-        for (ChildJvm c : children) {
-            c.close();
-        }
-        if (ns != null) {
-            Linux.run(10, "ip", "netns", "del", ns); // takes the TAP device with it if the gateway left it there
-        }
-        if (fabric != null) {
-            Files.deleteIfExists(fabric);
+        for (Rig r : new Rig[] {standard, narrow}) {
+            if (r != null) {
+                r.stop();
+            }
         }
     }
 
-    /** A command run inside the namespace, as Linux's own tools run there. */
     private static Linux.Result inNs(long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
-        List<String> all = new ArrayList<>(List.of("ip", "netns", "exec", ns));
-        all.addAll(List.of(cmd));
-        return Linux.run(timeoutSeconds, all.toArray(String[]::new));
+        return standard.run(timeoutSeconds, cmd);
     }
 
     @Test
@@ -131,7 +154,7 @@ class GatewayLinuxTest {
 
     @Test
     void ncEchoesUdpAndSixteenMegabytesOfTcpThroughTheGateway() throws Exception {
-        Linux.Result udp = Linux.run(20, "sh", "-c", "printf 'hello, fabric' | ip netns exec " + ns + " nc -u -w 2 " + SERVER + " 9");
+        Linux.Result udp = Linux.run(20, "sh", "-c", "printf 'hello, fabric' | ip netns exec " + standard.ns() + " nc -u -w 2 " + SERVER + " 9");
         assertEquals("hello, fabric", udp.output(), "the UDP echo on the fabric node answered through the gateway");
         byte[] data = new byte[16 << 20];
         new Random(6).nextBytes(data);
@@ -140,12 +163,66 @@ class GatewayLinuxTest {
         try {
             Files.write(in, data);
             // -N: shut the write side down at the end of the input; the echo server then ends too.
-            Linux.Result tcp = Linux.run(120, "sh", "-c", "ip netns exec " + ns + " nc -N -w 30 " + SERVER + " 7 < " + in + " > " + out);
+            Linux.Result tcp = Linux.run(120, "sh", "-c", "ip netns exec " + standard.ns() + " nc -N -w 30 " + SERVER + " 7 < " + in + " > " + out);
             assertEquals(0, tcp.status(), tcp.output());
             assertEquals(sha256(data), sha256(Files.readAllBytes(out)), "16 MiB echoed through the gateway, byte for byte");
         } finally {
             Files.deleteIfExists(in);
             Files.deleteIfExists(out);
+        }
+    }
+
+    @Test
+    void aDatagramTooBigForTheFabricWithDontFragmentGetsFragmentationNeededAndLinuxLearnsThePathMtu() throws Exception {
+        // 5,028 bytes with DF set (-M do) fit the 9000-byte TAP but not the 4000-byte fabric: the gateway answers
+        // fragmentation needed with the fabric's MTU (RFC 1191), and Linux's route cache takes it.
+        Linux.Result first = narrow.run(30, "ping", "-c", "1", "-W", "3", "-M", "do", "-s", "5000", SERVER);
+        assertTrue(first.output().contains("Frag needed and DF set (mtu = 4000)"), first.output());
+        Linux.Result route = narrow.run(10, "ip", "route", "get", SERVER);
+        assertTrue(route.output().contains("mtu 4000"), "Linux's path MTU cache learned the fabric's MTU: " + route.output());
+        Linux.Result again = narrow.run(30, "ping", "-c", "1", "-W", "3", "-M", "do", "-s", "5000", SERVER);
+        assertTrue(again.output().contains("message too long, mtu=4000"), "Linux now refuses it itself: " + again.output());
+        // Without DF, Linux fragments to the path MTU it learned and the node answers.
+        Linux.Result fits = narrow.run(30, "ping", "-c", "2", "-i", "0.3", "-W", "3", "-s", "5000", SERVER);
+        assertTrue(fits.output().contains("2 packets transmitted, 2 received"), fits.output());
+    }
+
+    @Test
+    void tsharkOnTheTapSeesNoMalformedPacketAndNoBadChecksum() throws Exception {
+        Assumptions.assumeTrue(Linux.missing("tshark") == null, "tshark is absent (apt-get install tshark): skipping the capture check");
+        Path pcap = Files.createTempFile("nupa-gw-", ".pcap");
+        try {
+            Process capture = new ProcessBuilder("ip", "netns", "exec", standard.ns(), "tshark", "-q", "-i", standard.tap(),
+                    "-w", pcap.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            ChildJvm.waitUntil("tshark to start capturing", 30_000, () -> {
+                try {
+                    return Files.size(pcap) > 0;
+                } catch (IOException e) {
+                    return false;
+                }
+            });
+            inNs(10, "ip", "neigh", "flush", "dev", standard.tap()); // so that Linux asks ARP again, into the capture
+            inNs(30, "ping", "-c", "2", "-i", "0.2", "-s", "8000", SERVER);
+            inNs(30, "curl", "-sS", "--max-time", "20", "http://" + SERVER + ":8080/hello");
+            Linux.run(20, "sh", "-c", "printf 'checked' | ip netns exec " + standard.ns() + " nc -u -w 1 " + SERVER + " 9");
+            Thread.sleep(500); // the last frames reach the capture
+            capture.destroy();
+            assertTrue(capture.waitFor(20, TimeUnit.SECONDS));
+            String[] checks = {"-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"};
+            List<String> all = new ArrayList<>(List.of("tshark", "-r", pcap.toString()));
+            all.addAll(List.of(checks));
+            all.addAll(List.of("-T", "fields", "-e", "frame.protocols"));
+            String protocols = Linux.stdout(60, all.toArray(String[]::new));
+            assertTrue(protocols.contains("eth:ethertype:arp"), "ARP was seen:\n" + protocols);
+            assertTrue(protocols.contains(":icmp") && protocols.contains(":tcp") && protocols.contains(":udp"), protocols);
+            List<String> bad = new ArrayList<>(List.of("tshark", "-r", pcap.toString()));
+            bad.addAll(List.of(checks));
+            bad.addAll(List.of("-Y", "_ws.malformed || ip.checksum.status == 0 || udp.checksum.status == 0"
+                    + " || tcp.checksum.status == 0 || icmp.checksum.status == 0"));
+            assertEquals("", Linux.stdout(60, bad.toArray(String[]::new)).strip(),
+                    "tshark found malformed packets or bad checksums on the TAP");
+        } finally {
+            Files.deleteIfExists(pcap);
         }
     }
 
@@ -159,7 +236,22 @@ class GatewayLinuxTest {
         }
 
         static Result run(long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
-            Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+            return run(true, timeoutSeconds, cmd);
+        }
+
+        /** Standard output alone (tshark warns on standard error when it runs as root). */
+        static String stdout(long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
+            return run(false, timeoutSeconds, cmd).output();
+        }
+
+        private static Result run(boolean withErrors, long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
+            ProcessBuilder b = new ProcessBuilder(cmd);
+            if (withErrors) {
+                b.redirectErrorStream(true);
+            } else {
+                b.redirectError(ProcessBuilder.Redirect.DISCARD);
+            }
+            Process p = b.start();
             p.getOutputStream().close();
             byte[] out = p.getInputStream().readAllBytes(); // ends when the process (and what it started) closes its output
             if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {

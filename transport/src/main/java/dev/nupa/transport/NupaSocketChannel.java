@@ -48,7 +48,9 @@ import io.netty.util.concurrent.Future;
  * finishes closing in its layer (FIN-WAIT, TIME-WAIT) without the channel. SO_LINGER 0 sends a reset
  * instead; SO_LINGER above 0 completes the close once the peer acknowledged every byte and the FIN, or
  * after that many seconds, as a kernel's close() returns then. The
- * peer's FIN closes the channel, or with ALLOW_HALF_CLOSURE shuts its input down. A reset reaches the
+ * peer's FIN closes the channel, or with ALLOW_HALF_CLOSURE shuts its input down; writes already
+ * flushed that wait for room in the send buffer go into it first (a kernel socket closed this way
+ * still sends what it holds), so an echo's last bytes are not lost. A reset reaches the
  * pipeline as {@code SocketException("Connection reset")}, a refused connect as
  * {@link ConnectException}, an unanswered one as {@link ConnectTimeoutException}.
  */
@@ -75,6 +77,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private boolean reading;
     /** The send buffer was full: the connection's next writable event flushes. */
     private boolean flushPending;
+    /** The peer's FIN came while writes waited for room in the send buffer: close once they are in it. */
+    private boolean closeWhenFlushed;
     private final BufMemory readMemory = new BufMemory();
     private final BufMemory writeMemory = new BufMemory();
 
@@ -345,6 +349,11 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             if (outputShutdown) {
                 closeNow();
             }
+        } else if (flushPending) {
+            // Writes the application made before the FIN still wait for room in the send buffer: they go first,
+            // as a closed kernel socket still sends what it holds (Netty would fail them at this close).
+            inputShutdown = true;
+            closeWhenFlushed = true;
         } else {
             closeNow();
         }
@@ -496,6 +505,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         public void onWritable(TcpConnection c) {
             if (flushPending) {
                 ((NupaUnsafe) unsafe()).flushNow();
+            }
+            if (closeWhenFlushed && !flushPending && state == State.CONNECTED) {
+                closeNow();
             }
         }
 

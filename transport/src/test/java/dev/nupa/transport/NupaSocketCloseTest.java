@@ -216,6 +216,53 @@ class NupaSocketCloseTest {
         assertEquals("", e[1].text(), "nothing of the refused write reached the peer");
     }
 
+    @Test
+    void thePeersFinClosesAChannelOnlyAfterTheWritesItHadAcceptedReachedTheConnection() throws Exception {
+        // An echo server without half-closure that reads only while it can write (as Vert.x's pipeTo), and a client
+        // that sends 8 MiB, shuts its output down once they are sent and reads slowly: the FIN reaches the server
+        // while echoed bytes still wait for room in its send buffer. They must all come back.
+        start(0);
+        new ServerBootstrap().group(serverLoop).channel(NupaServerSocketChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ctx.write(msg);
+                        if (!ctx.channel().isWritable()) {
+                            ctx.channel().config().setAutoRead(false);
+                        }
+                    }
+
+                    @Override
+                    public void channelReadComplete(ChannelHandlerContext ctx) {
+                        ctx.flush();
+                    }
+
+                    @Override
+                    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+                        ctx.channel().config().setAutoRead(ctx.channel().isWritable());
+                    }
+                })
+                .bind(new InetSocketAddress("10.0.0.1", 7006)).sync();
+        End client = new End();
+        Channel c = new Bootstrap().group(clientLoop).channel(NupaSocketChannel.class)
+                .option(ChannelOption.ALLOW_HALF_CLOSURE, true).option(ChannelOption.AUTO_READ, false).handler(client)
+                .connect(new InetSocketAddress("10.0.0.1", 7006)).sync().channel();
+        byte[] data = new byte[8 << 20];
+        new java.util.Random(8).nextBytes(data);
+        // Netty's shutdownOutput drops writes still queued, so it follows the last write's completion.
+        c.writeAndFlush(Unpooled.wrappedBuffer(data)).addListener(f -> ((DuplexChannel) c).shutdownOutput());
+        java.util.concurrent.ScheduledFuture<?> slowReader = clientLoop.scheduleAtFixedRate(c::read, 0, 2, TimeUnit.MILLISECONDS);
+        waitFor(() -> !c.isActive() || client.inputShutdown.isDone());
+        slowReader.cancel(false);
+        byte[] back;
+        synchronized (client.read) {
+            back = client.read.toByteArray();
+        }
+        assertEquals(data.length, back.length, "bytes echoed before the server's FIN; server " + serverStack.link().call(
+                () -> serverStack.tcp().counters()) + "; client " + clientStack.link().call(() -> clientStack.tcp().counters()));
+        assertTrue(java.util.Arrays.equals(data, back), "the echo is the data");
+    }
+
     private static void waitFor(BooleanSupplier condition) throws InterruptedException {
         long deadline = System.nanoTime() + 10_000_000_000L;
         while (!condition.getAsBoolean()) {
