@@ -30,6 +30,11 @@ import dev.nupa.l2.Datapath;
 public final class EthernetInterface implements IpInterface, Datapath.Timer {
     /** Frames read per round of the loop at most, so the fabric side is not starved. */
     public static final int BATCH = 64;
+    /**
+     * After a frame, the loop reads the TAP itself for this long (NAPI's busy polling), so the next frame of
+     * an exchange does not wait for the watcher to wake it; as long as the event loop spins before it sleeps.
+     */
+    static final long BUSY_POLL_NS = 50_000;
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
     private static final GatewayCounter[] ALL = GatewayCounter.values();
 
@@ -49,7 +54,10 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
     private final long[] counts = new long[ALL.length];
     /** Set by the watcher when frames wait, cleared by the loop before it reads them. */
     private volatile boolean readable;
+    /** The watcher signalled and waits to be told to watch again. */
+    private volatile boolean watcherWaits;
     private volatile Runnable rearm = () -> { };
+    private long lastFrameAt = Long.MIN_VALUE / 2;
 
     /**
      * @param address the gateway's IPv4 address on the Ethernet side, in a subnet of {@code prefixLength} bits
@@ -115,6 +123,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
     /** The watcher's call: frames wait on the TAP. {@code rearm} tells the watcher to watch again once they are read. */
     void frameArrived(Runnable rearm) {
         this.rearm = rearm;
+        watcherWaits = true;
         readable = true;
     }
 
@@ -122,7 +131,8 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
 
     @Override
     public long poll(long now) {
-        if (readable) {
+        boolean busy = now - lastFrameAt < BUSY_POLL_NS;
+        if (readable || busy) {
             readable = false;
             int n = 0;
             while (n < BATCH) {
@@ -137,14 +147,18 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
                 }
                 onFrame(len, now);
             }
+            if (n > 0) {
+                lastFrameAt = now;
+            }
             if (n == BATCH) {
                 readable = true; // more may wait: read them on the next round
-            } else {
+            } else if (watcherWaits) {
+                watcherWaits = false;
                 rearm.run();
             }
         }
         long next = arp.poll(now, arpActions);
-        return readable ? now : next;
+        return readable || now - lastFrameAt < BUSY_POLL_NS ? now : next;
     }
 
     private void onFrame(int len, long now) {

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import dev.nupa.gateway.GatewayCounter;
 import dev.nupa.ip.IpCounter;
 import dev.nupa.l2.DropReason;
 import dev.nupa.l2.EtherType;
@@ -16,8 +17,8 @@ import dev.nupa.tcp.TcpCounter;
  * give them: each a layer ({@link #LAYERS}), a lower-case name and a value. Taken on the node's event loop.
  */
 final class NodeCounters {
-    /** The layers with counters, bottom up. */
-    static final List<String> LAYERS = List.of("link", "ip", "tcp", "rdma");
+    /** The layers with counters, bottom up, then the gateway's Ethernet side (on a gateway node only). */
+    static final List<String> LAYERS = List.of("link", "ip", "tcp", "rdma", "gateway");
 
     /** One counter. */
     record Value(String layer, String name, long value) {
@@ -63,6 +64,11 @@ final class NodeCounters {
         if ((all || layer.equals("rdma")) && node.rdma().context() != null) {
             for (Map.Entry<RdmaCounter, Long> e : node.rdma().context().counters().entrySet()) {
                 out.add(new Value("rdma", e.getKey().name().toLowerCase(), e.getValue()));
+            }
+        }
+        if ((all || layer.equals("gateway")) && node.gateway() != null && node.gateway().iface() != null) {
+            for (Map.Entry<GatewayCounter, Long> e : node.gateway().iface().counters().entrySet()) {
+                out.add(new Value("gateway", e.getKey().name().toLowerCase(), e.getValue()));
             }
         }
         return out;

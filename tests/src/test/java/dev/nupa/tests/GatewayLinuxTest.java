@@ -30,62 +30,13 @@ import dev.nupa.node.Main;
  * the TAP device and the fabric file are removed afterwards.
  */
 class GatewayLinuxTest {
-    private static final String GATEWAY = "192.168.77.2";
-    private static final String LINUX = "192.168.77.1";
-    private static final String SERVER = "10.0.0.2";
+    private static final String GATEWAY = GatewayRig.GATEWAY;
+    private static final String SERVER = GatewayRig.SERVER;
 
     /** The gateway to a fabric of MTU 9000 through a TAP of 1500, with the example services on fabric node 1. */
-    private static Rig standard;
+    private static GatewayRig standard;
     /** A fabric of MTU 4000 behind a TAP of 9000: Linux's datagrams may be too big for the fabric. */
-    private static Rig narrow;
-
-    /**
-     * A fabric file, a gateway process on node 0 whose TAP device is moved into a namespace of its own,
-     * Linux's address and route to the fabric there, and a server process on node 1.
-     */
-    private record Rig(Path fabric, String tap, String ns, List<ChildJvm> children) {
-        static Rig start(int tapMtu, int fabricMtu, boolean exampleServices) throws Exception {
-            String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
-            Rig r = new Rig(ChildJvm.newFabricPath(), "nupagw" + id, "nupa-gw-" + id, new ArrayList<>());
-            Linux.ok("ip", "netns", "add", r.ns);
-            r.child("gateway", Main.class, "node", "--fabric", r.fabric, "--address", "0", "--mtu", fabricMtu,
-                    "--tap", r.tap, "--tap-addr", GATEWAY + "/24", "--tap-mtu", tapMtu).awaitLine("nupa node:", 60_000);
-            if (exampleServices) {
-                r.child("server", FabricServerMain.class, r.fabric, 1, "192.168.77.0/24 via 10.0.0.1").awaitLine("READY", 60_000);
-            } else {
-                r.child("server", Main.class, "node", "--fabric", r.fabric, "--address", "1", "--mtu", fabricMtu,
-                        "--route", "192.168.77.0/24 via 10.0.0.1").awaitLine("nupa node:", 60_000);
-            }
-            // Linux's side of the wire: the TAP device in the namespace, with an address and a route to the fabric.
-            Linux.ok("ip", "link", "set", r.tap, "netns", r.ns);
-            Linux.ok("ip", "-n", r.ns, "link", "set", "lo", "up");
-            Linux.ok("ip", "-n", r.ns, "link", "set", r.tap, "up");
-            Linux.ok("ip", "-n", r.ns, "addr", "add", LINUX + "/24", "dev", r.tap);
-            Linux.ok("ip", "-n", r.ns, "route", "add", "10.0.0.0/24", "via", GATEWAY);
-            return r;
-        }
-
-        private ChildJvm child(String name, Class<?> main, Object... args) {
-            ChildJvm c = ChildJvm.start(name + "-" + tap, main, args);
-            children.add(c);
-            return c;
-        }
-
-        /** A command run inside the namespace, as Linux's own tools run there. */
-        Linux.Result run(long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
-            List<String> all = new ArrayList<>(List.of("ip", "netns", "exec", ns));
-            all.addAll(List.of(cmd));
-            return Linux.run(timeoutSeconds, all.toArray(String[]::new));
-        }
-
-        void stop() throws IOException, InterruptedException {
-            for (ChildJvm c : children) {
-                c.close();
-            }
-            Linux.run(10, "ip", "netns", "del", ns); // takes the TAP device with it if the gateway left it there
-            Files.deleteIfExists(fabric);
-        }
-    }
+    private static GatewayRig narrow;
 
     @BeforeAll
     static void start() throws Exception {
@@ -98,13 +49,13 @@ class GatewayLinuxTest {
         Linux.run(10, "ip", "netns", "del", "nupa-gw-probe");
         Assumptions.assumeTrue(made.status() == 0, () -> "skipping the gateway tests: cannot create a network namespace: "
                 + made.output());
-        standard = Rig.start(1500, 9000, true);
-        narrow = Rig.start(9000, 4000, false);
+        standard = GatewayRig.start(1500, 9000, true);
+        narrow = GatewayRig.start(9000, 4000, false);
     }
 
     @AfterAll
     static void stop() throws IOException, InterruptedException {
-        for (Rig r : new Rig[] {standard, narrow}) {
+        for (GatewayRig r : new GatewayRig[] {standard, narrow}) {
             if (r != null) {
                 r.stop();
             }
@@ -228,52 +179,5 @@ class GatewayLinuxTest {
 
     private static String sha256(byte[] b) throws Exception {
         return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
-    }
-
-    /** Linux's tools, run to their end. */
-    static final class Linux {
-        record Result(int status, String output) {
-        }
-
-        static Result run(long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
-            return run(true, timeoutSeconds, cmd);
-        }
-
-        /** Standard output alone (tshark warns on standard error when it runs as root). */
-        static String stdout(long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
-            return run(false, timeoutSeconds, cmd).output();
-        }
-
-        private static Result run(boolean withErrors, long timeoutSeconds, String... cmd) throws IOException, InterruptedException {
-            ProcessBuilder b = new ProcessBuilder(cmd);
-            if (withErrors) {
-                b.redirectErrorStream(true);
-            } else {
-                b.redirectError(ProcessBuilder.Redirect.DISCARD);
-            }
-            Process p = b.start();
-            p.getOutputStream().close();
-            byte[] out = p.getInputStream().readAllBytes(); // ends when the process (and what it started) closes its output
-            if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
-                p.destroyForcibly();
-                throw new AssertionError(String.join(" ", cmd) + " did not finish in " + timeoutSeconds + " s");
-            }
-            return new Result(p.exitValue(), new String(out, StandardCharsets.UTF_8));
-        }
-
-        static void ok(String... cmd) throws IOException, InterruptedException {
-            Result r = run(10, cmd);
-            assertEquals(0, r.status(), String.join(" ", cmd) + ": " + r.output());
-        }
-
-        /** The first of {@code tools} that is not on the PATH, or null. */
-        static String missing(String... tools) throws IOException, InterruptedException {
-            for (String t : tools) {
-                if (run(5, "sh", "-c", "command -v " + t).status() != 0) {
-                    return t;
-                }
-            }
-            return null;
-        }
     }
 }
