@@ -1,27 +1,30 @@
 #!/usr/bin/env bash
-# gateway-rtt: Linux's ping round trip through the gateway, beside the floor for a userspace responder
-# behind a TAP device (bench/floor/tap-echo-floor.c: one C thread that busy-polls the TAP and answers),
-# in alternating turns of one run. Needs root (TAP devices, a network namespace), cc and ping.
+# gateway-rtt: a UDP echo's round trip from Linux through the gateway, beside the floor for a userspace
+# responder behind a TAP device (bench/floor/tap-echo-floor.c: one C thread that busy-polls the TAP and
+# answers), in alternating turns of one run. Needs root (TAP devices, a network namespace) and cc.
 #
-#   bench/gateway-rtt.sh [TURNS] [PINGS]     (defaults 5 and 5000)
+#   bench/gateway-rtt.sh [TURNS] [ROUND_TRIPS]     (defaults 5 and 20000)
 #
-# Each turn pings, from a namespace that holds both TAP devices, with `ping -A` (the next request as
-# soon as the reply is in): the floor's address, the gateway's own address (the gateway node answers),
-# and fabric node 1 through the gateway. It prints each turn's p50s and the ratios to the floor, then
-# the median and range of each ratio over the turns. The gateway busy-polls (--spin), as the floor does;
-# fabric node 1 runs as a node normally does (its event loop spins, then yields, then sleeps).
+# Each turn runs bench/floor/udp-rtt.c (64-byte datagrams, one in flight, a nanosecond clock) from a
+# namespace that holds both TAP devices, against: the floor's UDP echo, the gateway node's own UDP echo
+# (at its TAP address), and the UDP echo of fabric node 1 through the gateway. It prints each turn's
+# p50s and their ratios to the floor's, then the median and range of each ratio over the turns. The
+# gateway busy-polls (--spin), as the floor does; fabric node 1 runs as nodes do by default (its event
+# loop spins, then yields, then sleeps).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 turns=${1:-5}
-pings=${2:-5000}
+pings=${2:-20000}
 id=$$
 ns=nupa-rtt-$id
 fabric=/dev/shm/nupa-rtt-$id
 floor_tap=nuparttf$((id % 10000))
 gw_tap=nupartg$((id % 10000))
 floor_bin=$root/bench/target/tap-echo-floor
+rtt_bin=$root/bench/target/udp-rtt
 mkdir -p "$root/bench/target"
 cc -O2 -o "$floor_bin" "$root/bench/floor/tap-echo-floor.c"
+cc -O2 -o "$rtt_bin" "$root/bench/floor/udp-rtt.c"
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -33,9 +36,9 @@ trap cleanup EXIT
 ip netns add "$ns"
 ip -n "$ns" link set lo up
 
-"$root/nupa" node --fabric "$fabric" --address 0 --spin --tap "$gw_tap" --tap-addr 192.168.77.2/24 >/tmp/nupa-rtt-gw-$id.log 2>&1 &
+"$root/nupa" node --fabric "$fabric" --address 0 --spin --udp-echo 7 --tap "$gw_tap" --tap-addr 192.168.77.2/24 >/tmp/nupa-rtt-gw-$id.log 2>&1 &
 pids+=($!)
-"$root/nupa" node --fabric "$fabric" --address 1 --route "192.168.77.0/24 via 10.0.0.1" >/tmp/nupa-rtt-n1-$id.log 2>&1 &
+"$root/nupa" node --fabric "$fabric" --address 1 --udp-echo 7 --route "192.168.77.0/24 via 10.0.0.1" >/tmp/nupa-rtt-n1-$id.log 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do ip link show "$gw_tap" >/dev/null 2>&1 && break; sleep 0.1; done
 sleep 2
@@ -44,23 +47,27 @@ ip -n "$ns" link set "$gw_tap" up
 ip -n "$ns" addr add 192.168.77.1/24 dev "$gw_tap"
 ip -n "$ns" route add 10.0.0.0/24 via 192.168.77.2
 
-p50() { # the median of ping's per-reply times, in microseconds
-  ip netns exec "$ns" ping -A -c "$pings" -W 2 "$1" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' | sort -n \
-    | awk '{ t[NR] = $1 } END { if (NR == 0) { print "nan"; exit } printf "%.1f\n", t[int((NR + 1) / 2)] * 1000 }'
+p50() { # the median round trip to $1's UDP echo (port 7), in microseconds
+  ip netns exec "$ns" "$rtt_bin" "$1" 7 "$pings" | sed -n 's/.*p50_ns=\([0-9]*\).*/\1/p' | awk '{ printf "%.2f\n", $1 / 1000 }'
 }
 
-p50 10.0.0.2 >/dev/null # warm-up: the JIT compiles the path
-p50 192.168.77.2 >/dev/null
+# The floor runs for the whole run, as the gateway does: each side's turn has the other's busy-polling
+# thread beside it (on a VM, an idle vCPU takes tens of microseconds to wake, a busy one does not).
+"$floor_bin" "$floor_tap" 192.168.78.2 3600 >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do ip link show "$floor_tap" >/dev/null 2>&1 && break; sleep 0.05; done
+ip link set "$floor_tap" netns "$ns"
+ip -n "$ns" link set "$floor_tap" up
+ip -n "$ns" addr add 192.168.78.1/24 dev "$floor_tap"
+
+for _ in 1 2 3; do # warm-up: the JIT compiles the path
+  p50 192.168.78.2 >/dev/null
+  p50 10.0.0.2 >/dev/null
+  p50 192.168.77.2 >/dev/null
+done
 gw_ratios=(); node_ratios=()
 for t in $(seq 1 "$turns"); do
-  "$floor_bin" "$floor_tap" 192.168.78.2 600 >/dev/null 2>&1 &
-  fp=$!
-  for _ in $(seq 1 100); do ip link show "$floor_tap" >/dev/null 2>&1 && break; sleep 0.05; done
-  ip link set "$floor_tap" netns "$ns"
-  ip -n "$ns" link set "$floor_tap" up
-  ip -n "$ns" addr add 192.168.78.1/24 dev "$floor_tap"
   floor=$(p50 192.168.78.2)
-  kill "$fp"; wait "$fp" 2>/dev/null || true
   gw=$(p50 192.168.77.2)
   node=$(p50 10.0.0.2)
   gr=$(awk -v a="$gw" -v b="$floor" 'BEGIN { printf "%.2f", a / b }')

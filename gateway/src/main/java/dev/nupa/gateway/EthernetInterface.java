@@ -152,10 +152,12 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
             }
             if (n == BATCH) {
                 readable = true; // more may wait: read them on the next round
-            } else if (watcherWaits) {
-                watcherWaits = false;
-                rearm.run();
             }
+        }
+        // The watcher stays idle while the loop reads the TAP itself; it watches again once frames stop.
+        if (watcherWaits && !readable && now - lastFrameAt >= BUSY_POLL_NS) {
+            watcherWaits = false;
+            rearm.run();
         }
         long next = arp.poll(now, arpActions);
         return readable || now - lastFrameAt < BUSY_POLL_NS ? now : next;

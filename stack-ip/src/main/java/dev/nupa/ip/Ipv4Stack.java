@@ -209,6 +209,22 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
     }
 
+    /**
+     * The source address of a datagram this node sends to {@code destination}: the external interface's when it
+     * leaves through that interface (RFC 1122 3.3.4.3: the address of the interface it goes out on), else the
+     * node's.
+     */
+    private int sourceFor(int destination) {
+        IpInterface x = writer.external();
+        if (x != null) {
+            long hop = routes.nextHop(destination);
+            if (hop != RouteTable.NO_ROUTE && x.onLink((int) hop)) {
+                return x.address();
+            }
+        }
+        return config.address();
+    }
+
     /** Whether {@code address} is one of the node's own (its fabric address, or its external interface's). */
     private boolean isLocal(int address) {
         IpInterface x = writer.external();
@@ -573,11 +589,12 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
         link.checkOwner(); // before the scratch headers are touched
         int udpLength = UdpHeader.HEADER + length;
+        int src = sourceFor(destination);
         int checksum = 0;
         if (config.computeChecksums()) {
             // RFC 768: pseudo header, the header's words (checksum zero; the ports and length from the
             // values, not read back), then the data, which the 8-byte header keeps word-aligned.
-            int sum = Checksum.pseudoHeaderSum(config.address(), destination, Ipv4Header.PROTOCOL_UDP, udpLength);
+            int sum = Checksum.pseudoHeaderSum(src, destination, Ipv4Header.PROTOCOL_UDP, udpLength);
             sum = Checksum.add(sum, Checksum.fold((long) sourcePort + destinationPort + udpLength));
             sum = Checksum.add(sum, Checksum.sum(data, offset, length));
             int c = Checksum.finish(sum);
@@ -586,7 +603,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         UdpHeader h = txUdp;
         h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
         h.emit(sourcePort, destinationPort, udpLength, checksum);
-        int rc = send(waitNs, -1, config.address(), destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
+        int rc = send(waitNs, -1, src, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
         }
