@@ -4,13 +4,21 @@
 # answers), in alternating turns of one run. Needs root (TAP devices, a network namespace) and cc.
 #
 #   bench/gateway-rtt.sh [TURNS] [ROUND_TRIPS]     (defaults 5 and 20000)
+#   GATEWAY_OPTS=--spin CLIENT=block FLOOR=always bench/gateway-rtt.sh    (the other arrangement, below)
 #
 # Each turn runs bench/floor/udp-rtt.c (64-byte datagrams, one in flight, a nanosecond clock) from a
 # namespace that holds both TAP devices, against: the floor's UDP echo, the gateway node's own UDP echo
 # (at its TAP address), and the UDP echo of fabric node 1 through the gateway. It prints each turn's
-# p50s and their ratios to the floor's, then the median and range of each ratio over the turns. The
-# gateway busy-polls (--spin), as the floor does; fabric node 1 runs as nodes do by default (its event
-# loop spins, then yields, then sleeps).
+# p50s and their ratios to the floor's, then the median and range of each ratio over the turns.
+# The two vCPUs of the machines here hold two busy threads at once: the client (it busy-polls for each
+# answer, so that no wake-up of its own is timed) and the side measured. The floor runs only for its
+# turn; the gateway and node 1 run as nodes do by default (their event loops spin while work comes,
+# then yield, then sleep), so they are asleep during the floor's turn. On a VM an idle vCPU takes
+# 10-20 us to wake; no side is measured with the other's busy thread beside it. A round trip through the
+# gateway to node 1 wants three busy threads (client, gateway, node 1), one more than there are vCPUs;
+# for it, the other arrangement keeps one busy thread on each vCPU all the time: the gateway spins
+# (GATEWAY_OPTS=--spin), the floor runs for the whole run (FLOOR=always), and the client blocks
+# (CLIENT=block), so each side's turn has the other side's busy thread beside it.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 turns=${1:-5}
@@ -36,7 +44,7 @@ trap cleanup EXIT
 ip netns add "$ns"
 ip -n "$ns" link set lo up
 
-"$root/nupa" node --fabric "$fabric" --address 0 --spin --udp-echo 7 --tap "$gw_tap" --tap-addr 192.168.77.2/24 >/tmp/nupa-rtt-gw-$id.log 2>&1 &
+"$root/nupa" node --fabric "$fabric" --address 0 ${GATEWAY_OPTS:-} --udp-echo 7 --tap "$gw_tap" --tap-addr 192.168.77.2/24 >/tmp/nupa-rtt-gw-$id.log 2>&1 &
 pids+=($!)
 "$root/nupa" node --fabric "$fabric" --address 1 --udp-echo 7 --route "192.168.77.0/24 via 10.0.0.1" >/tmp/nupa-rtt-n1-$id.log 2>&1 &
 pids+=($!)
@@ -48,26 +56,31 @@ ip -n "$ns" addr add 192.168.77.1/24 dev "$gw_tap"
 ip -n "$ns" route add 10.0.0.0/24 via 192.168.77.2
 
 p50() { # the median round trip to $1's UDP echo (port 7), in microseconds
-  ip netns exec "$ns" "$rtt_bin" "$1" 7 "$pings" | sed -n 's/.*p50_ns=\([0-9]*\).*/\1/p' | awk '{ printf "%.2f\n", $1 / 1000 }'
+  ip netns exec "$ns" "$rtt_bin" "$1" 7 "$pings" 64 "${CLIENT:-spin}" | sed -n 's/.*p50_ns=\([0-9]*\).*/\1/p' | awk '{ printf "%.2f\n", $1 / 1000 }'
 }
 
-# The floor runs for the whole run, as the gateway does: each side's turn has the other's busy-polling
-# thread beside it (on a VM, an idle vCPU takes tens of microseconds to wake, a busy one does not).
-"$floor_bin" "$floor_tap" 192.168.78.2 3600 >/dev/null 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do ip link show "$floor_tap" >/dev/null 2>&1 && break; sleep 0.05; done
-ip link set "$floor_tap" netns "$ns"
-ip -n "$ns" link set "$floor_tap" up
-ip -n "$ns" addr add 192.168.78.1/24 dev "$floor_tap"
+floor_on() {
+  "$floor_bin" "$floor_tap" 192.168.78.2 3600 >/dev/null 2>&1 &
+  floor_pid=$!
+  for _ in $(seq 1 100); do ip link show "$floor_tap" >/dev/null 2>&1 && break; sleep 0.05; done
+  ip link set "$floor_tap" netns "$ns"
+  ip -n "$ns" link set "$floor_tap" up
+  ip -n "$ns" addr add 192.168.78.1/24 dev "$floor_tap"
+}
+floor_off() { kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true; }
+trap 'floor_off 2>/dev/null; cleanup' EXIT
 
 for _ in 1 2 3; do # warm-up: the JIT compiles the path
-  p50 192.168.78.2 >/dev/null
   p50 10.0.0.2 >/dev/null
   p50 192.168.77.2 >/dev/null
 done
 gw_ratios=(); node_ratios=()
+[ "${FLOOR:-}" = always ] && floor_on
 for t in $(seq 1 "$turns"); do
+  # By default the floor runs while the gateway's and node 1's loops sleep: one busy thread answers, one asks.
+  [ "${FLOOR:-}" = always ] || floor_on
   floor=$(p50 192.168.78.2)
+  [ "${FLOOR:-}" = always ] || floor_off
   gw=$(p50 192.168.77.2)
   node=$(p50 10.0.0.2)
   gr=$(awk -v a="$gw" -v b="$floor" 'BEGIN { printf "%.2f", a / b }')
