@@ -104,6 +104,41 @@ class GatewayLinuxTest {
     }
 
     @Test
+    void aFabricNodeFetchesFromALinuxHttpServerThroughTheGateway() throws Exception {
+        Assumptions.assumeTrue(Linux.missing("python3") == null, "python3 is absent: skipping the Linux HTTP server");
+        Path dir = Files.createTempDirectory("nupa-gw-www-");
+        byte[] page = new byte[3 << 20];
+        new Random(9).nextBytes(page);
+        Files.write(dir.resolve("page.bin"), page);
+        Process server = new ProcessBuilder("ip", "netns", "exec", standard.ns(), "python3", "-m", "http.server", "8000",
+                "--bind", GatewayRig.LINUX, "--directory", dir.toString())
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        try {
+            ChildJvm.waitUntil("Linux's HTTP server to listen", 30_000, () -> {
+                try {
+                    return standard.run(5, "curl", "-s", "-o", "/dev/null", "http://" + GatewayRig.LINUX + ":8000/").status() == 0;
+                } catch (Exception e) {
+                    return false;
+                }
+            });
+            ChildJvm fetch = ChildJvm.start("fetch-" + standard.tap(), FabricFetchMain.class, standard.fabric(), 2,
+                    "192.168.77.0/24 via 10.0.0.1", GatewayRig.LINUX, 8000, "/page.bin");
+            try {
+                String line = fetch.awaitLine("FETCHED", 90_000);
+                assertEquals("FETCHED 200 " + page.length + " " + sha256(page), line,
+                        "Vert.x's HTTP client on fabric node 2 read the page from Linux through the gateway");
+            } finally {
+                fetch.close();
+            }
+        } finally {
+            server.destroy();
+            server.waitFor(10, TimeUnit.SECONDS);
+            Files.deleteIfExists(dir.resolve("page.bin"));
+            Files.deleteIfExists(dir);
+        }
+    }
+
+    @Test
     void ncEchoesUdpAndSixteenMegabytesOfTcpThroughTheGateway() throws Exception {
         Linux.Result udp = Linux.run(20, "sh", "-c", "printf 'hello, fabric' | ip netns exec " + standard.ns() + " nc -u -w 2 " + SERVER + " 9");
         assertEquals("hello, fabric", udp.output(), "the UDP echo on the fabric node answered through the gateway");
