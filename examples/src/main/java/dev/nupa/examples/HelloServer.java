@@ -10,6 +10,7 @@ import dev.nupa.examples.grpc.GreeterGrpcService;
 import dev.nupa.examples.grpc.GreeterService;
 import dev.nupa.examples.grpc.HelloReply;
 import dev.nupa.examples.grpc.HelloRequest;
+import dev.nupa.ip.Route;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Future;
@@ -23,14 +24,15 @@ import io.vertx.grpc.server.GrpcServer;
 
 /**
  * Plain Vert.x services on a fabric node; nothing here knows about the fabric except the one line
- * that creates the Vert.x instance. Run with a fabric file and a node address (default 0, which is
- * 10.0.0.1); stops on Ctrl-C, and the node leaves the fabric.
+ * that creates the Vert.x instance. Run with a fabric file, a node address (default 0, which is
+ * 10.0.0.1) and routes beyond the fabric's subnet if any (to peers behind a gateway, docs/gateway.md);
+ * stops on Ctrl-C, and the node leaves the fabric.
  * <ul>
  *   <li>HTTP on 8080 (HTTP/1.1 and h2c): {@code GET /hello} answers a line of text; {@code POST /sha256}
  *       answers the SHA-256 of the body it received (chunked or not, any size); {@code /ws} is a
  *       WebSocket echo.</li>
- *   <li>TCP echo on 7 (NetSocket.pipeTo), and on 8 a server that resets every connection once it
- *       has read something (SO_LINGER 0).</li>
+ *   <li>TCP echo on 7 (NetSocket.pipeTo), on 8 a server that resets every connection once it
+ *       has read something (SO_LINGER 0), and TCP discard on 9.</li>
  *   <li>UDP echo on 9 (DatagramSocket).</li>
  *   <li>gRPC on 50051: the {@code Greeter} service of {@code src/main/proto/hello.proto}, a unary
  *       call and a bidirectional stream that answers every request (with back-pressure: the
@@ -42,16 +44,21 @@ public final class HelloServer {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 1 || args.length > 2) {
-            System.err.println("usage: HelloServer FABRIC_FILE [NODE_ADDRESS]   (e.g. /dev/shm/f1 0)");
+        if (args.length < 1) {
+            System.err.println("usage: HelloServer FABRIC_FILE [NODE_ADDRESS [ROUTE...]]   (e.g. /dev/shm/f1 0,"
+                    + " or /dev/shm/f1 1 \"192.168.77.0/24 via 10.0.0.1\" behind a gateway)");
             System.exit(2);
         }
         int node = args.length > 1 ? Integer.parseInt(args[1]) : 0;
-        Vertx vertx = NupaVertx.create(StackConfig.defaults(Path.of(args[0]), node));
+        List<Route> routes = new java.util.ArrayList<>();
+        for (int i = 2; i < args.length; i++) {
+            routes.add(Route.parse(args[i]));
+        }
+        Vertx vertx = NupaVertx.create(StackConfig.defaults(Path.of(args[0]), node).withRoutes(routes));
         Runtime.getRuntime().addShutdownHook(new Thread(() -> vertx.close().await()));
         String me = NupaVertx.stack(vertx).ip().config().toString();
         start(vertx).await();
-        System.out.println("READY " + me + ": HTTP 8080 (/hello, /sha256, /ws), TCP echo 7, TCP reset 8, UDP echo 9, gRPC 50051");
+        System.out.println("READY " + me + ": HTTP 8080 (/hello, /sha256, /ws), TCP echo 7, TCP reset 8, TCP discard 9, UDP echo 9, gRPC 50051");
         Thread.currentThread().join(); // the event loop serves until Ctrl-C
     }
 
@@ -84,7 +91,10 @@ public final class HelloServer {
         DatagramSocket udp = vertx.createDatagramSocket();
         udp.handler(p -> udp.send(p.data(), p.sender().port(), p.sender().host()));
         Future<?> datagrams = udp.listen(9, "0.0.0.0");
-        return Future.all(List.of(http, echo, reset, datagrams, startGreeter(vertx, GRPC_PORT)));
+        // TCP discard (RFC 863): reads everything, answers nothing, ends when the client ends.
+        Future<?> discard = vertx.createNetServer().connectHandler(s -> s.handler(b -> { }).endHandler(v -> s.end()))
+                .listen(9, "0.0.0.0");
+        return Future.all(List.of(http, echo, reset, datagrams, discard, startGreeter(vertx, GRPC_PORT)));
     }
 
     /** The gRPC Greeter alone, on {@code port} of every address. */

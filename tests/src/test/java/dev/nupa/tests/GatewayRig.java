@@ -8,6 +8,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
+import dev.nupa.examples.HelloServer;
 import dev.nupa.node.Main;
 
 /**
@@ -30,7 +31,7 @@ record GatewayRig(Path fabric, String tap, String ns, List<ChildJvm> children) {
         args.addAll(List.of(gatewayOptions));
         r.child("gateway", Main.class, args.toArray()).awaitLine("nupa node:", 60_000);
         if (exampleServices) {
-            r.child("server", FabricServerMain.class, r.fabric, 1, "192.168.77.0/24 via 10.0.0.1").awaitLine("READY", 60_000);
+            r.child("server", HelloServer.class, r.fabric, 1, "192.168.77.0/24 via 10.0.0.1").awaitLine("READY", 60_000);
         } else {
             r.child("server", Main.class, "node", "--fabric", r.fabric, "--address", "1", "--mtu", fabricMtu,
                     "--route", "192.168.77.0/24 via 10.0.0.1").awaitLine("nupa node:", 60_000);
