@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.util.internal.PlatformDependent;
 
 /**
  * A ByteBuf's bytes as a (segment, offset) the stack copies to or from, without a new segment per
@@ -27,18 +28,32 @@ final class BufMemory {
             segment = NATIVE;
             offset = buf.memoryAddress() + index;
         } else if (buf.hasArray()) {
-            byte[] a = buf.array();
-            if (a != array) {
-                array = a;
-                arraySegment = MemorySegment.ofArray(a);
-            }
-            segment = arraySegment;
-            offset = buf.arrayOffset() + index;
+            ofArray(buf.array(), buf.arrayOffset() + index);
         } else {
-            ByteBuffer nio = buf.nioBuffer(index, length); // composite or other: one merged view
+            of(buf.nioBuffer(index, length)); // one view (a composite's parts go one by one: see the channel)
+        }
+    }
+
+    /** Points at the remaining bytes of {@code nio}, a direct buffer by its address, a heap one by its array. */
+    void of(ByteBuffer nio) {
+        if (nio.isDirect()) {
+            segment = NATIVE;
+            offset = PlatformDependent.directBufferAddress(nio) + nio.position();
+        } else if (nio.hasArray()) {
+            ofArray(nio.array(), nio.arrayOffset() + nio.position());
+        } else {
             segment = MemorySegment.ofBuffer(nio);
             offset = 0;
         }
+    }
+
+    private void ofArray(byte[] a, int at) {
+        if (a != array) {
+            array = a;
+            arraySegment = MemorySegment.ofArray(a);
+        }
+        segment = arraySegment;
+        offset = at;
     }
 
     MemorySegment segment() {

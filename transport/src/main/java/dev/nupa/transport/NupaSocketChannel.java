@@ -6,6 +6,7 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.SocketException;
 import java.nio.channels.AlreadyConnectedException;
+import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
@@ -389,8 +390,13 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 in.remove();
                 continue;
             }
-            writeMemory.of(buf, buf.readerIndex(), readable);
-            int n = c.write(writeMemory.segment(), writeMemory.offset(), readable, now);
+            int n;
+            if (buf.nioBufferCount() > 1) {
+                n = writeParts(c, buf, readable, now);
+            } else {
+                writeMemory.of(buf, buf.readerIndex(), readable);
+                n = c.write(writeMemory.segment(), writeMemory.offset(), readable, now);
+            }
             if (n > 0) {
                 in.removeBytes(n);
             }
@@ -399,6 +405,29 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 return;
             }
         }
+    }
+
+    /**
+     * Writes a buffer of several parts (a composite, as HTTP/2 frames are written) part by part, as epoll's
+     * gathering write takes them, rather than merged into a copy first; returns the bytes taken.
+     */
+    private int writeParts(TcpConnection c, ByteBuf buf, int readable, long now) {
+        int taken = 0;
+        for (ByteBuffer part : buf.nioBuffers(buf.readerIndex(), readable)) {
+            int length = part.remaining();
+            if (length == 0) {
+                continue;
+            }
+            writeMemory.of(part);
+            int n = c.write(writeMemory.segment(), writeMemory.offset(), length, now);
+            if (n > 0) {
+                taken += n;
+            }
+            if (n < length) {
+                break;
+            }
+        }
+        return taken;
     }
 
     private void cancelConnectTimeout() {
