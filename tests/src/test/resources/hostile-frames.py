@@ -32,6 +32,7 @@ def raw(kind, data, n=1):
     print(f"sent {kind} {n}", flush=True)
 
 
+prefix_bcast = linux_ip.rsplit(".", 1)[0] + ".255"
 gw = me.copy()
 gw.dst = gw_mac
 # Frames shorter than their protocol's header (a packet socket sends nothing under 14 bytes, Ethernet's own).
@@ -49,6 +50,7 @@ send("spoofed", [Ether(src=me.src, dst=gw_mac) / IP(src="10.0.0.9", dst=node_ip)
 send("bad-ip-checksum", [Ether(src=me.src, dst=gw_mac) / IP(src=linux_ip, dst=node_ip, chksum=0x1234) / ICMP()] * 5)
 send("bad-ihl", [Ether(src=me.src, dst=gw_mac) / IP(src=linux_ip, dst=node_ip, ihl=3) / ICMP()] * 5)
 send("bad-total-length", [Ether(src=me.src, dst=gw_mac) / IP(src=linux_ip, dst=node_ip, len=1400) / ICMP()] * 5)
+send("broadcast", [Ether(src=me.src, dst="ff:ff:ff:ff:ff:ff") / IP(src=linux_ip, dst=prefix_bcast) / UDP(dport=137)] * 5)
 send("ttl-1", [Ether(src=me.src, dst=gw_mac) / IP(src=linux_ip, dst=node_ip, ttl=1) / ICMP()] * 5)
 # An ARP flood: requests for addresses other than the gateway's, from many senders of the subnet.
 prefix = linux_ip.rsplit(".", 1)[0]

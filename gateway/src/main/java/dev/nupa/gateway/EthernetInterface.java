@@ -204,6 +204,11 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
                 inc(GatewayCounter.DROP_SPOOFED);
                 return;
             }
+            int dst = rx.get(EthernetFrame.BE_INT, f.payloadOffset() + 16);
+            if (dst == -1 || dst == (address | ~Route.mask(prefixLength))) {
+                inc(GatewayCounter.DROP_BROADCAST); // it would go back out where it came from
+                return;
+            }
         }
         inc(GatewayCounter.IPV4_IN);
         ip.receiveExternal(rx, f.payloadOffset(), len); // IP validates the rest and counts what it drops

@@ -33,6 +33,8 @@ public enum GatewayCounter {
     DROP_BAD_ARP,
     /** Drops: an IPv4 source address of the fabric's subnet or of the gateway itself, arriving from Ethernet. */
     DROP_SPOOFED,
+    /** Drops: IPv4 to a broadcast address of the Ethernet side (a router does not pass it on, RFC 1812 5.3.5.1). */
+    DROP_BROADCAST,
     /** Drops: a datagram for a next hop being resolved, when its queue or the shared pool is full. */
     DROP_ARP_QUEUE_FULL,
     /** Drops: a datagram whose next hop never answered ARP (host unreachable is sent back). */

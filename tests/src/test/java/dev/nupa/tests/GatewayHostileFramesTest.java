@@ -68,7 +68,7 @@ class GatewayHostileFramesTest {
             Map<String, Long> g = counters(rig, "gateway");
             Map<String, Long> ip = counters(rig, "ip");
             for (String drop : new String[] {"drop_not_for_us", "drop_multicast", "drop_bad_source_mac", "drop_vlan",
-                    "drop_ipv6", "drop_ethertype", "drop_bad_arp", "drop_spoofed"}) {
+                    "drop_ipv6", "drop_ethertype", "drop_bad_arp", "drop_spoofed", "drop_broadcast"}) {
                 assertTrue(g.getOrDefault(drop, 0L) >= 5, drop + " counted each of its 5 frames: " + g);
             }
             assertTrue(g.getOrDefault("arp_requests_in", 0L) >= 3000, "the ARP flood was seen: " + g);

@@ -4,7 +4,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.util.internal.PlatformDependent;
 
 /**
  * A ByteBuf's bytes as a (segment, offset) the stack copies to or from, without a new segment per
@@ -34,12 +33,9 @@ final class BufMemory {
         }
     }
 
-    /** Points at the remaining bytes of {@code nio}, a direct buffer by its address, a heap one by its array. */
+    /** Points at the remaining bytes of {@code nio}: a heap one's by its array, another's through a segment over it. */
     void of(ByteBuffer nio) {
-        if (nio.isDirect()) {
-            segment = NATIVE;
-            offset = PlatformDependent.directBufferAddress(nio) + nio.position();
-        } else if (nio.hasArray()) {
+        if (nio.hasArray()) {
             ofArray(nio.array(), nio.arrayOffset() + nio.position());
         } else {
             segment = MemorySegment.ofBuffer(nio);
