@@ -40,6 +40,10 @@ public final class GatewayVerticle extends VerticleBase {
             return Future.failedFuture(new IllegalArgumentException("a gateway forwards between the fabric and Ethernet:"
                     + " its node needs forwarding on (--forwarding, IpConfig.withForwarding(true))"));
         }
+        if (!ip.config().verifyChecksums() || !ip.config().computeChecksums()) {
+            return Future.failedFuture(new IllegalArgumentException("the gateway needs the fabric's checksums on (drop"
+                    + " --no-checksums): datagrams cross to Ethernet as they are, and Linux verifies every checksum"));
+        }
         Datapath datapath = ip.link().datapath();
         if (datapath == null || !ip.link().isOwner()) {
             return Future.failedFuture(new IllegalStateException("deploy the gateway on its node's event loop"

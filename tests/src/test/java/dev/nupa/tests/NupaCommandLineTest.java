@@ -295,6 +295,21 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void gatewayOptionsGiveOneLineErrors() throws Exception {
+        String f = fabric.toString();
+        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--tap", "nupa-x", "--run-for", "1"), 2,
+                "needs both --tap NAME and --tap-addr");
+        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--tap", "nupa-x", "--tap-addr", "192.168.77.2",
+                "--run-for", "1"), 2, "needs a prefix length");
+        assertOneLineError(nupa("node", "--fabric", f, "--tap", "nupa-x", "--tap-addr", "192.168.77.2/24", "--run-for", "1"),
+                2, "need --ip or --address");
+        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--tap", "no/slash", "--tap-addr", "192.168.77.2/24",
+                "--run-for", "1"), 2, "TAP name \"no/slash\" must be");
+        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--no-checksums", "--tap", "nupa-x", "--tap-addr",
+                "192.168.77.2/24", "--run-for", "1"), 2, "needs the fabric's checksums on");
+    }
+
+    @Test
     void demoRunsAndCleansUp() throws Exception {
         Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000");
         assertEquals(0, r.status(), r.err());
