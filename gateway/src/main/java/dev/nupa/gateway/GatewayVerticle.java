@@ -40,16 +40,13 @@ public final class GatewayVerticle extends VerticleBase {
             return Future.failedFuture(new IllegalArgumentException("a gateway forwards between the fabric and Ethernet:"
                     + " its node needs forwarding on (--forwarding, IpConfig.withForwarding(true))"));
         }
-        if (!ip.config().verifyChecksums() || !ip.config().computeChecksums()) {
-            return Future.failedFuture(new IllegalArgumentException("the gateway needs the fabric's checksums on (drop"
-                    + " --no-checksums): datagrams cross to Ethernet as they are, and Linux verifies every checksum"));
-        }
         Datapath datapath = ip.link().datapath();
         if (datapath == null || !ip.link().isOwner()) {
             return Future.failedFuture(new IllegalStateException("deploy the gateway on its node's event loop"
                     + " (node.vertx().deployVerticle), where the node's IP layer runs"));
         }
         try {
+            EthernetInterface.requireChecksums(ip.config()); // before a TAP device is made
             tap = Tap.open(config.tap(), config.mtu());
             iface = new EthernetInterface(tap, ip, config.address(), config.prefixLength(),
                     EthernetInterface.localMac(config.address()),
