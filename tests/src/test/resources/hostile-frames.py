@@ -8,7 +8,7 @@ floods of ARP and IP fragments, and prints one line per kind: "sent KIND N".
 import random
 import sys
 
-from scapy.all import ARP, IP, IPv6, UDP, ICMP, Dot1Q, Ether, Raw, conf, sendp  # noqa: E402
+from scapy.all import ARP, IP, IPv6, TCP, UDP, ICMP, Dot1Q, Ether, Raw, conf, sendp  # noqa: E402
 
 conf.verb = 0
 iface, gw_mac, gw_ip, node_ip, linux_ip = sys.argv[1:6]
@@ -58,6 +58,12 @@ send("arp-flood", [Ether(src="02:00:00:%02x:%02x:%02x" % (i >> 16 & 255, i >> 8 
                    / ARP(op=1, hwsrc="02:00:00:%02x:%02x:%02x" % (i >> 16 & 255, i >> 8 & 255, i & 255),
                          psrc="%s.%d" % (prefix, 3 + i % 250), pdst="%s.%d" % (prefix, 3 + (i * 7) % 250))
                    for i in range(3000)])
+# A SYN flood from spoofed sources of the subnet to the fabric node's HTTP port: its SYN-ACKs go to addresses
+# that never answer ARP, which must not crowd out the neighbors that do (curl goes on meanwhile).
+send("syn-flood", [Ether(src=me.src, dst=gw_mac)
+                   / IP(src="%s.%d" % (prefix, 3 + rnd.randrange(250)), dst=node_ip)
+                   / TCP(sport=rnd.randrange(1024, 65536), dport=8080, flags="S", seq=rnd.randrange(1 << 32))
+                   for _ in range(3000)])
 # A fragment flood: first fragments that are never completed, towards the fabric node.
 send("fragment-flood", [Ether(src=me.src, dst=gw_mac)
                         / IP(src=linux_ip, dst=node_ip, id=rnd.randrange(65536), flags="MF", frag=0, proto=17)

@@ -17,7 +17,9 @@ import java.lang.foreign.MemorySegment;
  *       entry and its datagrams are dropped and reported unresolved.</li>
  *   <li>Entries are created only for our own next hops and for requests aimed at our addresses (RFC 826's
  *       algorithm), so a flood of other traffic cannot fill the table; when it is full, the entry
- *       confirmed longest ago gives way.</li>
+ *       confirmed longest ago gives way. At most a quarter of the entries wait for an answer at once: a
+ *       flood towards addresses that never answer (the replies to a SYN flood from spoofed sources)
+ *       cannot crowd out the neighbors that do.</li>
  * </ul>
  * Nothing here allocates after construction.
  */
@@ -58,6 +60,7 @@ final class ArpCache {
     private long enqueued;
     private int lastHit;
     private int used;
+    private int incomplete;
     private long nextDeadline = Long.MAX_VALUE;
 
     ArpCache(int capacity, int pendingSlots, int slotBytes, long reachableNs, long retryNs, int retries) {
@@ -137,6 +140,9 @@ final class ArpCache {
         }
         int i = find(ip);
         boolean fresh = false;
+        if ((i < 0 || states[i] == KNOWN) && incomplete >= Math.max(1, ips.length / 4)) {
+            return false; // enough addresses wait for an answer already
+        }
         if (i < 0) {
             i = take(now);
             if (i < 0) {
@@ -144,11 +150,13 @@ final class ArpCache {
             }
             ips[i] = ip;
             states[i] = INCOMPLETE;
+            incomplete++;
             requestsSent[i] = 0;
             waiting[i] = 0;
             fresh = true;
         } else if (states[i] == KNOWN) { // expired in lookup's view: confirm it again
             states[i] = INCOMPLETE;
+            incomplete++;
             requestsSent[i] = 0;
             waiting[i] = 0;
             fresh = true;
@@ -201,6 +209,9 @@ final class ArpCache {
             waiting[i] = 0;
         }
         boolean wasIncomplete = states[i] == INCOMPLETE;
+        if (wasIncomplete) {
+            incomplete--;
+        }
         states[i] = KNOWN;
         macs[i] = mac;
         confirmed[i] = now;
@@ -288,6 +299,9 @@ final class ArpCache {
             if (slotOwner[s] == i + 1) {
                 slotOwner[s] = 0;
             }
+        }
+        if (states[i] == INCOMPLETE) {
+            incomplete--;
         }
         states[i] = FREE;
         waiting[i] = 0;

@@ -21,7 +21,8 @@ import dev.nupa.ip.Ipv4Address;
 /**
  * The gateway's Ethernet side is untrusted: a scapy script (Debian's python3-scapy) sends it every kind of
  * frame it must drop (short frames, other stations' and group addresses, VLAN tags, IPv6, unknown EtherTypes,
- * bad ARP, spoofed fabric sources, bad IP headers) and floods of ARP and IP fragments, while curl keeps
+ * bad ARP, spoofed fabric sources, bad IP headers) and floods of ARP, SYNs from spoofed sources and IP
+ * fragments, while curl keeps
  * fetching from a fabric node through it. Nothing crashes, curl goes on succeeding, and the gateway's
  * counters, printed when it stops, show each kind of drop.
  */
@@ -75,6 +76,8 @@ class GatewayHostileFramesTest {
             assertTrue(g.getOrDefault("arp_replies_out", 0L) + g.getOrDefault("proxy_arp_replies", 0L) < 100,
                     "and not answered (none asked for the gateway or a fabric node): " + g);
             assertTrue(g.getOrDefault("drop_bad_arp", 0L) >= 10, "bad and short ARP: " + g);
+            assertTrue(g.getOrDefault("drop_arp_queue_full", 0L) > 0,
+                    "SYN-ACKs to spoofed sources found the ARP cache's bound: " + g);
             assertTrue(ip.getOrDefault("in_hdr_errors", 0L) + ip.getOrDefault("in_truncated", 0L) >= 15,
                     "bad IP checksums, header lengths and short datagrams: " + ip);
             assertTrue(ip.getOrDefault("forw_ttl_exceeded", 0L) >= 5, "TTL 1 is not forwarded: " + ip);
