@@ -1,6 +1,8 @@
 package dev.nupa.node;
 
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -8,6 +10,7 @@ import java.util.concurrent.TimeUnit;
 
 import dev.nupa.gateway.GatewayConfig;
 import dev.nupa.ip.IpCounter;
+import dev.nupa.ip.Route;
 import dev.nupa.tcp.TcpConfig;
 import io.vertx.core.datagram.DatagramSocket;
 import io.vertx.core.net.NetServerOptions;
@@ -78,7 +81,7 @@ final class NodeCommand implements Callable<Integer> {
 
     @Option(names = "--tap-route", paramLabel = "ROUTE",
             description = "A route through the TAP side, e.g. \"default via 192.168.77.1\" (repeatable).")
-    java.util.List<String> tapRoutes = new java.util.ArrayList<>();
+    List<String> tapRoutes = new ArrayList<>();
 
     @Mixin
     TcpSocketOptions sockets;
@@ -189,9 +192,9 @@ final class NodeCommand implements Callable<Integer> {
         if (tap == null || tapAddr == null) {
             throw new IllegalArgumentException("a gateway needs both --tap NAME and --tap-addr A.B.C.D/LEN");
         }
-        java.util.List<dev.nupa.ip.Route> rs = new java.util.ArrayList<>();
+        List<Route> rs = new ArrayList<>();
         for (String r : tapRoutes) {
-            rs.add(dev.nupa.ip.Route.parse(r));
+            rs.add(Route.parse(r));
         }
         return GatewayConfig.parse(tap, tapAddr).withMtu(tapMtu).withRoutes(rs);
     }
