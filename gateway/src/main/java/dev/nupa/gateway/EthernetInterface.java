@@ -205,9 +205,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         if (len >= Ipv4Header.MIN_HEADER) {
             // Nobody on this side may speak for the fabric or for the gateway (RFC 1812 5.3.7's martians).
             int src = rx.get(EthernetFrame.BE_INT, f.payloadOffset() + 12);
-            IpConfig fabric = ip.config();
-            int mask = Route.mask(fabric.prefixLength());
-            if ((src & mask) == (fabric.address() & mask) || src == address) {
+            if (ip.config().inSubnet(src) || src == address) {
                 inc(GatewayCounter.DROP_SPOOFED);
                 return;
             }
@@ -256,9 +254,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
 
     /** Whether the gateway answers ARP for {@code address}: a node of the fabric that is there now. */
     private boolean fronts(int address) {
-        IpConfig fabric = ip.config();
-        int mask = Route.mask(fabric.prefixLength());
-        return (address & mask) == (fabric.address() & mask) && ip.neighbors().lookup(address) >= 0;
+        return ip.config().inSubnet(address) && ip.neighbors().lookup(address) >= 0;
     }
 
     // ---- sending ---------------------------------------------------------------------------

@@ -98,6 +98,12 @@ public record IpConfig(int address, int prefixLength, boolean verifyChecksums, b
                 reassemblyTimeoutNs, reassemblySlots, icmpErrorsPerSecond, icmpErrorBurst, ns);
     }
 
+    /** Whether {@code other} lies in this node's subnet. */
+    public boolean inSubnet(int other) {
+        int mask = Route.mask(prefixLength);
+        return (other & mask) == (address & mask);
+    }
+
     /** The directed broadcast address of this node's subnet (RFC 919/922), or 0 for /31 and /32. */
     public int subnetBroadcast() {
         return prefixLength >= 31 ? 0 : address | ~Route.mask(prefixLength);

@@ -11,7 +11,6 @@ import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Vertx;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpMethod;
 
 /**
@@ -26,12 +25,17 @@ public final class FabricFetchMain {
         Vertx vertx = NupaVertx.create(StackConfig.defaults(Path.of(args[0]), Integer.parseInt(args[1]))
                 .withRoutes(List.of(Route.parse(args[2]))));
         try {
-            HttpClientResponse r = vertx.createHttpClient()
+            // The body handler is set in the response's own callback, on the event loop, before any of it arrives.
+            int[] status = {0};
+            Buffer body = vertx.createHttpClient()
                     .request(HttpMethod.GET, Integer.parseInt(args[4]), args[3], args[5])
-                    .compose(req -> req.send()).await(30, TimeUnit.SECONDS);
-            Buffer body = r.body().await(60, TimeUnit.SECONDS);
+                    .compose(req -> req.send())
+                    .compose(r -> {
+                        status[0] = r.statusCode();
+                        return r.body();
+                    }).await(60, TimeUnit.SECONDS);
             String sha = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(body.getBytes()));
-            System.out.println("FETCHED " + r.statusCode() + " " + body.length() + " " + sha);
+            System.out.println("FETCHED " + status[0] + " " + body.length() + " " + sha);
         } finally {
             vertx.close().await(10, TimeUnit.SECONDS);
         }
