@@ -59,6 +59,7 @@ p50() { # the median round trip to $1's UDP echo (port 7), in microseconds
   ip netns exec "$ns" "$rtt_bin" "$1" 7 "$pings" 64 "${CLIENT:-spin}" | sed -n 's/.*p50_ns=\([0-9]*\).*/\1/p' | awk '{ printf "%.2f\n", $1 / 1000 }'
 }
 
+floor_pid=""
 floor_on() {
   "$floor_bin" "$floor_tap" 192.168.78.2 3600 >/dev/null 2>&1 &
   floor_pid=$!
@@ -67,8 +68,8 @@ floor_on() {
   ip -n "$ns" link set "$floor_tap" up
   ip -n "$ns" addr add 192.168.78.1/24 dev "$floor_tap"
 }
-floor_off() { kill "$floor_pid"; wait "$floor_pid" 2>/dev/null || true; }
-trap 'floor_off 2>/dev/null; cleanup' EXIT
+floor_off() { kill "$floor_pid" 2>/dev/null || true; wait "$floor_pid" 2>/dev/null || true; }
+trap 'floor_off; cleanup' EXIT
 
 for _ in 1 2 3; do # warm-up: the JIT compiles the path
   p50 10.0.0.2 >/dev/null
