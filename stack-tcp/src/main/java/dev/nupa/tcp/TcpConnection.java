@@ -493,16 +493,25 @@ public final class TcpConnection {
      * Throws {@link BufferUnavailableException}, taking nothing, when the send buffer's memory cannot be had.
      */
     public int write(MemorySegment src, long offset, int length, long now) {
+        int n = queue(src, offset, length);
+        if (n > 0) {
+            poll(now);
+        }
+        return n;
+    }
+
+    /**
+     * Queues as {@link #write} does, without sending: a caller with several buffers to write at once (a
+     * gathering write) queues them all, then calls {@link #poll} once, so they leave as full segments
+     * rather than one small segment each.
+     */
+    public int queue(MemorySegment src, long offset, int length) {
         if (finQueued || !(state == TcpState.ESTABLISHED || state == TcpState.CLOSE_WAIT || state == TcpState.SYN_SENT
                 || state == TcpState.SYN_RECEIVED)) {
             throw new IllegalStateException("cannot write in state " + state
                     + (finQueued ? " after close() or shutdownOutput()" : "") + ": the connection is not open for sending");
         }
-        int n = sendBuf.write(src, offset, length);
-        if (n > 0) {
-            poll(now);
-        }
-        return n;
+        return sendBuf.write(src, offset, length);
     }
 
     /** Bytes that {@link #write} accepts now. */

@@ -27,23 +27,21 @@ final class BufMemory {
             segment = NATIVE;
             offset = buf.memoryAddress() + index;
         } else if (buf.hasArray()) {
-            ofArray(buf.array(), buf.arrayOffset() + index);
+            of(buf.array(), buf.arrayOffset() + index);
         } else {
-            of(buf.nioBuffer(index, length)); // one view (a composite's parts go one by one: see the channel)
+            // One view (a composite's parts go one by one: PartsSink). A heap ByteBuffer's bytes by its array.
+            ByteBuffer nio = buf.nioBuffer(index, length);
+            if (nio.hasArray()) {
+                of(nio.array(), nio.arrayOffset() + nio.position());
+            } else {
+                segment = MemorySegment.ofBuffer(nio);
+                offset = 0;
+            }
         }
     }
 
-    /** Points at the remaining bytes of {@code nio}: a heap one's by its array, another's through a segment over it. */
-    void of(ByteBuffer nio) {
-        if (nio.hasArray()) {
-            ofArray(nio.array(), nio.arrayOffset() + nio.position());
-        } else {
-            segment = MemorySegment.ofBuffer(nio);
-            offset = 0;
-        }
-    }
-
-    private void ofArray(byte[] a, int at) {
+    /** Points at {@code a} from {@code at}. */
+    void of(byte[] a, int at) {
         if (a != array) {
             array = a;
             arraySegment = MemorySegment.ofArray(a);

@@ -6,7 +6,6 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.SocketException;
 import java.nio.channels.AlreadyConnectedException;
-import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
@@ -82,6 +81,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private boolean closeWhenFlushed;
     private final BufMemory readMemory = new BufMemory();
     private final BufMemory writeMemory = new BufMemory();
+    private final PartsSink parts = new PartsSink(writeMemory);
 
     /** A client channel: connected by {@code connect}. */
     public NupaSocketChannel() {
@@ -377,57 +377,43 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         if (outputShutdown) {
             throw new ChannelOutputShutdownException("output of " + this + " was shut down");
         }
-        long now = System.nanoTime();
-        while (true) {
-            Object msg = in.current();
-            if (msg == null) {
-                flushPending = false;
-                return;
+        // Every buffer of the flush is queued first and sent by one poll, as epoll's gathering write hands the
+        // kernel all of them at once: HTTP/2's frames of one call leave as one segment, not one each.
+        boolean queued = false;
+        try {
+            while (true) {
+                Object msg = in.current();
+                if (msg == null) {
+                    flushPending = false;
+                    return;
+                }
+                ByteBuf buf = (ByteBuf) msg;
+                int readable = buf.readableBytes();
+                if (readable == 0) {
+                    in.remove();
+                    continue;
+                }
+                int n;
+                if (buf.nioBufferCount() > 1) {
+                    n = parts.take(c, buf, Math.min(readable, c.writable()));
+                } else {
+                    writeMemory.of(buf, buf.readerIndex(), readable);
+                    n = c.queue(writeMemory.segment(), writeMemory.offset(), readable);
+                }
+                if (n > 0) {
+                    queued = true;
+                    in.removeBytes(n);
+                }
+                if (n < readable) {
+                    flushPending = true; // the send buffer is full: onWritable flushes the rest
+                    return;
+                }
             }
-            ByteBuf buf = (ByteBuf) msg;
-            int readable = buf.readableBytes();
-            if (readable == 0) {
-                in.remove();
-                continue;
-            }
-            int n;
-            if (buf.nioBufferCount() > 1) {
-                n = writeParts(c, buf, readable, now);
-            } else {
-                writeMemory.of(buf, buf.readerIndex(), readable);
-                n = c.write(writeMemory.segment(), writeMemory.offset(), readable, now);
-            }
-            if (n > 0) {
-                in.removeBytes(n);
-            }
-            if (n < readable) {
-                flushPending = true; // the send buffer is full: onWritable flushes the rest
-                return;
-            }
-        }
-    }
-
-    /**
-     * Writes a buffer of several parts (a composite, as HTTP/2 frames are written) part by part, as epoll's
-     * gathering write takes them, rather than merged into a copy first; returns the bytes taken.
-     */
-    private int writeParts(TcpConnection c, ByteBuf buf, int readable, long now) {
-        int taken = 0;
-        for (ByteBuffer part : buf.nioBuffers(buf.readerIndex(), readable)) {
-            int length = part.remaining();
-            if (length == 0) {
-                continue;
-            }
-            writeMemory.of(part);
-            int n = c.write(writeMemory.segment(), writeMemory.offset(), length, now);
-            if (n > 0) {
-                taken += n;
-            }
-            if (n < length) {
-                break;
+        } finally {
+            if (queued) {
+                c.poll(System.nanoTime());
             }
         }
-        return taken;
     }
 
     private void cancelConnectTimeout() {

@@ -38,13 +38,14 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * How a channel's close reaches its TCP connection, end to end over two nodes under the transport's
- * event loops (Netty's API, as Vert.x drives it): a full close is bounded in FIN-WAIT-2, a half close
- * (shutdownOutput) is not; SO_LINGER 0 resets; a write that finds no buffer memory fails with the
+ * How a channel's writes and close reach its TCP connection, end to end over two nodes under the
+ * transport's event loops (Netty's API, as Vert.x drives it): the buffers of one flush leave together,
+ * a composite larger than the send buffer arrives whole; a full close is bounded in FIN-WAIT-2, a half
+ * close (shutdownOutput) is not; SO_LINGER 0 resets; a write that finds no buffer memory fails with the
  * remedy and the FIN still leaves. The server's application accepts and then stays silent (half-closure
  * allowed), so its end stays in CLOSE-WAIT unless told otherwise.
  */
-class NupaSocketCloseTest {
+class NupaSocketChannelTest {
     private static final long FIN_WAIT_2_TIMEOUT_NS = 300_000_000L;
     private static final TcpConfig TCP = TcpConfig.defaults(9000).withFinWait2Timeout(FIN_WAIT_2_TIMEOUT_NS);
 
@@ -134,6 +135,57 @@ class NupaSocketCloseTest {
         client.active.get(10, TimeUnit.SECONDS);
         server.active.get(10, TimeUnit.SECONDS);
         return new End[] {client, server};
+    }
+
+    @Test
+    void theBuffersOfOneFlushLeaveAsOneSegment() throws Exception {
+        // As epoll's gathering write: HTTP/2 writes a call's frames as separate buffers (and composites) and
+        // flushes once; each must not become a small segment of its own.
+        start(0);
+        End[] e = connect(7007, 0);
+        Channel c = e[0].active.get();
+        c.writeAndFlush(Unpooled.copiedBuffer("warm", StandardCharsets.US_ASCII)).sync();
+        waitFor(() -> e[1].text().equals("warm"));
+        long before = clientStack.link().call(() -> clientStack.tcp().counter(TcpCounter.SEGMENTS_OUT));
+        c.eventLoop().submit(() -> {
+            c.write(Unpooled.copiedBuffer("one ", StandardCharsets.US_ASCII));
+            c.write(Unpooled.wrappedBuffer(Unpooled.copiedBuffer("two ", StandardCharsets.US_ASCII),
+                    Unpooled.directBuffer().writeBytes("three ".getBytes(StandardCharsets.US_ASCII))));
+            c.write(Unpooled.copiedBuffer("four", StandardCharsets.US_ASCII));
+            c.flush();
+        }).sync();
+        waitFor(() -> e[1].text().equals("warmone two three four"));
+        assertEquals(1, clientStack.link().call(() -> clientStack.tcp().counter(TcpCounter.SEGMENTS_OUT)) - before,
+                "one segment carried the four buffers");
+    }
+
+    @Test
+    void aCompositeLargerThanTheSendBufferArrivesWholeInOrder() throws Exception {
+        start(0);
+        End[] e = connect(7008, 64 * 1024);
+        byte[] data = new byte[1 << 20];
+        new java.util.Random(7).nextBytes(data);
+        // Heap, direct and pooled direct parts of uneven sizes, wrapped in a slice as HTTP/2's encoder hands them on.
+        io.netty.buffer.CompositeByteBuf composite = Unpooled.compositeBuffer(64);
+        int at = 0;
+        for (int i = 0; at < data.length; i++) {
+            int n = Math.min(data.length - at, 1 + (i * 7919) % 40_000);
+            ByteBuf part = switch (i % 3) {
+                case 0 -> Unpooled.wrappedBuffer(data, at, n);
+                case 1 -> Unpooled.directBuffer(n).writeBytes(data, at, n);
+                default -> io.netty.buffer.PooledByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(data, at, n);
+            };
+            composite.addComponent(true, part);
+            at += n;
+        }
+        e[0].active.get().writeAndFlush(composite.slice(0, data.length).retain()).sync();
+        composite.release();
+        waitFor(() -> e[1].read.size() == data.length);
+        byte[] got;
+        synchronized (e[1].read) {
+            got = e[1].read.toByteArray();
+        }
+        assertTrue(java.util.Arrays.equals(data, got), "the bytes arrived as written");
     }
 
     @Test
