@@ -7,7 +7,6 @@ import java.lang.invoke.VarHandle;
 import java.util.EnumMap;
 import java.util.Map;
 
-import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.IpInterface;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Header;
@@ -65,7 +64,6 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
      * @param mac     its MAC address (a unicast one; {@link #localMac} makes one)
      */
     public EthernetInterface(Tap tap, Ipv4Stack ip, int address, int prefixLength, long mac, ArpCache arp) {
-        requireChecksums(ip.config());
         if (prefixLength < 1 || prefixLength > 30) {
             throw new IllegalArgumentException("the TAP side's prefix /" + prefixLength + " must be 1..30 (room for the"
                     + " gateway and a Linux peer)");
@@ -85,17 +83,6 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         // Room for one frame past the MTU, VLAN tag included, so an oversized one is seen whole and counted.
         this.rx = arena.allocate(Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER + 4, 8);
         this.tx = arena.allocate(Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER, 8);
-    }
-
-    /**
-     * @throws IllegalArgumentException unless the fabric's checksum policy is on: datagrams cross to Ethernet as
-     *                                  they are, and Linux verifies every checksum
-     */
-    static void requireChecksums(IpConfig fabric) {
-        if (!fabric.verifyChecksums() || !fabric.computeChecksums()) {
-            throw new IllegalArgumentException("the gateway needs the fabric's checksums on (drop --no-checksums):"
-                    + " datagrams cross to Ethernet as they are, and Linux verifies every checksum");
-        }
     }
 
     /** A locally administered unicast MAC address (IEEE 802: bit 1 of the first byte set, bit 0 clear) for {@code address}. */

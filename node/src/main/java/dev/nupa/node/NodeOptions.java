@@ -34,7 +34,7 @@ final class NodeOptions {
             description = "Link MTU, " + Link.MIN_MTU + " up to the fabric's max frame - 8 (default: ${DEFAULT-VALUE}).")
     int mtu;
 
-    @Option(names = "--no-checksums", description = "Neither verify nor compute UDP and TCP checksums (the fabric is lossless; every node of the fabric must agree); IP header checksums stay.")
+    @Option(names = "--no-checksums", description = "Neither verify nor compute UDP and TCP checksums between nodes of the fabric's subnet (it is lossless; every node of the fabric must agree); IP header checksums stay, and datagrams to or from beyond the subnet keep theirs.")
     boolean noChecksums;
 
     @Option(names = "--forwarding", description = "Forward datagrams not addressed to this node (act as a router).")

@@ -6,9 +6,11 @@ package dev.nupa.ip;
  *
  * @param address           this node's IPv4 address
  * @param prefixLength      its subnet (on-link) prefix, 0..32
- * @param verifyChecksums   verify IP/ICMP/UDP checksums on receive; on the lossless fabric it may be off,
- *                          at the gateway it is always on
- * @param computeChecksums  compute checksums on send (off: IP checksum still computed, UDP sent as 0 = none)
+ * @param verifyChecksums   verify IP/ICMP/UDP/TCP checksums on receive; on the lossless fabric it may be off
+ *                          for datagrams from the node's own subnet ({@link #verifiesFrom})
+ * @param computeChecksums  compute UDP/TCP checksums on send; on the lossless fabric it may be off for
+ *                          datagrams to the node's own subnet ({@link #computesTo}); IP and ICMP checksums
+ *                          are always computed
  * @param defaultTtl        TTL of datagrams this node originates (RFC 1700's 64, as Linux)
  * @param forwarding        act as a router for datagrams not addressed to this node (RFC 1812)
  * @param reassemblyTimeoutNs how long fragments of one datagram wait for the rest (RFC 791 suggests 15 s; Linux 30 s)
@@ -96,6 +98,24 @@ public record IpConfig(int address, int prefixLength, boolean verifyChecksums, b
     public IpConfig withSendWait(long ns) {
         return new IpConfig(address, prefixLength, verifyChecksums, computeChecksums, defaultTtl, forwarding,
                 reassemblyTimeoutNs, reassemblySlots, icmpErrorsPerSecond, icmpErrorBurst, ns);
+    }
+
+    /**
+     * Whether a datagram from {@code source} has its checksums verified: always, but under the lossless-fabric
+     * policy for datagrams from the node's own subnet, which crossed only the fabric. What came from beyond it
+     * (through a gateway, from Ethernet) is checked whatever the policy, as Linux checks all but loopback.
+     */
+    public boolean verifiesFrom(int source) {
+        return verifyChecksums || !inSubnet(source);
+    }
+
+    /**
+     * Whether a datagram to {@code destination} carries UDP and TCP checksums: always, but under the lossless-fabric
+     * policy for datagrams to the node's own subnet, which cross only the fabric. A datagram that leaves the fabric
+     * through a gateway carries them whatever the policy, so a Linux peer finds every checksum right.
+     */
+    public boolean computesTo(int destination) {
+        return computeChecksums || !inSubnet(destination);
     }
 
     /** Whether {@code other} lies in this node's subnet. */

@@ -428,7 +428,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private void udpInput(Ipv4Header ip, boolean toBroadcast, long now) {
         UdpHeader udp = rxUdp;
         if (udp.wrap(ip.segment(), ip.payloadOffset(), ip.payloadLength(), ip.sourceAddress(), ip.destinationAddress(),
-                config.verifyChecksums()) != WireStatus.OK) {
+                config.verifiesFrom(ip.sourceAddress())) != WireStatus.OK) {
             counters.inc(IpCounter.UDP_IN_ERRORS);
             return;
         }
@@ -453,7 +453,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private void icmpInput(Ipv4Header ip, boolean toBroadcast, long now) {
         IcmpHeader icmp = rxIcmp;
         counters.inc(IpCounter.ICMP_IN_MSGS);
-        if (icmp.wrap(ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.verifyChecksums()) != WireStatus.OK) {
+        if (icmp.wrap(ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.verifiesFrom(ip.sourceAddress())) != WireStatus.OK) {
             counters.inc(IpCounter.ICMP_IN_ERRORS);
             return;
         }
@@ -591,7 +591,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         int udpLength = UdpHeader.HEADER + length;
         int src = sourceFor(destination);
         int checksum = 0;
-        if (config.computeChecksums()) {
+        if (config.computesTo(destination)) {
             // RFC 768: pseudo header, the header's words (checksum zero; the ports and length from the
             // values, not read back), then the data, which the 8-byte header keeps word-aligned.
             int sum = Checksum.pseudoHeaderSum(src, destination, Ipv4Header.PROTOCOL_UDP, udpLength);

@@ -585,7 +585,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         count(TcpCounter.SEGMENTS_IN);
         TcpHeader h = rxHeader;
         int status = h.wrap(iph.segment(), iph.payloadOffset(), iph.payloadLength(), iph.sourceAddress(),
-                iph.destinationAddress(), ip.config().verifyChecksums());
+                iph.destinationAddress(), ip.config().verifiesFrom(iph.sourceAddress()));
         if (status != WireStatus.OK) {
             count(status == WireStatus.BAD_CHECKSUM ? TcpCounter.BAD_CHECKSUMS : TcpCounter.BAD_SEGMENTS);
             return;
@@ -879,7 +879,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             o.emit(txScratch, TcpHeader.MIN_HEADER);
         }
         int payload = s.payloadLength;
-        if (ip.config().computeChecksums()) {
+        if (ip.config().computesTo(remoteIp)) {
             int sum = Checksum.pseudoHeaderSum(ip.address(), remoteIp, Ipv4Header.PROTOCOL_TCP, hl + payload);
             sum = Checksum.add(sum, Checksum.sum(txScratch, 0, hl)); // the header is a multiple of 4 bytes
             if (payload > 0) {
@@ -887,8 +887,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             }
             h.setChecksum(Checksum.finish(sum));
         }
-        // Otherwise the lossless-fabric policy (IpConfig): left 0, as Linux leaves it on lo; receivers with the
-        // same policy do not verify (every node of a fabric must agree on it, or TCP segments are dropped).
+        // Otherwise the lossless-fabric policy (IpConfig) to a node of the fabric: left 0, as Linux leaves it on lo;
+        // receivers with the same policy do not verify (every node of a fabric must agree on it, or TCP segments are
+        // dropped). A segment to beyond the fabric is always checksummed (IpConfig.computesTo).
         int rc = ip.sendDatagram(via, remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
                 payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
         // A full ring is not loss: the connection keeps the segment and retries shortly. Other

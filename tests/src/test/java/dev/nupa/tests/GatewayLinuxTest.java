@@ -34,6 +34,8 @@ class GatewayLinuxTest {
     private static GatewayRig standard;
     /** A fabric of MTU 4000 behind a TAP of 9000: Linux's datagrams may be too big for the fabric. */
     private static GatewayRig narrow;
+    /** The lossless-fabric checksum policy on every node (`--no-checksums`), a `nupa node` echoing on fabric node 1. */
+    private static GatewayRig lossless;
 
     @BeforeAll
     static void start() throws Exception {
@@ -48,11 +50,13 @@ class GatewayLinuxTest {
                 + made.output());
         standard = GatewayRig.start(1500, 9000, true);
         narrow = GatewayRig.start(9000, 4000, false);
+        lossless = GatewayRig.start(1500, 9000, false, List.of("--no-checksums", "--tcp-echo", "7", "--udp-echo", "9"),
+                "--no-checksums");
     }
 
     @AfterAll
     static void stop() throws IOException, InterruptedException {
-        for (GatewayRig r : new GatewayRig[] {standard, narrow}) {
+        for (GatewayRig r : new GatewayRig[] {standard, narrow, lossless}) {
             if (r != null) {
                 r.stop();
             }
@@ -139,21 +143,78 @@ class GatewayLinuxTest {
     void ncEchoesUdpAndSixteenMegabytesOfTcpThroughTheGateway() throws Exception {
         Linux.Result udp = Linux.run(20, "sh", "-c", "printf 'hello, fabric' | ip netns exec " + standard.ns() + " nc -u -w 2 " + SERVER + " 9");
         assertEquals("hello, fabric", udp.output(), "the UDP echo on the fabric node answered through the gateway");
-        byte[] data = new byte[16 << 20];
+        assertTcpEcho(standard, 16 << 20);
+    }
+
+    /** {@code bytes} of random data through `nc -N` to the TCP echo on the fabric node (port 7) and back, byte for byte. */
+    private static void assertTcpEcho(GatewayRig rig, int bytes) throws Exception {
+        byte[] data = new byte[bytes];
         new Random(6).nextBytes(data);
         Path in = Files.createTempFile("nupa-gw-in-", ".bin");
         Path out = Files.createTempFile("nupa-gw-out-", ".bin");
         try {
             Files.write(in, data);
             // -N: shut the write side down at the end of the input; the echo server then ends too.
-            Linux.Result tcp = Linux.run(120, "sh", "-c", "ip netns exec " + standard.ns() + " nc -N -w 30 " + SERVER + " 7 < " + in + " > " + out);
+            Linux.Result tcp = Linux.run(120, "sh", "-c", "ip netns exec " + rig.ns() + " nc -N -w 30 " + SERVER + " 7 < " + in + " > " + out);
             assertEquals(0, tcp.status(), tcp.output());
-            assertEquals(sha256(data), sha256(Files.readAllBytes(out)), "16 MiB echoed through the gateway, byte for byte");
+            assertEquals(sha256(data), sha256(Files.readAllBytes(out)), (bytes >> 20) + " MiB echoed through the gateway, byte for byte");
         } finally {
             Files.deleteIfExists(in);
             Files.deleteIfExists(out);
         }
     }
+
+    @Test
+    void aFabricWithoutChecksumsMeetsLinuxWithEveryChecksumRightAndBadOnesDropped() throws Exception {
+        // Every node of the fabric runs the lossless policy; what crosses the gateway is checksummed by its sender
+        // and verified by its receiver all the same (IpConfig.computesTo, verifiesFrom).
+        String pcap = captured(lossless, () -> {
+            Linux.Result ping = lossless.run(30, "ping", "-c", "2", "-i", "0.3", "-W", "5", "-s", "8000", SERVER);
+            assertTrue(ping.output().contains("2 packets transmitted, 2 received"), ping.output());
+            Linux.Result udp = Linux.run(20, "sh", "-c", "printf 'no sums inside' | ip netns exec " + lossless.ns() + " nc -u -w 2 " + SERVER + " 9");
+            assertEquals("no sums inside", udp.output(), "Linux took the echo, whose UDP checksum it verified");
+            assertTcpEcho(lossless, 4 << 20); // Linux drops a TCP segment whose checksum is wrong, and 0 is wrong
+        });
+        if (pcap != null) {
+            String zeroUdpSums = Linux.stdout(60, "tshark", "-r", pcap, "-Y", "udp && ip.src == " + SERVER + " && udp.checksum == 0");
+            assertEquals("", zeroUdpSums.strip(), "UDP leaving the fabric carries a checksum, not 0 (none)");
+        }
+        // A datagram from Linux with a wrong UDP checksum is dropped by the node, though its policy verifies nothing
+        // from the fabric; the same datagram with the right checksum is echoed.
+        Linux.Result raw = lossless.run(30, "python3", "-c", BAD_CHECKSUM_PROBE, GatewayRig.LINUX, SERVER);
+        assertEquals("bad: no answer; good: echoed", raw.output().strip(), raw.output());
+    }
+
+    /** Sends UDP datagrams to port 9 of argv[2] from argv[1] by a raw socket: one with a wrong checksum, then a right one. */
+    private static final String BAD_CHECKSUM_PROBE = """
+            import socket, struct, sys
+            src, dst = sys.argv[1], sys.argv[2]
+            rx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            rx.bind((src, 0))
+            rx.settimeout(2.0)
+            port = rx.getsockname()[1]
+            raw = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_UDP)
+            def datagram(payload, wrong):
+                length = 8 + len(payload)
+                words = socket.inet_aton(src) + socket.inet_aton(dst) + struct.pack('!BBH', 0, 17, length)
+                words += struct.pack('!HHHH', port, 9, length, 0) + payload + (b'\\0' if len(payload) % 2 else b'')
+                total = sum(struct.unpack('!%dH' % (len(words) // 2), words))
+                while total >> 16:
+                    total = (total & 0xFFFF) + (total >> 16)
+                checksum = (~total & 0xFFFF) or 0xFFFF
+                if wrong:
+                    checksum ^= 0x0101
+                return struct.pack('!HHHH', port, 9, length, checksum) + payload
+            def answered(payload, wrong):
+                raw.sendto(datagram(payload, wrong), (dst, 0))
+                try:
+                    return rx.recv(2048) == payload
+                except socket.timeout:
+                    return False
+            bad = answered(b'corrupted on the way', True)
+            good = answered(b'intact', False)
+            print('bad: ' + ('echoed' if bad else 'no answer') + '; good: ' + ('echoed' if good else 'no answer'))
+            """;
 
     @Test
     void aDatagramTooBigForTheFabricWithDontFragmentGetsFragmentationNeededAndLinuxLearnsThePathMtu() throws Exception {
@@ -173,10 +234,43 @@ class GatewayLinuxTest {
     @Test
     void tsharkOnTheTapSeesNoMalformedPacketAndNoBadChecksum() throws Exception {
         Assumptions.assumeTrue(Linux.missing("tshark") == null, "tshark is absent (apt-get install tshark): skipping the capture check");
+        String pcap = captured(standard, () -> {
+            inNs(10, "ip", "neigh", "flush", "dev", standard.tap()); // so that Linux asks ARP again, into the capture
+            inNs(30, "ping", "-c", "2", "-i", "0.2", "-s", "8000", SERVER);
+            inNs(30, "curl", "-sS", "--max-time", "20", "http://" + SERVER + ":8080/hello");
+            Linux.run(20, "sh", "-c", "printf 'checked' | ip netns exec " + standard.ns() + " nc -u -w 1 " + SERVER + " 9");
+        });
+        List<String> all = new ArrayList<>(List.of("tshark", "-r", pcap));
+        all.addAll(List.of(CHECKS));
+        all.addAll(List.of("-T", "fields", "-e", "frame.protocols"));
+        String protocols = Linux.stdout(60, all.toArray(String[]::new));
+        assertTrue(protocols.contains("eth:ethertype:arp"), "ARP was seen:\n" + protocols);
+        assertTrue(protocols.contains(":icmp") && protocols.contains(":tcp") && protocols.contains(":udp"), protocols);
+    }
+
+    /** tshark's checksum checks, off by default. */
+    private static final String[] CHECKS = {"-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"};
+
+    interface Traffic {
+        void run() throws Exception;
+    }
+
+    /**
+     * Runs {@code traffic} while tshark captures on the rig's TAP (in the namespace), checks that the capture holds
+     * no malformed packet and no bad IP, ICMP, UDP or TCP checksum, and returns its path (removed after the tests);
+     * without tshark, runs the traffic alone and returns null.
+     */
+    private static String captured(GatewayRig rig, Traffic traffic) throws Exception {
+        if (Linux.missing("tshark") != null) {
+            System.out.println("tshark is absent (apt-get install tshark): the traffic runs without the capture check");
+            traffic.run();
+            return null;
+        }
         Path pcap = Files.createTempFile("nupa-gw-", ".pcap");
+        pcap.toFile().deleteOnExit();
+        Process capture = new ProcessBuilder("ip", "netns", "exec", rig.ns(), "tshark", "-q", "-i", rig.tap(),
+                "-w", pcap.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
         try {
-            Process capture = new ProcessBuilder("ip", "netns", "exec", standard.ns(), "tshark", "-q", "-i", standard.tap(),
-                    "-w", pcap.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
             ChildJvm.waitUntil("tshark to start capturing", 30_000, () -> {
                 try {
                     return Files.size(pcap) > 0;
@@ -184,29 +278,19 @@ class GatewayLinuxTest {
                     return false;
                 }
             });
-            inNs(10, "ip", "neigh", "flush", "dev", standard.tap()); // so that Linux asks ARP again, into the capture
-            inNs(30, "ping", "-c", "2", "-i", "0.2", "-s", "8000", SERVER);
-            inNs(30, "curl", "-sS", "--max-time", "20", "http://" + SERVER + ":8080/hello");
-            Linux.run(20, "sh", "-c", "printf 'checked' | ip netns exec " + standard.ns() + " nc -u -w 1 " + SERVER + " 9");
+            traffic.run();
             Thread.sleep(500); // the last frames reach the capture
+        } finally {
             capture.destroy();
             assertTrue(capture.waitFor(20, TimeUnit.SECONDS));
-            String[] checks = {"-o", "ip.check_checksum:TRUE", "-o", "udp.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE"};
-            List<String> all = new ArrayList<>(List.of("tshark", "-r", pcap.toString()));
-            all.addAll(List.of(checks));
-            all.addAll(List.of("-T", "fields", "-e", "frame.protocols"));
-            String protocols = Linux.stdout(60, all.toArray(String[]::new));
-            assertTrue(protocols.contains("eth:ethertype:arp"), "ARP was seen:\n" + protocols);
-            assertTrue(protocols.contains(":icmp") && protocols.contains(":tcp") && protocols.contains(":udp"), protocols);
-            List<String> bad = new ArrayList<>(List.of("tshark", "-r", pcap.toString()));
-            bad.addAll(List.of(checks));
-            bad.addAll(List.of("-Y", "_ws.malformed || ip.checksum.status == 0 || udp.checksum.status == 0"
-                    + " || tcp.checksum.status == 0 || icmp.checksum.status == 0"));
-            assertEquals("", Linux.stdout(60, bad.toArray(String[]::new)).strip(),
-                    "tshark found malformed packets or bad checksums on the TAP");
-        } finally {
-            Files.deleteIfExists(pcap);
         }
+        List<String> bad = new ArrayList<>(List.of("tshark", "-r", pcap.toString()));
+        bad.addAll(List.of(CHECKS));
+        bad.addAll(List.of("-Y", "_ws.malformed || ip.checksum.status == 0 || udp.checksum.status == 0"
+                + " || tcp.checksum.status == 0 || icmp.checksum.status == 0"));
+        assertEquals("", Linux.stdout(60, bad.toArray(String[]::new)).strip(),
+                "tshark found malformed packets or bad checksums on the TAP");
+        return pcap.toString();
     }
 
     private static String sha256(byte[] b) throws Exception {

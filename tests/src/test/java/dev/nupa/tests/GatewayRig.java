@@ -23,6 +23,15 @@ record GatewayRig(Path fabric, String tap, String ns, List<ChildJvm> children) {
 
     /** Starts one; {@code gatewayOptions} go to the gateway's `nupa node` after its own. */
     static GatewayRig start(int tapMtu, int fabricMtu, boolean exampleServices, String... gatewayOptions) throws Exception {
+        return start(tapMtu, fabricMtu, exampleServices, List.of(), gatewayOptions);
+    }
+
+    /**
+     * Starts one whose server, unless it runs the example services, is a `nupa node` given {@code serverOptions}
+     * after its own.
+     */
+    static GatewayRig start(int tapMtu, int fabricMtu, boolean exampleServices, List<String> serverOptions,
+                            String... gatewayOptions) throws Exception {
         String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
         GatewayRig r = new GatewayRig(ChildJvm.newFabricPath(), "nupagw" + id, "nupa-gw-" + id, new ArrayList<>());
         Linux.ok("ip", "netns", "add", r.ns);
@@ -33,8 +42,10 @@ record GatewayRig(Path fabric, String tap, String ns, List<ChildJvm> children) {
         if (exampleServices) {
             r.child("server", HelloServer.class, r.fabric, 1, "192.168.77.0/24 via 10.0.0.1").awaitLine("READY", 60_000);
         } else {
-            r.child("server", Main.class, "node", "--fabric", r.fabric, "--address", "1", "--mtu", fabricMtu,
-                    "--route", "192.168.77.0/24 via 10.0.0.1").awaitLine("nupa node:", 60_000);
+            List<Object> server = new ArrayList<>(List.of("node", "--fabric", r.fabric, "--address", "1", "--mtu", fabricMtu,
+                    "--route", "192.168.77.0/24 via 10.0.0.1"));
+            server.addAll(serverOptions);
+            r.child("server", Main.class, server.toArray()).awaitLine("nupa node:", 60_000);
         }
         // Linux's side of the wire: the TAP device in the namespace, with an address and a route to the fabric.
         Linux.ok("ip", "link", "set", r.tap, "netns", r.ns);
