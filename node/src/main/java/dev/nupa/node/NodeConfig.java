@@ -9,6 +9,7 @@ import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkFaults;
 import dev.nupa.tcp.TcpConfig;
 
 /**
@@ -26,9 +27,11 @@ import dev.nupa.tcp.TcpConfig;
  *                 {@link dev.nupa.tcp.TcpLayer#TcpLayer(dev.nupa.ip.Ipv4Stack, TcpConfig, long)}), or 0 for the
  *                 default: 3/4 of the JVM's native memory bound
  * @param gateway  an Ethernet side through a TAP device (the node then is a gateway; it needs forwarding on), or null
+ * @param linkFaults faults injected into the frames the node receives, as netem on an interface (for tests), or null
  */
 public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Route> routes, FabricGeometry geometry,
-                         Datapath.Idle idle, Path capture, TcpConfig tcp, long tcpBufferMemory, GatewayConfig gateway) {
+                         Datapath.Idle idle, Path capture, TcpConfig tcp, long tcpBufferMemory, GatewayConfig gateway,
+                         LinkFaults linkFaults) {
     public NodeConfig {
         routes = List.copyOf(routes);
         if (tcpBufferMemory < 0) {
@@ -39,40 +42,45 @@ public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Ro
 
     public static NodeConfig defaults(Path fabric, int address) {
         return new NodeConfig(fabric, address, null, Link.DEFAULT_MTU, List.of(), FabricGeometry.defaults(),
-                Datapath.Idle.backoff(), null, null, 0, null);
+                Datapath.Idle.backoff(), null, null, 0, null, null);
     }
 
     public NodeConfig withIp(IpConfig ip) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
     }
 
     public NodeConfig withMtu(int mtu) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
     }
 
     public NodeConfig withRoutes(List<Route> routes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
     }
 
     public NodeConfig withIdle(Datapath.Idle idle) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
     }
 
     public NodeConfig withCapture(Path capture) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
     }
 
     public NodeConfig withTcp(TcpConfig tcp) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
     }
 
     public NodeConfig withTcpBufferMemory(long bytes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes, gateway);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes, gateway, linkFaults);
     }
 
     /** With an Ethernet side: the node becomes a gateway between the fabric and a TAP device (docs/gateway.md). */
     public NodeConfig withGateway(GatewayConfig gateway) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
+    }
+
+    /** With {@code faults} injected into the frames the node receives (null: none). */
+    public NodeConfig withLinkFaults(LinkFaults faults) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, faults);
     }
 
     /** The TCP settings: as given, or the defaults for the MTU. */

@@ -9,6 +9,7 @@ import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkFaults;
 import dev.nupa.tcp.TcpConfig;
 import picocli.CommandLine.Option;
 
@@ -53,6 +54,12 @@ final class NodeOptions {
     @Option(names = "--tcp-time-wait", paramLabel = "SECONDS", description = "TCP TIME-WAIT, 2*MSL (default: 60).")
     Double tcpTimeWait;
 
+    @Option(names = "--link-faults", paramLabel = "SPEC",
+            description = "Inject faults into the frames this node receives, as netem would on an interface: drop=P,duplicate=P,"
+                    + "reorder=P,corrupt=P,seed=N (rates 0..1 per frame; e.g. drop=0.02,reorder=0.05). For tests; give them to"
+                    + " both ends to impair both directions.")
+    String linkFaults;
+
     @Option(names = "--nodes", paramLabel = "N", defaultValue = "64", description = "Nodes of a fabric created here (default: ${DEFAULT-VALUE}).")
     int nodes;
 
@@ -64,7 +71,8 @@ final class NodeOptions {
         NodeConfig c = NodeConfig.defaults(fabric, address).withMtu(mtu).withRoutes(rs)
                 .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.eventLoop()); // the datapath is the node's event loop
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
-                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null, 0, null);
+                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null, 0, null,
+                linkFaults != null ? LinkFaults.parse(linkFaults) : null);
         if (tcpBufferMemory != null) {
             if (tcpBufferMemory < 1) {
                 throw new IllegalArgumentException("--tcp-buffer-memory must be a positive number of bytes, not " + tcpBufferMemory);

@@ -65,7 +65,7 @@ public final class NupaNode {
                 pcap = PcapWriter.open(config.capture());
             }
             vertx = NupaVertx.create(new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
-                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(), 1));
+                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(), 1, config.linkFaults()));
         } catch (IOException e) {
             return Future.failedFuture(new UncheckedIOException("cannot write capture " + config.capture() + ": "
                     + e.getMessage(), e));

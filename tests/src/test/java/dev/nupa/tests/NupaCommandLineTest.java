@@ -308,6 +308,19 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void linkFaultsGiveOneLineErrors() throws Exception {
+        String f = fabric.toString();
+        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--link-faults", "lose=0.1", "--run-for", "1"), 2,
+                "unknown fault \"lose\"; the faults are drop, duplicate, reorder and corrupt");
+        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--link-faults", "drop=1.5", "--run-for", "1"), 2,
+                "drop rate 1.5 is outside 0..1");
+        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--link-faults", "drop=0.1,drop=0.2", "--run-for", "1"), 2,
+                "give each of drop, duplicate, reorder, corrupt and seed at most once");
+        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--link-faults", "seed=x", "--run-for", "1"), 2,
+                "seed takes a number, not \"x\"");
+    }
+
+    @Test
     void demoRunsAndCleansUp() throws Exception {
         Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000");
         assertEquals(0, r.status(), r.err());

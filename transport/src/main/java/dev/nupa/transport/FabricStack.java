@@ -90,6 +90,9 @@ public final class FabricStack implements AutoCloseable {
         try {
             // The extra loops take the highest free addresses: the low ones are the plan's, for nodes given one.
             device = loop > 0 ? fabric.attachAny(true) : config.address() < 0 ? fabric.attachAny() : fabric.attach(config.address());
+            if (config.linkFaults() != null) {
+                device = config.linkFaults().wrap(device, loop);
+            }
             Link link = new Link(device, config.mtu());
             neighbors = new NeighborDirectory(device);
             Datapath datapath = new Datapath(link, config.idle());

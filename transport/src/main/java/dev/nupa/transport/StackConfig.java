@@ -8,6 +8,7 @@ import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkFaults;
 import dev.nupa.tcp.TcpConfig;
 
 /**
@@ -20,9 +21,10 @@ import dev.nupa.tcp.TcpConfig;
  * @param tcpBufferMemory the bound on all connections' buffers together, or 0 for the JVM default
  * @param loops           event loops (1..64); loop 0 takes {@code address}, the others the first free
  *                        addresses, all with the one IPv4 address (see {@link dev.nupa.ip.LoopGroup})
+ * @param linkFaults      faults injected into the frames the node receives (for tests), or null for none
  */
 public record StackConfig(Path fabric, int address, FabricGeometry geometry, int mtu, Datapath.Idle idle, IpConfig ip,
-                          List<Route> routes, TcpConfig tcp, long tcpBufferMemory, int loops) {
+                          List<Route> routes, TcpConfig tcp, long tcpBufferMemory, int loops, LinkFaults linkFaults) {
     /** The maximum of {@link #loops}. */
     public static final int MAX_LOOPS = 64;
 
@@ -41,33 +43,38 @@ public record StackConfig(Path fabric, int address, FabricGeometry geometry, int
     /** Node {@code address} of {@code fabric} with every other setting at its default (the loop idles as {@link Datapath.Idle#eventLoop()}). */
     public static StackConfig defaults(Path fabric, int address) {
         return new StackConfig(fabric, address, FabricGeometry.defaults(), Link.DEFAULT_MTU, Datapath.Idle.eventLoop(), null,
-                List.of(), null, 0, 1);
+                List.of(), null, 0, 1, null);
     }
 
     public StackConfig withIp(IpConfig ip) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops, linkFaults);
     }
 
     public StackConfig withIdle(Datapath.Idle idle) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops, linkFaults);
     }
 
     /** With {@code routes} beyond the on-link subnet (e.g. to a gateway's other side). */
     public StackConfig withRoutes(List<Route> routes) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops, linkFaults);
     }
 
     /** With {@code loops} event loops sharing the node's IPv4 address. */
     public StackConfig withLoops(int loops) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops, linkFaults);
     }
 
     public StackConfig withTcp(TcpConfig tcp) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops, linkFaults);
+    }
+
+    /** With {@code faults} injected into the frames the node receives, as netem would on an interface (null: none). */
+    public StackConfig withLinkFaults(LinkFaults faults) {
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops, faults);
     }
 
     /** With the node's TCP buffers bounded to {@code bytes} together (0: three quarters of the JVM's direct memory). */
     public StackConfig withTcpBufferMemory(long bytes) {
-        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, bytes, loops);
+        return new StackConfig(fabric, address, geometry, mtu, idle, ip, routes, tcp, bytes, loops, linkFaults);
     }
 }
