@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# gateway-bulk: TCP bulk from Linux to a fabric node through the gateway, beside Linux TCP over a veth
-# pair between two namespaces, in alternating turns of one run. Needs root, nc (netcat-openbsd).
+# gateway-bulk: TCP bulk between Linux and a fabric node through the gateway, each way, beside Linux TCP
+# over a veth pair between two namespaces, in alternating turns of one run. Needs root, nc (netcat-openbsd).
 #
 #   bench/gateway-bulk.sh [TURNS] [MIB]     (defaults 5 and 256)
 #
-# Each turn sends MIB MiB of random bytes with `nc -N` (the same client both ways): to the TCP discard
-# service (port 9) of the example services on fabric node 1, through a gateway whose TAP has the MTU of
-# the veth pair (1500), and to `nc -l` in a second namespace over the veth pair. It prints each turn's
-# rates and their ratio, then the median and range of the ratio over the turns.
+# To the fabric, each turn sends MIB MiB of random bytes with `nc -N` (the same client both ways): to the
+# TCP discard service (port 9) of the example services on fabric node 1, through a gateway whose TAP has
+# the MTU of the veth pair (1500), and to `nc -l` in a second namespace over the veth pair. From the
+# fabric, Linux's `nc` reads MIB MiB from the chargen service (port 19) of the example services, and from
+# `nc -l` sending the same file over the veth pair. It prints each turn's rates and their ratios, then
+# the median and range of each ratio over the turns.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 turns=${1:-5}
@@ -59,13 +61,31 @@ linux() {
   ip netns exec "$ns" nc -N 192.168.79.2 5009 < "$data"
   wait "$sink"
 }
-ours; ours # warm-up: the JIT compiles the path
-ratios=()
+ours_back() { ip netns exec "$ns" nc 10.0.0.2 19 | head -c $((mib << 20)) > /dev/null; }
+linux_back() {
+  ip netns exec "$peer" nc -l 192.168.79.2 5019 < "$data" &
+  local source=$!
+  sleep 0.2
+  ip netns exec "$ns" nc 192.168.79.2 5019 | head -c $((mib << 20)) > /dev/null
+  kill "$source" 2>/dev/null || true
+  wait "$source" 2>/dev/null || true
+}
+gbit() { awk -v s="$1" -v m="$mib" 'BEGIN { printf "%.2f", m * 8.388608 / 1000 / s }'; }
+ours; ours; ours_back; ours_back # warm-up: the JIT compiles the paths
+to=()
+from=()
 for t in $(seq 1 "$turns"); do
   a=$(seconds ours)
   b=$(seconds linux)
+  c=$(seconds ours_back)
+  d=$(seconds linux_back)
   r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')
-  ratios+=("$r")
-  echo "turn $t: through the gateway $(awk -v s="$a" -v m="$mib" 'BEGIN { printf "%.2f", m * 8.388608 / 1000 / s }') Gbit/s, Linux over veth $(awk -v s="$b" -v m="$mib" 'BEGIN { printf "%.2f", m * 8.388608 / 1000 / s }') Gbit/s: ${r}x"
+  q=$(awk -v c="$c" -v d="$d" 'BEGIN { printf "%.3f", d / c }')
+  to+=("$r")
+  from+=("$q")
+  echo "turn $t: to the fabric $(gbit "$a") Gbit/s, Linux over veth $(gbit "$b") Gbit/s: ${r}x;" \
+    "from the fabric $(gbit "$c") Gbit/s, Linux over veth $(gbit "$d") Gbit/s: ${q}x"
 done
-printf '%s\n' "${ratios[@]}" | sort -n | awk -v n="$turns" '{ v[NR] = $1 } END { printf "through the gateway: %.3fx (%.3f-%.3fx) Linux over veth, %d turns\n", v[int((NR + 1) / 2)], v[1], v[NR], n }'
+summary() { sort -n | awk -v n="$turns" -v what="$1" '{ v[NR] = $1 } END { printf "%s: %.3fx (%.3f-%.3fx) Linux over veth, %d turns\n", what, v[int((NR + 1) / 2)], v[1], v[NR], n }'; }
+printf '%s\n' "${to[@]}" | summary "to the fabric through the gateway"
+printf '%s\n' "${from[@]}" | summary "from the fabric through the gateway"

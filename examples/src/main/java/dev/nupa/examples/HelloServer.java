@@ -32,7 +32,8 @@ import io.vertx.grpc.server.GrpcServer;
  *       answers the SHA-256 of the body it received (chunked or not, any size); {@code /ws} is a
  *       WebSocket echo.</li>
  *   <li>TCP echo on 7 (NetSocket.pipeTo), on 8 a server that resets every connection once it
- *       has read something (SO_LINGER 0), and TCP discard on 9.</li>
+ *       has read something (SO_LINGER 0), TCP discard on 9, and TCP chargen on 19 (RFC 864: text
+ *       until the client closes, written as fast as the connection takes it).</li>
  *   <li>UDP echo on 9 (DatagramSocket).</li>
  *   <li>gRPC on 50051: the {@code Greeter} service of {@code src/main/proto/hello.proto}, a unary
  *       call and a bidirectional stream that answers every request (with back-pressure: the
@@ -58,7 +59,7 @@ public final class HelloServer {
         Runtime.getRuntime().addShutdownHook(new Thread(() -> vertx.close().await()));
         String me = NupaVertx.stack(vertx).ip().config().toString();
         start(vertx).await();
-        System.out.println("READY " + me + ": HTTP 8080 (/hello, /sha256, /ws), TCP echo 7, TCP reset 8, TCP discard 9, UDP echo 9, gRPC 50051");
+        System.out.println("READY " + me + ": HTTP 8080 (/hello, /sha256, /ws), TCP echo 7, TCP reset 8, TCP discard 9, TCP chargen 19, UDP echo 9, gRPC 50051");
         Thread.currentThread().join(); // the event loop serves until Ctrl-C
     }
 
@@ -94,7 +95,37 @@ public final class HelloServer {
         // TCP discard (RFC 863): reads everything, answers nothing, ends when the client ends.
         Future<?> discard = vertx.createNetServer().connectHandler(s -> s.handler(b -> { }).endHandler(v -> s.end()))
                 .listen(9, "0.0.0.0");
-        return Future.all(List.of(http, echo, reset, datagrams, discard, startGreeter(vertx, GRPC_PORT)));
+        Future<?> chargen = vertx.createNetServer().connectHandler(HelloServer::chargen).listen(19, "0.0.0.0");
+        return Future.all(List.of(http, echo, reset, datagrams, discard, chargen, startGreeter(vertx, GRPC_PORT)));
+    }
+
+    /** RFC 864's pattern: lines of 72 of the 95 printable characters, each line starting one character further on. */
+    private static final io.vertx.core.buffer.Buffer CHARGEN = chargenPattern();
+
+    private static io.vertx.core.buffer.Buffer chargenPattern() {
+        StringBuilder period = new StringBuilder();
+        for (int line = 0; line < 95; line++) {
+            for (int i = 0; i < 72; i++) {
+                period.append((char) (' ' + (line + i) % 95));
+            }
+            period.append("\r\n");
+        }
+        // Whole periods (95 lines) fill about 64 KiB, so buffer after buffer continues the pattern.
+        return io.vertx.core.buffer.Buffer.buffer(period.toString().repeat(65_536 / period.length()));
+    }
+
+    /** Writes the pattern while the connection takes it, again when it drains, until the client closes; reads are discarded. */
+    private static void chargen(io.vertx.core.net.NetSocket s) {
+        s.handler(b -> { });
+        Runnable[] fill = new Runnable[1];
+        fill[0] = () -> {
+            while (!s.writeQueueFull()) {
+                s.write(CHARGEN).onFailure(e -> s.close());
+            }
+            s.drainHandler(v -> fill[0].run());
+        };
+        s.endHandler(v -> s.close());
+        fill[0].run();
     }
 
     /** The gRPC Greeter alone, on {@code port} of every address. */
