@@ -26,16 +26,15 @@ public final class Checksum {
 
     private static final long LOW32 = 0xFFFF_FFFFL;
     private static final boolean LITTLE = ByteOrder.nativeOrder() == ByteOrder.LITTLE_ENDIAN;
-    private static final ValueLayout.OfLong NATIVE_LONG = ValueLayout.JAVA_LONG_UNALIGNED;
     private static final ValueLayout.OfInt NATIVE_INT = ValueLayout.JAVA_INT_UNALIGNED;
     private static final ValueLayout.OfShort NATIVE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
-    /** Bytes summed between folds: each 32-byte step adds below 2^35, so 2^30 bytes stay far below 2^63. */
-    private static final long CHUNK = 1L << 30;
+    /** 32-bit words summed between folds: each adds below 2^32, so 2^30 of them stay far below 2^63. */
+    private static final int CHUNK_WORDS = 1 << 30;
 
     /**
-     * The folded one's complement sum of {@code length} bytes at {@code offset}. Reads 32 bytes per
-     * step as longs and adds their 32-bit halves into a long; since 2^32 = 1 (mod 0xFFFF) this equals
-     * the sum of 16-bit words (RFC 1071 2(C), "deferred carries").
+     * The folded one's complement sum of {@code length} bytes at {@code offset}. Adds the data as 32-bit words
+     * into a long; since 2^32 = 1 (mod 0xFFFF) this equals the sum of 16-bit words (RFC 1071 2(C), "deferred
+     * carries").
      */
     public static int sum(MemorySegment seg, long offset, long length) {
         // Heap segments (byte[] from Vert.x buffers) take their own loop: one call site that sees
@@ -45,33 +44,21 @@ public final class Checksum {
             Objects.checkFromIndexSize(offset, length, seg.byteSize());
             return sumArray(array, (int) (seg.address() + offset), (int) length);
         }
-        // Native-order loads (no byte swap per load) summed as 32-bit halves; the folded sum is swapped to
+        // Native-order loads (no byte swap per load), one 32-bit word a step in an int-counted loop, which C2
+        // vectorizes (twice the rate of the same sum unrolled by hand over longs); the folded sum is swapped to
         // network order at the end when the host is little-endian (RFC 1071 2(B): the sum is byte-order
         // independent up to that swap).
         long acc = 0;
         long i = offset;
         long end = offset + length;
-        while (end - i >= 32) {
-            long stop = i + Math.min(CHUNK, (end - i) & ~31L);
-            while (i < stop) {
-                long a = seg.get(NATIVE_LONG, i);
-                long b = seg.get(NATIVE_LONG, i + 8);
-                long c = seg.get(NATIVE_LONG, i + 16);
-                long d = seg.get(NATIVE_LONG, i + 24);
-                acc += (a >>> 32) + (a & LOW32) + (b >>> 32) + (b & LOW32)
-                        + (c >>> 32) + (c & LOW32) + (d >>> 32) + (d & LOW32);
-                i += 32;
+        while (end - i >= 4) {
+            // Each word adds below 2^32, so a long takes 2^31 of them; fold between chunks of that many.
+            int words = (int) Math.min((end - i) >>> 2, CHUNK_WORDS);
+            for (int k = 0; k < words; k++) {
+                acc += seg.get(NATIVE_INT, i + 4L * k) & LOW32;
             }
+            i += 4L * words;
             acc = (acc >>> 32) + (acc & LOW32);
-        }
-        while (end - i >= 8) {
-            long a = seg.get(NATIVE_LONG, i);
-            acc += (a >>> 32) + (a & LOW32);
-            i += 8;
-        }
-        if (end - i >= 4) {
-            acc += seg.get(NATIVE_INT, i) & LOW32;
-            i += 4;
         }
         if (end - i >= 2) {
             acc += seg.get(NATIVE_SHORT, i) & 0xFFFF;
