@@ -5,14 +5,11 @@ import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
-import java.net.PortUnreachableException;
 import java.net.SocketAddress;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 
 import dev.nupa.device.FabricDevice;
-import dev.nupa.ip.IcmpHeader;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.UdpReceiver;
@@ -278,11 +275,10 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
         @Override
         public void onIcmpError(int type, int code, int destination, int port) {
-            String to = Ipv4Address.toString(destination) + ":" + port;
-            IOException e = type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE && code == IcmpHeader.UNREACHABLE_PORT
-                    ? new PortUnreachableException("port unreachable from " + to)
-                    : new IOException("ICMP type " + type + " code " + code + " from " + to);
-            pipeline().fireExceptionCaught(e);
+            // Counted by IP (ICMP_IN_DEST_UNREACHS and the like), not raised: the channel is never connected, and Linux
+            // passes ICMP errors to an unconnected UDP socket only with IP_RECVERR (RFC 1122 4.1.3.3 asks that they
+            // reach the application, which cannot tell here which of its datagrams drew one). Raising it would also
+            // end the socket: Vert.x closes a channel on any exception, where on Linux the socket goes on.
         }
     }
 
