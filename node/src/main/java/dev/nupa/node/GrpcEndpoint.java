@@ -34,12 +34,14 @@ public final class GrpcEndpoint {
     private final HttpServer server;
     private final AtomicLong refused;
     private final NodeSockets sockets;
+    private final NodeAdmin admin;
 
-    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused, NodeSockets sockets) {
+    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused, NodeSockets sockets, NodeAdmin admin) {
         this.vertx = vertx;
         this.server = server;
         this.refused = refused;
         this.sockets = sockets;
+        this.admin = admin;
     }
 
     /**
@@ -54,7 +56,8 @@ public final class GrpcEndpoint {
         }
         Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1));
         GrpcServer grpc = GrpcServer.server(vertx);
-        grpc.addService(AdminGrpcService.of(new NodeAdmin(node, fabric)));
+        NodeAdmin admin = new NodeAdmin(node, fabric);
+        grpc.addService(AdminGrpcService.of(admin));
         NodeSockets sockets = new NodeSockets(node);
         grpc.addService(SocketsGrpcService.of(sockets));
         grpc.addService(HealthService.create(vertx).register(ADMIN_SERVICE, () -> Future.succeededFuture(true)));
@@ -71,7 +74,7 @@ public final class GrpcEndpoint {
                     grpc.handle(req);
                 });
         return server.listen(port, host)
-                .map(s -> new GrpcEndpoint(vertx, s, refused, sockets))
+                .map(s -> new GrpcEndpoint(vertx, s, refused, sockets, admin))
                 .recover(e -> sockets.close().eventually(vertx::close).transform(v -> Future.failedFuture(new IllegalStateException(
                         "the gRPC endpoint cannot listen on " + host + ":" + port + ": " + e.getMessage(), e))));
     }
@@ -120,8 +123,9 @@ public final class GrpcEndpoint {
         return refused.get();
     }
 
-    /** Stops listening, closes the sockets its calls still hold, and closes its Vert.x instance. */
+    /** Stops listening, ends a live capture, closes the sockets its calls still hold, and closes its Vert.x instance. */
     public Future<Void> close() {
+        admin.close();
         return vertx.close().eventually(sockets::close);
     }
 

@@ -1,6 +1,7 @@
 package dev.nupa.node;
 
 import java.util.Map;
+import java.util.function.Consumer;
 import java.util.function.Supplier;
 
 import dev.nupa.ip.Ipv4Address;
@@ -22,9 +23,17 @@ import dev.nupa.node.admin.RoutesRequest;
 import dev.nupa.node.admin.TcpConnection;
 import dev.nupa.tcp.TcpLayer;
 import dev.nupa.tcp.TcpState;
+import com.google.protobuf.ByteString;
+import dev.nupa.l2.PcapWriter;
+import dev.nupa.node.admin.CaptureChunk;
+import dev.nupa.node.admin.CaptureRequest;
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
+import io.vertx.core.Vertx;
+import io.vertx.core.streams.WriteStream;
 import io.vertx.grpc.common.GrpcStatus;
+import io.vertx.grpc.server.GrpcServerResponse;
 import io.vertx.grpc.server.StatusException;
 
 /**
@@ -139,5 +148,98 @@ final class NodeAdmin extends AdminService {
             }
             return b.build();
         });
+    }
+
+    // ---- live capture ------------------------------------------------------------------------
+
+    /** The live capture running on the node, if any: one at a time. */
+    private final java.util.concurrent.atomic.AtomicReference<LiveCapture> live = new java.util.concurrent.atomic.AtomicReference<>();
+    private static final String ONE_AT_A_TIME = "a live capture is already running on this node; one at a time: end it first";
+    /** How often a live capture hands on what it buffered, so that a quiet capture still shows its frames. */
+    static final long CAPTURE_FLUSH_MS = 100;
+
+    @Override
+    protected void capture(CaptureRequest request, WriteStream<CaptureChunk> response) {
+        GrpcServerResponse<?, CaptureChunk> r = (GrpcServerResponse<?, CaptureChunk>) response;
+        Context endpoint = Vertx.currentContext();
+        LiveCapture.Filter filter;
+        int snaplen = request.getSnaplen() == 0 ? PcapWriter.DEFAULT_SNAPLEN : request.getSnaplen();
+        try {
+            filter = LiveCapture.Filter.of(request.getProtocol(), request.getHost(), request.getPort());
+            if (snaplen < PcapWriter.ETHERNET_HEADER || snaplen > PcapWriter.DEFAULT_SNAPLEN) {
+                throw new IllegalArgumentException("snaplen " + snaplen + " is outside " + PcapWriter.ETHERNET_HEADER + ".."
+                        + PcapWriter.DEFAULT_SNAPLEN + " (0 for the default)");
+            }
+        } catch (IllegalArgumentException e) {
+            r.status(GrpcStatus.INVALID_ARGUMENT).statusMessage(e.getMessage()).end();
+            return;
+        }
+        if (live.get() != null) {
+            r.status(GrpcStatus.FAILED_PRECONDITION).statusMessage(ONE_AT_A_TIME).end();
+            return;
+        }
+        boolean[] ended = {false};
+        LiveCapture[] self = new LiveCapture[1];
+        long[] timer = {-1};
+        Runnable end = () -> { // on the endpoint's context, after every chunk
+            if (!ended[0]) {
+                ended[0] = true;
+                r.end();
+            }
+        };
+        Consumer<Throwable> gone = e -> endpoint.runOnContext(v -> {
+            ended[0] = true;
+            stopCapture(self[0], timer[0]);
+        });
+        try {
+            self[0] = new LiveCapture(node.link(), filter, request.getCount(), snaplen,
+                    chunk -> endpoint.runOnContext(v -> {
+                        LiveCapture c = self[0];
+                        c.delivered();
+                        if (ended[0]) {
+                            return;
+                        }
+                        r.write(CaptureChunk.newBuilder().setPcap(ByteString.copyFrom(chunk)).setRecords(c.records())
+                                .setDropped(c.dropped()).build()).onFailure(gone::accept);
+                        if (r.writeQueueFull()) {
+                            c.stall(true);
+                            r.drainHandler(x -> c.stall(false));
+                        }
+                    }),
+                    () -> endpoint.runOnContext(v -> {
+                        node.vertx().cancelTimer(timer[0]);
+                        live.compareAndSet(self[0], null);
+                        end.run();
+                    }));
+        } catch (java.io.IOException e) {
+            r.status(GrpcStatus.INTERNAL).statusMessage("cannot start the capture: " + e.getMessage()).end();
+            return;
+        }
+        if (!live.compareAndSet(null, self[0])) { // another call started one meanwhile
+            ended[0] = true;
+            self[0].stop();
+            r.status(GrpcStatus.FAILED_PRECONDITION).statusMessage(ONE_AT_A_TIME).end();
+            return;
+        }
+        r.exceptionHandler(gone::accept); // the client cancelled, or the connection broke
+        timer[0] = node.vertx().setPeriodic(CAPTURE_FLUSH_MS, id -> self[0].flush());
+    }
+
+    private void stopCapture(LiveCapture c, long timer) {
+        if (c != null) {
+            c.stop();
+            live.compareAndSet(c, null);
+        }
+        if (timer >= 0) {
+            node.vertx().cancelTimer(timer);
+        }
+    }
+
+    /** Ends a live capture still running (the endpoint closes). */
+    void close() {
+        LiveCapture c = live.getAndSet(null);
+        if (c != null) {
+            c.stop();
+        }
     }
 }

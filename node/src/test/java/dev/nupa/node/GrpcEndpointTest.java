@@ -424,4 +424,62 @@ class GrpcEndpointTest {
         again.listen(port, "0.0.0.0").await(10, TimeUnit.SECONDS);
         again.close().await(10, TimeUnit.SECONDS);
     }
+
+    /** A Capture call with {@code request} sent, its chunks read as they come. */
+    private Stream<dev.nupa.node.admin.CaptureRequest, dev.nupa.node.admin.CaptureChunk> capture(
+            dev.nupa.node.admin.CaptureRequest request) throws Exception {
+        ServiceMethod<dev.nupa.node.admin.CaptureChunk, dev.nupa.node.admin.CaptureRequest> m = ServiceMethod.client(ADMIN, "Capture",
+                GrpcMessageEncoder.encoder(), GrpcMessageDecoder.decoder(dev.nupa.node.admin.CaptureChunk.newBuilder()));
+        Stream<dev.nupa.node.admin.CaptureRequest, dev.nupa.node.admin.CaptureChunk> s =
+                new Stream<>(grpc.request(at(), m).await(10, TimeUnit.SECONDS), false);
+        s.request.end(request);
+        return s;
+    }
+
+    @Test
+    void aLiveCaptureStreamsTheMatchingFramesAsPcapAndEndsAfterItsCount() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
+        var s = capture(dev.nupa.node.admin.CaptureRequest.newBuilder().setProtocol("udp").setPort(4444).setCount(3).build());
+        java.io.ByteArrayOutputStream pcap = new java.io.ByteArrayOutputStream();
+        pcap.write(s.next().getPcap().toByteArray()); // the file header: the capture is on
+        assertEquals(24, pcap.size(), "a pcap file header first");
+        var second = capture(dev.nupa.node.admin.CaptureRequest.getDefaultInstance());
+        assertEquals(GrpcStatus.FAILED_PRECONDITION, second.status.get(10, TimeUnit.SECONDS), "one live capture at a time");
+        var bad = capture(dev.nupa.node.admin.CaptureRequest.newBuilder().setProtocol("sctp").build());
+        assertEquals(GrpcStatus.INVALID_ARGUMENT, bad.status.get(10, TimeUnit.SECONDS));
+        io.vertx.core.datagram.DatagramSocket sender = peer.vertx().createDatagramSocket();
+        sender.send(io.vertx.core.buffer.Buffer.buffer("other port"), 5555, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        for (int i = 0; i < 5; i++) { // the node answers each with port unreachable (ICMP, not captured)
+            sender.send(io.vertx.core.buffer.Buffer.buffer("datagram " + i), 4444, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        }
+        long records = 0;
+        while (!s.status.isDone() || !s.answers.isEmpty()) {
+            dev.nupa.node.admin.CaptureChunk c = s.answers.poll(100, TimeUnit.MILLISECONDS);
+            if (c != null) {
+                pcap.write(c.getPcap().toByteArray());
+                records = c.getRecords();
+            }
+        }
+        assertEquals(GrpcStatus.OK, s.status.get(10, TimeUnit.SECONDS), "the call ends once 3 frames were captured");
+        assertEquals(3, records);
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(pcap.toByteArray()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        assertEquals(dev.nupa.l2.PcapWriter.MAGIC_NANOS, b.getInt(0));
+        int at = 24;
+        for (int i = 0; i < 3; i++) {
+            int included = b.getInt(at + 8);
+            java.nio.ByteBuffer frame = java.nio.ByteBuffer.wrap(pcap.toByteArray(), at + 16, included).slice();
+            assertEquals(0x0800, frame.getShort(12) & 0xFFFF, "IPv4");
+            assertEquals(17, frame.get(14 + 9), "UDP");
+            assertEquals(4444, frame.getShort(14 + 20 + 2) & 0xFFFF, "to the port asked for");
+            assertEquals("datagram " + i, new String(pcap.toByteArray(), at + 16 + 14 + 28, included - 14 - 28,
+                    java.nio.charset.StandardCharsets.US_ASCII));
+            at += 16 + included;
+        }
+        assertEquals(pcap.size(), at, "three records, nothing else");
+        // The capture went with its call: another may start.
+        var again = capture(dev.nupa.node.admin.CaptureRequest.newBuilder().setCount(1).build());
+        again.next();
+        sender.send(io.vertx.core.buffer.Buffer.buffer("any"), 4444, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        assertEquals(GrpcStatus.OK, again.status.get(10, TimeUnit.SECONDS));
+    }
 }

@@ -7,6 +7,7 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 
@@ -64,7 +65,10 @@ public final class PcapWriter implements PacketCapture, AutoCloseable {
     private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     private final Path path;
-    private final FileChannel channel;
+    /** What the records go to: the file, or another sink ({@link #to}). */
+    private final WritableByteChannel channel;
+    /** The file's path or the sink's name, for messages. */
+    private final String name;
     private final ByteBuffer buffer;
     private final MemorySegment bufferSegment;
     /** The synthesized headers of the record being written (and an ICRC after them). */
@@ -76,8 +80,9 @@ public final class PcapWriter implements PacketCapture, AutoCloseable {
     private IOException failure;
     private boolean closed;
 
-    private PcapWriter(Path path, FileChannel channel, int snaplen) {
+    private PcapWriter(Path path, WritableByteChannel channel, String name, int snaplen) {
         this.path = path;
+        this.name = name;
         this.channel = channel;
         this.snaplen = snaplen;
         this.buffer = ByteBuffer.allocateDirect(Math.max(64 * 1024, RECORD_HEADER + snaplen)).order(ByteOrder.LITTLE_ENDIAN);
@@ -91,25 +96,46 @@ public final class PcapWriter implements PacketCapture, AutoCloseable {
 
     /** Creates (or truncates) {@code path}; frames are cut to {@code snaplen} bytes, Ethernet header included. */
     public static PcapWriter open(Path path, int snaplen) throws IOException {
+        checkSnaplen(snaplen);
+        FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING);
+        try {
+            return start(new PcapWriter(path, ch, path.toString(), snaplen));
+        } catch (IOException e) {
+            ch.close();
+            throw e;
+        }
+    }
+
+    /**
+     * A pcap stream into {@code sink} (named {@code name} in messages), which gets the file header now and whole
+     * records from then on, each time the buffer fills or is flushed.
+     */
+    public static PcapWriter to(WritableByteChannel sink, String name, int snaplen) throws IOException {
+        checkSnaplen(snaplen);
+        return start(new PcapWriter(null, sink, name, snaplen));
+    }
+
+    private static void checkSnaplen(int snaplen) {
         if (snaplen < ETHERNET_HEADER || snaplen > DEFAULT_SNAPLEN) {
             throw new IllegalArgumentException("pcap snapshot length " + snaplen + " is outside " + ETHERNET_HEADER
                     + ".." + DEFAULT_SNAPLEN + " (it must hold the synthesized Ethernet header)");
         }
-        FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING);
-        PcapWriter w = new PcapWriter(path, ch, snaplen);
+    }
+
+    private static PcapWriter start(PcapWriter w) throws IOException {
         w.buffer.putInt(MAGIC_NANOS).putShort((short) 2).putShort((short) 4) // version 2.4
                 .putInt(0).putInt(0) // thiszone, sigfigs
-                .putInt(snaplen).putInt(LINKTYPE_ETHERNET);
+                .putInt(w.snaplen).putInt(LINKTYPE_ETHERNET);
         try {
             w.flush();
         } catch (UncheckedIOException e) {
-            ch.close();
             throw e.getCause();
         }
         return w;
     }
 
+    /** The file written, or null for another sink. */
     public Path path() {
         return path;
     }
@@ -230,7 +256,7 @@ public final class PcapWriter implements PacketCapture, AutoCloseable {
             drain();
         }
         if (failure != null) {
-            throw new UncheckedIOException("pcap capture to " + path + " failed", failure);
+            throw new UncheckedIOException("pcap capture to " + name + " failed", failure);
         }
     }
 
@@ -270,7 +296,7 @@ public final class PcapWriter implements PacketCapture, AutoCloseable {
             }
         }
         if (failure != null) {
-            throw new UncheckedIOException("pcap capture to " + path + " failed", failure);
+            throw new UncheckedIOException("pcap capture to " + name + " failed", failure);
         }
     }
 }
