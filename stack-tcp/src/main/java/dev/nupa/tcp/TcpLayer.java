@@ -45,7 +45,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     /** One listening port. */
-    private static final class Listener {
+    static final class Listener {
         final int port;
         final int backlog;
         final TcpConfig config;
@@ -57,117 +57,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             this.backlog = backlog;
             this.config = config;
             this.acceptor = acceptor;
-        }
-    }
-
-    /** Per-connection glue: forwards events to the user's handler and keeps the tables right; reused with its connection. */
-    private final class Hooks implements TcpConnection.Events {
-        Listener listener;
-        TcpConnection.Events user;
-        boolean counted;
-        /** Whether an application has the connection (from connect, or once a listener accepted it). */
-        boolean claimed;
-        /** Whether it counts among the connections waiting in TIME-WAIT. */
-        boolean waiting;
-
-        void begin(Listener listener, TcpConnection.Events user) {
-            this.listener = listener;
-            this.user = user;
-            this.counted = false;
-            this.claimed = listener == null;
-            this.waiting = false;
-        }
-
-        @Override
-        public boolean onTimeWait(TcpConnection c) {
-            if (timeWaiting + timeWaitRecords.size() >= timeWaitLimit) {
-                count(TcpCounter.TIME_WAIT_OVERFLOWS);
-                return false;
-            }
-            timeWaiting++;
-            waiting = true;
-            return true;
-        }
-
-        @Override
-        public void onEstablished(TcpConnection c) {
-            if (listener != null && !counted) {
-                counted = true;
-                claimed = true;
-                listener.halfOpen--;
-                count(TcpCounter.CONNECTIONS_ACCEPTED);
-                listener.acceptor.onAccept(c);
-            }
-            if (user != null) {
-                user.onEstablished(c);
-            }
-        }
-
-        @Override
-        public void onReadable(TcpConnection c) {
-            if (user != null) {
-                user.onReadable(c);
-            }
-        }
-
-        @Override
-        public void onWritable(TcpConnection c) {
-            if (user != null) {
-                user.onWritable(c);
-            }
-        }
-
-        @Override
-        public void onPeerClosed(TcpConnection c) {
-            if (user != null) {
-                user.onPeerClosed(c);
-            }
-        }
-
-        @Override
-        public void onBufferShortage(TcpConnection c) {
-            count(TcpCounter.BUFFER_SHORTAGES);
-        }
-
-        @Override
-        public void onDeadlineMoved(TcpConnection c, long deadline) {
-            timers.schedule(c, deadline);
-            deadlineMoved(deadline); // its timers are polled in time, whoever called into it
-        }
-
-        @Override
-        public void onClosed(TcpConnection c, TcpError error) {
-            if (waiting) {
-                waiting = false;
-                timeWaiting--;
-            }
-            long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
-            table.remove(key, c);
-            timers.remove(c);
-            flows.remove(key, ip.loop()); // a connection that moved here: the primary no longer hands its segments on
-            if (listener != null && !counted) {
-                counted = true;
-                listener.halfOpen--;
-            }
-            count(error == TcpError.SUPERSEDED ? TcpCounter.HANDSHAKES_SUPERSEDED
-                    : error == null ? TcpCounter.CONNECTIONS_CLOSED : TcpCounter.CONNECTIONS_FAILED);
-            if (error == TcpError.FIN_WAIT_2_TIMEOUT) {
-                count(TcpCounter.FIN_WAIT_2_TIMEOUTS);
-            }
-            if (!claimed) {
-                c.releaseUnclaimed(); // no application ever had it: the layer lets go for it
-            }
-            if (user != null) {
-                user.onClosed(c, error);
-            }
-        }
-
-        @Override
-        public void onReleased(TcpConnection c) {
-            released.addLast(c); // reusable from the layer's next entry (recycleReleased)
-            if (user != null) {
-                user.onReleased(c);
-            }
         }
     }
 
@@ -188,20 +77,20 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * it sees it become another connection.
      */
     private final ArrayDeque<TcpConnection> free = new ArrayDeque<>();
-    private final ArrayDeque<TcpConnection> released = new ArrayDeque<>();
+    final ArrayDeque<TcpConnection> released = new ArrayDeque<>();
     private int connectionPoolLimit = DEFAULT_CONNECTION_POOL_LIMIT;
-    private int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
-    private int timeWaiting;
-    private final ConnectionTable table = new ConnectionTable();
+    int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
+    int timeWaiting;
+    final ConnectionTable table = new ConnectionTable();
     /** Connections in TIME-WAIT that their application let go of, as records rather than objects. */
-    private final TimeWaitTable timeWaitRecords = new TimeWaitTable();
+    final TimeWaitTable timeWaitRecords = new TimeWaitTable();
     /** RFC 5961 section 7 for the records, layer-wide. */
     private final ChallengeAckLimit challengeLimit = new ChallengeAckLimit();
     /** The connections with a timer pending, by deadline (their hooks keep it). */
-    private final TimerQueue timers = new TimerQueue();
+    final TimerQueue timers = new TimerQueue();
     private final BufferBudget buffers;
     /** The node's connections that moved off the primary loop, shared by its loops' layers. */
-    private final LoopFlows flows;
+    final LoopFlows flows;
     /** Connections another loop handed to this one ({@link #handOff}), taken in by {@link #adoptArrivals}. */
     private final java.util.concurrent.ConcurrentLinkedQueue<TcpConnection> arrivals = new java.util.concurrent.ConcurrentLinkedQueue<>();
     private final LoopGroup group;
@@ -351,7 +240,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      */
     public void handOff(TcpConnection c, TcpLayer to) {
         ip.link().checkOwner();
-        Hooks h = (Hooks) c.events();
+        ConnectionHooks h = (ConnectionHooks) c.events();
         if (to.group != group || to == this) {
             throw new IllegalArgumentException(to + " is not another event loop of this node (" + group + ")");
         }
@@ -362,7 +251,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
         table.remove(key, c);
         timers.remove(c);
-        Hooks moved = to.new Hooks();
+        ConnectionHooks moved = new ConnectionHooks(to);
         moved.begin(null, h.user);
         moved.counted = true;
         c.moveTo(to.output, moved);
@@ -408,12 +297,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             TcpConnection.Events user) {
         TcpConnection c = free.pollFirst();
         if (c == null) {
-            c = new TcpConnection(ip.address(), localPort, remoteIp, remotePort, config, output, new Hooks(), buffers);
+            c = new TcpConnection(ip.address(), localPort, remoteIp, remotePort, config, output, new ConnectionHooks(this), buffers);
         } else {
             c.reuse(ip.address(), localPort, remoteIp, remotePort, config, c.events());
             count(TcpCounter.CONNECTIONS_REUSED);
         }
-        ((Hooks) c.events()).begin(l, user);
+        ((ConnectionHooks) c.events()).begin(l, user);
         return c;
     }
 
@@ -463,7 +352,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** Sets the user's event handler of a connection the layer created (accepted ones start without). */
     public void setEvents(TcpConnection c, TcpConnection.Events events) {
         ip.link().checkOwner();
-        ((Hooks) c.events()).user = events;
+        ((ConnectionHooks) c.events()).user = events;
     }
 
     private int ephemeralPort(int remoteIp, int remotePort) {
@@ -564,7 +453,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         return m;
     }
 
-    private void count(TcpCounter c) {
+    void count(TcpCounter c) {
         counters[c.ordinal()]++;
     }
 
@@ -647,7 +536,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 return;
             }
             c.onSegment(s, now);
-            if (c.waitsReleased() && ((Hooks) c.events()).waiting) { // not one past the bound: that one ends now
+            if (c.waitsReleased() && ((ConnectionHooks) c.events()).waiting) { // not one past the bound: that one ends now
                 toTimeWaitRecord(c, now);
             }
             return;
@@ -734,7 +623,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         count(TcpCounter.SYN_COOKIES_ACCEPTED);
         if (halfOpen != null) {
-            halfOpen.supersede(); // leaves the table and the backlog (Hooks.onClosed)
+            halfOpen.supersede(); // leaves the table and the backlog (ConnectionHooks.onClosed)
         }
         l.halfOpen++; // balanced by onEstablished
         TcpConnection c = newConnection(l.port, remoteIp, remotePort, l.config, l, null);
@@ -828,7 +717,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     /** A connection's deadline moved to {@code d}: if that is the earliest, the datapath polls the timers then. */
-    private void deadlineMoved(long d) {
+    void deadlineMoved(long d) {
         if (d < nextDeadline) {
             nextDeadline = d;
             timerWakeup.run();

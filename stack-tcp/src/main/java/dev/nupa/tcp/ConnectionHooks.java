@@ -1,0 +1,121 @@
+package dev.nupa.tcp;
+
+/**
+ * A connection's glue to its {@link TcpLayer}: forwards the connection's events to its application's handler
+ * and keeps the layer's tables, timers, listener backlogs, TIME-WAIT count and pool right as the connection
+ * lives and ends. Reused with its connection; on the layer's loop only.
+ */
+final class ConnectionHooks implements TcpConnection.Events {
+    private final TcpLayer layer;
+    TcpLayer.Listener listener;
+    TcpConnection.Events user;
+    boolean counted;
+    /** Whether an application has the connection (from connect, or once a listener accepted it). */
+    boolean claimed;
+    /** Whether it counts among the connections waiting in TIME-WAIT. */
+    boolean waiting;
+
+    ConnectionHooks(TcpLayer layer) {
+        this.layer = layer;
+    }
+
+    void begin(TcpLayer.Listener listener, TcpConnection.Events user) {
+        this.listener = listener;
+        this.user = user;
+        this.counted = false;
+        this.claimed = listener == null;
+        this.waiting = false;
+    }
+
+    @Override
+    public boolean onTimeWait(TcpConnection c) {
+        if (layer.timeWaiting + layer.timeWaitRecords.size() >= layer.timeWaitLimit) {
+            layer.count(TcpCounter.TIME_WAIT_OVERFLOWS);
+            return false;
+        }
+        layer.timeWaiting++;
+        waiting = true;
+        return true;
+    }
+
+    @Override
+    public void onEstablished(TcpConnection c) {
+        if (listener != null && !counted) {
+            counted = true;
+            claimed = true;
+            listener.halfOpen--;
+            layer.count(TcpCounter.CONNECTIONS_ACCEPTED);
+            listener.acceptor.onAccept(c);
+        }
+        if (user != null) {
+            user.onEstablished(c);
+        }
+    }
+
+    @Override
+    public void onReadable(TcpConnection c) {
+        if (user != null) {
+            user.onReadable(c);
+        }
+    }
+
+    @Override
+    public void onWritable(TcpConnection c) {
+        if (user != null) {
+            user.onWritable(c);
+        }
+    }
+
+    @Override
+    public void onPeerClosed(TcpConnection c) {
+        if (user != null) {
+            user.onPeerClosed(c);
+        }
+    }
+
+    @Override
+    public void onBufferShortage(TcpConnection c) {
+        layer.count(TcpCounter.BUFFER_SHORTAGES);
+    }
+
+    @Override
+    public void onDeadlineMoved(TcpConnection c, long deadline) {
+        layer.timers.schedule(c, deadline);
+        layer.deadlineMoved(deadline); // its timers are polled in time, whoever called into it
+    }
+
+    @Override
+    public void onClosed(TcpConnection c, TcpError error) {
+        if (waiting) {
+            waiting = false;
+            layer.timeWaiting--;
+        }
+        long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
+        layer.table.remove(key, c);
+        layer.timers.remove(c);
+        layer.flows.remove(key, layer.ip().loop()); // a connection that moved here: the primary no longer hands its segments on
+        if (listener != null && !counted) {
+            counted = true;
+            listener.halfOpen--;
+        }
+        layer.count(error == TcpError.SUPERSEDED ? TcpCounter.HANDSHAKES_SUPERSEDED
+                : error == null ? TcpCounter.CONNECTIONS_CLOSED : TcpCounter.CONNECTIONS_FAILED);
+        if (error == TcpError.FIN_WAIT_2_TIMEOUT) {
+            layer.count(TcpCounter.FIN_WAIT_2_TIMEOUTS);
+        }
+        if (!claimed) {
+            c.releaseUnclaimed(); // no application ever had it: the layer lets go for it
+        }
+        if (user != null) {
+            user.onClosed(c, error);
+        }
+    }
+
+    @Override
+    public void onReleased(TcpConnection c) {
+        layer.released.addLast(c); // reusable from the layer's next entry (recycleReleased)
+        if (user != null) {
+            user.onReleased(c);
+        }
+    }
+}
