@@ -74,26 +74,29 @@ public final class Checksum {
         return LITTLE ? swap(sum) : sum;
     }
 
-    private static final VarHandle ARRAY_LONG = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.BIG_ENDIAN);
+    private static final VarHandle ARRAY_INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.nativeOrder());
 
     /** {@link #sum(MemorySegment, long, long)} over {@code length} bytes of {@code a} from {@code from}. */
     private static int sumArray(byte[] a, int from, int length) {
+        // As for native memory: native-order 32-bit words in an int-counted loop, which C2 vectorizes (an array
+        // holds under 2^29 of them, so the long cannot overflow); the few bytes after them in network order.
         long acc = 0;
-        int i = from;
-        int end = from + length;
-        while (end - i >= 8) {
-            // 8 bytes a step: at most 2^33 per step, so 2^26 steps (a 512 MiB array) stay below 2^63.
-            long w = (long) ARRAY_LONG.get(a, i);
-            acc += (w >>> 32) + (w & LOW32);
-            i += 8;
+        int words = length >>> 2;
+        for (int k = 0; k < words; k++) {
+            acc += (int) ARRAY_INT.get(a, from + 4 * k) & LOW32;
         }
-        for (; end - i >= 2; i += 2) {
-            acc += ((a[i] & 0xFF) << 8) | (a[i + 1] & 0xFF);
+        int words16 = fold(acc);
+        long tail = LITTLE ? swap(words16) : words16;
+        int i = from + 4 * words;
+        int end = from + length;
+        if (end - i >= 2) {
+            tail += ((a[i] & 0xFF) << 8) | (a[i + 1] & 0xFF);
+            i += 2;
         }
         if (i < end) {
-            acc += (a[i] & 0xFF) << 8; // RFC 1071 4.1: an odd last byte is a high byte
+            tail += (a[i] & 0xFF) << 8; // RFC 1071 4.1: an odd last byte is a high byte
         }
-        return fold(acc);
+        return fold(tail);
     }
 
     /** Continues {@code initial} (a sum of an even number of bytes, or any 16-bit sum such as a pseudo header) over more bytes. */
