@@ -13,7 +13,10 @@ import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.http.ClientAuth;
 import io.vertx.core.http.HttpServerRequest;
+import io.vertx.core.net.PemKeyCertOptions;
+import io.vertx.core.net.PemTrustOptions;
 import io.vertx.grpc.health.HealthService;
 import io.vertx.grpc.reflection.ReflectionService;
 import io.vertx.grpc.server.GrpcServer;
@@ -23,8 +26,10 @@ import io.vertx.grpc.server.GrpcServer;
  * the node's TCP and UDP for other processes), the standard gRPC health service and server reflection (so grpcurl-style tools list and call it), served over Linux TCP by a small Vert.x
  * instance of its own, so tools that know nothing of the fabric reach it.
  *
- * <p>It listens on loopback unless given a bearer token; with a token, a call without the header
- * {@code authorization: Bearer TOKEN} is refused with UNAUTHENTICATED (and counted), wherever it comes from.
+ * <p>It listens on loopback unless given a bearer token or mutual TLS; with a token, a call without the header
+ * {@code authorization: Bearer TOKEN} is refused with UNAUTHENTICATED (and counted), wherever it comes from; with
+ * mutual TLS ({@link MutualTls}), the endpoint speaks TLS only, and a call from a client that showed no certificate
+ * signed by the client authority is refused the same way (one that shows another fails its handshake).
  */
 public final class GrpcEndpoint {
     /** The name the Admin service answers to in the health service. */
@@ -45,12 +50,35 @@ public final class GrpcEndpoint {
     }
 
     /**
+     * Mutual TLS for the endpoint, in PEM files: its own certificate chain and private key, and the certificates of
+     * the authorities whose clients it accepts (or the clients' own certificates, self-signed).
+     */
+    public record MutualTls(java.nio.file.Path certificate, java.nio.file.Path key, java.nio.file.Path clientAuthorities) {
+        public MutualTls {
+            for (java.nio.file.Path f : new java.nio.file.Path[] {certificate, key, clientAuthorities}) {
+                if (f == null || !java.nio.file.Files.isReadable(f)) {
+                    throw new IllegalArgumentException("mutual TLS needs readable PEM files for the certificate, the key and the"
+                            + " client authorities; cannot read " + f);
+                }
+            }
+        }
+    }
+
+    /**
      * Serves {@code node} on {@code host}:{@code port} (0: a free port). {@code token} may be null on a loopback
      * address only. Fails with the reason (a host that is not an address here, a port in use, no token).
      */
     public static Future<GrpcEndpoint> start(NupaNode node, String fabric, String host, int port, String token) {
+        return start(node, fabric, host, port, token, null);
+    }
+
+    /**
+     * As {@link #start(NupaNode, String, String, int, String)}, over TLS with client certificates when {@code tls} is not
+     * null; with it (or a token) the endpoint may listen on any address.
+     */
+    public static Future<GrpcEndpoint> start(NupaNode node, String fabric, String host, int port, String token, MutualTls tls) {
         try {
-            check(host, port, token);
+            check(host, port, token, tls);
         } catch (IllegalArgumentException e) {
             return Future.failedFuture(e);
         }
@@ -64,11 +92,25 @@ public final class GrpcEndpoint {
         grpc.addService(ReflectionService.v1());
         byte[] expected = token == null ? null : ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
         AtomicLong refused = new AtomicLong();
-        HttpServer server = vertx.createHttpServer(new HttpServerOptions().setHttp2ClearTextEnabled(true))
+        HttpServerOptions options = new HttpServerOptions().setHttp2ClearTextEnabled(tls == null);
+        if (tls != null) {
+            // REQUEST, not REQUIRED: a client without a certificate completes the handshake and is then answered
+            // UNAUTHENTICATED, as gRPC clients expect; a certificate from another authority fails the handshake.
+            options.setSsl(true).setUseAlpn(true).setClientAuth(ClientAuth.REQUEST)
+                    .setKeyCertOptions(new PemKeyCertOptions().setCertPath(tls.certificate().toString())
+                            .setKeyPath(tls.key().toString()))
+                    .setTrustOptions(new PemTrustOptions().addCertPath(tls.clientAuthorities().toString()));
+        }
+        HttpServer server = vertx.createHttpServer(options)
                 .requestHandler(req -> {
+                    if (tls != null && !clientCertified(req)) {
+                        refused.incrementAndGet();
+                        refuse(req, "no client certificate: mutual TLS needs one signed by an authority the endpoint trusts");
+                        return;
+                    }
                     if (expected != null && !authorized(req, expected)) {
                         refused.incrementAndGet();
-                        refuse(req);
+                        refuse(req, "missing or wrong bearer token: send the header authorization: Bearer TOKEN");
                         return;
                     }
                     grpc.handle(req);
@@ -79,7 +121,7 @@ public final class GrpcEndpoint {
                         "the gRPC endpoint cannot listen on " + host + ":" + port + ": " + e.getMessage(), e))));
     }
 
-    private static void check(String host, int port, String token) {
+    private static void check(String host, int port, String token, MutualTls tls) {
         if (port < 0 || port > 65535) {
             throw new IllegalArgumentException("gRPC port " + port + " is outside 0..65535");
         }
@@ -89,9 +131,9 @@ public final class GrpcEndpoint {
         } catch (UnknownHostException e) {
             throw new IllegalArgumentException("gRPC host " + host + " is not an address of this machine; give one, e.g. 127.0.0.1");
         }
-        if (token == null && !a.isLoopbackAddress()) {
-            throw new IllegalArgumentException("the gRPC endpoint listens on " + host
-                    + " only with a bearer token (--grpc-token-file); without one it listens on loopback, e.g. 127.0.0.1");
+        if (token == null && tls == null && !a.isLoopbackAddress()) {
+            throw new IllegalArgumentException("the gRPC endpoint listens on " + host + " only with a bearer token"
+                    + " (--grpc-token-file) or mutual TLS (--grpc-tls-*); without either it listens on loopback, e.g. 127.0.0.1");
         }
         if (token != null && (token.isBlank() || token.chars().anyMatch(c -> c < 0x21 || c > 0x7E))) {
             throw new IllegalArgumentException("the gRPC bearer token must be printable ASCII without spaces, and not empty");
@@ -104,12 +146,22 @@ public final class GrpcEndpoint {
         return h != null && MessageDigest.isEqual(h.getBytes(StandardCharsets.UTF_8), expected);
     }
 
+    /** Whether the call's TLS session carries a client certificate (the handshake verified any it carries). */
+    private static boolean clientCertified(HttpServerRequest req) {
+        javax.net.ssl.SSLSession session = req.connection().sslSession();
+        try {
+            return session != null && session.getPeerCertificates().length > 0;
+        } catch (javax.net.ssl.SSLPeerUnverifiedException e) {
+            return false;
+        }
+    }
+
     /** A gRPC "trailers-only" answer: status UNAUTHENTICATED (16), with why. */
-    private static void refuse(HttpServerRequest req) {
+    private static void refuse(HttpServerRequest req, String why) {
         req.response()
                 .putHeader("content-type", "application/grpc")
                 .putHeader("grpc-status", "16")
-                .putHeader("grpc-message", "missing or wrong bearer token: send the header authorization: Bearer TOKEN")
+                .putHeader("grpc-message", why)
                 .end();
     }
 
@@ -118,7 +170,7 @@ public final class GrpcEndpoint {
         return server.actualPort();
     }
 
-    /** Calls refused for want of the bearer token. */
+    /** Calls refused for want of the bearer token or a client certificate. */
     public long refused() {
         return refused.get();
     }

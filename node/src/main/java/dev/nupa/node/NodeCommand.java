@@ -65,6 +65,16 @@ final class NodeCommand implements Callable<Integer> {
             description = "A file holding the bearer token every gRPC call must carry (authorization: Bearer TOKEN).")
     Path grpcTokenFile;
 
+    @Option(names = "--grpc-tls-cert", paramLabel = "PEM", description = "Serve gRPC over mutual TLS: the endpoint's certificate chain.")
+    Path grpcTlsCert;
+
+    @Option(names = "--grpc-tls-key", paramLabel = "PEM", description = "Mutual TLS: the endpoint's private key.")
+    Path grpcTlsKey;
+
+    @Option(names = "--grpc-tls-client-ca", paramLabel = "PEM",
+            description = "Mutual TLS: the authorities (or self-signed certificates) of the clients to accept.")
+    Path grpcTlsClientCa;
+
     @Option(names = "--tap", paramLabel = "NAME",
             description = "Be a gateway between the fabric and Ethernet through TAP device NAME (created if missing, gone on"
                     + " exit); needs --tap-addr and --address or --ip, and implies --forwarding (docs/gateway.md).")
@@ -112,6 +122,7 @@ final class NodeCommand implements Callable<Integer> {
         if (token != null && grpc == null) {
             throw new IllegalArgumentException("--grpc-token-file guards the gRPC endpoint; give --grpc HOST:PORT too");
         }
+        GrpcEndpoint.MutualTls tls = mutualTls();
         NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
         if (timeWaitLimit != null || poolLimit != null) {
             node.link().call(() -> { // the layer's own thread sets its limits
@@ -128,7 +139,7 @@ final class NodeCommand implements Callable<Integer> {
         GrpcEndpoint endpoint = null;
         if (grpcAt != null) {
             try {
-                endpoint = GrpcEndpoint.start(node, config.fabric().toString(), grpcAt[0], Integer.parseInt(grpcAt[1]), token)
+                endpoint = GrpcEndpoint.start(node, config.fabric().toString(), grpcAt[0], Integer.parseInt(grpcAt[1]), token, tls)
                         .await(10, TimeUnit.SECONDS);
             } catch (RuntimeException e) {
                 if (nodeMetrics != null) {
@@ -216,6 +227,19 @@ final class NodeCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--grpc port " + port + " is not a number in 0..65535");
         }
         return new String[] {s.substring(0, colon), port};
+    }
+
+    /** The --grpc-tls-* options: all three or none, and only with --grpc. */
+    private GrpcEndpoint.MutualTls mutualTls() {
+        int given = (grpcTlsCert != null ? 1 : 0) + (grpcTlsKey != null ? 1 : 0) + (grpcTlsClientCa != null ? 1 : 0);
+        if (given == 0) {
+            return null;
+        }
+        if (given < 3 || grpc == null) {
+            throw new IllegalArgumentException("mutual TLS for the gRPC endpoint needs --grpc HOST:PORT with all of"
+                    + " --grpc-tls-cert, --grpc-tls-key and --grpc-tls-client-ca");
+        }
+        return new GrpcEndpoint.MutualTls(grpcTlsCert, grpcTlsKey, grpcTlsClientCa);
     }
 
     private static String readToken(Path file) {

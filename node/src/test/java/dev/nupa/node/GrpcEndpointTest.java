@@ -184,6 +184,41 @@ class GrpcEndpointTest {
     }
 
     @Test
+    void withMutualTlsOnlyAClientWithACertificateOfTheTrustedAuthorityIsAnswered() throws Exception {
+        io.vertx.core.net.SelfSignedCertificate server = io.vertx.core.net.SelfSignedCertificate.create("localhost");
+        io.vertx.core.net.SelfSignedCertificate client = io.vertx.core.net.SelfSignedCertificate.create("client");
+        io.vertx.core.net.SelfSignedCertificate stranger = io.vertx.core.net.SelfSignedCertificate.create("stranger");
+        try {
+            // With mutual TLS the endpoint may listen beyond loopback, as with a token.
+            endpoint = GrpcEndpoint.start(node, fabric.toString(), "0.0.0.0", 0, null, new GrpcEndpoint.MutualTls(
+                    Path.of(server.certificatePath()), Path.of(server.privateKeyPath()), Path.of(client.certificatePath())))
+                    .await(10, TimeUnit.SECONDS);
+            java.util.function.Function<io.vertx.core.net.PemKeyCertOptions, GrpcClient> tlsClient = cert -> {
+                io.vertx.core.http.HttpClientOptions o = new io.vertx.core.http.HttpClientOptions().setSsl(true).setUseAlpn(true)
+                        .setProtocolVersion(io.vertx.core.http.HttpVersion.HTTP_2).setTrustOptions(server.trustOptions())
+                        .setVerifyHost(false);
+                return GrpcClient.client(tool, cert != null ? o.setKeyCertOptions(cert) : o);
+            };
+            NodeInfo info = AdminGrpcClient.create(tlsClient.apply(client.keyCertOptions()), at())
+                    .getInfo(InfoRequest.getDefaultInstance()).await(10, TimeUnit.SECONDS);
+            assertEquals("10.0.0.1", info.getIpv4(), "a client with a certificate the endpoint trusts is answered");
+            Exception none = assertThrows(Exception.class, () -> AdminGrpcClient.create(tlsClient.apply(null), at())
+                    .getInfo(InfoRequest.getDefaultInstance()).await(10, TimeUnit.SECONDS));
+            assertEquals(GrpcStatus.UNAUTHENTICATED, assertInstanceOf(InvalidStatusException.class, none).actualStatus());
+            assertEquals(1, endpoint.refused());
+            assertThrows(Exception.class, () -> AdminGrpcClient.create(tlsClient.apply(stranger.keyCertOptions()), at())
+                    .getInfo(InfoRequest.getDefaultInstance()).await(10, TimeUnit.SECONDS), "another authority's client fails its handshake");
+            // Plain text is not spoken at all.
+            assertThrows(Exception.class, () -> call(ADMIN, "GetInfo", InfoRequest.getDefaultInstance(),
+                    GrpcMessageDecoder.<NodeInfo>decoder(NodeInfo.newBuilder()), null).await(10, TimeUnit.SECONDS));
+        } finally {
+            server.delete();
+            client.delete();
+            stranger.delete();
+        }
+    }
+
+    @Test
     void withoutATokenTheEndpointListensOnLoopbackOnly() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> GrpcEndpoint.start(node, fabric.toString(), "0.0.0.0", 0, null).await(10, TimeUnit.SECONDS));

@@ -94,6 +94,10 @@ class NupaCommandLineTest {
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "nonsense"), 2, "HOST:PORT");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--metrics", "bogus"), 2, "logging, otlp");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", "/nonexistent/token"), 2, "token file");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/etc/hostname"),
+                2, "all of --grpc-tls-cert, --grpc-tls-key and --grpc-tls-client-ca");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/nonexistent/c.pem",
+                "--grpc-tls-key", "/nonexistent/k.pem", "--grpc-tls-client-ca", "/nonexistent/ca.pem"), 2, "cannot read /nonexistent/c.pem");
         assertFalse(Files.exists(fabric), "a refused configuration creates no fabric");
         byte[] junk = new byte[8192];
         new java.util.Random(7).nextBytes(junk);
