@@ -13,6 +13,7 @@ import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
+import io.vertx.core.Handler;
 import io.vertx.core.http.ClientAuth;
 import io.vertx.core.http.HttpServerRequest;
 import io.vertx.core.net.PemKeyCertOptions;
@@ -40,13 +41,41 @@ public final class GrpcEndpoint {
     private final AtomicLong refused;
     private final NodeSockets sockets;
     private final NodeAdmin admin;
+    private final NupaNode node;
+    private final HttpServerOptions options;
+    private final Handler<HttpServerRequest> handler;
+    /** The endpoint's server on the node's fabric address, if asked for ({@link #listenOnFabric}). */
+    private HttpServer onFabric;
 
-    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused, NodeSockets sockets, NodeAdmin admin) {
+    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused, NodeSockets sockets, NodeAdmin admin,
+                         NupaNode node, HttpServerOptions options, Handler<HttpServerRequest> handler) {
         this.vertx = vertx;
         this.server = server;
         this.refused = refused;
         this.sockets = sockets;
         this.admin = admin;
+        this.node = node;
+        this.options = options;
+        this.handler = handler;
+    }
+
+    /**
+     * Serves the same services, with the same credentials, on the node's own address over the fabric as well (the
+     * node's Vert.x, through the transport), on {@code port} (0: a free one); completes with the port. Once.
+     */
+    public Future<Integer> listenOnFabric(int port) {
+        if (port < 0 || port > 65535) {
+            return Future.failedFuture(new IllegalArgumentException("gRPC port " + port + " is outside 0..65535"));
+        }
+        if (onFabric != null) {
+            return Future.failedFuture(new IllegalStateException("the endpoint already listens on the fabric, on port "
+                    + onFabric.actualPort()));
+        }
+        HttpServer s = node.vertx().createHttpServer(new HttpServerOptions(options)).requestHandler(handler);
+        onFabric = s;
+        String at = dev.nupa.ip.Ipv4Address.toString(node.ip().address());
+        return s.listen(port, at).map(HttpServer::actualPort).recover(e -> Future.failedFuture(new IllegalStateException(
+                "the gRPC endpoint cannot listen on the fabric at " + at + ":" + port + ": " + e.getMessage(), e)));
     }
 
     /**
@@ -101,22 +130,22 @@ public final class GrpcEndpoint {
                             .setKeyPath(tls.key().toString()))
                     .setTrustOptions(new PemTrustOptions().addCertPath(tls.clientAuthorities().toString()));
         }
-        HttpServer server = vertx.createHttpServer(options)
-                .requestHandler(req -> {
-                    if (tls != null && !clientCertified(req)) {
-                        refused.incrementAndGet();
-                        refuse(req, "no client certificate: mutual TLS needs one signed by an authority the endpoint trusts");
-                        return;
-                    }
-                    if (expected != null && !authorized(req, expected)) {
-                        refused.incrementAndGet();
-                        refuse(req, "missing or wrong bearer token: send the header authorization: Bearer TOKEN");
-                        return;
-                    }
-                    grpc.handle(req);
-                });
+        Handler<HttpServerRequest> handler = req -> {
+            if (tls != null && !clientCertified(req)) {
+                refused.incrementAndGet();
+                refuse(req, "no client certificate: mutual TLS needs one signed by an authority the endpoint trusts");
+                return;
+            }
+            if (expected != null && !authorized(req, expected)) {
+                refused.incrementAndGet();
+                refuse(req, "missing or wrong bearer token: send the header authorization: Bearer TOKEN");
+                return;
+            }
+            grpc.handle(req);
+        };
+        HttpServer server = vertx.createHttpServer(options).requestHandler(handler);
         return server.listen(port, host)
-                .map(s -> new GrpcEndpoint(vertx, s, refused, sockets, admin))
+                .map(s -> new GrpcEndpoint(vertx, s, refused, sockets, admin, node, options, handler))
                 .recover(e -> sockets.close().eventually(vertx::close).transform(v -> Future.failedFuture(new IllegalStateException(
                         "the gRPC endpoint cannot listen on " + host + ":" + port + ": " + e.getMessage(), e))));
     }
@@ -178,7 +207,8 @@ public final class GrpcEndpoint {
     /** Stops listening, ends a live capture, closes the sockets its calls still hold, and closes its Vert.x instance. */
     public Future<Void> close() {
         admin.close();
-        return vertx.close().eventually(sockets::close);
+        Future<Void> fabricSide = onFabric != null ? onFabric.close() : Future.succeededFuture();
+        return fabricSide.eventually(vertx::close).eventually(sockets::close);
     }
 
     NodeSockets sockets() {

@@ -9,6 +9,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import dev.nupa.gateway.GatewayConfig;
+import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.IpCounter;
 import dev.nupa.ip.Route;
 import dev.nupa.tcp.TcpConfig;
@@ -64,6 +65,11 @@ final class NodeCommand implements Callable<Integer> {
     @Option(names = "--grpc-token-file", paramLabel = "FILE",
             description = "A file holding the bearer token every gRPC call must carry (authorization: Bearer TOKEN).")
     Path grpcTokenFile;
+
+    @Option(names = "--grpc-fabric", paramLabel = "PORT",
+            description = "Serve the gRPC endpoint on the node's own address over the fabric too, on PORT (with --grpc; the same"
+                    + " token or TLS).")
+    Integer grpcFabric;
 
     @Option(names = "--grpc-tls-cert", paramLabel = "PEM", description = "Serve gRPC over mutual TLS: the endpoint's certificate chain.")
     Path grpcTlsCert;
@@ -123,6 +129,10 @@ final class NodeCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--grpc-token-file guards the gRPC endpoint; give --grpc HOST:PORT too");
         }
         GrpcEndpoint.MutualTls tls = mutualTls();
+        if (grpcFabric != null && (grpc == null || grpcFabric < 0 || grpcFabric > 65535)) {
+            throw new IllegalArgumentException("--grpc-fabric PORT (0..65535) serves the gRPC endpoint over the fabric beside"
+                    + " --grpc HOST:PORT; give both");
+        }
         NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
         if (timeWaitLimit != null || poolLimit != null) {
             node.link().call(() -> { // the layer's own thread sets its limits
@@ -137,10 +147,14 @@ final class NodeCommand implements Callable<Integer> {
         }
         NodeMetrics nodeMetrics = metricReader != null ? NodeMetrics.start(node, metricReader) : null;
         GrpcEndpoint endpoint = null;
+        int grpcFabricPort = -1;
         if (grpcAt != null) {
             try {
                 endpoint = GrpcEndpoint.start(node, config.fabric().toString(), grpcAt[0], Integer.parseInt(grpcAt[1]), token, tls)
                         .await(10, TimeUnit.SECONDS);
+                if (grpcFabric != null) {
+                    grpcFabricPort = endpoint.listenOnFabric(grpcFabric).await(10, TimeUnit.SECONDS);
+                }
             } catch (RuntimeException e) {
                 if (nodeMetrics != null) {
                     nodeMetrics.close();
@@ -166,7 +180,9 @@ final class NodeCommand implements Callable<Integer> {
                 + (gateway != null ? ", gateway to " + node.gateway().iface() : "")
                 + (capture != null ? ", capturing to " + capture : "")
                 + (nodeMetrics != null ? ", metrics to " + metrics + " every " + metricsInterval + " s" : "")
-                + (endpoint != null ? ", gRPC on " + grpcAt[0] + ":" + endpoint.port() + (token != null ? " (bearer token)" : "") : "")
+                + (endpoint != null ? ", gRPC on " + grpcAt[0] + ":" + endpoint.port()
+                        + (grpcFabricPort >= 0 ? " and " + Ipv4Address.toString(node.ip().address()) + ":" + grpcFabricPort : "")
+                        + (token != null ? " (bearer token)" : "") + (tls != null ? " (mutual TLS)" : "") : "")
                 + "; Ctrl-C to stop");
         System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);

@@ -219,6 +219,31 @@ class GrpcEndpointTest {
     }
 
     @Test
+    void overTheFabricAnotherNodesVertxCallsTheSameServicesWithTheSameToken() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, "fabric-token").await(10, TimeUnit.SECONDS);
+        int port = endpoint.listenOnFabric(0).await(10, TimeUnit.SECONDS);
+        // A client on the peer node's Vert.x: the call goes over the fabric through the transport, not Linux TCP.
+        GrpcClient overFabric = GrpcClient.client(peer.vertx());
+        SocketAddress node0 = SocketAddress.inetSocketAddress(port, "10.0.0.1");
+        ServiceMethod<NodeInfo, InfoRequest> getInfo = ServiceMethod.client(ADMIN, "GetInfo", GrpcMessageEncoder.encoder(),
+                GrpcMessageDecoder.decoder(NodeInfo.newBuilder()));
+        java.util.function.Function<String, Future<NodeInfo>> call = auth -> overFabric.request(node0, getInfo).compose(req -> {
+            if (auth != null) {
+                req.headers().set("authorization", auth);
+            }
+            req.end(InfoRequest.getDefaultInstance());
+            return req.response().compose(r -> r.last());
+        });
+        long before = node.link().call(() -> node.tcp().counter(dev.nupa.tcp.TcpCounter.CONNECTIONS_ACCEPTED));
+        assertEquals("10.0.0.1", call.apply("Bearer fabric-token").await(10, TimeUnit.SECONDS).getIpv4());
+        assertTrue(node.link().call(() -> node.tcp().counter(dev.nupa.tcp.TcpCounter.CONNECTIONS_ACCEPTED)) > before, "the node's own TCP accepted the call");
+        Exception e = assertThrows(Exception.class, () -> call.apply(null).await(10, TimeUnit.SECONDS));
+        assertEquals(GrpcStatus.UNAUTHENTICATED, assertInstanceOf(InvalidStatusException.class, e).actualStatus());
+        assertThrows(IllegalStateException.class, () -> endpoint.listenOnFabric(0).await(10, TimeUnit.SECONDS));
+        overFabric.close().await(10, TimeUnit.SECONDS);
+    }
+
+    @Test
     void withoutATokenTheEndpointListensOnLoopbackOnly() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> GrpcEndpoint.start(node, fabric.toString(), "0.0.0.0", 0, null).await(10, TimeUnit.SECONDS));

@@ -94,6 +94,7 @@ class NupaCommandLineTest {
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "nonsense"), 2, "HOST:PORT");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--metrics", "bogus"), 2, "logging, otlp");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", "/nonexistent/token"), 2, "token file");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-fabric", "50051"), 2, "give both");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/etc/hostname"),
                 2, "all of --grpc-tls-cert, --grpc-tls-key and --grpc-tls-client-ca");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/nonexistent/c.pem",
