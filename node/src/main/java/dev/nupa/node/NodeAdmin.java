@@ -154,6 +154,8 @@ final class NodeAdmin extends AdminService {
 
     /** The live capture running on the node, if any: one at a time. */
     private final java.util.concurrent.atomic.AtomicReference<LiveCapture> live = new java.util.concurrent.atomic.AtomicReference<>();
+    /** The flush timer of the live capture, on the node's Vert.x. */
+    private volatile long liveTimer = -1;
     private static final String ONE_AT_A_TIME = "a live capture is already running on this node; one at a time: end it first";
     /** How often a live capture hands on what it buffered, so that a quiet capture still shows its frames. */
     static final long CAPTURE_FLUSH_MS = 100;
@@ -223,6 +225,7 @@ final class NodeAdmin extends AdminService {
         }
         r.exceptionHandler(gone::accept); // the client cancelled, or the connection broke
         timer[0] = node.vertx().setPeriodic(CAPTURE_FLUSH_MS, id -> self[0].flush());
+        liveTimer = timer[0];
     }
 
     private void stopCapture(LiveCapture c, long timer) {
@@ -235,11 +238,12 @@ final class NodeAdmin extends AdminService {
         }
     }
 
-    /** Ends a live capture still running (the endpoint closes). */
+    /** Ends a live capture still running, and its flush timer (the endpoint closes). */
     void close() {
         LiveCapture c = live.getAndSet(null);
         if (c != null) {
             c.stop();
         }
+        node.vertx().cancelTimer(liveTimer);
     }
 }
