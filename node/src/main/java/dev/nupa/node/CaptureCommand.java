@@ -18,14 +18,35 @@ import picocli.CommandLine.Option;
 /**
  * `nupa capture`: joins the fabric as a node of its own, asks the nodes to watch to mirror every
  * frame they send and receive to it (docs/link-layer.md, "Remote capture"), and writes them to a
- * pcap file that Wireshark and tshark decode natively.
+ * pcap file that Wireshark and tshark decode natively. With {@code --grpc}, it asks one node's gRPC
+ * endpoint for a live capture instead (Admin.Capture, docs/grpc.md), filtered there, and writes the
+ * stream as it comes ({@code -w -}: to standard output, for {@code wireshark -k -i -}).
  */
 @Command(name = "capture", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Capture the frames of running nodes into a pcap file (Wireshark/tshark decode IPv4, ICMP, UDP, TCP, RoCE).",
                 "Stops after -c frames, after --duration, or on Ctrl-C."})
 final class CaptureCommand implements Callable<Integer> {
-    @Option(names = "-w", paramLabel = "FILE", required = true, description = "pcap file to write.")
+    @Option(names = "-w", paramLabel = "FILE", required = true, description = "pcap file to write (with --grpc, - for standard output).")
     Path file;
+
+    @Option(names = "--grpc", paramLabel = "HOST:PORT",
+            description = "Capture live from the gRPC endpoint of a node (nupa node --grpc) instead of joining the fabric.")
+    String grpc;
+
+    @Option(names = "--protocol", paramLabel = "P", defaultValue = "",
+            description = "With --grpc: only ipv4, icmp, udp, tcp or rdma frames (default: all).")
+    String protocol;
+
+    @Option(names = "--filter-host", paramLabel = "A.B.C.D", defaultValue = "",
+            description = "With --grpc: only datagrams from or to this IPv4 address.")
+    String filterHost;
+
+    @Option(names = "--filter-port", paramLabel = "PORT", defaultValue = "0",
+            description = "With --grpc: only UDP or TCP with this source or destination port.")
+    int filterPort;
+
+    @Option(names = "--grpc-token-file", paramLabel = "FILE", description = "With --grpc: the endpoint's bearer token.")
+    Path grpcTokenFile;
 
     @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric", description = "Fabric file (default: ${DEFAULT-VALUE}).")
     Path fabric;
@@ -45,6 +66,12 @@ final class CaptureCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         if ((count != null && count < 1) || (duration != null && duration <= 0)) {
             throw new IllegalArgumentException("-c must be >= 1 and --duration > 0");
+        }
+        if (grpc != null) {
+            return overGrpc();
+        }
+        if (!protocol.isEmpty() || !filterHost.isEmpty() || filterPort != 0 || grpcTokenFile != null) {
+            throw new IllegalArgumentException("--protocol, --filter-host, --filter-port and --grpc-token-file go with --grpc HOST:PORT");
         }
         try (Fabric f = ShmFabric.join(fabric); FabricNode self = f.attachAny()) {
             List<Integer> targets = nodes.isEmpty() ? upNodes(self) : nodes;
@@ -122,6 +149,81 @@ final class CaptureCommand implements Callable<Integer> {
 
     private boolean watching(int node) {
         return watched.contains(node);
+    }
+
+    /** Admin.Capture from a node's endpoint, written to the file (or standard output) chunk by chunk. */
+    private int overGrpc() throws Exception {
+        String[] at = NodeCommand.hostPort(grpc);
+        String token = grpcTokenFile != null ? NodeCommand.readToken(grpcTokenFile) : null;
+        dev.nupa.node.admin.CaptureRequest request = dev.nupa.node.admin.CaptureRequest.newBuilder().setProtocol(protocol)
+                .setHost(filterHost).setPort(filterPort).setCount(count != null ? count : 0).build();
+        boolean toStdout = file.toString().equals("-");
+        io.vertx.core.Vertx vertx = io.vertx.core.Vertx.vertx();
+        try (java.io.OutputStream out = toStdout ? System.out : java.nio.file.Files.newOutputStream(file)) {
+            io.vertx.grpc.client.GrpcClient client = io.vertx.grpc.client.GrpcClient.client(vertx);
+            io.vertx.grpc.common.ServiceMethod<dev.nupa.node.admin.CaptureChunk, dev.nupa.node.admin.CaptureRequest> method =
+                    io.vertx.grpc.common.ServiceMethod.client(io.vertx.grpc.common.ServiceName.create("nupa.admin.v1", "Admin"),
+                            "Capture", io.vertx.grpc.common.GrpcMessageEncoder.encoder(),
+                            io.vertx.grpc.common.GrpcMessageDecoder.decoder(dev.nupa.node.admin.CaptureChunk.newBuilder()));
+            java.util.concurrent.CompletableFuture<String> ended = new java.util.concurrent.CompletableFuture<>();
+            long[] records = {0, 0};
+            var call = client.request(io.vertx.core.net.SocketAddress.inetSocketAddress(Integer.parseInt(at[1]), at[0]), method)
+                    .await(10, java.util.concurrent.TimeUnit.SECONDS);
+            if (token != null) {
+                call.headers().set("authorization", "Bearer " + token);
+            }
+            call.response().onComplete(ar -> {
+                if (ar.failed()) {
+                    ended.complete(ar.cause().getMessage());
+                    return;
+                }
+                var answers = ar.result();
+                answers.handler(chunk -> {
+                    try {
+                        chunk.getPcap().writeTo(out);
+                        out.flush();
+                        records[0] = chunk.getRecords();
+                        records[1] = chunk.getDropped();
+                    } catch (java.io.IOException e) {
+                        ended.complete("cannot write " + file + ": " + e.getMessage());
+                    }
+                });
+                answers.endHandler(v -> ended.complete(answers.status() == io.vertx.grpc.common.GrpcStatus.OK ? null
+                        : answers.status() + ": " + answers.statusMessage()));
+                answers.exceptionHandler(e -> ended.complete(e.getMessage()));
+            });
+            call.end(request);
+            System.err.println("nupa capture: live from " + grpc + (protocol.isEmpty() ? "" : ", " + protocol)
+                    + (filterHost.isEmpty() ? "" : ", host " + filterHost) + (filterPort == 0 ? "" : ", port " + filterPort)
+                    + " to " + (toStdout ? "standard output" : file) + "; Ctrl-C to stop");
+            Thread hook = new Thread(() -> {
+                call.cancel(); // the file holds whole records: it stays readable
+                ended.complete(null);
+            });
+            Runtime.getRuntime().addShutdownHook(hook);
+            String failure;
+            try {
+                failure = duration != null ? ended.completeOnTimeout(null, (long) (duration * 1000),
+                        java.util.concurrent.TimeUnit.MILLISECONDS).get() : ended.get();
+            } finally {
+                try {
+                    Runtime.getRuntime().removeShutdownHook(hook);
+                } catch (IllegalStateException e) {
+                    // shutting down: the hook runs
+                }
+            }
+            if (failure != null) {
+                throw new IllegalStateException("live capture from " + grpc + " failed: " + failure);
+            }
+            if (duration != null) {
+                call.cancel(); // the time is up (a call that ended already ignores it)
+            }
+            System.err.println("nupa capture: " + records[0] + " frames written to " + (toStdout ? "standard output" : file)
+                    + (records[1] > 0 ? ", " + records[1] + " dropped by the node (read too slowly)" : ""));
+        } finally {
+            vertx.close().await(10, java.util.concurrent.TimeUnit.SECONDS);
+        }
+        return 0;
     }
 
     private static List<Integer> upNodes(FabricNode self) {

@@ -258,7 +258,7 @@ final class NodeCommand implements Callable<Integer> {
         return new GrpcEndpoint.MutualTls(grpcTlsCert, grpcTlsKey, grpcTlsClientCa);
     }
 
-    private static String readToken(Path file) {
+    static String readToken(Path file) {
         try {
             String t = java.nio.file.Files.readString(file).strip();
             if (t.isEmpty()) {

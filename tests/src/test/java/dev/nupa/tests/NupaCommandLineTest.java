@@ -95,6 +95,8 @@ class NupaCommandLineTest {
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--metrics", "bogus"), 2, "logging, otlp");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", "/nonexistent/token"), 2, "token file");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-fabric", "50051"), 2, "give both");
+        assertOneLineError(nupa("capture", "--fabric", fabric.toString(), "--protocol", "udp", "-w", "/tmp/x.pcap"), 2,
+                "go with --grpc HOST:PORT");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/etc/hostname"),
                 2, "all of --grpc-tls-cert, --grpc-tls-key and --grpc-tls-client-ca");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/nonexistent/c.pem",
@@ -340,6 +342,53 @@ class NupaCommandLineTest {
         assertEquals(4, r.out().split(", ratio ", -1).length - 1, "a floor and a ratio for each RDMA run: " + r.out());
         assertTrue(r.out().contains("demo ok"), r.out());
     }
+    @Test
+    void captureOverGrpcWritesTheNodesFramesLiveAsPcap() throws Exception {
+        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "node", "--fabric", fabric.toString(), "--address", "0", "--udp-echo", "9", "--grpc", "127.0.0.1:0")
+                .redirectErrorStream(true).start();
+        Path pcap = Files.createTempFile("nupa-live-", ".pcap");
+        Process capture = null;
+        try {
+            String first = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream())).readLine();
+            java.util.regex.Matcher m = Pattern.compile("gRPC on (127\\.0\\.0\\.1:\\d+)").matcher(String.valueOf(first));
+            assertTrue(m.find(), first);
+            capture = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                    "capture", "--grpc", m.group(1), "--protocol", "udp", "--filter-port", "9", "-c", "2", "-w", pcap.toString())
+                    .redirectErrorStream(true).start();
+            var captureOut = new java.io.BufferedReader(new java.io.InputStreamReader(capture.getInputStream()));
+            String started = captureOut.readLine();
+            assertTrue(started != null && started.startsWith("nupa capture: live from"), started);
+            Run r = nupa("udp-check", "--fabric", fabric.toString(), "--address", "1", "--count", "3", "--port", "9", "10.0.0.1");
+            assertEquals(0, r.status(), r.out() + r.err());
+            assertTrue(capture.waitFor(30, TimeUnit.SECONDS), "the capture ends after its 2 frames");
+            String done = captureOut.readLine();
+            assertEquals(0, capture.exitValue(), done);
+            assertTrue(done.contains("2 frames written"), done);
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(Files.readAllBytes(pcap)).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            assertEquals(0xa1b23c4d, b.getInt(0), "a pcap file, nanosecond timestamps");
+            int at = 24;
+            for (int i = 0; i < 2; i++) {
+                int included = b.getInt(at + 8);
+                assertEquals(17, b.get(at + 16 + 14 + 9), "UDP");
+                int ports = b.order(java.nio.ByteOrder.BIG_ENDIAN).getInt(at + 16 + 14 + 20);
+                b.order(java.nio.ByteOrder.LITTLE_ENDIAN);
+                assertTrue((ports & 0xFFFF) == 9 || (ports >>> 16) == 9, "to or from port 9: " + Integer.toHexString(ports));
+                at += 16 + included;
+            }
+            assertEquals(b.capacity(), at, "two records");
+        } finally {
+            if (capture != null) {
+                capture.destroy();
+            }
+            node.destroy();
+            node.waitFor(30, TimeUnit.SECONDS);
+            Files.deleteIfExists(pcap);
+        }
+    }
+
     @Test
     void tcpWithoutChecksumsOnBothNodesMovesDataIntact() throws Exception {
         // The lossless-fabric policy: TCP segments leave with checksum 0 and are not verified (as Linux on lo).
