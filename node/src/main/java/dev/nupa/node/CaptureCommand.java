@@ -1,9 +1,15 @@
 package dev.nupa.node;
 
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricNode;
@@ -12,6 +18,16 @@ import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.PcapWriter;
+import dev.nupa.node.admin.CaptureChunk;
+import dev.nupa.node.admin.CaptureRequest;
+import io.vertx.core.Vertx;
+import io.vertx.core.net.SocketAddress;
+import io.vertx.grpc.client.GrpcClient;
+import io.vertx.grpc.common.GrpcMessageDecoder;
+import io.vertx.grpc.common.GrpcMessageEncoder;
+import io.vertx.grpc.common.GrpcStatus;
+import io.vertx.grpc.common.ServiceMethod;
+import io.vertx.grpc.common.ServiceName;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -116,11 +132,11 @@ final class CaptureCommand implements Callable<Integer> {
         watched = targets;
         System.err.println("nupa capture: node " + self.address() + " capturing nodes " + targets + " to " + file
                 + "; Ctrl-C to stop");
-        java.util.concurrent.CountDownLatch written = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch written = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
             stop = true;
             try {
-                written.await(5, java.util.concurrent.TimeUnit.SECONDS); // until the file is complete
+                written.await(5, TimeUnit.SECONDS); // until the file is complete
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
@@ -155,20 +171,20 @@ final class CaptureCommand implements Callable<Integer> {
     private int overGrpc() throws Exception {
         String[] at = NodeCommand.hostPort(grpc);
         String token = grpcTokenFile != null ? NodeCommand.readToken(grpcTokenFile) : null;
-        dev.nupa.node.admin.CaptureRequest request = dev.nupa.node.admin.CaptureRequest.newBuilder().setProtocol(protocol)
+        CaptureRequest request = CaptureRequest.newBuilder().setProtocol(protocol)
                 .setHost(filterHost).setPort(filterPort).setCount(count != null ? count : 0).build();
         boolean toStdout = file.toString().equals("-");
-        io.vertx.core.Vertx vertx = io.vertx.core.Vertx.vertx();
-        try (java.io.OutputStream out = toStdout ? System.out : java.nio.file.Files.newOutputStream(file)) {
-            io.vertx.grpc.client.GrpcClient client = io.vertx.grpc.client.GrpcClient.client(vertx);
-            io.vertx.grpc.common.ServiceMethod<dev.nupa.node.admin.CaptureChunk, dev.nupa.node.admin.CaptureRequest> method =
-                    io.vertx.grpc.common.ServiceMethod.client(io.vertx.grpc.common.ServiceName.create("nupa.admin.v1", "Admin"),
-                            "Capture", io.vertx.grpc.common.GrpcMessageEncoder.encoder(),
-                            io.vertx.grpc.common.GrpcMessageDecoder.decoder(dev.nupa.node.admin.CaptureChunk.newBuilder()));
-            java.util.concurrent.CompletableFuture<String> ended = new java.util.concurrent.CompletableFuture<>();
+        Vertx vertx = Vertx.vertx();
+        try (OutputStream out = toStdout ? System.out : Files.newOutputStream(file)) {
+            GrpcClient client = GrpcClient.client(vertx);
+            ServiceMethod<CaptureChunk, CaptureRequest> method =
+                    ServiceMethod.client(ServiceName.create("nupa.admin.v1", "Admin"),
+                            "Capture", GrpcMessageEncoder.encoder(),
+                            GrpcMessageDecoder.decoder(CaptureChunk.newBuilder()));
+            CompletableFuture<String> ended = new CompletableFuture<>();
             long[] records = {0, 0};
-            var call = client.request(io.vertx.core.net.SocketAddress.inetSocketAddress(Integer.parseInt(at[1]), at[0]), method)
-                    .await(10, java.util.concurrent.TimeUnit.SECONDS);
+            var call = client.request(SocketAddress.inetSocketAddress(Integer.parseInt(at[1]), at[0]), method)
+                    .await(10, TimeUnit.SECONDS);
             if (token != null) {
                 call.headers().set("authorization", "Bearer " + token);
             }
@@ -184,11 +200,11 @@ final class CaptureCommand implements Callable<Integer> {
                         out.flush();
                         records[0] = chunk.getRecords();
                         records[1] = chunk.getDropped();
-                    } catch (java.io.IOException e) {
+                    } catch (IOException e) {
                         ended.complete("cannot write " + file + ": " + e.getMessage());
                     }
                 });
-                answers.endHandler(v -> ended.complete(answers.status() == io.vertx.grpc.common.GrpcStatus.OK ? null
+                answers.endHandler(v -> ended.complete(answers.status() == GrpcStatus.OK ? null
                         : answers.status() + ": " + answers.statusMessage()));
                 answers.exceptionHandler(e -> ended.complete(e.getMessage()));
             });
@@ -204,7 +220,7 @@ final class CaptureCommand implements Callable<Integer> {
             String failure;
             try {
                 failure = duration != null ? ended.completeOnTimeout(null, (long) (duration * 1000),
-                        java.util.concurrent.TimeUnit.MILLISECONDS).get() : ended.get();
+                        TimeUnit.MILLISECONDS).get() : ended.get();
             } finally {
                 try {
                     Runtime.getRuntime().removeShutdownHook(hook);
@@ -221,7 +237,7 @@ final class CaptureCommand implements Callable<Integer> {
             System.err.println("nupa capture: " + records[0] + " frames written to " + (toStdout ? "standard output" : file)
                     + (records[1] > 0 ? ", " + records[1] + " dropped by the node (read too slowly)" : ""));
         } finally {
-            vertx.close().await(10, java.util.concurrent.TimeUnit.SECONDS);
+            vertx.close().await(10, TimeUnit.SECONDS);
         }
         return 0;
     }

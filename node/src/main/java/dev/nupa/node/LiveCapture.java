@@ -31,8 +31,13 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
     private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfShort BE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
-    /** Which frames: a link protocol (0: any), an IP protocol within IPv4 (-1: any), a host and a port (0: any). */
+    /**
+     * Which frames: a link protocol (0: any), an IP protocol within IPv4 ({@link #ANY}), a host and a port (0: any; a
+     * port matches TCP and UDP only).
+     */
     record Filter(int linkProtocol, int ipProtocol, int host, int port) {
+        static final int ANY = -1;
+
         /** From the call's words; throws IllegalArgumentException naming what is wrong. */
         static Filter of(String protocol, String host, int port) {
             int h = 0;
@@ -43,12 +48,12 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
                 throw new IllegalArgumentException("port " + port + " is outside 0..65535 (0 for any)");
             }
             return switch (protocol.toLowerCase(Locale.ROOT)) {
-                case "" -> new Filter(h != 0 || port != 0 ? EtherType.IPV4 : 0, port != 0 ? -2 : -1, h, port);
-                case "ipv4" -> new Filter(EtherType.IPV4, port != 0 ? -2 : -1, h, port);
+                case "" -> new Filter(h != 0 || port != 0 ? EtherType.IPV4 : 0, ANY, h, port);
+                case "ipv4" -> new Filter(EtherType.IPV4, ANY, h, port);
                 case "icmp" -> new Filter(EtherType.IPV4, 1, h, port);
                 case "tcp" -> new Filter(EtherType.IPV4, 6, h, port);
                 case "udp" -> new Filter(EtherType.IPV4, 17, h, port);
-                case "rdma" -> new Filter(EtherType.NUPA_RDMA, -1, 0, 0);
+                case "rdma" -> new Filter(EtherType.NUPA_RDMA, ANY, 0, 0);
                 default -> throw new IllegalArgumentException("protocol \"" + protocol
                         + "\" is not one of ipv4, icmp, udp, tcp, rdma (or empty for all)");
             };
@@ -59,7 +64,7 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
             if (linkProtocol != 0 && protocol != linkProtocol) {
                 return false;
             }
-            if (protocol != EtherType.IPV4 || (ipProtocol == -1 && host == 0 && port == 0)) {
+            if (protocol != EtherType.IPV4 || (ipProtocol == ANY && host == 0 && port == 0)) {
                 return true;
             }
             if (len < 20) {
@@ -67,7 +72,7 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
             }
             int ihl = (mem.get(ValueLayout.JAVA_BYTE, off) & 0x0F) * 4;
             int proto = mem.get(ValueLayout.JAVA_BYTE, off + 9) & 0xFF;
-            if (ipProtocol >= 0 && proto != ipProtocol) {
+            if (ipProtocol != ANY && proto != ipProtocol) {
                 return false;
             }
             if (host != 0 && mem.get(BE_INT, off + 12) != host && mem.get(BE_INT, off + 16) != host) {

@@ -1,6 +1,7 @@
 package dev.nupa.node;
 
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
@@ -153,7 +154,7 @@ final class NodeAdmin extends AdminService {
     // ---- live capture ------------------------------------------------------------------------
 
     /** The live capture running on the node, if any: one at a time. */
-    private final java.util.concurrent.atomic.AtomicReference<LiveCapture> live = new java.util.concurrent.atomic.AtomicReference<>();
+    private final AtomicReference<LiveCapture> live = new AtomicReference<>();
     /** The flush timer of the live capture, on the node's Vert.x. */
     private volatile long liveTimer = -1;
     private static final String ONE_AT_A_TIME = "a live capture is already running on this node; one at a time: end it first";
