@@ -8,6 +8,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import dev.nupa.node.admin.AdminGrpcService;
 import dev.nupa.node.sockets.SocketsGrpcService;
+import dev.nupa.node.verbs.VerbsGrpcService;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
@@ -24,7 +25,7 @@ import io.vertx.grpc.server.GrpcServer;
 
 /**
  * The node's gRPC endpoint: the Admin service ({@code admin.proto}), the Sockets service ({@code sockets.proto}:
- * the node's TCP and UDP for other processes), the standard gRPC health service and server reflection (so grpcurl-style tools list and call it), served over Linux TCP by a small Vert.x
+ * the node's TCP and UDP for other processes), the Verbs service ({@code verbs.proto}: its RDMA), the standard gRPC health service and server reflection (so grpcurl-style tools list and call it), served over Linux TCP by a small Vert.x
  * instance of its own, so tools that know nothing of the fabric reach it.
  *
  * <p>It listens on loopback unless given a bearer token or mutual TLS; with a token, a call without the header
@@ -40,6 +41,7 @@ public final class GrpcEndpoint {
     private final HttpServer server;
     private final AtomicLong refused;
     private final NodeSockets sockets;
+    private final NodeVerbs verbs;
     private final NodeAdmin admin;
     private final NupaNode node;
     private final HttpServerOptions options;
@@ -47,12 +49,13 @@ public final class GrpcEndpoint {
     /** The endpoint's server on the node's fabric address, if asked for ({@link #listenOnFabric}). */
     private HttpServer onFabric;
 
-    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused, NodeSockets sockets, NodeAdmin admin,
+    private GrpcEndpoint(Vertx vertx, HttpServer server, AtomicLong refused, NodeSockets sockets, NodeVerbs verbs, NodeAdmin admin,
                          NupaNode node, HttpServerOptions options, Handler<HttpServerRequest> handler) {
         this.vertx = vertx;
         this.server = server;
         this.refused = refused;
         this.sockets = sockets;
+        this.verbs = verbs;
         this.admin = admin;
         this.node = node;
         this.options = options;
@@ -117,6 +120,8 @@ public final class GrpcEndpoint {
         grpc.addService(AdminGrpcService.of(admin));
         NodeSockets sockets = new NodeSockets(node);
         grpc.addService(SocketsGrpcService.of(sockets));
+        NodeVerbs verbs = new NodeVerbs(node, NodeVerbs.DEFAULT_SESSION_MEMORY);
+        grpc.addService(VerbsGrpcService.of(verbs));
         grpc.addService(HealthService.create(vertx).register(ADMIN_SERVICE, () -> Future.succeededFuture(true)));
         grpc.addService(ReflectionService.v1());
         byte[] expected = token == null ? null : ("Bearer " + token).getBytes(StandardCharsets.UTF_8);
@@ -145,7 +150,7 @@ public final class GrpcEndpoint {
         };
         HttpServer server = vertx.createHttpServer(options).requestHandler(handler);
         return server.listen(port, host)
-                .map(s -> new GrpcEndpoint(vertx, s, refused, sockets, admin, node, options, handler))
+                .map(s -> new GrpcEndpoint(vertx, s, refused, sockets, verbs, admin, node, options, handler))
                 .recover(e -> sockets.close().eventually(vertx::close).transform(v -> Future.failedFuture(new IllegalStateException(
                         "the gRPC endpoint cannot listen on " + host + ":" + port + ": " + e.getMessage(), e))));
     }
@@ -204,14 +209,27 @@ public final class GrpcEndpoint {
         return refused.get();
     }
 
-    /** Stops listening, ends a live capture, closes the sockets its calls still hold, and closes its Vert.x instance. */
+    /**
+     * Stops listening, ends a live capture, closes the sockets its calls still hold, releases their verbs sessions,
+     * and closes its Vert.x instance.
+     */
     public Future<Void> close() {
         admin.close();
         Future<Void> fabricSide = onFabric != null ? onFabric.close() : Future.succeededFuture();
-        return fabricSide.eventually(vertx::close).eventually(sockets::close);
+        return fabricSide.eventually(verbs::close).eventually(vertx::close).eventually(sockets::close);
     }
 
     NodeSockets sockets() {
         return sockets;
+    }
+
+    /** Limits the memory each verbs session may register from now on (default 256 MiB). */
+    public GrpcEndpoint verbsSessionMemory(long bytes) {
+        verbs.sessionMemory(bytes);
+        return this;
+    }
+
+    NodeVerbs verbs() {
+        return verbs;
     }
 }

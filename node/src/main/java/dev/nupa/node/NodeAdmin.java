@@ -121,6 +121,16 @@ final class NodeAdmin extends AdminService {
             for (Map.Entry<TcpState, Integer> e : node.tcp().states().entrySet()) {
                 b.putTcpStates(e.getKey().name(), e.getValue());
             }
+            dev.nupa.roce.QpAttr attr = new dev.nupa.roce.QpAttr();
+            for (dev.nupa.roce.QueuePair qp : node.rdma().context().queuePairs()) {
+                if (b.getQpsCount() == limit) {
+                    b.setTruncated(true);
+                    break;
+                }
+                qp.query(attr);
+                b.addQps(dev.nupa.node.admin.QueuePair.newBuilder().setQpNum(qp.qpNum()).setType(qp.type().name())
+                        .setState(qp.state().name()).setMode(qp.mode().name()).setPeerNode(attr.destNode).setPeerQpNum(attr.destQpNum));
+            }
             return b.build();
         });
     }

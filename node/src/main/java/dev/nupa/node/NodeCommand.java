@@ -58,7 +58,7 @@ final class NodeCommand implements Callable<Integer> {
     double metricsInterval;
 
     @Option(names = "--grpc", paramLabel = "HOST:PORT",
-            description = "Serve the node's gRPC endpoint (Admin, health, reflection) over Linux TCP on HOST:PORT; loopback"
+            description = "Serve the node's gRPC endpoint (Admin, Sockets, Verbs, health, reflection) over Linux TCP on HOST:PORT; loopback"
                     + " only unless --grpc-token-file is given (docs/grpc.md).")
     String grpc;
 
@@ -70,6 +70,10 @@ final class NodeCommand implements Callable<Integer> {
             description = "Serve the gRPC endpoint on the node's own address over the fabric too, on PORT (with --grpc; the same"
                     + " token or TLS).")
     Integer grpcFabric;
+
+    @Option(names = "--grpc-verbs-memory", paramLabel = "MIB",
+            description = "The memory one gRPC verbs session may register, in MiB (default: 256).")
+    Long grpcVerbsMemory;
 
     @Option(names = "--grpc-tls-cert", paramLabel = "PEM", description = "Serve gRPC over mutual TLS: the endpoint's certificate chain.")
     Path grpcTlsCert;
@@ -133,6 +137,10 @@ final class NodeCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--grpc-fabric PORT (0..65535) serves the gRPC endpoint over the fabric beside"
                     + " --grpc HOST:PORT; give both");
         }
+        if (grpcVerbsMemory != null && (grpc == null || grpcVerbsMemory < 1 || grpcVerbsMemory > (1L << 20))) {
+            throw new IllegalArgumentException("--grpc-verbs-memory MIB (1..1048576) limits the gRPC endpoint's verbs sessions;"
+                    + " give --grpc HOST:PORT too");
+        }
         NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
         if (timeWaitLimit != null || poolLimit != null) {
             node.link().call(() -> { // the layer's own thread sets its limits
@@ -152,6 +160,9 @@ final class NodeCommand implements Callable<Integer> {
             try {
                 endpoint = GrpcEndpoint.start(node, config.fabric().toString(), grpcAt[0], Integer.parseInt(grpcAt[1]), token, tls)
                         .await(10, TimeUnit.SECONDS);
+                if (grpcVerbsMemory != null) {
+                    endpoint.verbsSessionMemory(grpcVerbsMemory << 20);
+                }
                 if (grpcFabric != null) {
                     grpcFabricPort = endpoint.listenOnFabric(grpcFabric).await(10, TimeUnit.SECONDS);
                 }

@@ -360,7 +360,7 @@ final class NodeSockets extends SocketsService {
     }
 
     /** Runs {@code gone} once if the call is cancelled (a gRPC error from the client) or its stream breaks. */
-    private static void onGone(ReadStream<?> request, Runnable gone) {
+    static void onGone(ReadStream<?> request, Runnable gone) {
         boolean[] once = {false};
         Runnable r = () -> {
             if (!once[0]) {

@@ -233,6 +233,23 @@ public final class RdmaCm implements AutoCloseable {
         arm(s);
     }
 
+    /**
+     * Before {@code qp} is destroyed: disconnects its connection (as {@link #disconnect}), or withdraws a
+     * connect still waiting for its REP (its Future fails); nothing if the CM holds nothing for it.
+     */
+    public void release(QueuePair qp) {
+        Session s = byQp.get(qp);
+        if (s == null) {
+            return;
+        }
+        if (s.state == ESTABLISHED || s.state == REP_SENT) {
+            disconnect(qp);
+        } else if (s.state == REQ_SENT) {
+            forget(s); // the peer's REP then finds no session and its accept times out waiting for the RTU
+            s.promise.tryFail(new RdmaException("QP " + qp.qpNum() + " was released before the connection was made"));
+        }
+    }
+
     // ---- receiving ------------------------------------------------------------------------
 
     void onMessage(int srcNode, RocePacket pkt) {
@@ -265,7 +282,7 @@ public final class RdmaCm implements AutoCloseable {
             case CmMessage.DREQ -> {
                 Session s = byComm.get(CmMessage.remoteComm(m, o));
                 if (s != null && s.peerNode == srcNode) {
-                    boolean hadQp = s.qp != null && s.state != REQ_RECEIVED;
+                    boolean hadQp = s.qp != null && !s.qp.destroyed && s.state != REQ_RECEIVED;
                     if (s.promise != null) {
                         s.promise.tryFail(new RdmaException("node " + srcNode + " disconnected before the connection was established"));
                     }
@@ -356,7 +373,11 @@ public final class RdmaCm implements AutoCloseable {
 
     // ---- QP transitions ---------------------------------------------------------------------
 
-    private void toInit(QueuePair qp) {
+    /**
+     * Moves a QP in RESET to INIT with remote write, read and atomic enabled, as {@code rdma_create_qp} does, so that
+     * receives can be posted before the connection is made; a QP already past RESET is left as it is.
+     */
+    public static void toInit(QueuePair qp) {
         if (qp.state() == QpState.RESET) {
             qp.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1)
                     .qpAccessFlags(Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC),

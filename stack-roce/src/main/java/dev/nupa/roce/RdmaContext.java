@@ -184,6 +184,17 @@ public final class RdmaContext implements AutoCloseable {
         }
     }
 
+    /** The live queue pairs, by QP number (a snapshot; for tools, not the datapath). */
+    public java.util.List<QueuePair> queuePairs() {
+        java.util.List<QueuePair> live = new java.util.ArrayList<>();
+        for (QueuePair qp : qps) {
+            if (qp != null) {
+                live.add(qp);
+            }
+        }
+        return live;
+    }
+
     /** Puts a QP on the list {@link #poll} serves (it has a send side now). */
     void activate(QueuePair qp) {
         active = QueuePair.with(active, qp);

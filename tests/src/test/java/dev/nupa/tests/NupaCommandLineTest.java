@@ -95,6 +95,8 @@ class NupaCommandLineTest {
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--metrics", "bogus"), 2, "logging, otlp");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", "/nonexistent/token"), 2, "token file");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-fabric", "50051"), 2, "give both");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-verbs-memory", "0"), 2,
+                "--grpc-verbs-memory MIB");
         assertOneLineError(nupa("capture", "--fabric", fabric.toString(), "--protocol", "udp", "-w", "/tmp/x.pcap"), 2,
                 "go with --grpc HOST:PORT");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/etc/hostname"),
