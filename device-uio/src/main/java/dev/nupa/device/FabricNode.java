@@ -156,12 +156,18 @@ public final class FabricNode implements FabricDevice {
     }
 
     int publish(FrameClaim claim, long position, long flags) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.DEVICE_OUT);
+        }
         boolean ok = claim.ring.publish(position, claim.length, address, generation, flags);
         return published(claim.destination, ok, flags == 0 ? claim.length : -1);
     }
 
     @Override
     public int offer(int destination, int ring, MemorySegment source, long offset, int length) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.DEVICE_OUT);
+        }
         Ring r = outRing(destination, ring);
         checkLength(length);
         if (offset < 0 || offset > source.byteSize() - length) {
@@ -195,6 +201,9 @@ public final class FabricNode implements FabricDevice {
         if (!ok) {
             LONG.getAndAdd(mem, self + N_LATE_DROPS, 1L);
             return LATE;
+        }
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.FABRIC);
         }
         if (length >= 0) {
             LONG.getAndAdd(mem, self + N_FRAMES_SENT, 1L);

@@ -152,6 +152,9 @@ final class Ring {
                 continue;
             }
             int source = (int) (word >>> 32) & 0xFFFF;
+            if (Trace.ENABLED) {
+                Trace.mark(Trace.DEVICE_IN);
+            }
             try {
                 handler.onFrame(source, mem, slot + SLOT_HEADER, length);
             } catch (Throwable t) {

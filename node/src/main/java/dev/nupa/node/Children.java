@@ -74,6 +74,14 @@ final class Children {
         }
     }
 
+    /** Asks {@code p} to end (SIGTERM, so its shutdown hooks run), and kills it if it has not within {@code seconds}. */
+    static void stop(Process p, long seconds) {
+        if (p != null && p.isAlive()) {
+            p.destroy();
+            waitFor(p, seconds);
+        }
+    }
+
     static void kill(Process p) {
         if (p != null && p.isAlive()) {
             p.destroyForcibly();

@@ -46,6 +46,7 @@ final class FabricBandwidth implements Callable<Integer> {
             throw new IllegalArgumentException("--receive must be read or copy, not " + receive);
         }
         int size = o.size != null ? o.size : 65536;
+        o.reportsNothing("fabric-bw");
         if (o.server) {
             return server();
         }

@@ -37,6 +37,7 @@ final class FabricLatency implements Callable<Integer> {
     long warmup;
 
     private long expected;
+    private PerfTrace trace;
     private boolean received;
 
     @Override
@@ -116,7 +117,10 @@ final class FabricLatency implements Callable<Integer> {
                 ringFrames = ringFloor(s, slotBytes, frame, size, ringFrames, warm, null);
             }
             frames(s, frame, size, warm, null);
-            Turns turns = new Turns(4, iterations); // 0 ours, 1 floor, 2 message floor, 3 ring floor
+            PerfReport report = o.report("fabric-lat");
+            trace = o.tracing("fabric frame round trip").attach(report);
+            Turns turns = new Turns(4, iterations) // 0 ours, 1 floor, 2 message floor, 3 ring floor
+                    .observe(report, o.progress("fabric-lat", iterations), "ours", "floor", "message-floor", "ring-floor");
             for (int t = 0; t < turns.count(); t++) {
                 long n = turns.length(t);
                 counter = floor(s, counter, n, turns.turn(1));
@@ -130,6 +134,7 @@ final class FabricLatency implements Callable<Integer> {
                 turns.endTurn();
             }
             s.sendControl(PerfSession.BYE, 0, 0);
+            trace.export();
             LatencyStats a = LatencyStats.ofRoundTrips(turns.pooled(0));
             LatencyStats f = LatencyStats.ofRoundTrips(turns.pooled(1));
             double ratio = turns.ratio(0, 1);
@@ -194,7 +199,11 @@ final class FabricLatency implements Callable<Integer> {
 
     private void frames(PerfSession s, MemorySegment frame, int size, long n, Histogram h) {
         for (long i = 0; i < n; i++) {
+            boolean traced = h != null && trace.begin();
             long t = frame(s, frame, size, i);
+            if (traced) {
+                trace.end();
+            }
             if (h != null) {
                 h.recordValue(t);
             }

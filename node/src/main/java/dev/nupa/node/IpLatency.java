@@ -51,6 +51,7 @@ abstract class IpLatency implements Callable<Integer> {
 
     private final String name;
     private final boolean icmp;
+    private PerfTrace trace;
 
     IpLatency(String name, boolean icmp) {
         this.name = name;
@@ -202,7 +203,10 @@ abstract class IpLatency implements Callable<Integer> {
                 linuxRounds(server, port, linux, out, in, size, warm, null);
             }
             counter = floor(server, port, counter, warm, null);
-            Turns turns = new Turns(3, iterations, Turns.PEER_TURN); // 0 ours, 1 floor, 2 Linux
+            PerfReport report = o.report(name);
+            trace = o.tracing(icmp ? "ICMP echo round trip" : "UDP datagram round trip").attach(report);
+            Turns turns = new Turns(3, iterations, Turns.PEER_TURN) // 0 ours, 1 floor, 2 Linux
+                    .observe(report, o.progress(name, iterations), "ours", "floor", "linux");
             for (int t = 0; t < turns.count(); t++) {
                 long n = turns.length(t);
                 seq = fabric(server, port, payload, size, seq, n, turns.turn(0));
@@ -213,6 +217,7 @@ abstract class IpLatency implements Callable<Integer> {
                 turns.endTurn();
             }
             floorWindow.close();
+            trace.export();
             control.set(ValueLayout.JAVA_BYTE, 0, BYE);
             stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
             LatencyStats a = LatencyStats.of(turns.pooled(0));
@@ -264,7 +269,11 @@ abstract class IpLatency implements Callable<Integer> {
 
     private long fabric(int server, int port, MemorySegment payload, int size, long seq, long n, Histogram h) {
         for (long i = 0; i < n; i++, seq++) {
+            boolean traced = h != null && trace.begin();
             long t = round(server, port, payload, size, seq);
+            if (traced) {
+                trace.end();
+            }
             if (h != null) {
                 h.recordValue(t);
             }

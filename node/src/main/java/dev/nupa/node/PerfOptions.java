@@ -51,6 +51,22 @@ final class PerfOptions {
     @Option(names = "--json", description = "Print one JSON object with the results on the last line.")
     boolean json;
 
+    @Option(names = "--report", paramLabel = "DIR",
+            description = "Write a report of the run into DIR: HdrHistogram files, a timeline, the per-layer breakdown and"
+                    + " traces with --trace, and report.html with its plots (latency tools).")
+    Path report;
+
+    @Option(names = "--trace", paramLabel = "RATE", defaultValue = "0",
+            description = "Trace this share of the measured operations through the layers (e.g. 0.01; default: off).")
+    double trace;
+
+    @Option(names = "--trace-export", paramLabel = "EXPORTER",
+            description = "Export the traced operations as OpenTelemetry spans: logging, otlp, otlp=URL or file=PATH.")
+    String traceExport;
+
+    @Option(names = "--progress", description = "Show a progress line on standard error (the default on a terminal).")
+    boolean progress;
+
     void validate(int minSize, int maxSize) {
         if (server && client) {
             throw new IllegalArgumentException("--server and --client are exclusive; give one, or neither to run both sides");
@@ -64,6 +80,43 @@ final class PerfOptions {
         if (serverAddress == clientAddress) {
             throw new IllegalArgumentException("--server-address and --client-address must differ");
         }
+        if (!(trace >= 0 && trace <= 1)) {
+            throw new IllegalArgumentException("--trace " + trace + " is a share of the operations: 0 (off) to 1 (all)");
+        }
+        if (traceExport != null) {
+            if (trace == 0) {
+                throw new IllegalArgumentException("--trace-export exports traced operations; give --trace RATE too");
+            }
+            TraceExport.check(traceExport);
+        }
+    }
+
+    /** For the tools that write no report: refuses --report and --trace with what takes them. */
+    void reportsNothing(String test) {
+        if (report != null || trace > 0) {
+            throw new IllegalArgumentException("--report and --trace go with the latency tools (fabric-lat, udp-lat, icmp-lat,"
+                    + " tcp-lat, write-lat, send-lat, read-lat, atomic-lat); " + test + " writes no report");
+        }
+    }
+
+    /** The report asked for (null: none), for a test named {@code title}. */
+    PerfReport report(String title) {
+        return report == null ? null : PerfReport.open(report, title);
+    }
+
+    /** The progress line, if asked for (null: none). */
+    Progress progress(String what, long iterations) {
+        return progress ? new Progress(what, iterations, System.err) : null;
+    }
+
+    /** Tracing of the measured operations as asked (off without --trace). */
+    PerfTrace tracing(String operation) {
+        return PerfTrace.of(trace, operation, traceExport);
+    }
+
+    /** JVM options the two children need: tracing compiled in when asked for. */
+    List<String> childJvmOptions() {
+        return trace > 0 ? List.of("-Dnupa.trace=true") : List.of();
     }
 
     /** Geometry of the fresh fabric made with no role: room for the frame size asked for. */
@@ -89,6 +142,20 @@ final class PerfOptions {
         }
         if (json) {
             a.add("--json");
+        }
+        if (role.equals("--client")) { // the measuring side writes the report and traces
+            if (report != null) {
+                a.addAll(List.of("--report", report.toString()));
+            }
+            if (trace > 0) {
+                a.addAll(List.of("--trace", Double.toString(trace)));
+            }
+            if (traceExport != null) {
+                a.addAll(List.of("--trace-export", traceExport));
+            }
+            if (progress || (System.console() != null && System.console().isTerminal())) {
+                a.add("--progress");
+            }
         }
         a.addAll(extra);
         return a;

@@ -23,14 +23,17 @@ final class PerfRunner {
         ShmFabric.create(path, geometry).close();
         Process[] children = new Process[2];
         Thread cleanup = new Thread(() -> {
+            Children.stop(children[1], 10); // time for the client to write what it measured (--report)
             Children.kill(children[0]);
-            Children.kill(children[1]);
             deleteQuietly(path);
         });
         Runtime.getRuntime().addShutdownHook(cleanup);
         try {
             boolean pin = !o.noPin && Runtime.getRuntime().availableProcessors() >= 2;
-            List<String> jvm = o.gcLog ? List.of("-Xlog:gc:stderr") : List.of();
+            List<String> jvm = new java.util.ArrayList<>(o.childJvmOptions());
+            if (o.gcLog) {
+                jvm.add("-Xlog:gc:stderr");
+            }
             children[0] = Children.start(jvm, o.childArgs(command, "--server", path, pin ? 0 : -1, extra));
             BufferedReader serverOut = Children.stdout(children[0]);
             Children.awaitLine(children[0], serverOut, READY);

@@ -236,6 +236,9 @@ abstract class RdmaPerf implements Callable<Integer> {
         if (warmup < 0) {
             throw new IllegalArgumentException("--warmup must not be negative");
         }
+        if (bw) {
+            o.reportsNothing(name);
+        }
         if (o.server) {
             return server();
         }
@@ -640,6 +643,7 @@ abstract class RdmaPerf implements Callable<Integer> {
     // ---- client: latency ---------------------------------------------------------------------
 
     private long floorCounter;
+    private PerfTrace trace;
 
     private void floor(long n, Histogram h) {
         command(FLOOR, 0, n, floorCounter);
@@ -652,6 +656,8 @@ abstract class RdmaPerf implements Callable<Integer> {
         List<LatencyStats> rows = new ArrayList<>();
         double[] ratios = new double[sizes.length];
         Turns turns = null;
+        PerfReport report = o.report(name);
+        trace = o.tracing(describe() + ", mode " + mode).attach(report);
         boolean halved = op == Op.WRITE || op == Op.SEND;
         long warm = Math.min(warmup, iterations);
         floor(warm, null);
@@ -659,7 +665,8 @@ abstract class RdmaPerf implements Callable<Integer> {
             int size = sizes[i];
             prepare(size);
             ops(size, warm, null);
-            turns = new Turns(2, iterations); // 0 ours, 1 floor
+            turns = new Turns(2, iterations) // 0 ours, 1 floor
+                    .observe(report, o.progress(name + " " + size + " B", iterations), "ours", "floor");
             for (int t = 0; t < turns.count(); t++) {
                 long n = turns.length(t);
                 floor(n, turns.turn(1));
@@ -670,6 +677,7 @@ abstract class RdmaPerf implements Callable<Integer> {
             ratios[i] = turns.ratio(0, 1);
             floor.add(turns.pooled(1));
         }
+        trace.export();
         LatencyStats f = halved ? LatencyStats.ofRoundTrips(floor) : LatencyStats.of(floor);
         System.out.println(name + ": " + describe() + ", " + modeLine() + (halved ? ", half round trip" : ", each op to its completion")
                 + ", fabric " + o.fabric);
@@ -730,7 +738,11 @@ abstract class RdmaPerf implements Callable<Integer> {
         BYTE.setRelease(mem, (long) size - 1, (byte) 0);
         command(WRITE_ECHO, size, n, 0);
         for (long i = 0; i < n; i++) {
+            boolean traced = h != null && trace.begin();
             long t = writeRound(size);
+            if (traced) {
+                trace.end();
+            }
             if (h != null) {
                 h.recordValue(t);
             }
@@ -759,7 +771,11 @@ abstract class RdmaPerf implements Callable<Integer> {
     private void sendPingPong(int size, long n, Histogram h) {
         command(SEND_ECHO, size, n, 0);
         for (long i = 0; i < n; i++) {
+            boolean traced = h != null && trace.begin();
             long t = sendRound(size);
+            if (traced) {
+                trace.end();
+            }
             if (h != null) {
                 h.recordValue(t);
             }
@@ -782,7 +798,11 @@ abstract class RdmaPerf implements Callable<Integer> {
     private void oneByOne(long n, Histogram h) {
         swr.sendFlags(SendFlags.SIGNALED);
         for (long i = 0; i < n; i++) {
+            boolean traced = h != null && trace.begin();
             long t = opRound();
+            if (traced) {
+                trace.end();
+            }
             check(wc);
             if (h != null) {
                 h.recordValue(t);

@@ -84,6 +84,7 @@ abstract class TcpPerf implements Callable<Integer> {
 
     private final String name;
     private final Mode mode;
+    private PerfTrace trace;
     private final MemorySegment scratch = Arena.ofAuto().allocate(1 << 20);
     private final MemorySegment control = Arena.ofAuto().allocate(48);
     private PerfNode pn;
@@ -114,6 +115,9 @@ abstract class TcpPerf implements Callable<Integer> {
         }
         if (seconds != null && seconds <= 0) {
             throw new IllegalArgumentException("-t must be positive, not " + seconds);
+        }
+        if (mode != Mode.LAT) {
+            o.reportsNothing(name);
         }
         if (o.server) {
             return server();
@@ -365,7 +369,10 @@ abstract class TcpPerf implements Callable<Integer> {
         long iterations = o.iterations != null ? o.iterations : 100_000;
         TcpConnection c = open(server);
         MemorySegment msg = Arena.ofAuto().allocate(size);
-        Turns turns = new Turns(2, iterations, Turns.PEER_TURN); // 0 ours, 1 Linux
+        PerfReport report = o.report(name);
+        trace = o.tracing("TCP request/response round trip").attach(report);
+        Turns turns = new Turns(2, iterations, Turns.PEER_TURN) // 0 ours, 1 Linux
+                .observe(report, o.progress(name, iterations), "ours", "linux");
         try (SocketChannel linux = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
             linux.setOption(StandardSocketOptions.TCP_NODELAY, true);
             linux.configureBlocking(false);
@@ -378,6 +385,7 @@ abstract class TcpPerf implements Callable<Integer> {
             }
         }
         c.close(now());
+        trace.export();
         LatencyStats a = LatencyStats.of(turns.pooled(0));
         LatencyStats p = LatencyStats.of(turns.pooled(1));
         double ratio = turns.ratio(0, 1);
@@ -398,7 +406,11 @@ abstract class TcpPerf implements Callable<Integer> {
     private void latencyTurn(TcpConnection c, MemorySegment msg, int size, SocketChannel linux, ByteBuffer buf, int server,
             int port, long n, Histogram ours, Histogram peer) throws IOException {
         for (long i = 0; i < n; i++) {
+            boolean traced = ours != null && trace.begin();
             long t = ourRound(c, msg, size);
+            if (traced) {
+                trace.end();
+            }
             if (ours != null) {
                 ours.recordValue(t);
             }

@@ -24,6 +24,9 @@ final class Turns {
     private final Histogram[] pooled;
     private final double[][] p50;
     private int done;
+    private PerfReport report;
+    private Progress progress;
+    private double turnStart;
 
     Turns(int series, long iterations) {
         this(series, iterations, TURN);
@@ -45,6 +48,28 @@ final class Turns {
         }
     }
 
+    /**
+     * Feeds {@code report} (may be null) each series' turns, named {@code names}, and {@code progress} (may be null)
+     * the turns done; a report is written when the last turn ends.
+     */
+    Turns observe(PerfReport r, Progress p, String... names) {
+        if (r != null) {
+            if (names.length != turn.length) {
+                throw new IllegalArgumentException(turn.length + " series need " + turn.length + " names, not " + names.length);
+            }
+            r.attach(this, names);
+            turnStart = r.seconds();
+        }
+        this.report = r;
+        this.progress = p;
+        return this;
+    }
+
+    /** How many turns have ended. */
+    int done() {
+        return done;
+    }
+
     /** How many turns the iterations make. */
     int count() {
         return p50[0].length;
@@ -62,11 +87,33 @@ final class Turns {
 
     /** Closes the current turn: keeps each series' p50 and pools its samples. */
     void endTurn() {
+        PerfReport r = report;
+        if (r != null) {
+            synchronized (r) { // a report written on Ctrl-C reads the pooled series
+                closeTurn(r);
+            }
+            if (done == count()) {
+                r.write(false);
+            }
+        } else {
+            closeTurn(null);
+        }
+        if (progress != null) {
+            progress.update(done, count(), (long) done * turnLength);
+        }
+    }
+
+    private void closeTurn(PerfReport r) {
+        double end = r != null ? r.seconds() : 0;
         for (int s = 0; s < turn.length; s++) {
             p50[s][done] = turn[s].getTotalCount() == 0 ? Double.NaN : turn[s].getValueAtPercentile(50);
+            if (r != null) {
+                r.turn(s, turn[s], turnStart, end);
+            }
             pooled[s].add(turn[s]);
             turn[s].reset();
         }
+        turnStart = end;
         done++;
     }
 

@@ -1,5 +1,6 @@
 package dev.nupa.ip;
 
+import dev.nupa.device.Trace;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -83,6 +84,9 @@ final class DatagramWriter {
     int emit(int node, int hop, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
              int fragmentBase, boolean finalMore, MemorySegment head, long headOff, int headLen,
              MemorySegment body, long bodyOff, int bodyLen, long waitNs, long now) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.IP_OUT);
+        }
         int payload = headLen + bodyLen;
         int mtu = mtu(node);
         if (Ipv4Header.MIN_HEADER + payload > Ipv4Header.MAX_TOTAL_LENGTH) {

@@ -1,5 +1,6 @@
 package dev.nupa.ip;
 
+import dev.nupa.device.Trace;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -356,6 +357,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     }
 
     private void receive(int sourceNode, MemorySegment mem, long off, int len, boolean verify) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.IP_IN);
+        }
         long now = link.now();
         rxSourceNode = sourceNode;
         counters.inc(IpCounter.IN_RECEIVES);
@@ -446,6 +450,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             return;
         }
         counters.inc(IpCounter.UDP_IN_DATAGRAMS);
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.CALLBACK);
+        }
         r.onDatagram(ip.sourceAddress(), udp.sourcePort(), ip.destinationAddress(), udp.segment(), udp.payloadOffset(),
                 udp.payloadLength());
     }

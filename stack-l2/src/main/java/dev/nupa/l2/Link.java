@@ -17,6 +17,7 @@ import java.util.function.Supplier;
 import dev.nupa.device.DatapathErrors;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FrameClaim;
+import dev.nupa.device.Trace;
 import dev.nupa.device.FrameHandler;
 
 /**
@@ -320,6 +321,9 @@ public final class Link implements AutoCloseable {
     }
 
     private void onFrame(int slotSource, MemorySegment mem, long off, int len) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.LINK_IN);
+        }
         if (len < LinkHeader.LENGTH) {
             drop(DropReason.TRUNCATED);
             return;
@@ -377,6 +381,9 @@ public final class Link implements AutoCloseable {
      * LATE or DETACHED.
      */
     public int send(int destinationNode, int protocol, MemorySegment payload, long offset, int length) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.LINK_OUT);
+        }
         checkOwner();
         checkProtocol(protocol);
         checkPayloadLength(length);
@@ -418,6 +425,9 @@ public final class Link implements AutoCloseable {
      * Returns a {@link FabricDevice} code. Throws IllegalStateException if {@code claim} is still active.
      */
     public int tryClaim(int destinationNode, int protocol, int payloadLength, LinkClaim claim) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.LINK_OUT);
+        }
         checkOwner();
         checkProtocol(protocol);
         checkPayloadLength(payloadLength);

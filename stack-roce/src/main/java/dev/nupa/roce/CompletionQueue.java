@@ -1,5 +1,7 @@
 package dev.nupa.roce;
 
+import dev.nupa.device.Trace;
+
 /**
  * A completion queue ({@code ibv_cq}): work completions in the order the transport produced them,
  * held in preallocated arrays so neither producing nor {@link #poll polling} allocates.
@@ -120,6 +122,9 @@ public final class CompletionQueue implements AutoCloseable {
 
     /** Adds a completion; returns false on overrun (the caller moves its QP to ERR). */
     boolean push(long id, int st, int op, int len, int imm, int qp, int sqp, int snode, int flags, boolean solicited) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.CALLBACK);
+        }
         if (tail - head == capacity) {
             overruns++;
             context.counters.add(RdmaCounter.CQ_OVERRUNS, 1);

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.device.Trace;
 import static dev.nupa.roce.QpAttrMask.*;
 
 /**
@@ -208,6 +209,9 @@ public final class QueuePair implements AutoCloseable {
      * or a QP in a state that takes none (RESET, INIT, RTR); in ERR the request completes flushed.
      */
     public void postSend(SendWorkRequest wr) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.RDMA_OUT);
+        }
         requireLive();
         if (state != QpState.RTS && state != QpState.SQD && state != QpState.ERR && state != QpState.SQE) {
             throw new RdmaException("QP " + qpn + " is in state " + state + "; postSend needs RTS: modify it to RTR, then RTS");

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.device.Trace;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.l2.EtherType;
@@ -272,6 +273,9 @@ public final class RdmaContext implements AutoCloseable {
     // ---- the datapath -------------------------------------------------------------------------
 
     private void onPacket(int sourceNode, MemorySegment memory, long offset, int length) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.RDMA_IN);
+        }
         counters.add(RdmaCounter.PACKETS_RECEIVED, 1);
         RocePacket pkt = rx;
         if (closed || pkt.wrap(memory, offset, length) != RocePacket.OK) {

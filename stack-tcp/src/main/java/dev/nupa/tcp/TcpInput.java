@@ -1,5 +1,7 @@
 package dev.nupa.tcp;
 
+import dev.nupa.device.Trace;
+
 /**
  * The receiving half of a {@link TcpConnection}: a segment arrives (RFC 9293 3.10.7). The SYN-SENT
  * rules and simultaneous open, PAWS (RFC 7323 5) before the acceptability test of 3.10.7.4, RST
@@ -363,6 +365,9 @@ abstract class TcpInput extends TcpOutput {
                 ackNow = true; // every second full segment at once (RFC 1122 4.2.3.2)
             } else if (delayedAckAt == NEVER) {
                 delayedAckAt = now + config.delayedAckNs();
+            }
+            if (Trace.ENABLED) {
+                Trace.mark(Trace.CALLBACK);
             }
             events.onReadable(self());
         } else {

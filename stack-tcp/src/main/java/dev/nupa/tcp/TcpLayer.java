@@ -1,5 +1,6 @@
 package dev.nupa.tcp;
 
+import dev.nupa.device.Trace;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
@@ -465,6 +466,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     private void receive(Ipv4Header iph, long now) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.TCP_IN);
+        }
         if (!released.isEmpty()) {
             recycleReleased();
         }

@@ -1,5 +1,7 @@
 package dev.nupa.tcp;
 
+import dev.nupa.device.Trace;
+
 /**
  * The sending half of a {@link TcpConnection} and its timers: what leaves and when. Segments within
  * the send and congestion windows with Nagle and sender silly-window avoidance (RFC 9293 3.7.4,
@@ -390,6 +392,9 @@ abstract class TcpOutput extends TcpControlBlock {
 
     /** Fills window and options of a non-SYN segment and sends it. */
     boolean emit(Segment s, long now) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.TCP_OUT);
+        }
         int wnd = windowToAdvertise();
         s.window = Math.min(wnd >>> rcvShift, 65_535);
         if (tsOk) {

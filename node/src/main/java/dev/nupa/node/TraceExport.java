@@ -1,0 +1,40 @@
+package dev.nupa.node;
+
+import java.nio.file.Path;
+
+import io.opentelemetry.exporter.logging.LoggingSpanExporter;
+import io.opentelemetry.exporter.otlp.http.trace.OtlpHttpSpanExporter;
+import io.opentelemetry.sdk.trace.export.SpanExporter;
+
+/** Span exporters by name, as {@code --trace-export} takes them. */
+final class TraceExport {
+    static final String CHOICES = "logging, otlp, otlp=URL, file=PATH";
+
+    private TraceExport() {
+    }
+
+    /**
+     * {@code logging} (java.util.logging, a line per span), {@code otlp} (OTLP over HTTP to a collector at
+     * http://localhost:4318/v1/traces), {@code otlp=URL}, or {@code file=PATH} (OTLP/JSON lines appended to PATH).
+     */
+    static SpanExporter exporter(String spec) {
+        if (spec.equals("logging")) {
+            return LoggingSpanExporter.create();
+        } else if (spec.equals("otlp")) {
+            return OtlpHttpSpanExporter.builder().build();
+        } else if (spec.startsWith("otlp=") && spec.length() > 5) {
+            return OtlpHttpSpanExporter.builder().setEndpoint(spec.substring(5)).build();
+        } else if (spec.startsWith("file=") && spec.length() > 5) {
+            return new FileSpanExporter(Path.of(spec.substring(5)));
+        }
+        throw new IllegalArgumentException("trace exporter \"" + spec + "\" is not one of " + CHOICES);
+    }
+
+    /** Checks {@code spec} without opening anything (for the command line, before a run starts). */
+    static void check(String spec) {
+        if (!(spec.equals("logging") || spec.equals("otlp") || (spec.startsWith("otlp=") && spec.length() > 5)
+                || (spec.startsWith("file=") && spec.length() > 5))) {
+            throw new IllegalArgumentException("--trace-export \"" + spec + "\" is not one of " + CHOICES);
+        }
+    }
+}
