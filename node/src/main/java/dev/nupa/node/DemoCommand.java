@@ -15,7 +15,8 @@ import picocli.CommandLine.Option;
                 "2. a node process serves ping, UDP echo and TCP echo; `nupa ping`, `nupa udp-check` and `nupa tcp-check`",
                 "   (more processes) use it: 100 TCP connections at once, then one bulk transfer;",
                 "3. RDMA between two processes: WRITE ping-pong by direct placement and by packets, SEND ping-pong,",
-                "   and a WRITE stream, each beside the floor measured in the same run (the perftest-style tools)."})
+                "   and a WRITE stream, each beside the floor measured in the same run (the perftest-style tools);",
+                "   the packet-mode run is traced and reported (--report DIR: HTML with plots and the per-layer breakdown)."})
 final class DemoCommand implements Callable<Integer> {
     @Option(names = "--frames", defaultValue = "100000", description = "Frames each node sends (default: ${DEFAULT-VALUE}).")
     long frames;
@@ -28,6 +29,10 @@ final class DemoCommand implements Callable<Integer> {
 
     @Option(names = "--bulk-bytes", defaultValue = "32000000", description = "Bytes of the TCP bulk echo (default: ${DEFAULT-VALUE}).")
     long bulkBytes;
+
+    @Option(names = "--report", paramLabel = "DIR", description = "Where the report of the traced RDMA run goes"
+            + " (default: nupa-demo-report in the temporary directory).")
+    Path report = Path.of(System.getProperty("java.io.tmpdir"), "nupa-demo-report");
 
     /** Part 2: a node serving ping and UDP echo, and two client processes using it. */
     private int ip(Path path) throws Exception {
@@ -73,7 +78,7 @@ final class DemoCommand implements Callable<Integer> {
         System.out.println("  short runs for a demo: JIT warm-up shows in them; docs/rdma.md and the README give longer runs)");
         String n = Long.toString(rdmaIterations);
         for (List<String> run : List.of(List.of("perf", "write-lat", "-s", "8", "-n", n, "--mode", "direct"),
-                List.of("perf", "write-lat", "-s", "8", "-n", n, "--mode", "packet"),
+                List.of("perf", "write-lat", "-s", "8", "-n", n, "--mode", "packet", "--report", report.toString(), "--trace", "0.01"),
                 List.of("perf", "send-lat", "-s", "8", "-n", n),
                 List.of("perf", "write-bw", "-s", "65536", "-n", n, "--mode", "direct"))) {
             int rc = relay(run);
@@ -81,6 +86,8 @@ final class DemoCommand implements Callable<Integer> {
                 return rc;
             }
         }
+        System.out.println("nupa demo: the packet-mode write-lat run, 1% of its WRITEs traced through the layers, is reported in "
+                + report.resolve("report.html") + " (plots, where the time went, the traces; files beside it)");
         return 0;
     }
 

@@ -331,8 +331,18 @@ class NupaCommandLineTest {
 
     @Test
     void demoRunsAndCleansUp() throws Exception {
-        Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000");
+        Path report = Files.createTempDirectory("nupa-demo-report-");
+        Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000",
+                "--report", report.toString());
         assertEquals(0, r.status(), r.err());
+        assertTrue(r.out().contains("is reported in " + report.resolve("report.html")), r.out());
+        assertTrue(Files.readString(report.resolve("report.html")).contains("Where the time went"), "a traced report");
+        try (Stream<Path> files = Files.list(report)) {
+            for (Path f : files.toList()) {
+                Files.delete(f);
+            }
+        }
+        Files.delete(report);
         assertTrue(r.out().contains("received 3000 in order, 0 bad"), r.out());
         assertTrue(r.out().contains("3 packets transmitted, 3 received, 0% packet loss"), r.out());
         assertTrue(r.out().contains("200 echoed intact, 0 missing"), r.out());
