@@ -114,7 +114,10 @@ public final class GrpcEndpoint {
         } catch (IllegalArgumentException e) {
             return Future.failedFuture(e);
         }
-        Vertx vertx = Vertx.vertx(new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1));
+        VertxOptions vertxOptions = new VertxOptions().setEventLoopPoolSize(1).setWorkerPoolSize(1);
+        Vertx vertx = node.openTelemetry() == null ? Vertx.vertx(vertxOptions)
+                : Vertx.builder().with(vertxOptions.setTracingOptions(new io.vertx.core.tracing.TracingOptions()))
+                        .withTracer(new io.vertx.tracing.opentelemetry.OpenTelemetryTracingFactory(node.openTelemetry())).build();
         GrpcServer grpc = GrpcServer.server(vertx);
         NodeAdmin admin = new NodeAdmin(node, fabric);
         grpc.addService(AdminGrpcService.of(admin));

@@ -57,6 +57,16 @@ final class NodeCommand implements Callable<Integer> {
             description = "Seconds between metric exports (default: ${DEFAULT-VALUE}).")
     double metricsInterval;
 
+    @Option(names = "--trace-export", paramLabel = "EXPORTER",
+            description = "Trace the node's HTTP and gRPC calls and its gRPC verbs work requests as OpenTelemetry spans,"
+                    + " exported to logging, otlp, otlp=URL or file=PATH (docs/tracing.md).")
+    String traceExport;
+
+    @Option(names = "--trace-sample", paramLabel = "RATE", defaultValue = "0.01",
+            description = "The share of the traces this node starts that are kept (default: ${DEFAULT-VALUE}; a caller's"
+                    + " sampled trace is always kept).")
+    double traceSample;
+
     @Option(names = "--grpc", paramLabel = "HOST:PORT",
             description = "Serve the node's gRPC endpoint (Admin, Sockets, Verbs, health, reflection) over Linux TCP on HOST:PORT; loopback"
                     + " only unless --grpc-token-file is given (docs/grpc.md).")
@@ -141,7 +151,21 @@ final class NodeCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--grpc-verbs-memory MIB (1..1048576) limits the gRPC endpoint's verbs sessions;"
                     + " give --grpc HOST:PORT too");
         }
-        NupaNode node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
+        io.opentelemetry.sdk.OpenTelemetrySdk tracing = null;
+        if (traceExport != null) {
+            TraceExport.check(traceExport);
+            tracing = NodeTracing.start(traceExport, traceSample);
+            config = config.withOpenTelemetry(tracing);
+        }
+        NupaNode node;
+        try {
+            node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
+        } catch (RuntimeException e) {
+            if (tracing != null) {
+                tracing.close();
+            }
+            throw e;
+        }
         if (timeWaitLimit != null || poolLimit != null) {
             node.link().call(() -> { // the layer's own thread sets its limits
                 if (timeWaitLimit != null) {
@@ -191,6 +215,7 @@ final class NodeCommand implements Callable<Integer> {
                 + (gateway != null ? ", gateway to " + node.gateway().iface() : "")
                 + (capture != null ? ", capturing to " + capture : "")
                 + (nodeMetrics != null ? ", metrics to " + metrics + " every " + metricsInterval + " s" : "")
+                + (tracing != null ? ", spans to " + traceExport + " (" + traceSample + " of new traces)" : "")
                 + (endpoint != null ? ", gRPC on " + grpcAt[0] + ":" + endpoint.port()
                         + (grpcFabricPort >= 0 ? " and " + Ipv4Address.toString(node.ip().address()) + ":" + grpcFabricPort : "")
                         + (token != null ? " (bearer token)" : "") + (tls != null ? " (mutual TLS)" : "") : "")
@@ -198,6 +223,7 @@ final class NodeCommand implements Callable<Integer> {
         System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
         GrpcEndpoint ep = endpoint;
+        io.opentelemetry.sdk.OpenTelemetrySdk spans = tracing;
         Thread hook = new Thread(() -> {
             if (nodeMetrics != null) {
                 nodeMetrics.close(); // the last export, while the node still runs
@@ -210,6 +236,9 @@ final class NodeCommand implements Callable<Integer> {
                 }
             }
             stop(node);
+            if (spans != null) {
+                spans.close(); // exports the spans still batched
+            }
             stopped.countDown();
         });
         Runtime.getRuntime().addShutdownHook(hook);

@@ -11,6 +11,7 @@ import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkFaults;
 import dev.nupa.tcp.TcpConfig;
+import io.opentelemetry.api.OpenTelemetry;
 
 /**
  * How a {@link NupaNode} is assembled.
@@ -28,10 +29,11 @@ import dev.nupa.tcp.TcpConfig;
  *                 default: 3/4 of the JVM's native memory bound
  * @param gateway  an Ethernet side through a TAP device (the node then is a gateway; it needs forwarding on), or null
  * @param linkFaults faults injected into the frames the node receives, as netem on an interface (for tests), or null
+ * @param openTelemetry where the node's spans go (HTTP and gRPC calls, verbs work requests), or null: not traced
  */
 public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Route> routes, FabricGeometry geometry,
                          Datapath.Idle idle, Path capture, TcpConfig tcp, long tcpBufferMemory, GatewayConfig gateway,
-                         LinkFaults linkFaults) {
+                         LinkFaults linkFaults, OpenTelemetry openTelemetry) {
     public NodeConfig {
         routes = List.copyOf(routes);
         if (tcpBufferMemory < 0) {
@@ -42,45 +44,54 @@ public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Ro
 
     public static NodeConfig defaults(Path fabric, int address) {
         return new NodeConfig(fabric, address, null, Link.DEFAULT_MTU, List.of(), FabricGeometry.defaults(),
-                Datapath.Idle.backoff(), null, null, 0, null, null);
+                Datapath.Idle.backoff(), null, null, 0, null, null, null);
     }
 
     public NodeConfig withIp(IpConfig ip) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
     }
 
     public NodeConfig withMtu(int mtu) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
     }
 
     public NodeConfig withRoutes(List<Route> routes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
     }
 
     public NodeConfig withIdle(Datapath.Idle idle) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
     }
 
     public NodeConfig withCapture(Path capture) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
     }
 
     public NodeConfig withTcp(TcpConfig tcp) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
     }
 
     public NodeConfig withTcpBufferMemory(long bytes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes, gateway, linkFaults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes, gateway, linkFaults, openTelemetry);
     }
 
     /** With an Ethernet side: the node becomes a gateway between the fabric and a TAP device (docs/gateway.md). */
     public NodeConfig withGateway(GatewayConfig gateway) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
     }
 
     /** With {@code faults} injected into the frames the node receives (null: none). */
+    /**
+     * Traces the node's Vert.x HTTP and gRPC calls (through vertx-opentelemetry, W3C trace context carried in their
+     * headers) and its gRPC endpoint's verbs work requests with {@code openTelemetry}; null: not traced (docs/tracing.md).
+     */
+    public NodeConfig withOpenTelemetry(OpenTelemetry openTelemetry) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults,
+                openTelemetry);
+    }
+
     public NodeConfig withLinkFaults(LinkFaults faults) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, faults);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, faults, openTelemetry);
     }
 
     /** The TCP settings: as given, or the defaults for the MTU. */

@@ -32,8 +32,15 @@ import dev.nupa.roce.RdmaException;
 import dev.nupa.roce.RecvWorkRequest;
 import dev.nupa.roce.ScatterGather;
 import dev.nupa.roce.SendWorkRequest;
+import dev.nupa.roce.SendFlags;
+import dev.nupa.roce.WcOpcode;
 import dev.nupa.roce.WcStatus;
+import dev.nupa.roce.WrOpcode;
 import dev.nupa.roce.WorkCompletion;
+import io.opentelemetry.api.common.AttributeKey;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.api.trace.StatusCode;
+import io.opentelemetry.api.trace.Tracer;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -64,10 +71,13 @@ final class NodeVerbs extends VerbsService {
     private final Context nodeContext;
     private volatile long sessionMemory;
     private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
+    /** Spans of signaled work requests, from post to completion; null when the node is not traced. */
+    private final Tracer tracer;
 
     NodeVerbs(NupaNode node, long sessionMemory) {
         this.node = node;
         this.nodeContext = node.vertx().getOrCreateContext();
+        this.tracer = node.openTelemetry() != null ? node.openTelemetry().getTracer("dev.nupa.node.verbs") : null;
         sessionMemory(sessionMemory);
     }
 
@@ -103,6 +113,11 @@ final class NodeVerbs extends VerbsService {
         return Future.join(all);
     }
 
+    static final AttributeKey<Long> QP_NUM = AttributeKey.longKey("nupa.qp_num");
+    static final AttributeKey<Long> WR_ID = AttributeKey.longKey("nupa.wr_id");
+    static final AttributeKey<Long> BYTES = AttributeKey.longKey("nupa.bytes");
+    static final AttributeKey<String> STATUS = AttributeKey.stringKey("nupa.wc_status");
+
     private static VerbsEvent failed(long id, String why) {
         return VerbsEvent.newBuilder().setId(id).setFailed(Failed.newBuilder().setMessage(why)).build();
     }
@@ -133,6 +148,8 @@ final class NodeVerbs extends VerbsService {
         private boolean closed;
         private boolean drainScheduled;
         private final WorkCompletion wc = new WorkCompletion();
+        /** Spans of signaled sends not completed yet, by QP number and wr_id. */
+        private final Map<Long, Span> posted = new HashMap<>();
         private final SendWorkRequest send = new SendWorkRequest(MAX_SGE);
         private final RecvWorkRequest recv = new RecvWorkRequest(MAX_SGE);
 
@@ -145,13 +162,15 @@ final class NodeVerbs extends VerbsService {
         // ---- endpoint ------------------------------------------------------------------------
 
         void onRequest(VerbsRequest m) {
+            // The call's span (vertx-opentelemetry keeps it in the request's context): parent of the work requests' spans.
+            io.opentelemetry.context.Context parent = tracer != null ? io.opentelemetry.context.Context.current() : null;
             nodeContext.runOnContext(v -> {
                 if (closed) {
                     return;
                 }
                 VerbsEvent e;
                 try {
-                    e = execute(m);
+                    e = execute(m, parent);
                 } catch (RdmaException | IllegalArgumentException | IllegalStateException | IndexOutOfBoundsException ex) {
                     e = failed(m.getId(), ex.getMessage());
                 }
@@ -221,7 +240,7 @@ final class NodeVerbs extends VerbsService {
             return pd;
         }
 
-        private VerbsEvent execute(VerbsRequest m) {
+        private VerbsEvent execute(VerbsRequest m, io.opentelemetry.context.Context parent) {
             long id = m.getId();
             return switch (m.getOpCase()) {
                 case REG_MR -> regMr(id, m.getRegMr().getLength(), m.getRegMr().getAccess());
@@ -253,7 +272,24 @@ final class NodeVerbs extends VerbsService {
                     send.wrId(p.getWrId()).opcode(p.getOpcode()).sendFlags(p.getSendFlags()).immData(p.getImmData())
                             .remote(p.getRemoteAddr(), p.getRkey()).compareAdd(p.getCompareAdd()).swap(p.getSwap());
                     gather(send.sg, p.getSgList());
-                    qp.postSend(send);
+                    Span span = tracer != null && (p.getSendFlags() & SendFlags.SIGNALED) != 0 ? startSpan(p, parent) : null;
+                    try {
+                        qp.postSend(send);
+                    } catch (RuntimeException ex) {
+                        if (span != null) {
+                            span.setStatus(StatusCode.ERROR, ex.getMessage());
+                            span.end();
+                        }
+                        throw ex;
+                    }
+                    if (span != null) {
+                        span.addEvent("posted");
+                        Span previous = posted.put(key(qp.qpNum(), p.getWrId()), span);
+                        if (previous != null) { // the same wr_id again before its completion: the first one's span ends here
+                            previous.setStatus(StatusCode.ERROR, "wr_id reused before its completion");
+                            previous.end();
+                        }
+                    }
                     yield done(id);
                 }
                 case POST_RECV -> {
@@ -288,6 +324,32 @@ final class NodeVerbs extends VerbsService {
                         + " create_qp, connect, accept, post_send, post_recv, write_memory, read_memory, disconnect, destroy); this one"
                         + " carries none");
             };
+        }
+
+        private Span startSpan(dev.nupa.node.verbs.PostSend p, io.opentelemetry.context.Context parent) {
+            long bytes = 0;
+            for (Sge e : p.getSgList()) {
+                bytes += Integer.toUnsignedLong(e.getLength());
+            }
+            return tracer.spanBuilder("verbs " + WrOpcode.name(p.getOpcode())).setParent(parent)
+                    .setAttribute(QP_NUM, (long) p.getQpNum()).setAttribute(WR_ID, p.getWrId()).setAttribute(BYTES, bytes)
+                    .startSpan();
+        }
+
+        /** A send's completion ends its span. */
+        private void completed(WorkCompletion wc) {
+            Span span = posted.remove(key(wc.qpNum, wc.wrId));
+            if (span != null) {
+                span.addEvent("completed").setAttribute(STATUS, WcStatus.name(wc.status));
+                if (wc.status != WcStatus.SUCCESS) {
+                    span.setStatus(StatusCode.ERROR, WcStatus.name(wc.status));
+                }
+                span.end();
+            }
+        }
+
+        private static long key(int qpNum, long wrId) {
+            return (long) qpNum << 40 ^ wrId;
         }
 
         private VerbsEvent regMr(long id, long length, int access) {
@@ -436,6 +498,9 @@ final class NodeVerbs extends VerbsService {
                 cq.requestNotify(false); // before polling: a completion pushed after the last poll raises the event again
                 while (out.size() < DRAIN_BATCH && cq.poll(wc)) {
                     out.add(completion(e.getKey(), wc));
+                    if (!posted.isEmpty() && wc.opcode < WcOpcode.RECV) {
+                        completed(wc);
+                    }
                 }
             }
             if (out.size() == DRAIN_BATCH) {
@@ -479,6 +544,11 @@ final class NodeVerbs extends VerbsService {
             if (pd != null) {
                 quietly(pd::close);
             }
+            for (Span s : posted.values()) {
+                s.setStatus(StatusCode.ERROR, "the session ended before the completion");
+                s.end();
+            }
+            posted.clear();
             ports.clear();
             qps.clear();
             cqs.clear();

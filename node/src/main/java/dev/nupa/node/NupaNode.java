@@ -17,6 +17,8 @@ import dev.nupa.transport.StackConfig;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.vertx.tracing.opentelemetry.OpenTelemetryTracingFactory;
+import io.opentelemetry.api.OpenTelemetry;
 
 /**
  * A node, assembled: a Vert.x instance whose event loop is the node's datapath (the Vert.x transport,
@@ -40,8 +42,11 @@ public final class NupaNode {
     private final CaptureMirror mirror;
     private final PcapWriter pcap;
     private volatile GatewayVerticle gateway;
+    private final OpenTelemetry openTelemetry;
 
-    private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap) {
+    private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap,
+                     OpenTelemetry openTelemetry) {
+        this.openTelemetry = openTelemetry;
         this.vertx = vertx;
         this.link = link;
         this.ip = ip;
@@ -64,8 +69,10 @@ public final class NupaNode {
             if (config.capture() != null) { // first: a capture that cannot be written starts nothing
                 pcap = PcapWriter.open(config.capture());
             }
-            vertx = NupaVertx.create(new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
-                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(), 1, config.linkFaults()));
+            StackConfig stack = new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
+                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(), 1, config.linkFaults());
+            vertx = config.openTelemetry() == null ? NupaVertx.create(stack)
+                    : NupaVertx.create(stack, tracingOptions(), new OpenTelemetryTracingFactory(config.openTelemetry()));
         } catch (IOException e) {
             return Future.failedFuture(new UncheckedIOException("cannot write capture " + config.capture() + ": "
                     + e.getMessage(), e));
@@ -73,20 +80,21 @@ public final class NupaNode {
             closeQuietly(pcap);
             return Future.failedFuture(e);
         }
-        FabricStack stack = NupaVertx.stack(vertx);
-        RoceVerticle roce = new RoceVerticle(stack.link(), stack.neighbors());
-        CaptureMirror mirror = new CaptureMirror(stack.link());
+        FabricStack fabricStack = NupaVertx.stack(vertx);
+        RoceVerticle roce = new RoceVerticle(fabricStack.link(), fabricStack.neighbors());
+        CaptureMirror mirror = new CaptureMirror(fabricStack.link());
         if (pcap != null) {
             mirror.setLocal(pcap);
         }
-        NupaNode node = new NupaNode(vertx, stack.link(), stack.ip(), stack.tcp(), roce, mirror, pcap);
+        NupaNode node = new NupaNode(vertx, fabricStack.link(), fabricStack.ip(), fabricStack.tcp(), roce, mirror, pcap,
+                config.openTelemetry());
         // Without a context: on a failure it completes after the node's event loop is gone.
         Promise<NupaNode> started = Promise.promise();
         vertx.deployVerticle(roce).compose(id -> {
             if (config.gateway() == null) {
                 return Future.succeededFuture(id);
             }
-            node.gateway = new GatewayVerticle(stack.ip(), config.gateway());
+            node.gateway = new GatewayVerticle(fabricStack.ip(), config.gateway());
             return vertx.deployVerticle(node.gateway);
         }).onComplete(ar -> {
             if (ar.succeeded()) {
@@ -124,6 +132,16 @@ public final class NupaNode {
      */
     public RoceVerticle rdma() {
         return roceVerticle;
+    }
+
+    /** Where the node's spans go, or null when it is not traced ({@link NodeConfig#withOpenTelemetry}). */
+    public OpenTelemetry openTelemetry() {
+        return openTelemetry;
+    }
+
+    /** Tracing on for Vert.x; each server and client then follows its own tracing policy (PROPAGATE by default). */
+    static io.vertx.core.VertxOptions tracingOptions() {
+        return new io.vertx.core.VertxOptions().setTracingOptions(new io.vertx.core.tracing.TracingOptions());
     }
 
     /** The gateway's Ethernet side, or null when the node is no gateway. */

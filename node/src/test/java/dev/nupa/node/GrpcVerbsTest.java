@@ -27,6 +27,11 @@ import dev.nupa.roce.SendFlags;
 import dev.nupa.roce.WcOpcode;
 import dev.nupa.roce.WcStatus;
 import dev.nupa.roce.WrOpcode;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
 import io.vertx.core.Vertx;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.grpc.client.GrpcClient;
@@ -38,6 +43,7 @@ import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Random;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -63,12 +69,17 @@ class GrpcVerbsTest {
     private GrpcEndpoint atB;
     private Vertx tool;
     private GrpcClient grpc;
+    /** The nodes are traced: the work requests' spans land here. */
+    private final InMemorySpanExporter spans = InMemorySpanExporter.create();
+    private OpenTelemetrySdk otel;
 
     @BeforeEach
     void start() throws Exception {
         fabric = Path.of("/dev/shm/nupa-test-grpc-verbs-" + UUID.randomUUID());
-        a = NupaNode.create(NodeConfig.defaults(fabric, 0)).await(30, TimeUnit.SECONDS);
-        b = NupaNode.create(NodeConfig.defaults(fabric, 1)).await(30, TimeUnit.SECONDS);
+        otel = OpenTelemetrySdk.builder()
+                .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build()).build();
+        a = NupaNode.create(NodeConfig.defaults(fabric, 0).withOpenTelemetry(otel)).await(30, TimeUnit.SECONDS);
+        b = NupaNode.create(NodeConfig.defaults(fabric, 1).withOpenTelemetry(otel)).await(30, TimeUnit.SECONDS);
         atA = GrpcEndpoint.start(a, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
         atB = GrpcEndpoint.start(b, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
         tool = Vertx.vertx();
@@ -83,6 +94,7 @@ class GrpcVerbsTest {
             tool.close().await(10, TimeUnit.SECONDS);
             b.closeAndWait();
             a.closeAndWait();
+            otel.close();
         } finally {
             Files.deleteIfExists(fabric);
         }
@@ -216,6 +228,16 @@ class GrpcVerbsTest {
         VerbsEvent before = server.ok(VerbsRequest.newBuilder().setReadMemory(ReadMemory.newBuilder()
                 .setLkey(serverMr.getMr().getLkey()).setOffset(0).setLength(100)));
         assertArrayEquals(new byte[100], before.getData().toByteArray(), "nothing written before the remote address");
+
+        // The WRITE's span, from post to completion, is a child of the client's Session call on node B.
+        SpanData write = spans.getFinishedSpanItems().stream().filter(s -> s.getName().startsWith("verbs ")).findFirst()
+                .orElseThrow(() -> new AssertionError("no work request span in " + spans.getFinishedSpanItems()));
+        assertEquals("verbs " + WrOpcode.name(WrOpcode.RDMA_WRITE_WITH_IMM), write.getName());
+        assertEquals(List.of("posted", "completed"), write.getEvents().stream().map(e -> e.getName()).toList());
+        assertEquals("IBV_WC_SUCCESS", write.getAttributes().get(NodeVerbs.STATUS));
+        assertEquals(9L, write.getAttributes().get(NodeVerbs.WR_ID));
+        assertEquals((long) data.length, write.getAttributes().get(NodeVerbs.BYTES));
+        assertTrue(write.getParentSpanContext().isValid(), "the Session call's span is its parent");
 
         Connections conns = listed(atA, grpc);
         assertEquals(1, conns.getQpsCount(), conns.toString());

@@ -56,7 +56,8 @@ class NodeClientExampleTest {
 
     @Test
     void theClientExampleUsesTwoNodesThroughTheirEndpointsOnly() throws Exception {
-        String ours = node(0);
+        Path spans = Files.createTempFile("nupa-node-spans-", ".jsonl");
+        String ours = node(0, "--trace-export", "file=" + spans, "--trace-sample", "1");
         String peer = node(1, "--tcp-echo", "7");
         Process client = new ProcessBuilder(java(), "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
                 NodeClient.class.getName(), ours, "10.0.0.2:7", peer).redirectErrorStream(true).start();
@@ -71,5 +72,15 @@ class NodeClientExampleTest {
         String text = "written by 10.0.0.1 with RDMA";
         assertTrue(out.contains("the peer's completion: wr_id 1 IBV_WC_SUCCESS opcode 129, " + text.length() + " bytes, immediate 42"), out);
         assertTrue(out.contains("the peer's region now holds \"" + text + "\""), out);
+
+        // Node 0 was traced: once it stops, its file holds the gRPC calls' spans and the WRITE's, from post to completion.
+        Process traced = nodes.getFirst();
+        traced.destroy();
+        assertTrue(traced.waitFor(30, TimeUnit.SECONDS));
+        String exported = Files.readString(spans);
+        Files.delete(spans);
+        assertTrue(exported.contains("\"name\":\"verbs IBV_WR_RDMA_WRITE_WITH_IMM\""), exported);
+        assertTrue(exported.contains("{\"key\":\"nupa.wc_status\",\"value\":{\"stringValue\":\"IBV_WC_SUCCESS\"}}"), exported);
+        assertTrue(exported.contains("GetInfo"), "the Admin call's server span: " + exported);
     }
 }

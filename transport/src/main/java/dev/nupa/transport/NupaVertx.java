@@ -4,6 +4,7 @@ import java.util.List;
 
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
+import io.vertx.core.spi.VertxTracerFactory;
 import io.vertx.core.internal.VertxInternal;
 
 /**
@@ -33,14 +34,25 @@ public final class NupaVertx {
      * size is the node's {@link StackConfig#loops} whatever it says.
      */
     public static Vertx create(StackConfig config, VertxOptions options) {
+        return create(config, options, null);
+    }
+
+    /**
+     * As {@link #create(StackConfig, VertxOptions)}, tracing with {@code tracer} when it is not null (Vert.x's tracing
+     * SPI, e.g. vertx-opentelemetry's factory; the options' tracing options, if any, go to it).
+     */
+    public static Vertx create(StackConfig config, VertxOptions options, VertxTracerFactory tracer) {
         List<FabricStack> stacks = FabricStack.openLoops(config);
         NupaTransport transport = new NupaTransport(stacks);
         Vertx vertx;
         try {
-            vertx = Vertx.builder()
+            var builder = Vertx.builder()
                     .with(new VertxOptions(options).setEventLoopPoolSize(stacks.size()))
-                    .withTransport(new Named(transport))
-                    .build();
+                    .withTransport(new Named(transport));
+            if (tracer != null) {
+                builder.withTracer(tracer);
+            }
+            vertx = builder.build();
         } catch (RuntimeException e) {
             stacks.forEach(FabricStack::close);
             throw e;

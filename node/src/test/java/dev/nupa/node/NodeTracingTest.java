@@ -1,0 +1,79 @@
+package dev.nupa.node;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.opentelemetry.api.trace.SpanKind;
+import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;
+import io.opentelemetry.context.propagation.ContextPropagators;
+import io.opentelemetry.sdk.OpenTelemetrySdk;
+import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
+import io.opentelemetry.sdk.trace.SdkTracerProvider;
+import io.opentelemetry.sdk.trace.data.SpanData;
+import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import io.vertx.core.http.HttpClientOptions;
+import io.vertx.core.http.HttpClientResponse;
+import io.vertx.core.http.HttpMethod;
+import io.vertx.core.tracing.TracingPolicy;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Nodes traced through OpenTelemetry ({@link NodeConfig#withOpenTelemetry}): an HTTP call from one node to another over
+ * the fabric is a client span and a server span of one trace, the context carried in the request's headers.
+ */
+class NodeTracingTest {
+    private Path fabric;
+    private InMemorySpanExporter spans;
+    private OpenTelemetrySdk otel;
+    private NupaNode a;
+    private NupaNode b;
+
+    @BeforeEach
+    void start() throws Exception {
+        fabric = Path.of("/dev/shm/nupa-test-tracing-" + UUID.randomUUID());
+        spans = InMemorySpanExporter.create();
+        otel = OpenTelemetrySdk.builder()
+                .setTracerProvider(SdkTracerProvider.builder().addSpanProcessor(SimpleSpanProcessor.create(spans)).build())
+                .setPropagators(ContextPropagators.create(W3CTraceContextPropagator.getInstance())).build();
+        a = NupaNode.create(NodeConfig.defaults(fabric, 0).withOpenTelemetry(otel)).await(30, TimeUnit.SECONDS);
+        b = NupaNode.create(NodeConfig.defaults(fabric, 1).withOpenTelemetry(otel)).await(30, TimeUnit.SECONDS);
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        try {
+            b.closeAndWait();
+            a.closeAndWait();
+            otel.close();
+        } finally {
+            Files.deleteIfExists(fabric);
+        }
+    }
+
+    @Test
+    void anHttpCallBetweenTwoNodesIsOneTraceOfAClientAndAServerSpan() throws Exception {
+        a.vertx().createHttpServer().requestHandler(req -> req.response().end("traced"))
+                .listen(8080, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        var client = b.vertx().createHttpClient(new HttpClientOptions().setTracingPolicy(TracingPolicy.ALWAYS));
+        String body = client.request(HttpMethod.GET, 8080, "10.0.0.1", "/hello")
+                .compose(req -> req.send().compose(HttpClientResponse::body)).await(10, TimeUnit.SECONDS).toString();
+        assertEquals("traced", body);
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (spans.getFinishedSpanItems().size() < 2 && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        List<SpanData> done = spans.getFinishedSpanItems();
+        SpanData server = done.stream().filter(s -> s.getKind() == SpanKind.SERVER).findFirst().orElseThrow(() -> new AssertionError(done.toString()));
+        SpanData clientSpan = done.stream().filter(s -> s.getKind() == SpanKind.CLIENT).findFirst().orElseThrow(() -> new AssertionError(done.toString()));
+        assertEquals(clientSpan.getTraceId(), server.getTraceId(), "one trace: the context went over the fabric in the headers");
+        assertEquals(clientSpan.getSpanId(), server.getParentSpanId(), "the server's span is the client's child");
+        assertTrue(server.getName().contains("GET"), server.getName());
+    }
+}
