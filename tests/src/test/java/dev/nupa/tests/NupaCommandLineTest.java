@@ -330,6 +330,17 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void perfGrpcEndpointMeasuresBothWays() throws Exception {
+        for (String call : List.of("info", "udp")) {
+            Run r = nupa("perf", "grpc-endpoint", "--call", call, "-n", "300", "--warmup", "100", "--json");
+            assertEquals(0, r.status(), r.err());
+            assertTrue(Pattern.compile("^\\{\"test\":\"grpc-endpoint\",\"call\":\"" + call + "\",\"iterations\":300,.*"
+                    + "\"peer\":\\{\"iterations\":300,.*\"ratio\":[0-9.]+,\"turns\":1}$").matcher(r.lastLine()).find(), r.lastLine());
+        }
+        assertOneLineError(nupa("perf", "grpc-endpoint", "--call", "bogus"), 2, "--call is info or udp");
+    }
+
+    @Test
     void demoRunsAndCleansUp() throws Exception {
         Path report = Files.createTempDirectory("nupa-demo-report-");
         Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000",
