@@ -52,6 +52,16 @@ public final class NodeMetrics implements AutoCloseable {
                     .setDescription("the " + layer + " layer's counters of the node, one point per counter (nupa.counter)")
                     .buildObserver());
         }
+        // Latency histograms: TCP round trips and handshakes, in seconds, 1 us to 10 s in 1-2-5 steps.
+        List<Double> bounds = new java.util.ArrayList<>();
+        for (double decade = 1e-6; decade < 10; decade *= 10) {
+            bounds.addAll(List.of(decade, 2 * decade, 5 * decade));
+        }
+        node.tcpTelemetry().histograms(
+                meter.histogramBuilder("nupa.tcp.rtt").setUnit("s").setExplicitBucketBoundariesAdvice(bounds)
+                        .setDescription("round-trip times the node's TCP measured (RFC 6298: one timed segment per round trip)").build(),
+                meter.histogramBuilder("nupa.tcp.handshake.duration").setUnit("s").setExplicitBucketBoundariesAdvice(bounds)
+                        .setDescription("from a connection's first SYN to ESTABLISHED, either side").build());
         meter.batchCallback(() -> {
             List<NodeCounters.Value> values;
             try {

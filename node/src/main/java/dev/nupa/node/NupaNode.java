@@ -43,6 +43,7 @@ public final class NupaNode {
     private final PcapWriter pcap;
     private volatile GatewayVerticle gateway;
     private final OpenTelemetry openTelemetry;
+    private TcpTelemetry tcpTelemetry;
 
     private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap,
                      OpenTelemetry openTelemetry) {
@@ -90,6 +91,9 @@ public final class NupaNode {
                 config.openTelemetry());
         // Without a context: on a failure it completes after the node's event loop is gone.
         Promise<NupaNode> started = Promise.promise();
+        if (config.openTelemetry() != null) {
+            node.tcpTelemetry().tracer(config.openTelemetry().getTracer("dev.nupa.node.tcp"));
+        }
         vertx.deployVerticle(roce).compose(id -> {
             if (config.gateway() == null) {
                 return Future.succeededFuture(id);
@@ -134,6 +138,19 @@ public final class NupaNode {
         return roceVerticle;
     }
 
+    /**
+     * The node's TCP as spans and histograms ({@link TcpTelemetry}): started, and made the TCP layer's observer, on
+     * first use (a traced node, or {@link NodeMetrics}); until then the layer calls nothing.
+     */
+    synchronized TcpTelemetry tcpTelemetry() {
+        if (tcpTelemetry == null) {
+            TcpTelemetry t = new TcpTelemetry();
+            link.execute(() -> tcp.setObserver(t));
+            tcpTelemetry = t;
+        }
+        return tcpTelemetry;
+    }
+
     /** Where the node's spans go, or null when it is not traced ({@link NodeConfig#withOpenTelemetry}). */
     public OpenTelemetry openTelemetry() {
         return openTelemetry;
@@ -152,7 +169,16 @@ public final class NupaNode {
     /** Takes the node down: closes its Vert.x instance; the node leaves the fabric, its capture is flushed and closed. */
     public Future<Void> close() {
         mirror.close();
-        return vertx.close().andThen(v -> closeQuietly(pcap));
+        return vertx.close().andThen(v -> {
+            closeQuietly(pcap);
+            TcpTelemetry t;
+            synchronized (this) {
+                t = tcpTelemetry;
+            }
+            if (t != null) {
+                t.close(); // what the loop recorded before it stopped becomes spans and histogram points
+            }
+        });
     }
 
     private static void closeQuietly(PcapWriter pcap) {

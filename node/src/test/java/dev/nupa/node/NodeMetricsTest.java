@@ -94,6 +94,34 @@ class NodeMetricsTest {
     }
 
     @Test
+    void tcpRoundTripsAndHandshakesAreHistograms() throws Exception {
+        InMemoryMetricReader reader = InMemoryMetricReader.create();
+        try (NodeMetrics metrics = NodeMetrics.start(node, reader)) {
+            node.vertx().createNetServer().connectHandler(s -> s.pipeTo(s)).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
+            io.vertx.core.net.NetSocket s = peer.vertx().createNetClient().connect(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
+            LinkedBlockingQueue<Buffer> back = new LinkedBlockingQueue<>();
+            s.handler(back::add);
+            for (int i = 0; i < 50; i++) {
+                s.write(Buffer.buffer("r" + i)).await(10, TimeUnit.SECONDS);
+                assertTrue(back.poll(10, TimeUnit.SECONDS) != null, "echo " + i);
+            }
+            s.close().await(10, TimeUnit.SECONDS);
+            Thread.sleep(3 * TcpTelemetry.DRAIN_MS); // the telemetry's thread records what the loop queued
+            Collection<MetricData> collected = reader.collectAllMetrics();
+            MetricData rtt = collected.stream().filter(d -> d.getName().equals("nupa.tcp.rtt")).findFirst()
+                    .orElseThrow(() -> new AssertionError("no nupa.tcp.rtt in " + collected));
+            var points = rtt.getHistogramData().getPoints();
+            long count = points.stream().mapToLong(p -> p.getCount()).sum();
+            assertTrue(count >= 40, "the node's round trips measured: " + count); // the server side times its echoes
+            double max = points.stream().mapToDouble(p -> p.getMax()).max().orElseThrow();
+            assertTrue(max > 0 && max < 1, "seconds: " + max);
+            assertEquals("s", rtt.getUnit());
+            MetricData hs = collected.stream().filter(d -> d.getName().equals("nupa.tcp.handshake.duration")).findFirst().orElseThrow();
+            assertEquals(1, hs.getHistogramData().getPoints().stream().mapToLong(p -> p.getCount()).sum(), "the one accepted connection");
+        }
+    }
+
+    @Test
     void otlpExportsReachACollectorOverHttp() throws Exception {
         HttpServer collector = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 0);
         LinkedBlockingQueue<String> posts = new LinkedBlockingQueue<>();

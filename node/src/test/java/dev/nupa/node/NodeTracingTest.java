@@ -26,7 +26,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Nodes traced through OpenTelemetry ({@link NodeConfig#withOpenTelemetry}): an HTTP call from one node to another over
- * the fabric is a client span and a server span of one trace, the context carried in the request's headers.
+ * the fabric is a client span and a server span of one trace, the context carried in the request's headers; a TCP
+ * connection's opening and closing are spans on both ends.
  */
 class NodeTracingTest {
     private Path fabric;
@@ -58,6 +59,33 @@ class NodeTracingTest {
     }
 
     @Test
+    void aTcpConnectionsOpeningsAndClosingsAreSpans() throws Exception {
+        a.vertx().createNetServer().connectHandler(s -> s.pipeTo(s)).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        io.vertx.core.net.NetSocket s = b.vertx().createNetClient().connect(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        String local = s.localAddress().hostAddress() + ":" + s.localAddress().port();
+        s.close().await(10, TimeUnit.SECONDS);
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (spans.getFinishedSpanItems().stream().filter(x -> x.getName().startsWith("tcp ")).count() < 4 && System.nanoTime() < deadline) {
+            Thread.sleep(20);
+        }
+        List<SpanData> tcp = spans.getFinishedSpanItems().stream().filter(x -> x.getName().startsWith("tcp ")).toList();
+        SpanData connect = tcp.stream().filter(x -> x.getName().equals("tcp connect")).findFirst().orElseThrow(() -> new AssertionError(tcp.toString()));
+        SpanData accept = tcp.stream().filter(x -> x.getName().equals("tcp accept")).findFirst().orElseThrow(() -> new AssertionError(tcp.toString()));
+        assertEquals(SpanKind.CLIENT, connect.getKind());
+        assertEquals(local, connect.getAttributes().get(TcpTelemetry.LOCAL));
+        assertEquals("10.0.0.1:7", connect.getAttributes().get(TcpTelemetry.REMOTE));
+        assertEquals(SpanKind.SERVER, accept.getKind());
+        assertEquals("10.0.0.1:7", accept.getAttributes().get(TcpTelemetry.LOCAL));
+        assertEquals(local, accept.getAttributes().get(TcpTelemetry.REMOTE));
+        assertTrue(connect.getEndEpochNanos() > connect.getStartEpochNanos(), "the handshake took time");
+        List<SpanData> closes = tcp.stream().filter(x -> x.getName().equals("tcp close")).toList();
+        assertEquals(2, closes.size(), "both ends closed: " + tcp);
+        for (SpanData c : closes) {
+            assertEquals(null, c.getAttributes().get(TcpTelemetry.ERROR), "an orderly close: " + c);
+        }
+    }
+
+    @Test
     void anHttpCallBetweenTwoNodesIsOneTraceOfAClientAndAServerSpan() throws Exception {
         a.vertx().createHttpServer().requestHandler(req -> req.response().end("traced"))
                 .listen(8080, "0.0.0.0").await(10, TimeUnit.SECONDS);
@@ -66,10 +94,11 @@ class NodeTracingTest {
                 .compose(req -> req.send().compose(HttpClientResponse::body)).await(10, TimeUnit.SECONDS).toString();
         assertEquals("traced", body);
         long deadline = System.nanoTime() + 5_000_000_000L;
-        while (spans.getFinishedSpanItems().size() < 2 && System.nanoTime() < deadline) {
+        while (spans.getFinishedSpanItems().stream().filter(s -> !s.getName().startsWith("tcp ")).count() < 2
+                && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
-        List<SpanData> done = spans.getFinishedSpanItems();
+        List<SpanData> done = spans.getFinishedSpanItems().stream().filter(s -> !s.getName().startsWith("tcp ")).toList();
         SpanData server = done.stream().filter(s -> s.getKind() == SpanKind.SERVER).findFirst().orElseThrow(() -> new AssertionError(done.toString()));
         SpanData clientSpan = done.stream().filter(s -> s.getKind() == SpanKind.CLIENT).findFirst().orElseThrow(() -> new AssertionError(done.toString()));
         assertEquals(clientSpan.getTraceId(), server.getTraceId(), "one trace: the context went over the fabric in the headers");

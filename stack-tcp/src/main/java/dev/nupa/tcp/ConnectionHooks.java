@@ -39,7 +39,19 @@ final class ConnectionHooks implements TcpConnection.Events {
     }
 
     @Override
+    public void onRttSample(TcpConnection c, long ns) {
+        TcpObserver o = layer.observer;
+        if (o != null) {
+            o.rttSample(c, ns);
+        }
+    }
+
+    @Override
     public void onEstablished(TcpConnection c) {
+        TcpObserver o = layer.observer;
+        if (o != null) {
+            o.established(c, listener == null, c.openedAt, layer.clock());
+        }
         if (listener != null && !counted) {
             counted = true;
             claimed = true;
@@ -86,6 +98,11 @@ final class ConnectionHooks implements TcpConnection.Events {
 
     @Override
     public void onClosed(TcpConnection c, TcpError error) {
+        TcpObserver o = layer.observer;
+        if (o != null) {
+            long now = layer.clock();
+            o.closed(c, error, c.closingAt == TcpControlBlock.NEVER ? now : c.closingAt, now);
+        }
         if (waiting) {
             waiting = false;
             layer.timeWaiting--;

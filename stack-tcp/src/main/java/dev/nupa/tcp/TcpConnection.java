@@ -70,6 +70,10 @@ public final class TcpConnection extends TcpInput {
         default void onDeadlineMoved(TcpConnection c, long deadline) {
         }
 
+        /** A round-trip time measured (RFC 6298: one timed segment per round trip), in nanoseconds. */
+        default void onRttSample(TcpConnection c, long ns) {
+        }
+
         /** The connection enters TIME-WAIT; false: skip the wait (RFC 9293 3.6 2*MSL), close at the next poll. */
         default boolean onTimeWait(TcpConnection c) {
             return true;
@@ -273,6 +277,7 @@ public final class TcpConnection extends TcpInput {
     }
 
     private void initSend(int iss, long now) {
+        openedAt = now;
         this.iss = iss;
         sndUna = iss;
         sndNxt = iss;

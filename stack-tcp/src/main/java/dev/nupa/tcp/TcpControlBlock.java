@@ -43,6 +43,9 @@ abstract class TcpControlBlock {
     SackScoreboard scoreboard;
 
     TcpState state = TcpState.CLOSED;
+    /** When the opening began (our SYN, or the peer's for a passive open), and the closing (the first FIN either way). */
+    long openedAt;
+    long closingAt = NEVER;
     TcpError error;
 
     // Send sequence space (RFC 9293 3.3.1).
@@ -179,6 +182,8 @@ abstract class TcpControlBlock {
         tx.clear();
         state = TcpState.CLOSED;
         error = null;
+        openedAt = 0;
+        closingAt = NEVER;
         iss = sndUna = sndNxt = sndMax = sndWnd = sndWl1 = sndWl2 = sndShift = maxSndWnd = bufSeq = 0;
         finQueued = finSent = false;
         sendMss = Math.min(536, config.mss()); // RFC 9293 3.7.1: 536 until the peer says otherwise

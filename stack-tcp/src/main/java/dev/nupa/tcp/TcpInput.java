@@ -307,6 +307,7 @@ abstract class TcpInput extends TcpOutput {
         }
         if (sample >= 0) {
             rtt.sample(sample);
+            events.onRttSample(self(), sample);
         }
         return sample;
     }
@@ -381,6 +382,7 @@ abstract class TcpInput extends TcpOutput {
 
     private void receiveFin(long now) {
         finReceived = true;
+        closingAt = closingAt == NEVER ? now : closingAt;
         rcvNxt++;
         ackNow = true;
         switch (state) {

@@ -70,6 +70,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public static final int DEFAULT_TIME_WAIT_LIMIT = 16_384;
 
     private final Ipv4Stack ip;
+    /** Told of connection milestones and RTT samples; null (the default): nothing is called. */
+    TcpObserver observer;
     private final TcpConfig defaults;
     /**
      * Closed and released connections, ready for reuse (object, arrays, hooks), so that opening one allocates
@@ -337,6 +339,19 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * connection closes once the peer's FIN is acknowledged, without the wait, and {@link TcpCounter#TIME_WAIT_OVERFLOWS}
      * counts it, as Linux does past tcp_max_tw_buckets. 0: no connection waits.
      */
+    /**
+     * Sets (or, with null, removes) the observer of this layer's connections: their openings, closings and RTT samples
+     * (for metrics and traces). On the layer's loop.
+     */
+    public void setObserver(TcpObserver observer) {
+        this.observer = observer;
+    }
+
+    /** The layer's clock (the link's). */
+    long clock() {
+        return ip.link().now();
+    }
+
     public void setTimeWaitLimit(int limit) {
         ip.link().checkOwner();
         if (limit < 0) {

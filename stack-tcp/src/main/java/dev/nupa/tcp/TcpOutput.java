@@ -209,6 +209,7 @@ abstract class TcpOutput extends TcpControlBlock {
         int end = seq + n + (s.has(Segment.FIN) ? 1 : 0);
         if (s.has(Segment.FIN)) {
             finSent = true;
+            closingAt = closingAt == NEVER ? now : closingAt;
             finState();
         }
         if (!retransmission) {
@@ -246,6 +247,7 @@ abstract class TcpOutput extends TcpControlBlock {
             return false;
         }
         finSent = true;
+        closingAt = closingAt == NEVER ? now : closingAt;
         sndNxt++;
         if (Seq.gt(sndNxt, sndMax)) {
             sndMax = sndNxt;
