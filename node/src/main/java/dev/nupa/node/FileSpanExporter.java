@@ -2,13 +2,9 @@ package dev.nupa.node;
 
 import java.io.IOException;
 import java.io.Writer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.Collection;
 
-import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.sdk.common.CompletableResultCode;
 import io.opentelemetry.sdk.trace.data.EventData;
 import io.opentelemetry.sdk.trace.data.SpanData;
@@ -25,11 +21,7 @@ final class FileSpanExporter implements SpanExporter {
 
     FileSpanExporter(Path path) {
         this.path = path;
-        try {
-            this.out = Files.newBufferedWriter(path, StandardCharsets.UTF_8, StandardOpenOption.CREATE, StandardOpenOption.APPEND);
-        } catch (IOException e) {
-            throw new IllegalArgumentException("cannot write spans to " + path + ": " + e.getMessage());
-        }
+        this.out = OtlpJson.append(path, "spans");
     }
 
     @Override
@@ -37,11 +29,11 @@ final class FileSpanExporter implements SpanExporter {
         if (spans.isEmpty()) {
             return CompletableResultCode.ofSuccess();
         }
-        StringBuilder b = new StringBuilder("{\"resourceSpans\":[{\"resource\":{\"attributes\":[");
+        StringBuilder b = new StringBuilder("{\"resourceSpans\":[{");
         SpanData first = spans.iterator().next();
-        attributes(b, first.getResource().getAttributes());
-        b.append("]},\"scopeSpans\":[{\"scope\":{\"name\":");
-        string(b, first.getInstrumentationScopeInfo().getName());
+        OtlpJson.resource(b, first.getResource());
+        b.append(",\"scopeSpans\":[{\"scope\":{\"name\":");
+        OtlpJson.string(b, first.getInstrumentationScopeInfo().getName());
         b.append("},\"spans\":[");
         boolean firstSpan = true;
         for (SpanData s : spans) {
@@ -52,16 +44,16 @@ final class FileSpanExporter implements SpanExporter {
                 b.append(",\"parentSpanId\":\"").append(s.getParentSpanId()).append('"');
             }
             b.append(",\"name\":");
-            string(b, s.getName());
+            OtlpJson.string(b, s.getName());
             b.append(",\"kind\":").append(s.getKind().ordinal() + 1) // OTLP numbers kinds from 1 (INTERNAL)
                     .append(",\"startTimeUnixNano\":\"").append(s.getStartEpochNanos())
                     .append("\",\"endTimeUnixNano\":\"").append(s.getEndEpochNanos()).append("\",\"attributes\":[");
-            attributes(b, s.getAttributes());
+            OtlpJson.attributes(b, s.getAttributes());
             b.append("],\"events\":[");
             boolean firstEvent = true;
             for (EventData e : s.getEvents()) {
                 b.append(firstEvent ? "" : ",").append("{\"timeUnixNano\":\"").append(e.getEpochNanos()).append("\",\"name\":");
-                string(b, e.getName());
+                OtlpJson.string(b, e.getName());
                 b.append('}');
                 firstEvent = false;
             }
@@ -75,46 +67,6 @@ final class FileSpanExporter implements SpanExporter {
         } catch (IOException e) {
             return CompletableResultCode.ofFailure();
         }
-    }
-
-    private static void attributes(StringBuilder b, Attributes attributes) {
-        boolean[] first = {true};
-        attributes.forEach((k, v) -> {
-            b.append(first[0] ? "" : ",").append("{\"key\":");
-            string(b, k.getKey());
-            b.append(",\"value\":{");
-            switch (k.getType()) {
-                case LONG -> b.append("\"intValue\":\"").append(v).append('"');
-                case DOUBLE -> b.append("\"doubleValue\":").append(v);
-                case BOOLEAN -> b.append("\"boolValue\":").append(v);
-                default -> {
-                    b.append("\"stringValue\":");
-                    string(b, String.valueOf(v));
-                }
-            }
-            b.append("}}");
-            first[0] = false;
-        });
-    }
-
-    private static void string(StringBuilder b, String s) {
-        b.append('"');
-        for (int i = 0; i < s.length(); i++) {
-            char c = s.charAt(i);
-            switch (c) {
-                case '"' -> b.append("\\\"");
-                case '\\' -> b.append("\\\\");
-                case '\n' -> b.append("\\n");
-                default -> {
-                    if (c < 0x20) {
-                        b.append(String.format("\\u%04x", (int) c));
-                    } else {
-                        b.append(c);
-                    }
-                }
-            }
-        }
-        b.append('"');
     }
 
     @Override

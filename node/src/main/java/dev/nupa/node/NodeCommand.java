@@ -49,8 +49,8 @@ final class NodeCommand implements Callable<Integer> {
     Integer poolLimit;
 
     @Option(names = "--metrics", paramLabel = "EXPORTER",
-            description = "Export the node's counters as OpenTelemetry metrics: logging, otlp (http://localhost:4318/v1/metrics)"
-                    + " or otlp=URL (default: off).")
+            description = "Export the node's counters and latency histograms as OpenTelemetry metrics: logging, otlp"
+                    + " (http://localhost:4318/v1/metrics), otlp=URL or file=PATH (default: off).")
     String metrics;
 
     @Option(names = "--metrics-interval", paramLabel = "SECONDS", defaultValue = "60",

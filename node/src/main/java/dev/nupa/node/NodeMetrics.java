@@ -79,7 +79,8 @@ public final class NodeMetrics implements AutoCloseable {
     /**
      * A reader that exports every {@code interval} as {@code spec} says: {@code logging} (java.util.logging, one
      * line per metric), {@code otlp} (OTLP over HTTP to http://localhost:4318/v1/metrics, a collector's
-     * default) or {@code otlp=URL}. Throws IllegalArgumentException naming the choices for anything else.
+     * default), {@code otlp=URL} or {@code file=PATH} (OTLP/JSON lines appended to PATH). Throws
+     * IllegalArgumentException naming the choices for anything else.
      */
     public static MetricReader exportingReader(String spec, Duration interval) {
         if (interval.isNegative() || interval.isZero()) {
@@ -97,8 +98,10 @@ public final class NodeMetrics implements AutoCloseable {
                         + "http://collector:4318/v1/metrics), not " + url);
             }
             exporter = OtlpHttpMetricExporter.builder().setEndpoint(url).build();
+        } else if (spec.startsWith("file=") && spec.length() > 5) {
+            exporter = new FileMetricExporter(java.nio.file.Path.of(spec.substring(5)));
         } else {
-            throw new IllegalArgumentException("metrics exporter \"" + spec + "\" is not one of logging, otlp, otlp=URL");
+            throw new IllegalArgumentException("metrics exporter \"" + spec + "\" is not one of logging, otlp, otlp=URL, file=PATH");
         }
         return PeriodicMetricReader.builder(exporter).setInterval(interval).build();
     }

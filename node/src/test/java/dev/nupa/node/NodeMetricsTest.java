@@ -65,6 +65,20 @@ class NodeMetricsTest {
         echo.close().await(10, TimeUnit.SECONDS);
     }
 
+    /** One TCP connection from the peer to an echo on the node, {@code rounds} requests on it, then closed. */
+    private void tcpEcho(int rounds) throws Exception {
+        node.vertx().createNetServer().connectHandler(s -> s.pipeTo(s)).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        io.vertx.core.net.NetSocket s = peer.vertx().createNetClient().connect(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        LinkedBlockingQueue<Buffer> back = new LinkedBlockingQueue<>();
+        s.handler(back::add);
+        for (int i = 0; i < rounds; i++) {
+            s.write(Buffer.buffer("r" + i)).await(10, TimeUnit.SECONDS);
+            assertTrue(back.poll(10, TimeUnit.SECONDS) != null, "echo " + i);
+        }
+        s.close().await(10, TimeUnit.SECONDS);
+        Thread.sleep(3 * TcpTelemetry.DRAIN_MS); // the telemetry's thread records what the loop queued
+    }
+
     private static long point(Collection<MetricData> metrics, String name, String counter) {
         MetricData m = metrics.stream().filter(d -> d.getName().equals(name)).findFirst()
                 .orElseThrow(() -> new AssertionError("no metric " + name + " in " + metrics));
@@ -97,16 +111,7 @@ class NodeMetricsTest {
     void tcpRoundTripsAndHandshakesAreHistograms() throws Exception {
         InMemoryMetricReader reader = InMemoryMetricReader.create();
         try (NodeMetrics metrics = NodeMetrics.start(node, reader)) {
-            node.vertx().createNetServer().connectHandler(s -> s.pipeTo(s)).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
-            io.vertx.core.net.NetSocket s = peer.vertx().createNetClient().connect(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
-            LinkedBlockingQueue<Buffer> back = new LinkedBlockingQueue<>();
-            s.handler(back::add);
-            for (int i = 0; i < 50; i++) {
-                s.write(Buffer.buffer("r" + i)).await(10, TimeUnit.SECONDS);
-                assertTrue(back.poll(10, TimeUnit.SECONDS) != null, "echo " + i);
-            }
-            s.close().await(10, TimeUnit.SECONDS);
-            Thread.sleep(3 * TcpTelemetry.DRAIN_MS); // the telemetry's thread records what the loop queued
+            tcpEcho(50);
             Collection<MetricData> collected = reader.collectAllMetrics();
             MetricData rtt = collected.stream().filter(d -> d.getName().equals("nupa.tcp.rtt")).findFirst()
                     .orElseThrow(() -> new AssertionError("no nupa.tcp.rtt in " + collected));
@@ -118,6 +123,28 @@ class NodeMetricsTest {
             assertEquals("s", rtt.getUnit());
             MetricData hs = collected.stream().filter(d -> d.getName().equals("nupa.tcp.handshake.duration")).findFirst().orElseThrow();
             assertEquals(1, hs.getHistogramData().getPoints().stream().mapToLong(p -> p.getCount()).sum(), "the one accepted connection");
+        }
+    }
+
+    @Test
+    void theFileExporterWritesOtlpJsonLines() throws Exception {
+        Path file = Files.createTempFile("nupa-metrics-", ".jsonl");
+        try {
+            try (NodeMetrics metrics = NodeMetrics.start(node, NodeMetrics.exportingReader("file=" + file, java.time.Duration.ofHours(1)))) {
+                exchange(5);
+                tcpEcho(5);
+            } // closing exports once more
+            String line = Files.readAllLines(file).getLast();
+            assertTrue(line.startsWith("{\"resourceMetrics\":[{\"resource\":{\"attributes\":["), line);
+            assertTrue(line.contains("{\"key\":\"service.name\",\"value\":{\"stringValue\":\"nupa-node\"}}"), line);
+            assertTrue(line.contains("{\"name\":\"nupa.ip\","), line);
+            assertTrue(java.util.regex.Pattern.compile("\\{\"key\":\"nupa.counter\",\"value\":\\{\"stringValue\":\"udp_in_datagrams\"}}],"
+                    + "\"startTimeUnixNano\":\"\\d+\",\"timeUnixNano\":\"\\d+\",\"asInt\":\"([5-9]|\\d\\d+)\"").matcher(line).find(), line);
+            assertTrue(line.contains("{\"name\":\"nupa.tcp.rtt\",\"description\":"), line);
+            assertTrue(line.contains("\"histogram\":{\"aggregationTemporality\":2,\"dataPoints\":["), line);
+            assertTrue(line.endsWith("]}]}"), line);
+        } finally {
+            Files.deleteIfExists(file);
         }
     }
 
@@ -149,7 +176,7 @@ class NodeMetricsTest {
     void anUnknownExporterIsRefusedWithTheChoices() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> NodeMetrics.exportingReader("prometheus", Duration.ofSeconds(1)));
-        assertTrue(e.getMessage().contains("logging, otlp, otlp=URL"), e.getMessage());
+        assertTrue(e.getMessage().contains("logging, otlp, otlp=URL, file=PATH"), e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> NodeMetrics.exportingReader("otlp=ftp://x", Duration.ofSeconds(1)));
         assertThrows(IllegalArgumentException.class, () -> NodeMetrics.exportingReader("logging", Duration.ZERO));
     }

@@ -44,6 +44,14 @@ class TracedRdmaTest {
         CompletionQueue cq;
         MemoryRegion mr;
         QueuePair qp;
+
+        /** A region and an RC QP in packet mode, on the context's thread. */
+        void open(dev.nupa.roce.RdmaContext ctx) {
+            pd = ctx.allocPd();
+            cq = ctx.createCq(16);
+            mr = pd.allocMr(4096, ALL);
+            qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq));
+        }
     }
 
     @Test
@@ -57,10 +65,7 @@ class TracedRdmaTest {
             Side c = new Side();
             Promise<Void> listening = Promise.promise();
             server.rdma().execute(ctx -> {
-                s.pd = ctx.allocPd();
-                s.cq = ctx.createCq(16);
-                s.mr = s.pd.allocMr(4096, ALL);
-                s.qp = ctx.createQp(s.pd, QpInitAttr.rc(s.cq, s.cq));
+                s.open(ctx);
                 RdmaCm.toInit(s.qp);
                 s.qp.postRecv(new RecvWorkRequest().wrId(5));
                 server.rdma().cm().listen(7472, req -> req.accept(s.qp, new byte[0]));
@@ -70,10 +75,7 @@ class TracedRdmaTest {
             TraceLog log = new TraceLog("rdma write with immediate", 4);
             Promise<Integer> traced = Promise.promise();
             client.rdma().execute(ctx -> {
-                c.pd = ctx.allocPd();
-                c.cq = ctx.createCq(16);
-                c.mr = c.pd.allocMr(4096, ALL);
-                c.qp = ctx.createQp(c.pd, QpInitAttr.rc(c.cq, c.cq));
+                c.open(ctx);
                 client.rdma().cm().connect(0x0A000001, 7472, c.qp, new byte[0]).onComplete(ar -> {
                     if (ar.failed()) {
                         traced.fail(ar.cause());
