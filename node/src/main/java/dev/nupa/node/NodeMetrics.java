@@ -62,6 +62,9 @@ public final class NodeMetrics implements AutoCloseable {
                         .setDescription("round-trip times the node's TCP measured (RFC 6298: one timed segment per round trip)").build(),
                 meter.histogramBuilder("nupa.tcp.handshake.duration").setUnit("s").setExplicitBucketBoundariesAdvice(bounds)
                         .setDescription("from a connection's first SYN to ESTABLISHED, either side").build());
+        node.rdmaTelemetry().histogram(meter.histogramBuilder("nupa.rdma.work_request.duration").setUnit("s")
+                .setExplicitBucketBoundariesAdvice(bounds)
+                .setDescription("signaled send requests from post to completion, one in " + RdmaTelemetry.SAMPLE_EVERY).build());
         meter.batchCallback(() -> {
             List<NodeCounters.Value> values;
             try {

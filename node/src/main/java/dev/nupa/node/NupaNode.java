@@ -44,6 +44,7 @@ public final class NupaNode {
     private volatile GatewayVerticle gateway;
     private final OpenTelemetry openTelemetry;
     private TcpTelemetry tcpTelemetry;
+    private RdmaTelemetry rdmaTelemetry;
 
     private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap,
                      OpenTelemetry openTelemetry) {
@@ -102,6 +103,9 @@ public final class NupaNode {
             return vertx.deployVerticle(node.gateway);
         }).onComplete(ar -> {
             if (ar.succeeded()) {
+                if (config.openTelemetry() != null) {
+                    node.rdmaTelemetry().tracer(config.openTelemetry().getTracer("dev.nupa.node.rdma"));
+                }
                 started.complete(node);
             } else {
                 node.close().onComplete(v -> started.fail(ar.cause()));
@@ -151,6 +155,19 @@ public final class NupaNode {
         return tcpTelemetry;
     }
 
+    /**
+     * The node's RDMA work requests as spans and a histogram ({@link RdmaTelemetry}): started, and made the verbs
+     * context's observer, on first use (a traced node, or {@link NodeMetrics}).
+     */
+    synchronized RdmaTelemetry rdmaTelemetry() {
+        if (rdmaTelemetry == null) {
+            RdmaTelemetry t = new RdmaTelemetry();
+            roceVerticle.execute(ctx -> ctx.setObserver(t));
+            rdmaTelemetry = t;
+        }
+        return rdmaTelemetry;
+    }
+
     /** Where the node's spans go, or null when it is not traced ({@link NodeConfig#withOpenTelemetry}). */
     public OpenTelemetry openTelemetry() {
         return openTelemetry;
@@ -172,11 +189,16 @@ public final class NupaNode {
         return vertx.close().andThen(v -> {
             closeQuietly(pcap);
             TcpTelemetry t;
+            RdmaTelemetry r;
             synchronized (this) {
                 t = tcpTelemetry;
+                r = rdmaTelemetry;
             }
             if (t != null) {
                 t.close(); // what the loop recorded before it stopped becomes spans and histogram points
+            }
+            if (r != null) {
+                r.close();
             }
         });
     }

@@ -11,6 +11,19 @@ import io.opentelemetry.sdk.testing.exporter.InMemorySpanExporter;
 import io.opentelemetry.sdk.trace.SdkTracerProvider;
 import io.opentelemetry.sdk.trace.data.SpanData;
 import io.opentelemetry.sdk.trace.export.SimpleSpanProcessor;
+import dev.nupa.roce.Access;
+import dev.nupa.roce.CompletionQueue;
+import dev.nupa.roce.MemoryRegion;
+import dev.nupa.roce.ProtectionDomain;
+import dev.nupa.roce.QpInitAttr;
+import dev.nupa.roce.QueuePair;
+import dev.nupa.roce.SendFlags;
+import dev.nupa.roce.SendWorkRequest;
+import dev.nupa.roce.WcStatus;
+import dev.nupa.roce.WorkCompletion;
+import dev.nupa.roce.WrOpcode;
+import io.opentelemetry.sdk.testing.exporter.InMemoryMetricReader;
+import io.vertx.core.Promise;
 import io.vertx.core.http.HttpClientOptions;
 import io.vertx.core.http.HttpClientResponse;
 import io.vertx.core.http.HttpMethod;
@@ -27,7 +40,8 @@ import org.junit.jupiter.api.Test;
 /**
  * Nodes traced through OpenTelemetry ({@link NodeConfig#withOpenTelemetry}): an HTTP call from one node to another over
  * the fabric is a client span and a server span of one trace, the context carried in the request's headers; a TCP
- * connection's opening and closing are spans on both ends.
+ * connection's opening and closing are spans on both ends; an application's own RDMA work requests are sampled
+ * into spans and a histogram.
  */
 class NodeTracingTest {
     private Path fabric;
@@ -83,6 +97,74 @@ class NodeTracingTest {
         for (SpanData c : closes) {
             assertEquals(null, c.getAttributes().get(TcpTelemetry.ERROR), "an orderly close: " + c);
         }
+    }
+
+    @Test
+    void anApplicationsOwnWorkRequestsAreSampledIntoSpansAndAHistogram() throws Exception {
+        InMemoryMetricReader reader = InMemoryMetricReader.create();
+        int writes = 4 * RdmaTelemetry.SAMPLE_EVERY;
+        try (NodeMetrics metrics = NodeMetrics.start(b, reader)) {
+            Promise<long[]> region = Promise.promise(); // the server's addr and rkey
+            a.rdma().execute(ctx -> {
+                ProtectionDomain pd = ctx.allocPd();
+                CompletionQueue cq = ctx.createCq(16);
+                MemoryRegion mr = pd.allocMr(4096, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+                QueuePair qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq));
+                a.rdma().cm().listen(7473, req -> req.accept(qp, new byte[0]));
+                region.complete(new long[] {mr.addr(), mr.rkey()});
+            });
+            long[] remote = region.future().await(10, TimeUnit.SECONDS);
+            Promise<Integer> completed = Promise.promise();
+            b.rdma().execute(ctx -> { // an application of node b's, posting on the node's loop as embedded code does
+                ProtectionDomain pd = ctx.allocPd();
+                CompletionQueue cq = ctx.createCq(writes);
+                MemoryRegion mr = pd.allocMr(4096, Access.LOCAL_WRITE);
+                QueuePair qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq).withCapacity(writes, 16));
+                b.rdma().cm().connect(0x0A000001, 7473, qp, new byte[0]).onComplete(ar -> {
+                    if (ar.failed()) {
+                        completed.fail(ar.cause());
+                        return;
+                    }
+                    int[] seen = {0};
+                    WorkCompletion wc = new WorkCompletion();
+                    cq.onEvent(() -> b.vertx().runOnContext(v -> {
+                        while (cq.poll(wc)) {
+                            seen[0] += wc.status == WcStatus.SUCCESS ? 1 : 0;
+                        }
+                        if (seen[0] == writes) {
+                            completed.complete(seen[0]);
+                        } else {
+                            cq.requestNotify(false);
+                        }
+                    }));
+                    cq.requestNotify(false);
+                    SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                            .local(mr, 0, 64).remote(remote[0], (int) remote[1]);
+                    for (int i = 0; i < writes; i++) {
+                        qp.postSend(wr.wrId(i));
+                    }
+                });
+            });
+            assertEquals(writes, completed.future().await(10, TimeUnit.SECONDS));
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (rdmaSpans().size() < 4 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            List<SpanData> sampled = rdmaSpans();
+            assertEquals(4, sampled.size(), "one in " + RdmaTelemetry.SAMPLE_EVERY + " of " + writes + ": " + sampled);
+            for (SpanData s : sampled) {
+                assertEquals("rdma IBV_WR_RDMA_WRITE", s.getName());
+                assertEquals("IBV_WC_SUCCESS", s.getAttributes().get(RdmaTelemetry.STATUS));
+                assertTrue(s.getEndEpochNanos() > s.getStartEpochNanos(), s.toString());
+            }
+            var histogram = reader.collectAllMetrics().stream().filter(m -> m.getName().equals("nupa.rdma.work_request.duration"))
+                    .findFirst().orElseThrow(() -> new AssertionError("no nupa.rdma.work_request.duration"));
+            assertEquals(4, histogram.getHistogramData().getPoints().stream().mapToLong(p -> p.getCount()).sum());
+        }
+    }
+
+    private List<SpanData> rdmaSpans() {
+        return spans.getFinishedSpanItems().stream().filter(s -> s.getName().startsWith("rdma ")).toList();
     }
 
     @Test

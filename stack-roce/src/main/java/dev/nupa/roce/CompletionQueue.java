@@ -130,6 +130,10 @@ public final class CompletionQueue implements AutoCloseable {
             context.counters.add(RdmaCounter.CQ_OVERRUNS, 1);
             return false;
         }
+        RdmaObserver o = context.observer;
+        if (o != null && op < WcOpcode.RECV) {
+            o.completed(qp, id, op, st, context.clock.getAsLong());
+        }
         int s = (int) tail++ & mask;
         wrId[s] = id;
         status[s] = st;

@@ -216,6 +216,10 @@ public final class QueuePair implements AutoCloseable {
         if (state != QpState.RTS && state != QpState.SQD && state != QpState.ERR && state != QpState.SQE) {
             throw new RdmaException("QP " + qpn + " is in state " + state + "; postSend needs RTS: modify it to RTR, then RTS");
         }
+        RdmaObserver o = ctx.observer;
+        if (o != null && (sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0)) {
+            o.posted(this, wr, ctx.clock.getAsLong()); // before: a direct operation completes within the post
+        }
         requester.post(wr);
     }
 

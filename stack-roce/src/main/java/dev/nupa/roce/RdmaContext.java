@@ -51,6 +51,8 @@ public final class RdmaContext implements AutoCloseable {
     final MemorySegment zeros = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
     private boolean closed;
     private volatile RdmaCm cm; // attached from a deploying thread while the datapath may run
+    /** Told of signaled posts and send completions; null (the default): nothing is called. */
+    RdmaObserver observer;
 
     private RdmaContext(Link link, int maxQps, int maxMrs, LongSupplier clock) {
         if (maxQps < 4 || maxQps > Psn.MASK || maxMrs < 1 || maxMrs > (1 << 24)) {
@@ -183,6 +185,11 @@ public final class RdmaContext implements AutoCloseable {
         if (qp.srq != null) {
             qp.srq.users--;
         }
+    }
+
+    /** Sets (or, with null, removes) the observer of signaled posts and send completions. On the context's thread. */
+    public void setObserver(RdmaObserver o) {
+        this.observer = o;
     }
 
     /** The live queue pairs, by QP number (a snapshot; for tools, not the datapath). */
