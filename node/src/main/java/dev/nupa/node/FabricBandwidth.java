@@ -46,7 +46,7 @@ final class FabricBandwidth implements Callable<Integer> {
             throw new IllegalArgumentException("--receive must be read or copy, not " + receive);
         }
         int size = o.size != null ? o.size : 65536;
-        o.reportsNothing("fabric-bw");
+        o.tracesNothing("fabric-bw");
         if (o.server) {
             return server();
         }
@@ -160,15 +160,31 @@ final class FabricBandwidth implements Callable<Integer> {
             long cross = 0;
             long per = Math.max(1, n / ROUNDS);
             long total = 0;
+            PerfReport report = o.report("fabric-bw");
+            if (report != null) {
+                report.rates("Gbit/s", "ours", "copy-floor", "cross-core-floor");
+            }
             for (int r = 0; r < ROUNDS; r++) {
                 long k = r == ROUNDS - 1 ? n - per * (ROUNDS - 1) : per;
-                floor += copies(frame, copyDst, size, k);
-                cross += crossCore(s, frame, size, blocks, k);
+                long f = copies(frame, copyDst, size, k);
+                long c = crossCore(s, frame, size, blocks, k);
                 blocks += k;
-                ours += stream(s, frame, size, k);
+                long t = stream(s, frame, size, k);
+                floor += f;
+                cross += c;
+                ours += t;
                 total += k;
+                if (report != null) {
+                    double bits = k * (double) size * 8;
+                    report.rate(0, bits / t);
+                    report.rate(1, bits / f);
+                    report.rate(2, bits / c);
+                }
             }
             s.sendControl(PerfSession.BYE, 0, 0);
+            if (report != null) {
+                report.write(false);
+            }
             double oursGbit = total * (double) size * 8 / ours;
             double floorGbit = total * (double) size * 8 / floor;
             double ratio = oursGbit / floorGbit;

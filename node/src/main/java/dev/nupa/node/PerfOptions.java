@@ -52,8 +52,8 @@ final class PerfOptions {
     boolean json;
 
     @Option(names = "--report", paramLabel = "DIR",
-            description = "Write a report of the run into DIR: HdrHistogram files, a timeline, the per-layer breakdown and"
-                    + " traces with --trace, and report.html with its plots (latency tools).")
+            description = "Write a report of the run into DIR: report.html with its plots, a timeline, and for the latency"
+                    + " tools HdrHistogram files and, with --trace, the per-layer breakdown and traces.")
     Path report;
 
     @Option(names = "--trace", paramLabel = "RATE", defaultValue = "0",
@@ -91,11 +91,11 @@ final class PerfOptions {
         }
     }
 
-    /** For the tools that write no report: refuses --report and --trace with what takes them. */
-    void reportsNothing(String test) {
-        if (report != null || trace > 0) {
-            throw new IllegalArgumentException("--report and --trace go with the latency tools (fabric-lat, udp-lat, icmp-lat,"
-                    + " tcp-lat, write-lat, send-lat, read-lat, atomic-lat); " + test + " writes no report");
+    /** For the rate tools, which time rounds, not operations: refuses --trace with what takes it. */
+    void tracesNothing(String test) {
+        if (trace > 0) {
+            throw new IllegalArgumentException("--trace goes with the latency tools (fabric-lat, udp-lat, icmp-lat, tcp-lat,"
+                    + " write-lat, send-lat, read-lat, atomic-lat); " + test + " times rounds, not operations");
         }
     }
 

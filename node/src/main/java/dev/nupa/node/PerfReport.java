@@ -38,6 +38,9 @@ final class PerfReport {
     private Turns turns;
     private TraceLog traces;
     private boolean written;
+    /** Rate mode (bandwidth and rate tools): the unit, and per series its (seconds, value) per round. */
+    private String unit;
+    private List<List<double[]>> rates;
 
     private PerfReport(Path dir, String title) {
         this.dir = dir;
@@ -67,7 +70,8 @@ final class PerfReport {
 
     /** On the way out: writes what the finished turns measured, unless the report was written. */
     private synchronized boolean writePartial() {
-        if (written || turns == null || turns.done() == 0) {
+        boolean measured = turns != null ? turns.done() > 0 : rates != null && !rates.getFirst().isEmpty();
+        if (written || !measured) {
             return false;
         }
         write(true);
@@ -101,6 +105,21 @@ final class PerfReport {
         }
     }
 
+    /** Rate mode, for a tool that measures rates in rounds: the series' names and the unit of their rates. */
+    synchronized void rates(String rateUnit, String... seriesNames) {
+        this.unit = rateUnit;
+        this.names = seriesNames.clone();
+        this.rates = new ArrayList<>();
+        for (int s = 0; s < names.length; s++) {
+            rates.add(new ArrayList<>());
+        }
+    }
+
+    /** Series {@code s} measured {@code value} (in the unit) over the round that just ended. */
+    synchronized void rate(int s, double value) {
+        rates.get(s).add(new double[] {seconds(), value});
+    }
+
     /** The sampled traces of the run, for the breakdown and the traces file. */
     synchronized void traces(TraceLog log) {
         this.traces = log;
@@ -123,10 +142,14 @@ final class PerfReport {
 
     /** Writes every file; {@code partial} when the run was stopped before its last turn. Once. */
     synchronized void write(boolean partial) {
-        if (written || turns == null) {
+        if (written || (turns == null && rates == null)) {
             return;
         }
         written = true;
+        if (turns == null) {
+            writeRates(partial);
+            return;
+        }
         closeLogs();
         try {
             Histogram[] pooled = new Histogram[names.length];
@@ -152,6 +175,34 @@ final class PerfReport {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the report in " + dir + ": " + e.getMessage(), e);
         }
+    }
+
+    private void writeRates(boolean partial) {
+        try {
+            StringBuilder csv = new StringBuilder("series,seconds," + unit.replace(',', ' ') + "\n");
+            StringBuilder json = new StringBuilder(String.format(Locale.ROOT, "{\"test\":\"%s\",\"partial\":%b,\"unit\":\"%s\",\"series\":[",
+                    title, partial, unit));
+            for (int s = 0; s < names.length; s++) {
+                double[] v = new double[rates.get(s).size()];
+                for (int i = 0; i < v.length; i++) {
+                    double[] p = rates.get(s).get(i);
+                    v[i] = p[1];
+                    csv.append(String.format(Locale.ROOT, "%s,%.4f,%.6g%n", names[s], p[0], p[1]));
+                }
+                json.append(s > 0 ? "," : "").append(String.format(Locale.ROOT, "{\"name\":\"%s\",\"rounds\":%d,\"median\":%s,"
+                        + "\"min\":%s,\"max\":%s}", names[s], v.length, num(Turns.median(v)),
+                        num(java.util.Arrays.stream(v).min().orElse(Double.NaN)), num(java.util.Arrays.stream(v).max().orElse(Double.NaN))));
+            }
+            Files.writeString(dir.resolve("timeline.csv"), csv);
+            Files.writeString(dir.resolve("summary.json"), json.append("]}\n"));
+            Files.writeString(dir.resolve("report.html"), ReportPage.rates(title, unit, names, rates, partial));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot write the report in " + dir + ": " + e.getMessage(), e);
+        }
+    }
+
+    private static String num(double v) {
+        return Double.isNaN(v) ? "null" : String.format(Locale.ROOT, "%.6g", v);
     }
 
     private void writeTimeline() throws IOException {

@@ -237,7 +237,7 @@ abstract class RdmaPerf implements Callable<Integer> {
             throw new IllegalArgumentException("--warmup must not be negative");
         }
         if (bw) {
-            o.reportsNothing(name);
+            o.tracesNothing(name);
         }
         if (o.server) {
             return server();
@@ -835,6 +835,7 @@ abstract class RdmaPerf implements Callable<Integer> {
     // ---- client: bandwidth -------------------------------------------------------------------
 
     private void bandwidth(int[] sizes, long iterations) {
+        PerfReport report = o.report(name);
         MemorySegment copySrc = java.lang.foreign.Arena.ofAuto().allocate(sizes[sizes.length - 1], 64);
         MemorySegment copyDst = java.lang.foreign.Arena.ofAuto().allocate(sizes[sizes.length - 1], 64);
         copySrc.fill((byte) 0x5A);
@@ -855,15 +856,23 @@ abstract class RdmaPerf implements Callable<Integer> {
             long floor = 0;
             long total = 0;
             double peak = 0;
+            if (report != null) {
+                report.rates("Gbit/s", "ours", "copy-floor"); // with -a, the report keeps the last size
+            }
             for (int r = 0; r < ROUNDS_BW; r++) {
                 long k = r == ROUNDS_BW - 1 ? iterations - per * (ROUNDS_BW - 1) : per;
                 if (k <= 0) {
                     continue;
                 }
-                floor += FabricBandwidth.copies(copySrc, copyDst, size, k);
+                long f = FabricBandwidth.copies(copySrc, copyDst, size, k);
                 long t = stream(size, k);
+                floor += f;
                 ours += t;
                 total += k;
+                if (report != null) {
+                    report.rate(0, k * (double) size * 8 / t);
+                    report.rate(1, k * (double) size * 8 / f);
+                }
                 peak = Math.max(peak, k * (double) size / t * 1e9 / (1 << 20));
             }
             double avgMBs = total * (double) size / ours * 1e9 / (1 << 20);
@@ -888,6 +897,9 @@ abstract class RdmaPerf implements Callable<Integer> {
         }
         if (!all) {
             System.out.println(floorLine);
+        }
+        if (report != null) {
+            report.write(false);
         }
         if (o.json) {
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"tx_depth\":%d,%s%s}%n", name, mode, txDepth, lastJson,

@@ -37,7 +37,8 @@ final class ReportPage {
         this.partial = partial;
     }
 
-    String html() {
+    /** The page's head and first lines, up to the paragraph that says what was measured (left open). */
+    private static StringBuilder head(String title) {
         StringBuilder b = new StringBuilder();
         b.append("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>nupa perf ").append(SvgPlot.esc(title))
                 .append("</title>\n<style>\n")
@@ -50,9 +51,43 @@ final class ReportPage {
         b.append("<h1>nupa perf ").append(SvgPlot.esc(title)).append("</h1>\n<p>")
                 .append(ZonedDateTime.now().format(DateTimeFormatter.RFC_1123_DATE_TIME)).append(", host ")
                 .append(SvgPlot.esc(host())).append(", the measuring process on ").append(Runtime.getRuntime().availableProcessors())
-                .append(" CPU(s); ")
-                .append(turns.done()).append(" of ").append(turns.count()).append(" turns")
-                .append(partial ? " <b class=\"partial\">(stopped early: a partial report)</b>" : "").append(".</p>\n");
+                .append(" CPU(s); ");
+        return b;
+    }
+
+    private static String stopped(boolean partial) {
+        return partial ? " <b class=\"partial\">(stopped early: a partial report)</b>" : "";
+    }
+
+    /** The page of a rate tool: each series' rate per round, a table and the throughput over time. */
+    static String rates(String title, String unit, String[] names, List<List<double[]>> rates, boolean partial) {
+        StringBuilder b = head(title).append(rates.getFirst().size()).append(" rounds").append(stopped(partial)).append(".</p>\n");
+        b.append("<table id=\"summary\"><tr><th>series</th><th>rounds</th><th>median</th><th>min</th><th>max</th>"
+                + "<th>ours / this (median over rounds)</th></tr>\n");
+        SvgPlot plot = new SvgPlot("throughput", "Throughput over time", "seconds", unit);
+        for (int s = 0; s < names.length; s++) {
+            List<double[]> r = rates.get(s);
+            double[] v = r.stream().mapToDouble(p -> p[1]).toArray();
+            double[] ratio = new double[Math.min(v.length, rates.getFirst().size())];
+            for (int i = 0; i < ratio.length; i++) {
+                ratio[i] = rates.getFirst().get(i)[1] / v[i];
+            }
+            b.append(String.format(Locale.ROOT, "<tr><td>%s</td><td>%d</td><td>%,.3f</td><td>%,.3f</td><td>%,.3f</td><td>%s</td></tr>%n",
+                    SvgPlot.esc(names[s]), v.length, Turns.median(v), java.util.Arrays.stream(v).min().orElse(Double.NaN),
+                    java.util.Arrays.stream(v).max().orElse(Double.NaN),
+                    s == 0 ? "" : String.format(Locale.ROOT, "%.3f", Turns.median(ratio))));
+            plot.line(names[s], SvgPlot.COLORS[s % SvgPlot.COLORS.length], r.stream().mapToDouble(p -> p[0]).toArray(), v, false);
+        }
+        b.append("</table>\n<p>").append(SvgPlot.esc(unit)).append(", each series measured in every round, one after the other.</p>\n");
+        b.append(plot.svg());
+        b.append("<p>The data: timeline.csv (every round), summary.json. A latency tool's report adds the percentile curve,"
+                + " latency over time and, with --trace, where the time went.</p>\n");
+        return b.append("</body></html>\n").toString();
+    }
+
+    String html() {
+        StringBuilder b = head(title).append(turns.done()).append(" of ").append(turns.count()).append(" turns")
+                .append(stopped(partial)).append(".</p>\n");
         summary(b);
         b.append(percentiles().svg());
         b.append(overTime(false).svg());

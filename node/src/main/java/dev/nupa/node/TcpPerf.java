@@ -117,7 +117,7 @@ abstract class TcpPerf implements Callable<Integer> {
             throw new IllegalArgumentException("-t must be positive, not " + seconds);
         }
         if (mode != Mode.LAT) {
-            o.reportsNothing(name);
+            o.tracesNothing(name);
         }
         if (o.server) {
             return server();
@@ -456,6 +456,10 @@ abstract class TcpPerf implements Callable<Integer> {
         double oursSecs = 0;
         double peerBits = 0;
         double peerSecs = 0;
+        PerfReport report = o.report(name);
+        if (report != null) {
+            report.rates("Gbit/s", "ours", "linux");
+        }
         for (int r = 0; r < ROUNDS; r++) {
             TcpConnection c = open(server);
             long bytes = 0;
@@ -471,6 +475,9 @@ abstract class TcpPerf implements Callable<Integer> {
             }
             oursBits += bytes * 8.0;
             oursSecs += (now() - t0) / 1e9;
+            if (report != null) {
+                report.rate(0, bytes * 8.0 / (now() - t0));
+            }
             linuxPhase(server, port, 1);
             try (SocketChannel linux = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
                 ByteBuffer buf = ByteBuffer.allocateDirect(size);
@@ -485,7 +492,13 @@ abstract class TcpPerf implements Callable<Integer> {
                 linux.read(ByteBuffer.allocate(1)); // until the server closed: everything was read
                 peerBits += lb * 8.0;
                 peerSecs += (now() - l0) / 1e9;
+                if (report != null) {
+                    report.rate(1, lb * 8.0 / (now() - l0));
+                }
             }
+        }
+        if (report != null) {
+            report.write(false);
         }
         double ours = oursBits / oursSecs / 1e9;
         double peer = peerBits / peerSecs / 1e9;
@@ -529,6 +542,10 @@ abstract class TcpPerf implements Callable<Integer> {
         double peerSecs = 0;
         long oursAllocated = 0;
         long deadline = seconds != null ? now() + (long) (seconds * 1e9) : Long.MAX_VALUE;
+        PerfReport report = o.report(name);
+        if (report != null) {
+            report.rates("connections/s", "ours", "linux");
+        }
         while (seconds != null ? now() < deadline : oursCount < iterations) {
             long n = seconds != null ? CRR_TURN : Math.min(CRR_TURN, iterations - oursCount);
             long a0 = GcWatch.threadAllocated();
@@ -543,10 +560,17 @@ abstract class TcpPerf implements Callable<Integer> {
             double ps = (now() - l0) / 1e9;
             gc.peerEnds();
             ratios.add(ps / os); // (n / os) / (n / ps)
+            if (report != null) {
+                report.rate(0, n / os);
+                report.rate(1, n / ps);
+            }
             oursCount += n;
             peerCount += n;
             oursSecs += os;
             peerSecs += ps;
+        }
+        if (report != null) {
+            report.write(false);
         }
         long[] st = serverStats(server, port);
         double ours = oursCount / oursSecs;

@@ -105,6 +105,10 @@ abstract class VertxPerf implements Callable<Integer> {
     @Option(names = {"-w", "--window"}, paramLabel = "N", defaultValue = "16", description = "vertx-udp: datagrams outstanding (default: ${DEFAULT-VALUE}).")
     int window;
 
+    @Option(names = "--report", paramLabel = "DIR", description = "Write a report of the run into DIR (report.html with the rates"
+            + " over time, timeline.csv, summary.json; docs/tracing.md).")
+    Path report;
+
     @Option(names = "--json", description = "Print one JSON object on the last line.")
     boolean json;
 
@@ -173,9 +177,21 @@ abstract class VertxPerf implements Callable<Integer> {
             }
             List<Result> o = new ArrayList<>();
             List<Result> p = new ArrayList<>();
+            PerfReport r = report != null ? PerfReport.open(report, name) : null;
+            if (r != null) {
+                r.rates(kind == Kind.HTTP ? "requests/s" : kind == Kind.GRPC ? "calls/s" : kind == Kind.ECHO ? "Gbit/s echoed"
+                        : "datagrams/s", "ours", peerServer.isNativeTransportEnabled() ? "epoll" : "nio");
+            }
             for (int i = 0; i < turns; i++) {
                 o.add(measured(ours, ourLoops));
                 p.add(measured(peer, peerLoops));
+                if (r != null) {
+                    r.rate(0, o.getLast().rate());
+                    r.rate(1, p.getLast().rate());
+                }
+            }
+            if (r != null) {
+                r.write(false);
             }
             report(sz, peerName, o, p);
         } finally {

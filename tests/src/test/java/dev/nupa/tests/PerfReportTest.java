@@ -155,6 +155,30 @@ class PerfReportTest {
     }
 
     @Test
+    void aRateToolsReportHasItsRatesOverTime() throws Exception {
+        Process run = new ProcessBuilder(nupa("perf", "fabric-bw", "-n", "20000", "--report", dir.toString()))
+                .redirectErrorStream(true).start();
+        String out = new String(run.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(run.waitFor(120, TimeUnit.SECONDS));
+        assertEquals(0, run.exitValue(), out);
+        String summary = Files.readString(dir.resolve("summary.json"));
+        Matcher rounds = Pattern.compile("\\{\"name\":\"ours\",\"rounds\":(\\d+),\"median\":[0-9.e+]+").matcher(summary);
+        assertTrue(summary.contains("\"unit\":\"Gbit/s\"") && rounds.find(), summary);
+        assertTrue(summary.contains("\"name\":\"copy-floor\"") && summary.contains("\"name\":\"cross-core-floor\""), summary);
+        List<String> timeline = Files.readAllLines(dir.resolve("timeline.csv"));
+        assertEquals(1 + 3 * Integer.parseInt(rounds.group(1)), timeline.size(), "a line per series and round: " + timeline);
+        String html = Files.readString(dir.resolve("report.html"));
+        Matcher plot = Pattern.compile("<svg class=\"plot\" id=\"throughput\".*?</svg>", Pattern.DOTALL).matcher(html);
+        assertTrue(plot.find(), html);
+        assertEquals(3, count(plot.group(), "<polyline "), "a line per series");
+        Process refused = new ProcessBuilder(nupa("perf", "fabric-bw", "--trace", "0.01")).redirectErrorStream(true).start();
+        String why = new String(refused.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        assertTrue(refused.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(2, refused.exitValue(), why);
+        assertTrue(why.contains("--trace goes with the latency tools"), why);
+    }
+
+    @Test
     void aRunStoppedEarlyLeavesAPartialReport() throws Exception {
         Process run = new ProcessBuilder(nupa("perf", "fabric-lat", "-n", "500000000", "--report", dir.toString()))
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(dir.resolve("err.txt").toFile()).start();
