@@ -136,6 +136,31 @@ final class NodeAdmin extends AdminService {
     }
 
     @Override
+    public Future<dev.nupa.node.admin.Peers> listPeers(dev.nupa.node.admin.PeersRequest request) {
+        return onNode(() -> {
+            NeighborDirectory directory = node.ip().neighbors();
+            directory.rescan();
+            Map<Integer, java.util.List<String>> held = new java.util.HashMap<>();
+            for (NeighborDirectory.Binding n : directory.bindings()) {
+                held.computeIfAbsent(n.node(), k -> new java.util.ArrayList<>()).add(Ipv4Address.toString(n.ipv4()));
+            }
+            if (!(node.link().device() instanceof dev.nupa.device.FabricNode device)) {
+                throw new StatusException(GrpcStatus.UNIMPLEMENTED, "this node's fabric device has no node table to list");
+            }
+            dev.nupa.node.admin.Peers.Builder b = dev.nupa.node.admin.Peers.newBuilder();
+            for (dev.nupa.device.NodeInfo n : device.fabric().nodes()) {
+                b.addPeers(dev.nupa.node.admin.Peer.newBuilder().setFabricAddress(n.address()).setState(n.state())
+                        .setGeneration(n.generation()).setPid(n.pid()).setHeartbeat(n.heartbeat()).setJoinedMillis(n.joinedMillis())
+                        .setQueuedFrames(n.ringOccupancy()).setFramesSent(n.counters().framesSent())
+                        .setFramesReceived(n.counters().framesReceived()).setBytesSent(n.counters().bytesSent())
+                        .setBytesReceived(n.counters().bytesReceived()).addAllIpv4(held.getOrDefault(n.address(), java.util.List.of()))
+                        .setSelf(n.address() == node.link().address()));
+            }
+            return b.build();
+        });
+    }
+
+    @Override
     public Future<Neighbors> listNeighbors(NeighborsRequest request) {
         return onNode(() -> {
             Neighbors.Builder b = Neighbors.newBuilder();

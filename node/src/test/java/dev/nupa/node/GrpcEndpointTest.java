@@ -141,6 +141,16 @@ class GrpcEndpointTest {
         Neighbors neighbors = admin.listNeighbors(NeighborsRequest.getDefaultInstance()).await(10, TimeUnit.SECONDS);
         assertTrue(neighbors.getNeighborsList().stream().anyMatch(n -> n.getIpv4().equals("10.0.0.2") && n.getFabricAddress() == 1),
                 "the peer node is a neighbor: " + neighbors);
+        dev.nupa.node.admin.Peers peers = admin.listPeers(dev.nupa.node.admin.PeersRequest.getDefaultInstance())
+                .await(10, TimeUnit.SECONDS);
+        assertEquals(2, peers.getPeersCount(), peers.toString());
+        for (dev.nupa.node.admin.Peer p : peers.getPeersList()) {
+            assertEquals("UP", p.getState(), p.toString());
+            assertEquals(ProcessHandle.current().pid(), p.getPid(), "both nodes run in this process");
+            assertEquals(p.getFabricAddress() == 0, p.getSelf());
+            assertEquals(List.of(p.getFabricAddress() == 0 ? "10.0.0.1" : "10.0.0.2"), p.getIpv4List());
+            assertTrue(p.getFramesSent() > 0 && p.getFramesReceived() > 0, "the TCP connection's frames: " + p);
+        }
         Routes routes = admin.listRoutes(RoutesRequest.getDefaultInstance()).await(10, TimeUnit.SECONDS);
         assertTrue(routes.getRoutesList().stream().anyMatch(r -> r.getPrefix().equals("10.0.0.0") && r.getPrefixLength() == 24
                 && r.getGateway().isEmpty()), "the on-link route of the subnet: " + routes);
