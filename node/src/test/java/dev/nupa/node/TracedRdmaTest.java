@@ -145,13 +145,19 @@ class TracedRdmaTest {
         for (int i = 0; i < 20_000; i++) { // warm up
             traceOne(log);
         }
-        long before = mx.getCurrentThreadAllocatedBytes();
-        for (int i = 0; i < 50_000; i++) {
-            traceOne(log);
+        // Steady state: some round allocates nothing (an early one may meet the JIT's work, as the other
+        // zero-allocation tests say).
+        long allocated = -1;
+        for (int round = 0; round < 20 && allocated != 0; round++) {
+            long before = mx.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < 50_000; i++) {
+                traceOne(log);
+            }
+            allocated = mx.getCurrentThreadAllocatedBytes() - before;
         }
-        long allocated = mx.getCurrentThreadAllocatedBytes() - before;
-        assertEquals(0, allocated, "bytes allocated by 50,000 traced operations of 10 points");
-        assertEquals(70_000, log.count());
+        assertEquals(0, allocated, "bytes allocated by 50,000 traced operations of 10 points, after 20 tries");
+        assertEquals(100_000, log.count(), "kept to the log's capacity");
+        assertTrue(log.overflow() > 0, "the rest counted");
     }
 
     private static void traceOne(TraceLog log) {
