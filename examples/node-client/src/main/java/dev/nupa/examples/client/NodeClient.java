@@ -62,6 +62,7 @@ public final class NodeClient {
         }
         Vertx vertx = Vertx.vertx();
         GrpcClient grpc = GrpcClient.client(vertx, new GrpcClientOptions());
+        int status = 0;
         try {
             SocketAddress node = address(args[0]);
             NodeInfo info = admin(grpc, node).getInfo(InfoRequest.getDefaultInstance()).await();
@@ -76,10 +77,16 @@ public final class NodeClient {
             if (args.length > 2) {
                 rdmaWrite(grpc, node, address(args[2]), info.getIpv4());
             }
+        } catch (Exception e) {
+            // One line, as a command line should: a node that is not there, a refused call, a failed request.
+            System.err.println("NodeClient: " + e.getClass().getSimpleName() + ": " + e.getMessage()
+                    + " (is `nupa node --grpc` running at " + args[0] + (args.length > 2 ? " and " + args[2] : "") + "?)");
+            status = 1;
         } finally {
             grpc.close().await();
             vertx.close().await();
         }
+        System.exit(status);
     }
 
     private static AdminGrpcClient admin(GrpcClient grpc, SocketAddress node) {
