@@ -12,6 +12,7 @@ import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
@@ -244,9 +245,9 @@ public final class Fabric implements AutoCloseable {
         if (bytes <= 0) {
             throw new FabricException("window size must be positive, was " + bytes);
         }
-        if ((access & ~(FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE | FabricWindow.DIRECTORY)) != 0) {
+        if ((access & ~(FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE | FabricWindow.DIRECTORY | FabricWindow.COUNTERS)) != 0) {
             throw new FabricException("window access flags 0x" + Integer.toHexString(access)
-                    + " are unknown; use FabricWindow.REMOTE_READ, REMOTE_WRITE and/or DIRECTORY");
+                    + " are unknown; use FabricWindow.REMOTE_READ, REMOTE_WRITE, DIRECTORY and/or COUNTERS");
         }
         long size = align(bytes, PAGE);
         lock(owner, ownerGen);
@@ -403,6 +404,25 @@ public final class Fabric implements AutoCloseable {
                 out.add(new WindowInfo(id, mem.get(ValueLayout.JAVA_INT, e + W_OWNER), mem.get(ValueLayout.JAVA_INT, e + W_OWNER_GEN),
                         mem.get(ValueLayout.JAVA_LONG, e + W_OFFSET), mem.get(ValueLayout.JAVA_LONG, e + W_LENGTH),
                         mem.get(ValueLayout.JAVA_INT, e + W_ACCESS)));
+            }
+        }
+        return out;
+    }
+
+    /** A {@link CounterTable} a node published: its owner, title and counters. */
+    public record PublishedCounters(int owner, String title, Map<String, Long> counters) {
+    }
+
+    /** The counter tables the nodes publish in {@link FabricWindow#COUNTERS} windows (a gateway's, for one). */
+    public List<PublishedCounters> publishedCounters() {
+        List<PublishedCounters> out = new ArrayList<>();
+        for (WindowInfo w : windows()) {
+            if ((w.access() & FabricWindow.COUNTERS) != 0) {
+                MemorySegment m = mem.asSlice(windowArea + w.offset(), w.length());
+                String title = CounterTable.title(m);
+                if (title != null) {
+                    out.add(new PublishedCounters(w.owner(), title, CounterTable.read(m)));
+                }
             }
         }
         return out;

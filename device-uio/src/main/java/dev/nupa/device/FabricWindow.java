@@ -16,6 +16,8 @@ public final class FabricWindow implements AutoCloseable {
      * memory-region tables there) that peers find by owner with {@link FabricDevice#openDirectory}.
      */
     public static final int DIRECTORY = 4;
+    /** Holds a {@link CounterTable} its owner publishes for tools that read the fabric ({@link Fabric#publishedCounters}). */
+    public static final int COUNTERS = 8;
 
     private final Fabric fabric;
     private final int id;

@@ -37,6 +37,29 @@ class WindowTest {
     }
 
     @Test
+    void aPublishedCounterTableIsReadFromTheFabricAlone() {
+        start(8, 16L * PAGE);
+        String[] names = {"rx_frames", "a_name_longer_than_its_twenty_four_bytes", "drops"};
+        FabricWindow w = a.exportWindow(CounterTable.bytes(names.length), REMOTE_READ | FabricWindow.COUNTERS);
+        a.exportWindow(64, REMOTE_READ); // a window of another kind is not read as counters
+        CounterTable.format(w.memory(), "gateway tap0 192.168.77.2/24", names);
+        CounterTable.set(w.memory(), 0, 7);
+        CounterTable.set(w.memory(), 2, -1);
+        List<Fabric.PublishedCounters> published = fabric.publishedCounters();
+        assertEquals(1, published.size());
+        assertEquals(0, published.getFirst().owner());
+        assertEquals("gateway tap0 192.168.77.2/24", published.getFirst().title());
+        assertEquals(List.of("rx_frames", "a_name_longer_than_its_t", "drops"), List.copyOf(published.getFirst().counters().keySet()),
+                "names in order, cut to 24 bytes");
+        assertEquals(List.of(7L, 0L, -1L), List.copyOf(published.getFirst().counters().values()));
+        assertNull(CounterTable.title(b.exportWindow(64, REMOTE_READ).memory()), "no table in a fresh window");
+        assertMessage(assertThrows(FabricException.class, () -> CounterTable.format(MemorySegment.ofArray(new byte[16]), "t", names)),
+                "needs " + CounterTable.bytes(3) + " bytes");
+        w.close();
+        assertTrue(fabric.publishedCounters().isEmpty(), "withdrawn with its window");
+    }
+
+    @Test
     void exportOpenWriteAndReadBothWays() {
         start(8, 16L * PAGE);
         FabricWindow exported = a.exportWindow(5000, REMOTE_READ | REMOTE_WRITE);
@@ -139,7 +162,7 @@ class WindowTest {
         start(8, 16L * PAGE);
         assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(0, REMOTE_READ)), "positive");
         assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(-5, REMOTE_READ)), "positive");
-        assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(PAGE, 8)), "access flags 0x8");
+        assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(PAGE, 16)), "access flags 0x10");
         assertTrue(fabric.windows().isEmpty());
     }
 

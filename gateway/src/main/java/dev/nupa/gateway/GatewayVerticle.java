@@ -1,5 +1,7 @@
 package dev.nupa.gateway;
 
+import dev.nupa.device.CounterTable;
+import dev.nupa.device.FabricWindow;
 import java.util.concurrent.locks.LockSupport;
 
 import dev.nupa.ip.Ipv4Stack;
@@ -28,6 +30,10 @@ public final class GatewayVerticle extends VerticleBase {
     private Thread watcher;
     private volatile boolean armed = true;
     private volatile boolean stopping;
+    /** How often the published counters are refreshed. */
+    static final long PUBLISH_NS = 200_000_000L;
+    private FabricWindow counterWindow;
+    private Datapath.Timer publisher;
 
     public GatewayVerticle(Ipv4Stack ip, GatewayConfig config) {
         this.ip = ip;
@@ -59,9 +65,36 @@ public final class GatewayVerticle extends VerticleBase {
             return Future.failedFuture(e);
         }
         datapath.addTimer(iface);
+        publishCounters(datapath);
         watcher = Thread.ofPlatform().daemon().name("nupa-tap-watch-" + config.tap()).start(() -> watch(datapath));
         iface.announce();
         return Future.succeededFuture();
+    }
+
+    /**
+     * The gateway's counters in a window of the fabric ({@link FabricWindow#COUNTERS}), refreshed every
+     * {@link #PUBLISH_NS} ns from the loop, so that {@code nupa fabric info} shows them from the fabric file alone.
+     */
+    private void publishCounters(Datapath datapath) {
+        GatewayCounter[] all = GatewayCounter.values();
+        String[] names = new String[all.length];
+        for (int i = 0; i < all.length; i++) {
+            names[i] = all[i].name().toLowerCase(java.util.Locale.ROOT);
+        }
+        try {
+            counterWindow = ip.link().device().exportWindow(CounterTable.bytes(all.length), FabricWindow.REMOTE_READ | FabricWindow.COUNTERS);
+        } catch (RuntimeException e) {
+            return; // no room for a window: the counters stay in the node's Admin service and metrics only
+        }
+        CounterTable.format(counterWindow.memory(), "gateway " + config.tap() + " " + dev.nupa.ip.Ipv4Address.toString(config.address())
+                + "/" + config.prefixLength(), names);
+        publisher = now -> {
+            for (int i = 0; i < all.length; i++) {
+                CounterTable.set(counterWindow.memory(), i, iface.counter(all[i]));
+            }
+            return now + PUBLISH_NS;
+        };
+        datapath.addTimer(publisher);
     }
 
     private void watch(Datapath datapath) {
@@ -101,6 +134,12 @@ public final class GatewayVerticle extends VerticleBase {
         }
         if (iface != null) {
             ip.link().datapath().removeTimer(iface);
+        }
+        if (publisher != null) {
+            ip.link().datapath().removeTimer(publisher);
+        }
+        if (counterWindow != null) {
+            counterWindow.close();
         }
         undo();
         return Future.succeededFuture();

@@ -1,6 +1,7 @@
 package dev.nupa.node;
 
 import dev.nupa.device.Fabric;
+import dev.nupa.device.FabricWindow;
 import dev.nupa.device.FabricCounters;
 import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricGeometry;
@@ -97,11 +98,26 @@ final class FabricCommand {
                         c.framesReceived(), c.bytesReceived(), c.backPressured(), c.stallSkips(), c.sendsToDownPeers());
             }
         }
+        for (Fabric.PublishedCounters p : f.publishedCounters()) {
+            System.out.println("  node " + p.owner() + " publishes " + p.title() + ":");
+            StringBuilder line = new StringBuilder("   ");
+            for (var c : p.counters().entrySet()) {
+                String item = " " + c.getKey() + " " + c.getValue();
+                if (line.length() + item.length() > 100) {
+                    System.out.println(line);
+                    line = new StringBuilder("   ");
+                }
+                line.append(item);
+            }
+            System.out.println(line);
+        }
         var windows = f.windows();
         System.out.println("  windows: " + (windows.isEmpty() ? "none" : windows.size()));
         for (WindowInfo w : windows) {
-            System.out.printf("    id %d owner %d/%d offset %d length %d access %s%n", w.id(), w.owner(), w.ownerGeneration(),
-                    w.offset(), w.length(), (w.access() & 1) != 0 ? ((w.access() & 2) != 0 ? "rw" : "r") : ((w.access() & 2) != 0 ? "w" : "-"));
+            System.out.printf("    id %d owner %d/%d offset %d length %d access %s%s%s%n", w.id(), w.owner(), w.ownerGeneration(),
+                    w.offset(), w.length(), (w.access() & 1) != 0 ? ((w.access() & 2) != 0 ? "rw" : "r") : ((w.access() & 2) != 0 ? "w" : "-"),
+                    (w.access() & FabricWindow.DIRECTORY) != 0 ? " (verbs directory)" : "",
+                    (w.access() & FabricWindow.COUNTERS) != 0 ? " (counter table)" : "");
         }
     }
 

@@ -91,6 +91,16 @@ class GatewayLinuxTest {
         // The largest ping: 65,028 bytes, 45 fragments each way.
         Linux.Result huge = inNs(30, "ping", "-c", "2", "-i", "0.5", "-W", "5", "-s", "65000", SERVER);
         assertTrue(huge.output().contains("2 packets transmitted, 2 received"), huge.output());
+
+        // The gateway publishes its counters in the fabric: `nupa fabric info` shows them from the file alone.
+        Thread.sleep(500); // a refresh (every 200 ms) after the last ping
+        NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", standard.fabric().toString());
+        assertEquals(0, info.status(), info.err());
+        assertTrue(Pattern.compile("node 0 publishes gateway " + standard.tap() + " 192\\.168\\.77\\.\\d+/24:").matcher(info.out()).find(),
+                info.out());
+        java.util.regex.Matcher in = Pattern.compile(" ipv4_in (\\d+)").matcher(info.out());
+        assertTrue(in.find() && Long.parseLong(in.group(1)) >= 10, "the pings' datagrams came in through the gateway: " + info.out());
+        assertTrue(info.out().contains(" drop_ipv6 "), info.out());
     }
 
     @Test
