@@ -215,7 +215,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * leaves through that interface (RFC 1122 3.3.4.3: the address of the interface it goes out on), else the
      * node's.
      */
-    private int sourceFor(int destination) {
+    public int sourceFor(int destination) {
         IpInterface x = writer.external();
         if (x != null) {
             long hop = routes.nextHop(destination);
@@ -227,7 +227,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     }
 
     /** Whether {@code address} is one of the node's own (its fabric address, or its external interface's). */
-    private boolean isLocal(int address) {
+    public boolean isLocal(int address) {
         IpInterface x = writer.external();
         return address == config.address() || (x != null && address == x.address());
     }
@@ -652,8 +652,23 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      */
     public int sendDatagram(int via, int destination, int protocol, boolean dontFragment, MemorySegment head, long headOffset,
                             int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
+        return sendDatagram(via, config.address(), destination, protocol, dontFragment, head, headOffset, headLength, body,
+                bodyOffset, bodyLength, waitNs);
+    }
+
+    /**
+     * {@link #sendDatagram(int, int, int, boolean, MemorySegment, long, int, MemorySegment, long, int, long)} from
+     * {@code source}, one of the node's own addresses ({@link #isLocal}): a connection answered at the gateway's
+     * Ethernet address answers from it.
+     */
+    public int sendDatagram(int via, int source, int destination, int protocol, boolean dontFragment, MemorySegment head,
+                            long headOffset, int headLength, MemorySegment body, long bodyOffset, int bodyLength, long waitNs) {
         link.checkOwner();
-        return send(waitNs, via, config.address(), destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
+        if (!isLocal(source)) {
+            throw new IllegalArgumentException(Ipv4Address.toString(source) + " is not an address of node " + this
+                    + "; send from its own (its fabric address or its external interface's)");
+        }
+        return send(waitNs, via, source, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
     }
 
     private int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,

@@ -70,6 +70,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public static final int DEFAULT_TIME_WAIT_LIMIT = 16_384;
 
     private final Ipv4Stack ip;
+    /** The local address of the segment being received: answers without a connection leave from it. */
+    private int rxLocalIp;
     /** Told of connection milestones and RTT samples; null (the default): nothing is called. */
     TcpObserver observer;
     private final TcpConfig defaults;
@@ -288,21 +290,22 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             throw new IllegalArgumentException("TCP port " + remotePort + " is outside 1..65535");
         }
         int local = ephemeralPort(remoteIp, remotePort);
-        TcpConnection c = newConnection(local, remoteIp, remotePort, config, null, events);
+        int localIp = ip.sourceFor(remoteIp); // RFC 1122 3.3.4.3: the address of the interface it leaves through
+        TcpConnection c = newConnection(localIp, local, remoteIp, remotePort, config, null, events);
         table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
         count(TcpCounter.CONNECTIONS_OPENED);
-        c.connect(isn.isn(now, ip.address(), local, remoteIp, remotePort), now); // its timers reach us through its hooks
+        c.connect(isn.isn(now, localIp, local, remoteIp, remotePort), now); // its timers reach us through its hooks
         return c;
     }
 
     /** A connection in CLOSED for the 4-tuple: a pooled one when there is one, else a new one. */
-    private TcpConnection newConnection(int localPort, int remoteIp, int remotePort, TcpConfig config, Listener l,
+    private TcpConnection newConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Listener l,
             TcpConnection.Events user) {
         TcpConnection c = free.pollFirst();
         if (c == null) {
-            c = new TcpConnection(ip.address(), localPort, remoteIp, remotePort, config, output, new ConnectionHooks(this), buffers);
+            c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, output, new ConnectionHooks(this), buffers);
         } else {
-            c.reuse(ip.address(), localPort, remoteIp, remotePort, config, c.events());
+            c.reuse(localIp, localPort, remoteIp, remotePort, config, c.events());
             count(TcpCounter.CONNECTIONS_REUSED);
         }
         ((ConnectionHooks) c.events()).begin(l, user);
@@ -498,9 +501,10 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             count(status == WireStatus.BAD_CHECKSUM ? TcpCounter.BAD_CHECKSUMS : TcpCounter.BAD_SEGMENTS);
             return;
         }
-        if (iph.destinationAddress() != ip.address()) {
+        if (!ip.isLocal(iph.destinationAddress())) {
             return; // RFC 1122 4.2.3.10: no TCP to broadcast or multicast addresses
         }
+        rxLocalIp = iph.destinationAddress(); // the fabric address, or a gateway's Ethernet one
         Segment s = rx.clear();
         s.flags = h.flags() & 0x3F;
         s.seq = h.sequenceNumber();
@@ -601,7 +605,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             int options = timestamps
                     ? SynCookies.options(l.config.windowScaling() ? syn.windowScale : -1, l.config.sack() && syn.sackPermitted)
                     : SynCookies.NO_TIMESTAMPS;
-            int cookie = cookies.encode(now, ip.address(), l.port, remoteIp, remotePort, syn.seq, mss, options);
+            int cookie = cookies.encode(now, rxLocalIp, l.port, remoteIp, remotePort, syn.seq, mss, options);
             Segment out = rstOut.clear();
             out.flags = Segment.SYN | Segment.ACK;
             out.seq = cookie;
@@ -609,7 +613,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             out.window = Math.min(l.config.receiveBuffer(), 65_535); // RFC 7323 2.2: never scaled in a SYN
             out.mss = l.config.mss();
             if (timestamps) {
-                long base = cookies.timestampBase(ip.address(), l.port, remoteIp, remotePort);
+                long base = cookies.timestampBase(rxLocalIp, l.port, remoteIp, remotePort);
                 out.timestamps = true;
                 out.tsVal = SynCookies.timestampValue(TcpConnection.timestampClock(now, base), options);
                 out.tsEcr = syn.tsVal;
@@ -618,14 +622,14 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 }
                 out.sackPermitted = SynCookies.sackPermitted(options);
             }
-            send(-1, remoteIp, remotePort, l.port, out);
+            send(-1, rxLocalIp, remoteIp, remotePort, l.port, out);
             count(TcpCounter.SYN_COOKIES_SENT);
             return;
         }
-        TcpConnection c = newConnection(l.port, remoteIp, remotePort, l.config, l, null);
+        TcpConnection c = newConnection(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
         l.halfOpen++;
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
-        c.accept(syn, isn.isn(now, ip.address(), l.port, remoteIp, remotePort), now);
+        c.accept(syn, isn.isn(now, rxLocalIp, l.port, remoteIp, remotePort), now);
     }
 
     /**
@@ -635,7 +639,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      */
     private boolean acceptCookie(Listener l, int remoteIp, int remotePort, Segment ack, long now, TcpConnection halfOpen) {
         int options = SynCookies.optionsFromEcho(ack.timestamps, ack.tsEcr);
-        int mss = cookies.decode(now, ip.address(), l.port, remoteIp, remotePort, ack.seq, ack.ack - 1, options);
+        int mss = cookies.decode(now, rxLocalIp, l.port, remoteIp, remotePort, ack.seq, ack.ack - 1, options);
         if (mss <= 0) {
             count(TcpCounter.SYN_COOKIES_REJECTED);
             return false;
@@ -645,12 +649,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             halfOpen.supersede(); // leaves the table and the backlog (ConnectionHooks.onClosed)
         }
         l.halfOpen++; // balanced by onEstablished
-        TcpConnection c = newConnection(l.port, remoteIp, remotePort, l.config, l, null);
+        TcpConnection c = newConnection(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
         ack.mss = mss; // the SYN's options as the cookie restored them (TcpConnection.acceptCookie)
         ack.windowScale = SynCookies.windowShift(options);
         ack.sackPermitted = SynCookies.sackPermitted(options);
-        c.acceptCookie(ack, ack.ack - 1, ack.seq - 1, cookies.timestampBase(ip.address(), l.port, remoteIp, remotePort),
+        c.acceptCookie(ack, ack.ack - 1, ack.seq - 1, cookies.timestampBase(rxLocalIp, l.port, remoteIp, remotePort),
                 now);
         return true;
     }
@@ -676,7 +680,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             return false;
         }
         if (a == TimeWaitTable.ACK) {
-            send(-1, remoteIp, remotePort, localPort, rstOut);
+            send(-1, rxLocalIp, remoteIp, remotePort, localPort, rstOut);
         }
         return true;
     }
@@ -696,7 +700,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             out.ack = in.seq + in.segmentLength();
         }
         count(TcpCounter.RESETS_SENT);
-        send(-1, remoteIp, remotePort, localPort, out);
+        send(-1, rxLocalIp, remoteIp, remotePort, localPort, out);
     }
 
     // ---- timers ----------------------------------------------------------------------------
@@ -753,14 +757,14 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     // ---- sending ---------------------------------------------------------------------------
 
     private boolean transmit(TcpConnection c, Segment s) {
-        return send(c.via(), c.remoteIp(), c.remotePort(), c.localPort(), s);
+        return send(c.via(), c.localIp(), c.remoteIp(), c.remotePort(), c.localPort(), s);
     }
 
     /**
      * Builds the header (with options) and checksum, and hands header + payload to IP, through fabric node
      * {@code via} if the connection learned one (-1: IP's route); false if it did not leave.
      */
-    private boolean send(int via, int remoteIp, int remotePort, int localPort, Segment s) {
+    private boolean send(int via, int localIp, int remoteIp, int remotePort, int localPort, Segment s) {
         TcpOptions o = txOptions.clear();
         if (s.mss > 0) {
             o.setMss(s.mss);
@@ -788,7 +792,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         int payload = s.payloadLength;
         if (ip.config().computesTo(remoteIp)) {
-            int sum = Checksum.pseudoHeaderSum(ip.address(), remoteIp, Ipv4Header.PROTOCOL_TCP, hl + payload);
+            int sum = Checksum.pseudoHeaderSum(localIp, remoteIp, Ipv4Header.PROTOCOL_TCP, hl + payload);
             sum = Checksum.add(sum, Checksum.sum(txScratch, 0, hl)); // the header is a multiple of 4 bytes
             if (payload > 0) {
                 sum = Checksum.add(sum, Checksum.sum(s.payload, s.payloadOffset, payload));
@@ -798,7 +802,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         // Otherwise the lossless-fabric policy (IpConfig) to a node of the fabric: left 0, as Linux leaves it on lo;
         // receivers with the same policy do not verify (every node of a fabric must agree on it, or TCP segments are
         // dropped). A segment to beyond the fabric is always checksummed (IpConfig.computesTo).
-        int rc = ip.sendDatagram(via, remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
+        int rc = ip.sendDatagram(via, localIp, remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
                 payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
         // A full ring is not loss: the connection keeps the segment and retries shortly. Other
         // failures (peer down, no route) are like loss on a wire; the retransmission timer handles them.

@@ -53,7 +53,7 @@ class GatewayLinuxTest {
         Linux.run(10, "ip", "netns", "del", "nupa-gw-probe");
         Assumptions.assumeTrue(made.status() == 0, () -> "skipping the gateway tests: cannot create a network namespace: "
                 + made.output());
-        standard = GatewayRig.start(1500, 9000, true);
+        standard = GatewayRig.start(1500, 9000, true, "--tcp-echo", "7"); // the gateway node serves TCP echo itself
         narrow = GatewayRig.start(9000, 4000, false);
         lossless = GatewayRig.start(1500, 9000, false, List.of("--no-checksums", "--tcp-echo", "7", "--udp-echo", "9"),
                 "--no-checksums");
@@ -101,6 +101,15 @@ class GatewayLinuxTest {
         java.util.regex.Matcher in = Pattern.compile(" ipv4_in (\\d+)").matcher(info.out());
         assertTrue(in.find() && Long.parseLong(in.group(1)) >= 10, "the pings' datagrams came in through the gateway: " + info.out());
         assertTrue(info.out().contains(" drop_ipv6 "), info.out());
+    }
+
+    @Test
+    void linuxReachesTheGatewaysOwnTcpServiceAtItsTapAddress() throws Exception {
+        // The gateway node's TCP echo, connected to at the gateway's Ethernet address: the connection answers from it.
+        Linux.Result echo = Linux.run(20, "sh", "-c", "printf 'hello, gateway' | ip netns exec " + standard.ns() + " nc -N -w 5 "
+                + GATEWAY + " 7");
+        assertEquals(0, echo.status(), echo.output());
+        assertEquals("hello, gateway", echo.output().strip());
     }
 
     @Test
