@@ -1,7 +1,5 @@
 package dev.nupa.node;
 
-import java.io.IOException;
-import java.io.Writer;
 import java.nio.file.Path;
 import java.util.Collection;
 import java.util.LinkedHashMap;
@@ -22,13 +20,9 @@ import io.opentelemetry.sdk.metrics.export.MetricExporter;
  * {@code ExportMetricsServiceRequest} with the node's sums (the layers' counters) and histograms (latencies),
  * cumulative, as a collector's file receiver reads them.
  */
-final class FileMetricExporter implements MetricExporter {
-    private final Path path;
-    private final Writer out;
-
+final class FileMetricExporter extends OtlpJsonFile implements MetricExporter {
     FileMetricExporter(Path path) {
-        this.path = path;
-        this.out = OtlpJson.append(path, "metrics");
+        super(path, "metrics");
     }
 
     @Override
@@ -37,7 +31,7 @@ final class FileMetricExporter implements MetricExporter {
     }
 
     @Override
-    public synchronized CompletableResultCode export(Collection<MetricData> metrics) {
+    public CompletableResultCode export(Collection<MetricData> metrics) {
         if (metrics.isEmpty()) {
             return CompletableResultCode.ofSuccess();
         }
@@ -63,13 +57,7 @@ final class FileMetricExporter implements MetricExporter {
             b.append("]}");
         }
         b.append("]}]}\n");
-        try {
-            out.write(b.toString());
-            out.flush();
-            return CompletableResultCode.ofSuccess();
-        } catch (IOException ex) {
-            return CompletableResultCode.ofFailure();
-        }
+        return writeLine(b.toString());
     }
 
     private static void metric(StringBuilder b, MetricData m) {
@@ -128,30 +116,5 @@ final class FileMetricExporter implements MetricExporter {
         OtlpJson.attributes(b, p.getAttributes());
         b.append("],\"startTimeUnixNano\":\"").append(p.getStartEpochNanos()).append("\",\"timeUnixNano\":\"")
                 .append(p.getEpochNanos()).append('"');
-    }
-
-    @Override
-    public CompletableResultCode flush() {
-        try {
-            out.flush();
-            return CompletableResultCode.ofSuccess();
-        } catch (IOException e) {
-            return CompletableResultCode.ofFailure();
-        }
-    }
-
-    @Override
-    public synchronized CompletableResultCode shutdown() {
-        try {
-            out.close();
-            return CompletableResultCode.ofSuccess();
-        } catch (IOException e) {
-            return CompletableResultCode.ofFailure();
-        }
-    }
-
-    @Override
-    public String toString() {
-        return "FileMetricExporter{" + path + "}";
     }
 }

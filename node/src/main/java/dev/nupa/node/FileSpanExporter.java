@@ -1,7 +1,5 @@
 package dev.nupa.node;
 
-import java.io.IOException;
-import java.io.Writer;
 import java.nio.file.Path;
 import java.util.Collection;
 
@@ -15,17 +13,13 @@ import io.opentelemetry.sdk.trace.export.SpanExporter;
  * {@code ExportTraceServiceRequest} ({@code resourceSpans}, {@code scopeSpans}, {@code spans} with their events),
  * which {@code otelcol}'s file receiver and other OTLP/JSON tools read back.
  */
-final class FileSpanExporter implements SpanExporter {
-    private final Path path;
-    private final Writer out;
-
+final class FileSpanExporter extends OtlpJsonFile implements SpanExporter {
     FileSpanExporter(Path path) {
-        this.path = path;
-        this.out = OtlpJson.append(path, "spans");
+        super(path, "spans");
     }
 
     @Override
-    public synchronized CompletableResultCode export(Collection<SpanData> spans) {
+    public CompletableResultCode export(Collection<SpanData> spans) {
         if (spans.isEmpty()) {
             return CompletableResultCode.ofSuccess();
         }
@@ -60,37 +54,6 @@ final class FileSpanExporter implements SpanExporter {
             b.append("]}");
         }
         b.append("]}]}]}\n");
-        try {
-            out.write(b.toString());
-            out.flush();
-            return CompletableResultCode.ofSuccess();
-        } catch (IOException e) {
-            return CompletableResultCode.ofFailure();
-        }
-    }
-
-    @Override
-    public CompletableResultCode flush() {
-        try {
-            out.flush();
-            return CompletableResultCode.ofSuccess();
-        } catch (IOException e) {
-            return CompletableResultCode.ofFailure();
-        }
-    }
-
-    @Override
-    public synchronized CompletableResultCode shutdown() {
-        try {
-            out.close();
-            return CompletableResultCode.ofSuccess();
-        } catch (IOException e) {
-            return CompletableResultCode.ofFailure();
-        }
-    }
-
-    @Override
-    public String toString() {
-        return "FileSpanExporter{" + path + "}";
+        return writeLine(b.toString());
     }
 }

@@ -19,9 +19,9 @@ import io.opentelemetry.api.trace.Tracer;
  * {@link #SAMPLE_EVERY} is timed from its post to its completion and becomes a span ({@code rdma IBV_WR_...}) and a
  * point of the {@code nupa.rdma.work_request.duration} histogram. On the context's thread it only notes the post
  * time in a preallocated table and, on the completion, copies the result into a preallocated ring (no allocation);
- * a thread of its own builds spans and records points every {@link TcpTelemetry#DRAIN_MS} ms.
+ * a thread of its own builds spans and records points every {@link TelemetryDrainer#DRAIN_MS} ms.
  */
-final class RdmaTelemetry implements RdmaObserver, AutoCloseable {
+final class RdmaTelemetry extends TelemetryDrainer implements RdmaObserver {
     static final int SAMPLE_EVERY = 64;
     static final AttributeKey<Long> QP_NUM = NodeVerbs.QP_NUM;
     static final AttributeKey<Long> WR_ID = NodeVerbs.WR_ID;
@@ -51,11 +51,10 @@ final class RdmaTelemetry implements RdmaObserver, AutoCloseable {
     private final long epochMinusNano = TraceLog.epochMinusNano();
     private volatile Tracer tracer;
     private volatile DoubleHistogram duration;
-    private final Thread drainer;
-    private volatile boolean closed;
 
     RdmaTelemetry() {
-        drainer = Thread.ofPlatform().daemon().name("nupa-rdma-telemetry").start(this::run);
+        super("nupa-rdma-telemetry");
+        startDraining();
     }
 
     void tracer(Tracer t) {
@@ -135,18 +134,7 @@ final class RdmaTelemetry implements RdmaObserver, AutoCloseable {
         tail.lazySet(t + 1);
     }
 
-    private void run() {
-        while (!closed) {
-            try {
-                Thread.sleep(TcpTelemetry.DRAIN_MS);
-            } catch (InterruptedException e) {
-                break;
-            }
-            drain();
-        }
-        drain();
-    }
-
+    @Override
     synchronized void drain() {
         long t = tail.get();
         for (long h = head; h < t; h++) {
@@ -168,17 +156,5 @@ final class RdmaTelemetry implements RdmaObserver, AutoCloseable {
             }
         }
         head = t;
-    }
-
-    @Override
-    public void close() {
-        closed = true;
-        drainer.interrupt();
-        try {
-            drainer.join(5000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        drain();
     }
 }

@@ -21,9 +21,8 @@ import io.opentelemetry.api.trace.Tracer;
  * {@link #DRAIN_MS} ms and builds the spans and records the histograms. Events that find the ring full are counted
  * ({@link #dropped}), not kept.
  */
-final class TcpTelemetry implements TcpObserver, AutoCloseable {
+final class TcpTelemetry extends TelemetryDrainer implements TcpObserver {
     static final int CAPACITY = 1 << 16;
-    static final long DRAIN_MS = 100;
     static final AttributeKey<String> LOCAL = AttributeKey.stringKey("nupa.tcp.local");
     static final AttributeKey<String> REMOTE = AttributeKey.stringKey("nupa.tcp.remote");
     static final AttributeKey<String> ERROR = AttributeKey.stringKey("nupa.tcp.error");
@@ -50,11 +49,10 @@ final class TcpTelemetry implements TcpObserver, AutoCloseable {
     private volatile Tracer tracer;
     private volatile DoubleHistogram rtt;
     private volatile DoubleHistogram handshake;
-    private final Thread drainer;
-    private volatile boolean closed;
 
     TcpTelemetry() {
-        drainer = Thread.ofPlatform().daemon().name("nupa-tcp-telemetry").start(this::run);
+        super("nupa-tcp-telemetry");
+        startDraining();
     }
 
     /** Spans of openings and closings go to {@code t} (null: none). */
@@ -109,19 +107,8 @@ final class TcpTelemetry implements TcpObserver, AutoCloseable {
 
     // ---- the drainer -------------------------------------------------------------------------
 
-    private void run() {
-        while (!closed) {
-            try {
-                Thread.sleep(DRAIN_MS);
-            } catch (InterruptedException e) {
-                break;
-            }
-            drain();
-        }
-        drain();
-    }
-
     /** Builds what the ring holds; on the drainer's thread (or the closer's, once the drainer is done). */
+    @Override
     synchronized void drain() {
         long t = tail.get();
         for (long h = head; h < t; h++) {
@@ -162,18 +149,5 @@ final class TcpTelemetry implements TcpObserver, AutoCloseable {
             s.setStatus(StatusCode.ERROR, ERRORS[error[i]].name());
         }
         s.end(end[i] + epochMinusNano, TimeUnit.NANOSECONDS);
-    }
-
-    /** Stops the drainer after a last drain. */
-    @Override
-    public void close() {
-        closed = true;
-        drainer.interrupt();
-        try {
-            drainer.join(5000);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        drain();
     }
 }

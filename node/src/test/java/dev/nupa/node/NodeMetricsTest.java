@@ -76,7 +76,7 @@ class NodeMetricsTest {
             assertTrue(back.poll(10, TimeUnit.SECONDS) != null, "echo " + i);
         }
         s.close().await(10, TimeUnit.SECONDS);
-        Thread.sleep(3 * TcpTelemetry.DRAIN_MS); // the telemetry's thread records what the loop queued
+        Thread.sleep(3 * TelemetryDrainer.DRAIN_MS); // the telemetry's thread records what the loop queued
     }
 
     private static long point(Collection<MetricData> metrics, String name, String counter) {
