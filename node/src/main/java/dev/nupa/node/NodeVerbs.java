@@ -173,6 +173,8 @@ final class NodeVerbs extends VerbsService {
                     e = execute(m, parent);
                 } catch (RdmaException | IllegalArgumentException | IllegalStateException | IndexOutOfBoundsException ex) {
                     e = failed(m.getId(), ex.getMessage());
+                } catch (RuntimeException ex) { // not a misuse the checks name: still answered, never left hanging
+                    e = failed(m.getId(), "the node could not do it: " + ex);
                 }
                 if (e != null) {
                     answer(e);

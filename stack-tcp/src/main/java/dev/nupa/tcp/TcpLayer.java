@@ -338,11 +338,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     /**
-     * How many connections may wait in TIME-WAIT at once (default {@value #DEFAULT_TIME_WAIT_LIMIT}); beyond it a
-     * connection closes once the peer's FIN is acknowledged, without the wait, and {@link TcpCounter#TIME_WAIT_OVERFLOWS}
-     * counts it, as Linux does past tcp_max_tw_buckets. 0: no connection waits.
-     */
-    /**
      * Sets (or, with null, removes) the observer of this layer's connections: their openings, closings and RTT samples
      * (for metrics and traces). On the layer's loop.
      */
@@ -355,6 +350,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         return ip.link().now();
     }
 
+    /**
+     * How many connections may wait in TIME-WAIT at once (default {@value #DEFAULT_TIME_WAIT_LIMIT}); beyond it a
+     * connection closes once the peer's FIN is acknowledged, without the wait, and {@link TcpCounter#TIME_WAIT_OVERFLOWS}
+     * counts it, as Linux does past tcp_max_tw_buckets. 0: no connection waits.
+     */
     public void setTimeWaitLimit(int limit) {
         ip.link().checkOwner();
         if (limit < 0) {
