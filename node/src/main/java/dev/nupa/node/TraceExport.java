@@ -18,23 +18,28 @@ final class TraceExport {
      * http://localhost:4318/v1/traces), {@code otlp=URL}, or {@code file=PATH} (OTLP/JSON lines appended to PATH).
      */
     static SpanExporter exporter(String spec) {
+        if (!valid(spec)) {
+            throw new IllegalArgumentException("trace exporter \"" + spec + "\" is not one of " + CHOICES);
+        }
         if (spec.equals("logging")) {
             return LoggingSpanExporter.create();
         } else if (spec.equals("otlp")) {
             return OtlpHttpSpanExporter.builder().build();
-        } else if (spec.startsWith("otlp=") && spec.length() > 5) {
+        } else if (spec.startsWith("otlp=")) {
             return OtlpHttpSpanExporter.builder().setEndpoint(spec.substring(5)).build();
-        } else if (spec.startsWith("file=") && spec.length() > 5) {
-            return new FileSpanExporter(Path.of(spec.substring(5)));
         }
-        throw new IllegalArgumentException("trace exporter \"" + spec + "\" is not one of " + CHOICES);
+        return new FileSpanExporter(Path.of(spec.substring(5)));
     }
 
     /** Checks {@code spec} without opening anything (for the command line, before a run starts). */
     static void check(String spec) {
-        if (!(spec.equals("logging") || spec.equals("otlp") || (spec.startsWith("otlp=") && spec.length() > 5)
-                || (spec.startsWith("file=") && spec.length() > 5))) {
+        if (!valid(spec)) {
             throw new IllegalArgumentException("--trace-export \"" + spec + "\" is not one of " + CHOICES);
         }
+    }
+
+    private static boolean valid(String spec) {
+        return spec.equals("logging") || spec.equals("otlp") || (spec.startsWith("otlp=") && spec.length() > 5)
+                || (spec.startsWith("file=") && spec.length() > 5);
     }
 }
