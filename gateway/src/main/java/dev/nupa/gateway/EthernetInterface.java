@@ -202,8 +202,29 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
                 return;
             }
         }
+        if (!roceV2(rx, f.payloadOffset(), len, GatewayCounter.ROCEV2_IN)) {
+            return;
+        }
         inc(GatewayCounter.IPV4_IN);
         ip.receiveExternal(rx, f.payloadOffset(), len); // IP validates the rest and counts what it drops
+    }
+
+    /** Checks RoCEv2 at the edge (RoceV2Filter) and counts it as {@code passed}; false when it is dropped. */
+    private boolean roceV2(MemorySegment s, long offset, int length, GatewayCounter passed) {
+        switch (RoceV2Filter.classify(s, offset, length)) {
+            case RoceV2Filter.OK -> inc(passed);
+            case RoceV2Filter.MALFORMED -> {
+                inc(GatewayCounter.DROP_BAD_ROCEV2);
+                return false;
+            }
+            case RoceV2Filter.BAD_ICRC -> {
+                inc(GatewayCounter.DROP_BAD_ICRC);
+                return false;
+            }
+            default -> {
+            }
+        }
+        return true;
     }
 
     private void onArp(EthernetFrame f, long now) {
@@ -248,6 +269,9 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
 
     @Override
     public int transmit(int nextHop, MemorySegment datagram, long offset, int length, long now) {
+        if (!roceV2(datagram, offset, length, GatewayCounter.ROCEV2_OUT)) {
+            return SendStatus.OK; // dropped and counted here, as a wire would lose it
+        }
         inc(GatewayCounter.IPV4_OUT);
         long to = arp.lookup(nextHop, now, arpActions);
         if (to >= 0) {

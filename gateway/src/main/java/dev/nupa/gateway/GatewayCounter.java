@@ -13,6 +13,12 @@ public enum GatewayCounter {
     PROXY_ARP_REPLIES,
     /** IPv4 datagrams handed to the node's IP layer, and taken from it for the TAP side. */
     IPV4_IN, IPV4_OUT,
+    /** RoCEv2 datagrams (UDP 4791) that passed the gateway's checks, from the TAP side and to it. */
+    ROCEV2_IN, ROCEV2_OUT,
+    /** Drops: RoCEv2 that is fragmented, whose UDP length disagrees with IP, or too short for a BTH and an ICRC. */
+    DROP_BAD_ROCEV2,
+    /** Drops: RoCEv2 whose invariant CRC does not match, either way (IBA 7.8.1, annex A17). */
+    DROP_BAD_ICRC,
     /** Drops: shorter than an Ethernet header. */
     DROP_RUNT,
     /** Drops: longer than the MTU allows. */

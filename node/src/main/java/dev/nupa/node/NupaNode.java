@@ -83,7 +83,7 @@ public final class NupaNode {
             return Future.failedFuture(e);
         }
         FabricStack fabricStack = NupaVertx.stack(vertx);
-        RoceVerticle roce = new RoceVerticle(fabricStack.link(), fabricStack.neighbors());
+        RoceVerticle roce = new RoceVerticle(fabricStack.link(), fabricStack.neighbors(), fabricStack.ip());
         CaptureMirror mirror = new CaptureMirror(fabricStack.link());
         if (pcap != null) {
             mirror.setLocal(pcap);

@@ -8,6 +8,7 @@ import dev.nupa.device.FabricDevice;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkClaim;
+import dev.nupa.l2.RoceV2;
 
 /**
  * Writes IPv4 datagrams out of a node: into claimed slots of a fabric node's ring, or through the
@@ -83,17 +84,18 @@ final class DatagramWriter {
      */
     int emit(int node, int hop, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
              int fragmentBase, boolean finalMore, MemorySegment head, long headOff, int headLen,
-             MemorySegment body, long bodyOff, int bodyLen, long waitNs, long now) {
+             MemorySegment body, long bodyOff, int bodyLen, boolean icrc, long waitNs, long now) {
         if (Trace.ENABLED) {
             Trace.mark(Trace.IP_OUT);
         }
-        int payload = headLen + bodyLen;
+        int trailer = icrc ? RoceV2.ICRC_LENGTH : 0;
+        int payload = headLen + bodyLen + trailer;
         int mtu = mtu(node);
         if (Ipv4Header.MIN_HEADER + payload > Ipv4Header.MAX_TOTAL_LENGTH) {
             return SendStatus.TOO_BIG;
         }
         boolean fragmented = Ipv4Header.MIN_HEADER + payload > mtu;
-        if (fragmented && df) {
+        if (fragmented && (df || icrc)) {
             counters.inc(IpCounter.FRAG_FAILS);
             return SendStatus.TOO_BIG;
         }
@@ -109,12 +111,18 @@ final class DatagramWriter {
             int sent;
             if (node == VIA_EXTERNAL) {
                 fill(frame, 0, src, dst, protocol, ttl, tos, df, id, fragmentBase + at, more, head, headOff, headLen,
-                        body, bodyOff, at, n);
+                        body, bodyOff, bodyLen, at, n);
+                if (icrc) {
+                    RoceV2.writeIcrc(frame, 0, Ipv4Header.MIN_HEADER + n - trailer);
+                }
                 sent = external.transmit(hop, frame, 0, Ipv4Header.MIN_HEADER + n, now);
             } else {
                 LinkClaim c = claims[k];
                 fill(c.memory(), c.payloadOffset(), src, dst, protocol, ttl, tos, df, id, fragmentBase + at, more,
-                        head, headOff, headLen, body, bodyOff, at, n);
+                        head, headOff, headLen, body, bodyOff, bodyLen, at, n);
+                if (icrc) {
+                    RoceV2.writeIcrc(c.memory(), c.payloadOffset(), Ipv4Header.MIN_HEADER + n - trailer);
+                }
                 sent = c.publish(); // LATE: held past the stall timeout; the rest still go out, the receiver times out
             }
             if (sent != SendStatus.OK) {
@@ -163,10 +171,13 @@ final class DatagramWriter {
         }
     }
 
-    /** Writes one datagram at {@code p} of {@code m}: a 20-byte header and bytes [from, from + n) of head ++ body. */
+    /**
+     * Writes one datagram at {@code p} of {@code m}: a 20-byte header and bytes [from, from + n) of head ++ body;
+     * bytes past the end of body (a trailer the caller fills) are left as they are.
+     */
     private void fill(MemorySegment m, long p, int src, int dst, int protocol, int ttl, int tos, boolean df, int id,
                       int fragmentOffset, boolean more, MemorySegment head, long headOff, int headLen,
-                      MemorySegment body, long bodyOff, int from, int n) {
+                      MemorySegment body, long bodyOff, int bodyLen, int from, int n) {
         int total = Ipv4Header.MIN_HEADER + n;
         Ipv4Header h = header;
         h.wrapForWrite(m, p, total);
@@ -176,8 +187,10 @@ final class DatagramWriter {
         if (fromHead > 0) {
             MemorySegment.copy(head, headOff + from, m, out, fromHead);
         }
-        if (n > fromHead) {
-            MemorySegment.copy(body, bodyOff + Math.max(0, from - headLen), m, out + fromHead, n - fromHead);
+        int bodyFrom = Math.max(0, from - headLen);
+        int fromBody = Math.min(n - fromHead, bodyLen - bodyFrom);
+        if (fromBody > 0) {
+            MemorySegment.copy(body, bodyOff + bodyFrom, m, out + fromHead, fromBody);
         }
     }
 }

@@ -12,6 +12,7 @@ import dev.nupa.device.FabricDevice;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
+import dev.nupa.l2.RoceV2;
 import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.l2.ProtocolHandler;
 
@@ -453,8 +454,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         if (Trace.ENABLED) {
             Trace.mark(Trace.CALLBACK);
         }
-        r.onDatagram(ip.sourceAddress(), udp.sourcePort(), ip.destinationAddress(), udp.segment(), udp.payloadOffset(),
-                udp.payloadLength());
+        r.onDatagram(ip, udp.sourcePort(), udp.segment(), udp.payloadOffset(), udp.payloadLength());
     }
 
     private void icmpInput(Ipv4Header ip, boolean toBroadcast, long now) {
@@ -554,7 +554,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             // Refragment: options are not copied (RFC 791 lets a router drop the ones not marked "copied").
             rc = writer.emit(node, hop, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl() - 1,
                     ip.typeOfService(), false, ip.identification(), ip.fragmentOffset(), ip.moreFragments(),
-                    empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs(), now);
+                    empty, 0, 0, ip.segment(), ip.payloadOffset(), ip.payloadLength(), false, config.sendWaitNs(), now);
         }
         counters.inc(rc == SendStatus.OK ? IpCounter.FORW_DATAGRAMS : IpCounter.OUT_DISCARDS);
     }
@@ -569,7 +569,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     public int handOver(int toLoop, Ipv4Header ip) {
         int rc = writer.emit(group.node(toLoop), 0, ip.sourceAddress(), ip.destinationAddress(), ip.protocol(), ip.ttl(),
                 ip.typeOfService(), ip.dontFragment(), ip.identification(), 0, false, empty, 0, 0, ip.segment(),
-                ip.payloadOffset(), ip.payloadLength(), config.sendWaitNs(), 0);
+                ip.payloadOffset(), ip.payloadLength(), false, config.sendWaitNs(), 0);
         counters.inc(rc == SendStatus.OK ? IpCounter.LOOP_HANDOVERS : IpCounter.OUT_DISCARDS);
         return rc;
     }
@@ -610,7 +610,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         UdpHeader h = txUdp;
         h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
         h.emit(sourcePort, destinationPort, udpLength, checksum);
-        int rc = send(waitNs, -1, src, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length);
+        int rc = send(waitNs, -1, src, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length, false);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
         }
@@ -626,7 +626,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                 Checksum.sum(data, offset, length))));
         return send(config.sendWaitNs(), -1, config.address(), destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
-                offset, length);
+                offset, length, false);
     }
 
     /**
@@ -668,11 +668,37 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             throw new IllegalArgumentException(Ipv4Address.toString(source) + " is not an address of node " + this
                     + "; send from its own (its fabric address or its external interface's)");
         }
-        return send(waitNs, via, source, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength);
+        return send(waitNs, via, source, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength,
+                false);
     }
 
+    /**
+     * Sends a RoCEv2 datagram (IBA vol 1 annex A17.4): UDP from {@code sourcePort} to 4791, Don't Fragment set
+     * (RoCEv2 is never fragmented; the path MTU is the QP's), the transport packet of {@code length} bytes at
+     * {@code offset} of {@code packet} (BTH through pad), then its 4-byte invariant CRC, computed over the datagram
+     * as it leaves ({@link RoceV2#writeIcrc}). The UDP checksum is 0: over IPv4 that means "none" (RFC 768), and
+     * the ICRC covers the payload end to end. Returns a {@link SendStatus} code; waits at most {@code waitNs} on
+     * a full ring. The link's owner thread; allocation-free.
+     */
+    public int sendRoceV2(int sourcePort, int destination, MemorySegment packet, long offset, int length, long waitNs) {
+        if (length < RoceV2.BTH_LENGTH || length > MAX_UDP_PAYLOAD - RoceV2.ICRC_LENGTH || sourcePort >>> 16 != 0) {
+            throw badUdpSend(sourcePort, RoceV2.UDP_PORT, length);
+        }
+        link.checkOwner();
+        UdpHeader h = txUdp;
+        h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
+        h.emit(sourcePort, RoceV2.UDP_PORT, UdpHeader.HEADER + length + RoceV2.ICRC_LENGTH, 0);
+        int rc = send(waitNs, -1, sourceFor(destination), destination, Ipv4Header.PROTOCOL_UDP, true, txHead, 0, UdpHeader.HEADER,
+                packet, offset, length, true);
+        if (rc == SendStatus.OK) {
+            counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
+        }
+        return rc;
+    }
+
+    /** {@code icrc}: a RoCEv2 datagram, whose last 4 bytes (beyond head and body) take its ICRC once the header is written. */
     private int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,
-                     long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen) {
+                     long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen, boolean icrc) {
         counters.inc(IpCounter.OUT_REQUESTS);
         int node = via >= 0 ? via : resolve(destination);
         if (node < 0 && node != DatagramWriter.VIA_EXTERNAL) {
@@ -680,7 +706,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             return node;
         }
         int rc = writer.emit(node, externalHop, src, destination, protocol, config.defaultTtl(), 0, df, nextId(), 0, false,
-                head, headOff, headLen, body, bodyOff, bodyLen, waitNs, link.now());
+                head, headOff, headLen, body, bodyOff, bodyLen, icrc, waitNs, link.now());
         if (rc == FabricDevice.BACK_PRESSURED) {
             counters.inc(IpCounter.OUT_BACK_PRESSURED);
         } else if (rc != SendStatus.OK && rc != SendStatus.TOO_BIG) {
@@ -722,7 +748,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.echoRequestToReply();
         // RFC 1122 3.2.2.6: the reply's source is the address the request was for (either of ours).
         int rc = send(config.sendWaitNs(), -1, ip.destinationAddress(), ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
-                request.segment(), request.dataOffset(), request.dataLength());
+                request.segment(), request.dataOffset(), request.dataLength(), false);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.ICMP_OUT_MSGS);
             counters.inc(IpCounter.ICMP_OUT_ECHO_REPS);
@@ -749,7 +775,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                 Checksum.sum(original.segment(), original.offset(), quoted))));
         int rc = send(config.sendWaitNs(), -1, config.address(), original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
-                original.segment(), original.offset(), quoted);
+                original.segment(), original.offset(), quoted, false);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.ICMP_OUT_MSGS);
             counters.inc(type == IcmpHeader.TYPE_TIME_EXCEEDED ? IpCounter.ICMP_OUT_TIME_EXCDS

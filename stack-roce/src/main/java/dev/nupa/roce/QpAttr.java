@@ -5,7 +5,8 @@ package dev.nupa.roce;
  * {@link QueuePair#modify} reads the masked fields of and {@link QueuePair#query} fills. Setters return
  * {@code this} so a transition reads as one expression.
  *
- * <p>The address vector of a fabric QP is the peer's fabric address ({@link #destNode}); there is one
+ * <p>The address vector names the peer: a fabric node ({@link #destNode}), or an IPv4 address
+ * ({@link #destIp}: the GID ::ffff:a.b.c.d of RoCEv2) reached through the node's IP layer. There is one
  * port (1) and one partition key (index 0, the default P_Key 0xFFFF).
  */
 public final class QpAttr {
@@ -22,6 +23,8 @@ public final class QpAttr {
     public int portNum = 1;
     /** The peer's fabric address: the address vector's destination. */
     public int destNode = -1;
+    /** The peer's IPv4 address, for a RoCEv2 peer in place of {@link #destNode} (which stays -1); 0: none. */
+    public int destIp;
     /** Outstanding READ/atomic requests this QP may have at the responder (initiator depth). */
     public int maxRdAtomic = 1;
     /** READ/atomic requests this QP accepts outstanding as a responder (responder resources). */
@@ -45,6 +48,7 @@ public final class QpAttr {
     public QpAttr pkeyIndex(int v) { this.pkeyIndex = v; return this; }
     public QpAttr portNum(int v) { this.portNum = v; return this; }
     public QpAttr destNode(int v) { this.destNode = v; return this; }
+    public QpAttr destIp(int v) { this.destIp = v; return this; }
     public QpAttr maxRdAtomic(int v) { this.maxRdAtomic = v; return this; }
     public QpAttr maxDestRdAtomic(int v) { this.maxDestRdAtomic = v; return this; }
     public QpAttr minRnrTimer(int v) { this.minRnrTimer = v; return this; }

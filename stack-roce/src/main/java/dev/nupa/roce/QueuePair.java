@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.ip.Ipv4Address;
 import dev.nupa.device.Trace;
 import static dev.nupa.roce.QpAttrMask.*;
 
@@ -89,6 +90,7 @@ public final class QueuePair implements AutoCloseable {
         into.pkeyIndex = attr.pkeyIndex;
         into.portNum = attr.portNum;
         into.destNode = attr.destNode;
+        into.destIp = attr.destIp;
         into.maxRdAtomic = attr.maxRdAtomic;
         into.maxDestRdAtomic = attr.maxDestRdAtomic;
         into.minRnrTimer = attr.minRnrTimer;
@@ -122,7 +124,10 @@ public final class QueuePair implements AutoCloseable {
         if ((mask & ACCESS_FLAGS) != 0) attr.qpAccessFlags = a.qpAccessFlags;
         if ((mask & PKEY_INDEX) != 0) attr.pkeyIndex = a.pkeyIndex;
         if ((mask & PORT) != 0) attr.portNum = a.portNum;
-        if ((mask & AV) != 0) attr.destNode = a.destNode;
+        if ((mask & AV) != 0) {
+            attr.destNode = a.destIp != 0 ? -1 : a.destNode;
+            attr.destIp = a.destIp;
+        }
         if ((mask & (AV | DEST_QPN)) != 0) {
             directTarget.window = null; // checked against another peer
             sendTarget.forget();
@@ -164,7 +169,26 @@ public final class QueuePair implements AutoCloseable {
         if ((mask & ACCESS_FLAGS) != 0) {
             Access.check(a.qpAccessFlags, "queue pair");
         }
-        if ((mask & AV) != 0 && (a.destNode < 0 || a.destNode >= ctx.link.device().geometry().maxNodes())) {
+        if ((mask & AV) != 0 && a.destIp != 0) {
+            if (a.destNode >= 0) {
+                throw new RdmaException("address vector names fabric node " + a.destNode + " and IP peer "
+                        + Ipv4Address.toString(a.destIp) + "; name one (destNode for the fabric, destIp for RoCEv2)");
+            }
+            if (ctx.ip() == null) {
+                throw new RdmaException("address vector names IP peer " + Ipv4Address.toString(a.destIp) + " but node " + ctx.node()
+                        + " has no IP layer for RoCEv2; attach it (RdmaContext.attachIp) or name a fabric node");
+            }
+            if (mode == TransferMode.DIRECT) {
+                throw new RdmaException("QP " + qpn + " places DIRECT, which needs a fabric peer; create it with TransferMode.PACKET"
+                        + " to reach IP peer " + Ipv4Address.toString(a.destIp));
+            }
+            int path = (mask & PATH_MTU) != 0 ? a.pathMtu : attr.pathMtu;
+            int room = ctx.ip().maxUnfragmentedUdpPayload() - Icrc.LENGTH;
+            if (path + RcRequester.MAX_HEADERS > room) {
+                throw new RdmaException("path MTU " + path + " plus " + RcRequester.MAX_HEADERS + " header bytes exceeds the "
+                        + room + " bytes a RoCEv2 datagram carries on this node's IP layer; pick a smaller path MTU (1024 for Ethernet)");
+            }
+        } else if ((mask & AV) != 0 && (a.destNode < 0 || a.destNode >= ctx.link.device().geometry().maxNodes())) {
             throw new RdmaException("address vector names fabric node " + a.destNode + ", outside 0.."
                     + (ctx.link.device().geometry().maxNodes() - 1));
         }
@@ -449,7 +473,7 @@ public final class QueuePair implements AutoCloseable {
 
     @Override
     public String toString() {
-        return type + " QP " + qpn + " (" + state + (type == QpType.RC ? ", peer node " + attr.destNode + " qp " + attr.destQpNum : "")
+        return type + " QP " + qpn + " (" + state + (type == QpType.RC ? (attr.destIp != 0 ? ", peer " + Ipv4Address.toString(attr.destIp) : ", peer node " + attr.destNode) + " qp " + attr.destQpNum : "")
                 + ", " + mode + ")";
     }
 }

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.ip.Ipv4Address;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -102,7 +103,11 @@ final class RcRequester {
         if (qp.type == QpType.UD && length > qp.attr.pathMtu) {
             throw new RdmaException("UD message of " + length + " bytes exceeds the path MTU of " + qp.attr.pathMtu);
         }
-        if (qp.type == QpType.UD && (wr.udDestNode < 0 || wr.udDestNode >= ctx.link.device().geometry().maxNodes())) {
+        if (qp.type == QpType.UD && wr.udDestIp != 0 && ctx.ip() == null) {
+            throw new RdmaException("UD send names IP peer " + Ipv4Address.toString(wr.udDestIp) + " but node " + ctx.node()
+                    + " has no IP layer for RoCEv2; attach it (RdmaContext.attachIp) or name a fabric node");
+        }
+        if (qp.type == QpType.UD && wr.udDestIp == 0 && (wr.udDestNode < 0 || wr.udDestNode >= ctx.link.device().geometry().maxNodes())) {
             throw new RdmaException("UD send names fabric node " + wr.udDestNode + "; set it with SendWorkRequest.ud(node, qpn, qkey)");
         }
         boolean inline = (wr.sendFlags & SendFlags.INLINE) != 0;
@@ -139,6 +144,7 @@ final class RcRequester {
         }
         if (qp.type == QpType.UD) {
             sq.udNode[s] = wr.udDestNode;
+            sq.udIp[s] = wr.udDestIp;
             sq.udQpn[s] = wr.udRemoteQpn;
             sq.udQkey[s] = wr.udRemoteQkey < 0 ? qp.attr.qkey : wr.udRemoteQkey; // IBA 10.2.5: top bit set, use the QP's Q_Key
         }
@@ -298,12 +304,11 @@ final class RcRequester {
         int op = sq.opcode[s];
         int mtu = qp.attr.pathMtu;
         long len = sq.length[s];
-        int node = qp.attr.destNode;
         int dqp = qp.attr.destQpNum;
         if (WrOpcode.isReadOrAtomic(op)) {
             int p = Psn.add(sq.firstPsn[s], (int) (sendOffset >>> Integer.numberOfTrailingZeros(mtu)));
             int hdr = op == WrOpcode.RDMA_READ ? Bth.LENGTH + Reth.LENGTH : Bth.LENGTH + AtomicEth.LENGTH;
-            long o = ctx.claim(node, hdr);
+            long o = ctx.claim(qp, hdr);
             if (o < 0) {
                 return false;
             }
@@ -342,7 +347,7 @@ final class RcRequester {
             int flags = Opcode.flags(opc);
             int pad = (-n) & 3;
             int hdr = Bth.LENGTH + Opcode.extLength(opc);
-            long o = ctx.claim(node, hdr + n + pad);
+            long o = ctx.claim(qp, hdr + n + pad);
             if (o < 0) {
                 return false;
             }
@@ -383,7 +388,7 @@ final class RcRequester {
         int opc = op == WrOpcode.SEND_WITH_IMM ? Opcode.UD_SEND_ONLY_WITH_IMMEDIATE : Opcode.UD_SEND_ONLY;
         int pad = (-n) & 3;
         int hdr = Bth.LENGTH + Opcode.extLength(opc);
-        long o = ctx.claim(sq.udNode[s], hdr + n + pad);
+        long o = ctx.claim(sq.udNode[s], sq.udIp[s], qp.qpn, hdr + n + pad);
         if (o < 0) {
             return false;
         }

@@ -441,7 +441,7 @@ final class RcResponder {
             return;
         }
         if (ackPending) {
-            long o = ctx.claim(qp.attr.destNode, Bth.LENGTH + Aeth.LENGTH);
+            long o = ctx.claim(qp, Bth.LENGTH + Aeth.LENGTH);
             if (o < 0) {
                 return;
             }
@@ -457,10 +457,9 @@ final class RcResponder {
 
     /** Sends the responses of resource {@code r} from servePsn[i]; false when the ring is full (progress kept). */
     private boolean respond(int r, int i) {
-        int node = qp.attr.destNode;
         int dqp = qp.attr.destQpNum;
         if (resAtomic[r]) {
-            long o = ctx.claim(node, Bth.LENGTH + Aeth.LENGTH + AtomicAckEth.LENGTH);
+            long o = ctx.claim(qp, Bth.LENGTH + Aeth.LENGTH + AtomicAckEth.LENGTH);
             if (o < 0) {
                 return false;
             }
@@ -489,7 +488,7 @@ final class RcResponder {
                     : k == last ? Opcode.RC_RDMA_READ_RESPONSE_LAST : Opcode.RC_RDMA_READ_RESPONSE_MIDDLE;
             int pad = (-n) & 3;
             int hdr = Bth.LENGTH + Opcode.extLength(opc);
-            long o = ctx.claim(node, hdr + n + pad);
+            long o = ctx.claim(qp, hdr + n + pad);
             if (o < 0) {
                 servePsn[i] = Psn.add(resPsn[r], k);
                 return false;
@@ -511,7 +510,7 @@ final class RcResponder {
     }
 
     private void nak(int syndrome, int p) {
-        long o = serveHead < serveTail ? -1 : ctx.claim(qp.attr.destNode, Bth.LENGTH + Aeth.LENGTH);
+        long o = serveHead < serveTail ? -1 : ctx.claim(qp, Bth.LENGTH + Aeth.LENGTH);
         if (o < 0) { // the ring is full, or READ responses it must follow still wait: it goes out in flush()
             pendingNak = syndrome;
             pendingNakPsn = p;
@@ -543,7 +542,7 @@ final class RcResponder {
 
     // ---- UD -------------------------------------------------------------------------------
 
-    void onDatagram(RocePacket pkt, int srcNode) {
+    void onDatagram(RocePacket pkt, int srcNode, MemorySegment grh) {
         if (qp.state != QpState.RTR && qp.state != QpState.RTS && qp.state != QpState.SQD) {
             ctx.counters.add(RdmaCounter.WRONG_STATE, 1);
             return;
@@ -572,7 +571,6 @@ final class RcResponder {
             qp.completeRecv(q.wrId[s], WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, srcQp, srcNode, se);
             return;
         }
-        MemorySegment grh = ctx.zeros;
         boolean ok = Sgl.copy(ctx, qp.pd.id, q.sgAddr, q.sgLength, q.sgLkey, s * q.maxSge, q.numSge[s], 0, grh, 0, GRH_BYTES, true)
                 && (n == 0 || Sgl.copy(ctx, qp.pd.id, q.sgAddr, q.sgLength, q.sgLkey, s * q.maxSge, q.numSge[s], GRH_BYTES, m,
                         pkt.payload(), n, true));

@@ -412,7 +412,7 @@ public final class RdmaCm implements AutoCloseable {
     private void send(int node, int id, Session s, int qpn, int reason, byte[] privateData) {
         int n = CmMessage.HEADER + privateData.length;
         int pad = (-n) & 3;
-        long o = ctx.claim(node, Bth.LENGTH + Deth.LENGTH + n + pad);
+        long o = ctx.claim(node, 0, CM_QPN, Bth.LENGTH + Deth.LENGTH + n + pad);
         if (o < 0) {
             return; // a full ring: REQ, REP and DREQ are resent by the timer, the rest answer duplicates
         }

@@ -6,6 +6,10 @@ import dev.nupa.device.FabricWindow;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkClaim;
+import dev.nupa.ip.Ipv4Header;
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.SendStatus;
+import dev.nupa.ip.UdpReceiver;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
@@ -16,6 +20,9 @@ import java.util.function.LongSupplier;
  * A verbs device context ({@code ibv_context}) on one node's {@link Link}: it owns the node's queue
  * pairs, memory regions and completion queues, takes the link's RDMA frames (EtherType 0x8915), and
  * publishes its QP and region tables in a fabric directory window for {@link TransferMode#DIRECT} peers.
+ * With the node's IP layer attached ({@link #attachIp}) it also speaks RoCEv2 (UDP 4791, IBA annex A17) to
+ * peers named by an IPv4 address ({@link QpAttr#destIp}, {@link SendWorkRequest#udIp}): beyond the fabric,
+ * through a gateway, or on it.
  *
  * <p><b>Threading.</b> Like the link, a context belongs to one thread: the one that polls the link
  * (a node's datapath loop, or a tool or benchmark that polls in line). Verbs calls, {@link #poll} and
@@ -47,6 +54,17 @@ public final class RdmaContext implements AutoCloseable {
     private final MemorySegment lost;
     private MemorySegment tx;
     private boolean txClaimed;
+    /** The IP layer RoCEv2 goes through; null until {@link #attachIp}. */
+    private Ipv4Stack ip;
+    private final RoceV2Receiver roceV2 = new RoceV2Receiver();
+    /** A packet to an IP peer is built here and sent, with its headers and ICRC, by {@link #publish}. */
+    private final MemorySegment ipTx;
+    private int ipTxDest;
+    private int ipTxPort;
+    private int ipTxLength;
+    private boolean ipTxClaimed;
+    /** The GRH of a UD datagram from an IP peer: 20 zero bytes, then its IPv4 header (as RoCEv2 NICs deliver it). */
+    private final MemorySegment ipGrh = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
     final MemorySegment scratch8 = Arena.ofAuto().allocate(8, 8);
     final MemorySegment zeros = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
     private boolean closed;
@@ -64,6 +82,7 @@ public final class RdmaContext implements AutoCloseable {
         this.regionTags = new int[maxMrs];
         this.qps = new QueuePair[maxQps];
         this.lost = Arena.ofAuto().allocate(link.mtu());
+        this.ipTx = Arena.ofAuto().allocate(link.mtu());
         FabricDevice device = link.device();
         this.directoryWindow = device.exportWindow(VerbsDirectory.bytes(maxQps, maxMrs),
                 FabricWindow.REMOTE_READ | FabricWindow.DIRECTORY);
@@ -81,6 +100,27 @@ public final class RdmaContext implements AutoCloseable {
     /** Opens a context on {@code link}; throws if another context already serves it. */
     public static RdmaContext open(Link link, int maxQps, int maxMrs, LongSupplier clock) {
         return new RdmaContext(link, maxQps, maxMrs, clock);
+    }
+
+    /**
+     * Speaks RoCEv2 through {@code stack}, the node's IP layer on this context's thread: binds UDP port 4791
+     * there, so QPs may name IPv4 peers. Throws if the port is taken or an IP layer is attached already.
+     */
+    public void attachIp(Ipv4Stack stack) {
+        requireOpen();
+        if (ip != null) {
+            throw new RdmaException("node " + link.address() + " already speaks RoCEv2 through " + ip + "; attach one IP layer");
+        }
+        if (stack.link() != link) {
+            throw new RdmaException("the IP layer " + stack + " runs on another link than this context's; attach the node's own");
+        }
+        stack.bindUdp(Icrc.UDP_PORT, roceV2);
+        ip = stack;
+    }
+
+    /** The IP layer RoCEv2 goes through, or null. */
+    Ipv4Stack ip() {
+        return ip;
     }
 
     /** This node's fabric address (what peers put in an address vector). */
@@ -280,6 +320,33 @@ public final class RdmaContext implements AutoCloseable {
     // ---- the datapath -------------------------------------------------------------------------
 
     private void onPacket(int sourceNode, MemorySegment memory, long offset, int length) {
+        receive(sourceNode, 0, zeros, memory, offset, length);
+    }
+
+    /** RoCEv2 from an IP peer: the ICRC is checked over the whole datagram, then the packet goes the fabric's way. */
+    private final class RoceV2Receiver implements UdpReceiver {
+        @Override
+        public void onDatagram(int sourceAddress, int sourcePort, int destinationAddress, MemorySegment data, long offset, int length) {
+            counters.add(RdmaCounter.BAD_ICRC, 1); // the IP layer always gives the header; without it nothing can be checked
+        }
+
+        @Override
+        public void onDatagram(Ipv4Header h, int sourcePort, MemorySegment data, long offset, int length) {
+            if (length < Icrc.LENGTH || !Icrc.verify(h.segment(), h.offset(), h.totalLength() - Icrc.LENGTH)) {
+                counters.add(RdmaCounter.BAD_ICRC, 1);
+                return;
+            }
+            counters.add(RdmaCounter.ROCEV2_RECEIVED, 1);
+            MemorySegment.copy(h.segment(), h.offset(), ipGrh, RcResponder.GRH_BYTES - Ipv4Header.MIN_HEADER, Ipv4Header.MIN_HEADER);
+            receive(-1, h.sourceAddress(), ipGrh, data, offset, length - Icrc.LENGTH);
+        }
+    }
+
+    /**
+     * One transport packet from fabric node {@code sourceNode}, or (node -1) from IP peer {@code sourceIp}, whose
+     * UD receives get {@code grh} as their first 40 bytes.
+     */
+    private void receive(int sourceNode, int sourceIp, MemorySegment grh, MemorySegment memory, long offset, int length) {
         if (Trace.ENABLED) {
             Trace.mark(Trace.RDMA_IN);
         }
@@ -291,7 +358,11 @@ public final class RdmaContext implements AutoCloseable {
         }
         int qpn = pkt.destQp();
         if (qpn == RdmaCm.CM_QPN && cm != null && (pkt.flags() & Opcode.DETH) != 0) {
-            cm.onMessage(sourceNode, pkt);
+            if (sourceNode >= 0) { // the CM speaks the fabric's own messages, to fabric nodes
+                cm.onMessage(sourceNode, pkt);
+            } else {
+                counters.add(RdmaCounter.UNKNOWN_QP, 1);
+            }
             return;
         }
         QueuePair qp = qpn < qps.length ? qps[qpn] : null;
@@ -306,10 +377,10 @@ public final class RdmaContext implements AutoCloseable {
                 counters.add(RdmaCounter.MALFORMED, 1);
                 return;
             }
-            qp.responder.onDatagram(pkt, sourceNode);
+            qp.responder.onDatagram(pkt, sourceNode, grh);
             return;
         }
-        if ((flags & Opcode.DETH) != 0 || sourceNode != qp.attr.destNode) {
+        if ((flags & Opcode.DETH) != 0 || sourceNode != qp.attr.destNode || sourceIp != qp.attr.destIp) {
             counters.add(RdmaCounter.UNKNOWN_QP, 1); // RC packets come only from the connected peer
             return;
         }
@@ -334,14 +405,29 @@ public final class RdmaContext implements AutoCloseable {
         return next;
     }
 
+    /** {@link #claim(int, int, int, int)} to the peer of RC QP {@code qp}. */
+    long claim(QueuePair qp, int length) {
+        return claim(qp.attr.destNode, qp.attr.destIp, qp.qpn, length);
+    }
+
     /**
-     * Claims a frame of {@code length} payload bytes to {@code node}; returns where to write it in
+     * Claims a frame of {@code length} payload bytes to fabric node {@code node}, or, with node -1, a RoCEv2
+     * datagram to IP peer {@code destIp} from QP {@code srcQpn}; returns where to write the packet in
      * {@link #txMemory()}, or -1 when the ring is full (try again later). A frame to a node that is down
      * is written to a scratch buffer and lost, as on a wire with nobody at the end: the retry timer decides.
      */
-    long claim(int node, int length) {
-        if (txClaimed) {
+    long claim(int node, int destIp, int srcQpn, int length) {
+        if (txClaimed || ipTxClaimed) {
             abort(); // an earlier frame threw while being written: never leave its slot claimed
+        }
+        if (node < 0 && destIp != 0) {
+            // IBA A17.4.2: the source port carries a flow's entropy; one per QP keeps a QP's packets on one path.
+            ipTxDest = destIp;
+            ipTxPort = 0xC000 | (srcQpn & 0x3FFF);
+            ipTxLength = length;
+            ipTxClaimed = true;
+            tx = ipTx;
+            return 0;
         }
         int rc = link.tryClaim(node, EtherType.NUPA_RDMA, length, claim);
         if (rc == FabricDevice.OK) {
@@ -366,11 +452,17 @@ public final class RdmaContext implements AutoCloseable {
         if (txClaimed) {
             txClaimed = false;
             claim.publish();
+        } else if (ipTxClaimed) {
+            ipTxClaimed = false;
+            // Not waiting on a full ring: like a frame lost on a wire, the retry timer resends it.
+            int rc = ip.sendRoceV2(ipTxPort, ipTxDest, ipTx, 0, ipTxLength, 0);
+            counters.add(rc == SendStatus.OK ? RdmaCounter.ROCEV2_SENT : RdmaCounter.ROCEV2_SEND_FAILED, 1);
         }
         counters.add(RdmaCounter.PACKETS_SENT, 1);
     }
 
     void abort() {
+        ipTxClaimed = false;
         if (txClaimed) {
             txClaimed = false;
             claim.abort();
@@ -415,6 +507,9 @@ public final class RdmaContext implements AutoCloseable {
         }
         closed = true;
         link.unregister(EtherType.NUPA_RDMA);
+        if (ip != null) {
+            ip.unbindUdp(Icrc.UDP_PORT, roceV2);
+        }
         for (QueuePair qp : qps) {
             if (qp != null) {
                 destroy(qp);

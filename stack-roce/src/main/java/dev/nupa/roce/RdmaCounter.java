@@ -35,7 +35,15 @@ public enum RdmaCounter {
     DIRECT_SENDS,
     /** SENDs of DIRECT QPs that went as packets: no receive posted, a list of buffers, too long, no mirror. */
     DIRECT_SEND_FALLBACKS,
-    CQ_OVERRUNS;
+    CQ_OVERRUNS,
+    /** RoCEv2 datagrams sent to IP peers (UDP 4791, ICRC computed). */
+    ROCEV2_SENT,
+    /** RoCEv2 datagrams received from IP peers whose ICRC held. */
+    ROCEV2_RECEIVED,
+    /** RoCEv2 datagrams dropped because their ICRC did not match (IBA annex A17.4.3, 7.8.1). */
+    BAD_ICRC,
+    /** RoCEv2 datagrams the IP layer could not send (no route, full ring, too big for the way); the retry timer resends. */
+    ROCEV2_SEND_FAILED;
 
     static final RdmaCounter[] ALL = values();
 }

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
@@ -11,7 +12,8 @@ import io.vertx.core.VerticleBase;
 /**
  * RDMA as a verticle over a node's open link, driven by its datapath loop (the node's event loop under
  * the Vert.x transport): on deploy it opens the node's {@link RdmaContext}
- * and {@link RdmaCm} and hands the context's timers to the datapath loop; on undeploy it closes them.
+ * and {@link RdmaCm}, attaches the node's IP layer for RoCEv2 when given one, and hands the context's timers
+ * to the datapath loop; on undeploy it closes them.
  *
  * <p>The context belongs to the datapath thread, so an application reaches it through
  * {@link #execute}: the handler runs on that thread (at once from it, else on the loop's next round),
@@ -21,20 +23,33 @@ import io.vertx.core.VerticleBase;
 public final class RoceVerticle extends VerticleBase {
     private final Link link;
     private final NeighborDirectory neighbors;
+    private final Ipv4Stack ip;
     private volatile RdmaContext ctx;
     private volatile RdmaCm cm;
     private Datapath.Timer timer;
 
-    /** Over a link that is already open and driven by its datapath (a node under the Vert.x transport). */
-    public RoceVerticle(Link link, NeighborDirectory neighbors) {
+    /**
+     * Over a link that is already open and driven by its datapath (a node under the Vert.x transport), speaking
+     * RoCEv2 to IP peers through {@code ip}, the node's IP layer on that link (null: to fabric nodes only).
+     */
+    public RoceVerticle(Link link, NeighborDirectory neighbors, Ipv4Stack ip) {
         this.link = link;
         this.neighbors = neighbors;
+        this.ip = ip;
     }
 
     @Override
     public Future<?> start() {
         RdmaContext c = RdmaContext.open(link);
-        cm = RdmaCm.create(c, neighbors::lookup, RdmaCm.Options.defaults());
+        try {
+            if (ip != null) {
+                c.attachIp(ip);
+            }
+            cm = RdmaCm.create(c, neighbors::lookup, RdmaCm.Options.defaults());
+        } catch (RuntimeException e) {
+            c.close();
+            throw e;
+        }
         ctx = c;
         timer = c::poll;
         datapath().addTimer(timer);

@@ -33,6 +33,8 @@ final class SendQueue {
     final long[] swap;
     final int[] imm;
     final int[] udNode;
+    /** A UD request's IPv4 destination (RoCEv2), or 0 when it goes to {@link #udNode} on the fabric. */
+    final int[] udIp;
     final int[] udQpn;
     final int[] udQkey;
     /** Inline payloads: slot s owns {@code [s * maxInline, (s + 1) * maxInline)}. */
@@ -69,6 +71,7 @@ final class SendQueue {
         swap = new long[slots];
         imm = new int[slots];
         udNode = new int[slots];
+        udIp = new int[slots];
         udQpn = new int[slots];
         udQkey = new int[slots];
         inline = Arena.ofAuto().allocate(Math.max(1, (long) slots * maxInline));

@@ -23,6 +23,8 @@ public final class SendWorkRequest {
     public long swap;
     /** UD: the destination's fabric address, QP number and Q_Key (a Q_Key with its top bit set means "use the QP's own"). */
     public int udDestNode = -1;
+    /** UD to an IP peer (RoCEv2): its IPv4 address, in place of {@link #udDestNode}; 0 when the peer is a fabric node. */
+    public int udDestIp;
     public int udRemoteQpn;
     public int udRemoteQkey;
 
@@ -43,6 +45,15 @@ public final class SendWorkRequest {
     public SendWorkRequest swap(long v) { this.swap = v; return this; }
     public SendWorkRequest ud(int destNode, int remoteQpn, int remoteQkey) {
         this.udDestNode = destNode;
+        this.udDestIp = 0;
+        this.udRemoteQpn = remoteQpn;
+        this.udRemoteQkey = remoteQkey;
+        return this;
+    }
+    /** UD to the IP peer {@code destIp} (an IPv4 address as an int), as RoCEv2; the context needs its IP layer attached. */
+    public SendWorkRequest udIp(int destIp, int remoteQpn, int remoteQkey) {
+        this.udDestNode = -1;
+        this.udDestIp = destIp;
         this.udRemoteQpn = remoteQpn;
         this.udRemoteQkey = remoteQkey;
         return this;

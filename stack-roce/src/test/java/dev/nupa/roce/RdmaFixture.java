@@ -7,7 +7,11 @@ import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.ShmFabric;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Link;
+import dev.nupa.l2.NeighborDirectory;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -29,6 +33,7 @@ final class RdmaFixture implements AutoCloseable {
     final List<RdmaContext> contexts = new ArrayList<>();
     final List<Link> links = new ArrayList<>();
     final List<FabricDevice> devices = new ArrayList<>();
+    private final List<Ipv4Stack> stacks = new ArrayList<>();
     private final Deque<AutoCloseable> open = new ArrayDeque<>();
     long now = 1_000 * MS;
 
@@ -46,15 +51,46 @@ final class RdmaFixture implements AutoCloseable {
     }
 
     RdmaContext node(int address, UnaryOperator<FabricDevice> wrap) {
+        return node(address, wrap, Link.DEFAULT_MTU);
+    }
+
+    RdmaContext node(int address, UnaryOperator<FabricDevice> wrap, int mtu) {
         FabricDevice dev = wrap.apply(fabric.attach(address));
         open.push(dev);
-        Link link = new Link(dev);
+        Link link = new Link(dev, mtu);
         RdmaContext ctx = RdmaContext.open(link, 64, 64, () -> now);
         open.push(ctx);
         contexts.add(ctx);
         links.add(link);
         devices.add(dev);
         return ctx;
+    }
+
+    /** The IPv4 address {@link #ipNode} gives node {@code address}: 10.0.0.(address + 1). */
+    static int ip(int address) {
+        return Ipv4Address.of(10, 0, 0, address + 1);
+    }
+
+    /** A node with an IP layer (10.0.0.0/24) that its context speaks RoCEv2 through. */
+    RdmaContext ipNode(int address) {
+        return ipNode(address, Link.DEFAULT_MTU);
+    }
+
+    /** The same with a link MTU of its own. */
+    RdmaContext ipNode(int address, int mtu) {
+        RdmaContext ctx = node(address, d -> d, mtu);
+        Link link = links.get(links.size() - 1);
+        NeighborDirectory nd = new NeighborDirectory(devices.get(devices.size() - 1));
+        open.push(nd);
+        Ipv4Stack stack = new Ipv4Stack(link, nd, IpConfig.of(ip(address), 24));
+        stacks.add(stack);
+        ctx.attachIp(stack);
+        return ctx;
+    }
+
+    /** The IP layer of the {@code i}th node made by {@link #ipNode}. */
+    Ipv4Stack stack(int i) {
+        return stacks.get(i);
     }
 
     /** Polls every node until a whole round finds nothing to do; returns the frames taken. */
