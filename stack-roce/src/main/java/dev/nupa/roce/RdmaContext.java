@@ -63,6 +63,8 @@ public final class RdmaContext implements AutoCloseable {
     private int ipTxPort;
     private int ipTxLength;
     private boolean ipTxClaimed;
+    /** A published packet to an IP peer that a full ring held back: sent before any other, never dropped for that. */
+    private boolean ipTxPending;
     /** The GRH of a UD datagram from an IP peer: 20 zero bytes, then its IPv4 header (as RoCEv2 NICs deliver it). */
     private final MemorySegment ipGrh = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
     final MemorySegment scratch8 = Arena.ofAuto().allocate(8, 8);
@@ -397,6 +399,9 @@ public final class RdmaContext implements AutoCloseable {
      * the link delivered, and at that time. Registered as a {@code Datapath.Timer} in a node.
      */
     public long poll(long now) {
+        if (ipTxPending) {
+            flushIp();
+        }
         long next = cm == null ? Long.MAX_VALUE : cm.poll(now);
         QueuePair[] a = active;
         for (QueuePair qp : a) {
@@ -421,6 +426,10 @@ public final class RdmaContext implements AutoCloseable {
             abort(); // an earlier frame threw while being written: never leave its slot claimed
         }
         if (node < 0 && destIp != 0) {
+            if (ipTxPending && !flushIp()) {
+                counters.add(RdmaCounter.BACK_PRESSURED, 1);
+                return -1;
+            }
             // IBA A17.4.2: the source port carries a flow's entropy; one per QP keeps a QP's packets on one path.
             ipTxDest = destIp;
             ipTxPort = 0xC000 | (srcQpn & 0x3FFF);
@@ -454,11 +463,25 @@ public final class RdmaContext implements AutoCloseable {
             claim.publish();
         } else if (ipTxClaimed) {
             ipTxClaimed = false;
-            // Not waiting on a full ring: like a frame lost on a wire, the retry timer resends it.
-            int rc = ip.sendRoceV2(ipTxPort, ipTxDest, ipTx, 0, ipTxLength, 0);
-            counters.add(rc == SendStatus.OK ? RdmaCounter.ROCEV2_SENT : RdmaCounter.ROCEV2_SEND_FAILED, 1);
+            ipTxPending = true;
+            flushIp();
         }
         counters.add(RdmaCounter.PACKETS_SENT, 1);
+    }
+
+    /**
+     * Sends the pending packet to its IP peer without waiting; false while the ring to the next hop is full (it
+     * stays pending, and claims to IP peers answer -1 meanwhile, as a full ring does). Any other failure (no route,
+     * too big for the way) drops it, as a wire would, for the retry timer to resend.
+     */
+    private boolean flushIp() {
+        int rc = ip.sendRoceV2(ipTxPort, ipTxDest, ipTx, 0, ipTxLength, 0);
+        if (rc == FabricDevice.BACK_PRESSURED) {
+            return false;
+        }
+        ipTxPending = false;
+        counters.add(rc == SendStatus.OK ? RdmaCounter.ROCEV2_SENT : RdmaCounter.ROCEV2_SEND_FAILED, 1);
+        return true;
     }
 
     void abort() {

@@ -243,7 +243,7 @@ public final class RdmaPeerMain {
         return p;
     }
 
-    private static Properties awaitProperties(Path file, long deadline) throws IOException, InterruptedException {
+    static Properties awaitProperties(Path file, long deadline) throws IOException, InterruptedException {
         while (!Files.exists(file)) {
             if (System.nanoTime() - deadline > 0) {
                 throw new IllegalStateException(file + " never appeared");

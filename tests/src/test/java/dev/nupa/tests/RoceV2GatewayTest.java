@@ -1,0 +1,199 @@
+package dev.nupa.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.nupa.node.Main;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * RoCEv2 on the wire: two fabrics, each behind a gateway (`nupa node --tap`), with Linux routing between the two TAP
+ * devices in a network namespace of its own. An RC QP on fabric A's node 1 and one on fabric B's node 1 connect by IP
+ * address ({@link RoceV2PeerMain}); a MiB WRITE, a SEND with immediate, a MiB READ and an atomic cross Ethernet as
+ * IPv4/UDP 4791 with an ICRC. tshark on fabric A's TAP decodes every such frame as InfiniBand, and an ICRC check written
+ * apart from ours (Python's zlib, IBA 7.8.1 and annex A17) finds every ICRC right. A datagram to port 4791 with a wrong
+ * ICRC, sent from Linux, is dropped by the gateway and counted. Everything it creates is removed afterwards.
+ */
+class RoceV2GatewayTest {
+    private static final String A_GATEWAY = "192.168.77.2";
+    private static final String A_LINUX = "192.168.77.1";
+    private static final String B_GATEWAY = "192.168.78.2";
+    private static final String B_LINUX = "192.168.78.1";
+
+    @Test
+    void rdmaBetweenTwoFabricsCrossesLinuxAsRoceV2WithGoodIcrcs() throws Exception {
+        String missing = Linux.missing("ip", "python3");
+        Assumptions.assumeTrue(missing == null, () -> "skipping the RoCEv2 gateway test: " + missing + " is absent");
+        Assumptions.assumeTrue(Files.isWritable(Path.of("/dev/net/tun")),
+                "skipping the RoCEv2 gateway test: /dev/net/tun is not writable here (no TAP devices without it and CAP_NET_ADMIN)");
+        String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
+        String ns = "nupa-rr-" + id;
+        String tapA = "nuparra" + id;
+        String tapB = "nuparrb" + id;
+        Path fabricA = ChildJvm.newFabricPath();
+        Path fabricB = ChildJvm.newFabricPath();
+        Path exchange = Files.createTempDirectory("nupa-rocev2-");
+        Path pcap = Files.createTempFile("nupa-rocev2-", ".pcap");
+        List<ChildJvm> children = new ArrayList<>();
+        Linux.Result made = Linux.run(10, "ip", "netns", "add", ns);
+        Assumptions.assumeTrue(made.status() == 0, () -> "skipping the RoCEv2 gateway test: cannot create a network namespace: "
+                + made.output());
+        Process capture = null;
+        try {
+            // Fabric A (10.0.0.0/24) and fabric B (10.0.1.0/24), each with a gateway on node 0 routing the other via Linux.
+            start(children, "gateway-a", Main.class, "node", "--fabric", fabricA, "--address", "0", "--tap", tapA,
+                    "--tap-addr", A_GATEWAY + "/24", "--tap-route", "10.0.1.0/24 via " + A_LINUX);
+            start(children, "gateway-b", Main.class, "node", "--fabric", fabricB, "--address", "0", "--ip", "10.0.1.1/24",
+                    "--tap", tapB, "--tap-addr", B_GATEWAY + "/24", "--tap-route", "10.0.0.0/24 via " + B_LINUX);
+            for (ChildJvm gw : children) {
+                gw.awaitLine("nupa node:", 60_000);
+            }
+            Linux.ok("ip", "link", "set", tapA, "netns", ns);
+            Linux.ok("ip", "link", "set", tapB, "netns", ns);
+            Linux.ok("ip", "-n", ns, "link", "set", "lo", "up");
+            Linux.ok("ip", "-n", ns, "link", "set", tapA, "up");
+            Linux.ok("ip", "-n", ns, "link", "set", tapB, "up");
+            Linux.ok("ip", "-n", ns, "addr", "add", A_LINUX + "/24", "dev", tapA);
+            Linux.ok("ip", "-n", ns, "addr", "add", B_LINUX + "/24", "dev", tapB);
+            Linux.ok("ip", "-n", ns, "route", "add", "10.0.0.0/24", "via", A_GATEWAY);
+            Linux.ok("ip", "-n", ns, "route", "add", "10.0.1.0/24", "via", B_GATEWAY);
+            Linux.ok("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1");
+
+            boolean tshark = Linux.missing("tshark") == null;
+            if (tshark) {
+                capture = new ProcessBuilder("ip", "netns", "exec", ns, "tshark", "-q", "-F", "pcap", "-i", tapA,
+                        "-w", pcap.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                ChildJvm.waitUntil("tshark to start capturing", 30_000, () -> pcap.toFile().length() > 0);
+            } else {
+                System.out.println("tshark is absent (apt-get install tshark): the RDMA runs without the capture checks");
+            }
+
+            ChildJvm server = start(children, "rocev2-server", RoceV2PeerMain.class, fabricB, 1, "10.0.1.2/24",
+                    "10.0.0.0/24 via 10.0.1.1", "server", exchange, 90_000);
+            ChildJvm client = start(children, "rocev2-client", RoceV2PeerMain.class, fabricA, 1, "10.0.0.2/24",
+                    "10.0.1.0/24 via 10.0.0.1", "client", exchange, 90_000);
+            Map<String, String> c = client.awaitResult(120_000);
+            Map<String, String> s = server.awaitResult(30_000);
+            System.out.println("RoceV2GatewayTest: client " + c + ", server " + s);
+            assertEquals("ok", c.get("outcome"), client.output());
+            assertEquals("ok", s.get("outcome"), "the server found the written MiB's CRC-32 in the immediate: " + server.output());
+            for (Map<String, String> r : List.of(c, s)) {
+                assertEquals(0, ChildJvm.num(r, "bad_icrc"));
+                assertEquals(0, ChildJvm.num(r, "not_rocev2"), "every packet went as RoCEv2, none as a fabric frame");
+                assertEquals(0, ChildJvm.num(r, "send_failed"), "a full ring held packets back, it lost none");
+            }
+            // A MiB at path MTU 1024 each way (WRITE, READ responses): over 2,048 packets crossed, plus ACKs.
+            assertTrue(ChildJvm.num(c, "sent") >= 1024 && ChildJvm.num(s, "sent") >= 1024, c + " " + s);
+
+            // A datagram to 4791 whose last 4 bytes are no ICRC, from Linux: gateway B drops it and counts it.
+            Linux.ok("ip", "netns", "exec", ns, "python3", "-c", "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM);"
+                    + " s.sendto(bytes([4, 0, 255, 255, 0, 0, 0, 2, 0, 0, 0, 1]) + bytes(16) + b'NOPE', ('10.0.1.2', 4791))");
+            Thread.sleep(600); // the gateways publish their counters every 200 ms
+            Map<String, Long> gwA = gatewayCounters(fabricA);
+            Map<String, Long> gwB = gatewayCounters(fabricB);
+            System.out.println("RoceV2GatewayTest: gateway A " + gwA + ", gateway B " + gwB);
+            assertTrue(gwA.getOrDefault("rocev2_out", 0L) >= 1024 && gwA.getOrDefault("rocev2_in", 0L) >= 1024, gwA.toString());
+            assertTrue(gwB.getOrDefault("rocev2_out", 0L) >= 1024 && gwB.getOrDefault("rocev2_in", 0L) >= 1024, gwB.toString());
+            assertEquals(0L, gwA.getOrDefault("drop_bad_icrc", 0L), gwA.toString());
+            assertEquals(1L, gwB.getOrDefault("drop_bad_icrc", 0L), "the forged datagram, and only it: " + gwB);
+
+            if (capture != null) {
+                Thread.sleep(500); // the last frames reach the capture
+                capture.destroy();
+                assertTrue(capture.waitFor(20, TimeUnit.SECONDS));
+                capture = null;
+                checkCapture(pcap);
+            }
+        } finally {
+            if (capture != null) {
+                capture.destroyForcibly();
+            }
+            for (ChildJvm child : children) {
+                child.close();
+            }
+            Linux.run(10, "ip", "netns", "del", ns);
+            Files.deleteIfExists(fabricA);
+            Files.deleteIfExists(fabricB);
+            Files.deleteIfExists(pcap);
+            for (String f : List.of("client.properties", "server.properties", "done")) {
+                Files.deleteIfExists(exchange.resolve(f));
+            }
+            Files.deleteIfExists(exchange);
+        }
+    }
+
+    private static ChildJvm start(List<ChildJvm> children, String name, Class<?> main, Object... args) {
+        ChildJvm c = ChildJvm.start(name, main, args);
+        children.add(c);
+        return c;
+    }
+
+    /** The gateway's counters as `nupa fabric info` shows them from the fabric file (name to value). */
+    private static Map<String, Long> gatewayCounters(Path fabric) throws Exception {
+        NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString());
+        assertEquals(0, info.status(), info.err());
+        Map<String, Long> counters = new java.util.TreeMap<>();
+        Matcher m = Pattern.compile(" (rocev2_in|rocev2_out|drop_bad_icrc|drop_bad_rocev2) (\\d+)").matcher(info.out());
+        while (m.find()) {
+            counters.put(m.group(1), Long.parseLong(m.group(2)));
+        }
+        assertTrue(counters.containsKey("rocev2_in"), "the gateway publishes its RoCEv2 counters: " + info.out());
+        return counters;
+    }
+
+    /** Every UDP 4791 frame on the TAP decodes as InfiniBand, nothing is malformed, and every ICRC holds. */
+    private static void checkCapture(Path pcap) throws Exception {
+        String bad = Linux.stdout(120, "tshark", "-r", pcap.toString(), "-o", "ip.check_checksum:TRUE",
+                "-Y", "_ws.malformed || ip.checksum.status == 0 || (udp.dstport == 4791 && !infiniband)");
+        assertEquals("", bad.strip(), "tshark found malformed packets, bad IP checksums or undecoded RoCEv2");
+        String summary = Linux.stdout(120, "tshark", "-r", pcap.toString(), "-Y", "infiniband");
+        for (String name : List.of("RC RDMA Write First", "RC RDMA Write Middle", "RC RDMA Write Last", "RC Send Only Immediate",
+                "RC RDMA Read Request", "RC RDMA Read Response First", "RC RDMA Read Response Last", "RC Fetch Add",
+                "RC Atomic Acknowledge", "RC Acknowledge")) {
+            assertTrue(summary.contains(name), "tshark names \"" + name + "\" on the wire");
+        }
+        String icrc = Linux.stdout(60, "python3", "-c", ICRC_CHECK, pcap.toString()).strip();
+        Matcher m = Pattern.compile("frames=(\\d+) good=(\\d+)").matcher(icrc);
+        assertTrue(m.find(), icrc);
+        assertTrue(Long.parseLong(m.group(1)) >= 2048, "the capture holds the RDMA traffic: " + icrc);
+        assertEquals(m.group(1), m.group(2), "every RoCEv2 frame's ICRC holds: " + icrc);
+    }
+
+    /**
+     * The ICRC of each UDP 4791 frame of a pcap file, computed apart from our code (IBA 7.8.1, annex A17.3.3): CRC-32
+     * over 8 bytes of ones, the IPv4 header with TOS, TTL and checksum as ones, the UDP header with its checksum as
+     * ones, the BTH with byte 4 as ones, and the rest up to the ICRC, which is sent least significant byte first.
+     */
+    private static final String ICRC_CHECK = String.join("\n",
+            "import struct, sys, zlib",
+            "d = open(sys.argv[1], 'rb').read()",
+            "assert d[:4] == b'\\xd4\\xc3\\xb2\\xa1', 'a little-endian pcap file'",
+            "o, n, good = 24, 0, 0",
+            "while o + 16 <= len(d):",
+            "    size = struct.unpack('<I', d[o + 8:o + 12])[0]",
+            "    f = d[o + 16:o + 16 + size]",
+            "    o += 16 + size",
+            "    if len(f) < 42 or f[12:14] != b'\\x08\\x00':",
+            "        continue",
+            "    ip = f[14:]",
+            "    ihl = (ip[0] & 15) * 4",
+            "    if ip[9] != 17 or struct.unpack('>H', ip[ihl + 2:ihl + 4])[0] != 4791:",
+            "        continue",
+            "    ip = ip[:struct.unpack('>H', ip[2:4])[0]]",
+            "    m = bytearray(ip[:-4])",
+            "    m[1] = 0xff; m[8] = 0xff; m[10:12] = b'\\xff\\xff'; m[ihl + 6:ihl + 8] = b'\\xff\\xff'; m[ihl + 8 + 4] = 0xff",
+            "    n += 1",
+            "    good += ip[-4:] == struct.pack('<I', zlib.crc32(b'\\xff' * 8 + bytes(m)) & 0xffffffff)",
+            "print('frames=%d good=%d' % (n, good))");
+}
