@@ -7,6 +7,7 @@ import java.lang.invoke.VarHandle;
 import java.util.EnumMap;
 import java.util.Map;
 
+import dev.nupa.ip.Checksum;
 import dev.nupa.ip.IpInterface;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Header;
@@ -25,6 +26,11 @@ import dev.nupa.l2.Datapath;
  * TAP's watcher says some wait ({@link #frameArrived}), at most {@link #BATCH} a round, and runs ARP's
  * timers. The TAP side is untrusted: whatever is malformed, not for us, or spoofs a fabric address is
  * counted ({@link GatewayCounter}) and dropped, and memory is bounded (the ARP cache and its queue).
+ *
+ * <p>With offloads ({@link Tap#offloads}) every frame carries a {@link VnetHeader}: partial checksums from Linux
+ * are completed, its TCP super-frames are cut into segments ({@link TcpSegmenter}), and the TCP segments sent
+ * to it within one round of the loop are joined into super-frames ({@link TcpCoalescer}), written when the
+ * round's timers run.
  */
 public final class EthernetInterface implements IpInterface, Datapath.Timer {
     /** Frames read per round of the loop at most, so the fabric side is not starved. */
@@ -48,6 +54,11 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
     private final ArpCache.Actions arpActions = new ArpActions();
     private final MemorySegment rx;
     private final MemorySegment tx;
+    /** Where a frame starts in rx and tx: after the virtio-net header when offloads are on, else at 0. */
+    private final int base;
+    private final TcpSegmenter segmenter;
+    private final TcpCoalescer coalescer;
+    private final TcpSegmenter.Sink toIp = (d, o, n) -> onIpv4(d, o, n);
     private final EthernetFrame rxFrame = new EthernetFrame();
     private final ArpPacket rxArp = new ArpPacket();
     private final long[] counts = new long[ALL.length];
@@ -80,9 +91,13 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         this.mtu = tap.mtu();
         this.arp = arp;
         Arena arena = Arena.ofAuto();
-        // Room for one frame past the MTU, VLAN tag included, so an oversized one is seen whole and counted.
-        this.rx = arena.allocate(Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER + 4, 8);
-        this.tx = arena.allocate(Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER, 8);
+        this.base = tap.offloads() ? VnetHeader.LENGTH : 0;
+        // Room for one frame past the MTU, VLAN tag included, so an oversized one is seen whole and counted (and
+        // for a whole super-frame with offloads).
+        this.rx = arena.allocate(base + Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER + 4, 8);
+        this.tx = arena.allocate(base + Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER, 8); // its header stays zero
+        this.segmenter = tap.offloads() ? new TcpSegmenter() : null;
+        this.coalescer = tap.offloads() ? new TcpCoalescer() : null;
     }
 
     /** A locally administered unicast MAC address (IEEE 802: bit 1 of the first byte set, bit 0 clear) for {@code address}. */
@@ -125,6 +140,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
 
     @Override
     public long poll(long now) {
+        flushCoalesced();
         boolean busy = now - lastFrameAt < BUSY_POLL_NS;
         if (readable || busy) {
             readable = false;
@@ -159,9 +175,9 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
 
     private void onFrame(int len, long now) {
         inc(GatewayCounter.RX_FRAMES);
-        add(GatewayCounter.RX_BYTES, len);
+        add(GatewayCounter.RX_BYTES, len - base);
         EthernetFrame f = rxFrame;
-        if (!f.wrap(rx, 0, len)) {
+        if (len < base || !f.wrap(rx, base, len - base)) {
             inc(GatewayCounter.DROP_RUNT);
             return;
         }
@@ -175,7 +191,11 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
             return;
         }
         switch (f.etherType()) {
-            case EthernetFrame.TYPE_IPV4 -> onIpv4(f, now);
+            case EthernetFrame.TYPE_IPV4 -> {
+                if (base == 0 || offloaded(f)) {
+                    onIpv4(rx, f.payloadOffset(), f.payloadLength());
+                }
+            }
             case EthernetFrame.TYPE_ARP -> onArp(f, now);
             case EthernetFrame.TYPE_IPV6 -> inc(GatewayCounter.DROP_IPV6);
             case EthernetFrame.TYPE_VLAN, EthernetFrame.TYPE_QINQ -> inc(GatewayCounter.DROP_VLAN);
@@ -183,30 +203,67 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         }
     }
 
-    private void onIpv4(EthernetFrame f, long now) {
-        int len = f.payloadLength();
+    /**
+     * What the virtio-net header of an IPv4 frame asks (virtio 1.2 5.1.6.2.1): a partial checksum is completed in
+     * place; a TCP/IPv4 super-frame is cut into segments, each handed on. True when the frame itself goes on.
+     */
+    private boolean offloaded(EthernetFrame f) {
+        int gso = VnetHeader.gsoType(rx, 0);
+        if ((gso & ~VnetHeader.GSO_ECN) == VnetHeader.GSO_TCPV4) {
+            inc(GatewayCounter.RX_GSO_FRAMES);
+            int n = segmenter.segment(rx, f.payloadOffset(), f.payloadLength(), VnetHeader.gsoSize(rx, 0), toIp);
+            if (n < 0) {
+                inc(GatewayCounter.DROP_BAD_VNET);
+            } else {
+                add(GatewayCounter.RX_GSO_SEGMENTS, n);
+            }
+            return false;
+        }
+        if (gso != VnetHeader.GSO_NONE) {
+            inc(GatewayCounter.DROP_BAD_VNET); // UDP or IPv6 segmentation, which the TAP was not offered
+            return false;
+        }
+        if ((VnetHeader.flags(rx, 0) & VnetHeader.NEEDS_CSUM) != 0) {
+            // The field holds the pseudo header's sum: the checksum is the sum from csum_start to the end.
+            long start = base + VnetHeader.csumStart(rx, 0);
+            long field = start + VnetHeader.csumOffset(rx, 0);
+            int total = rx.get(EthernetFrame.BE_SHORT, f.payloadOffset() + 2) & 0xFFFF; // not the frame's padding
+            long end = f.payloadOffset() + Math.min(f.payloadLength(), total);
+            if (start < f.payloadOffset() + Ipv4Header.MIN_HEADER || field + 2 > end) {
+                inc(GatewayCounter.DROP_BAD_VNET);
+                return false;
+            }
+            int c = Checksum.finish(Checksum.sum(rx, start, end - start));
+            boolean udp = (rx.get(java.lang.foreign.ValueLayout.JAVA_BYTE, f.payloadOffset() + 9) & 0xFF) == 17;
+            rx.set(EthernetFrame.BE_SHORT, field, (short) (udp && c == 0 ? 0xFFFF : c)); // RFC 768: 0 means none
+            inc(GatewayCounter.RX_CSUM_COMPLETED);
+        }
+        return true;
+    }
+
+    private void onIpv4(MemorySegment m, long offset, int len) {
         if (len > mtu) {
             inc(GatewayCounter.DROP_OVERSIZE);
             return;
         }
         if (len >= Ipv4Header.MIN_HEADER) {
             // Nobody on this side may speak for the fabric or for the gateway (RFC 1812 5.3.7's martians).
-            int src = rx.get(EthernetFrame.BE_INT, f.payloadOffset() + 12);
+            int src = m.get(EthernetFrame.BE_INT, offset + 12);
             if (ip.config().inSubnet(src) || src == address) {
                 inc(GatewayCounter.DROP_SPOOFED);
                 return;
             }
-            int dst = rx.get(EthernetFrame.BE_INT, f.payloadOffset() + 16);
+            int dst = m.get(EthernetFrame.BE_INT, offset + 16);
             if (dst == -1 || dst == (address | ~Route.mask(prefixLength))) {
                 inc(GatewayCounter.DROP_BROADCAST); // it would go back out where it came from
                 return;
             }
         }
-        if (!roceV2(rx, f.payloadOffset(), len, GatewayCounter.ROCEV2_IN)) {
+        if (!roceV2(m, offset, len, GatewayCounter.ROCEV2_IN)) {
             return;
         }
         inc(GatewayCounter.IPV4_IN);
-        ip.receiveExternal(rx, f.payloadOffset(), len); // IP validates the rest and counts what it drops
+        ip.receiveExternal(m, offset, len); // IP validates the rest and counts what it drops
     }
 
     /** Checks RoCEv2 at the edge (RoceV2Filter) and counts it as {@code passed}; false when it is dropped. */
@@ -275,6 +332,9 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         inc(GatewayCounter.IPV4_OUT);
         long to = arp.lookup(nextHop, now, arpActions);
         if (to >= 0) {
+            if (coalescer != null && coalesce(to, datagram, offset, length)) {
+                return SendStatus.OK;
+            }
             return writeFrame(to, EthernetFrame.TYPE_IPV4, datagram, offset, length) ? SendStatus.OK : SendStatus.NO_NEIGHBOR;
         }
         if (arp.enqueue(nextHop, datagram, offset, length, now, arpActions)) {
@@ -284,14 +344,46 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         return SendStatus.NO_NEIGHBOR;
     }
 
+    /** Joins a TCP segment to the run the coalescer holds, or starts one; false when it goes alone, now. */
+    private boolean coalesce(long to, MemorySegment datagram, long offset, int length) {
+        if (coalescer.extend(to, datagram, offset, length)) {
+            return true;
+        }
+        flushCoalesced();
+        if (coalescer.start(to, mac, datagram, offset, length)) {
+            // The run goes out when the timers run next; make sure they run on the next round even if it idles.
+            Datapath d = ip.link().datapath();
+            if (d != null) {
+                d.timersChanged();
+            }
+            return true;
+        }
+        return false;
+    }
+
+    /** Writes the run the coalescer holds, if any: one super-frame, or its one segment as it was. */
+    private void flushCoalesced() {
+        if (coalescer == null || coalescer.segments() == 0) {
+            return;
+        }
+        int segments = coalescer.segments();
+        int length = coalescer.finish();
+        if (segments > 1) {
+            inc(GatewayCounter.TX_GSO_FRAMES);
+            add(GatewayCounter.TX_GSO_SEGMENTS, segments);
+        }
+        write(coalescer.buffer(), length);
+    }
+
     /** Announces the gateway's address (gratuitous ARP: a request for itself, RFC 5227 2.4). */
     public void announce() {
         writeArp(ArpPacket.REQUEST, EthernetFrame.BROADCAST, address, 0, address);
     }
 
     private void writeArp(int operation, long frameTo, int senderIp, long targetMac, int targetIp) {
-        EthernetFrame.writeHeader(tx, 0, frameTo, mac, EthernetFrame.TYPE_ARP);
-        ArpPacket.write(tx, EthernetFrame.HEADER, operation, mac, senderIp, targetMac, targetIp);
+        flushCoalesced(); // what was joined before goes first
+        EthernetFrame.writeHeader(tx, base, frameTo, mac, EthernetFrame.TYPE_ARP);
+        ArpPacket.write(tx, base + EthernetFrame.HEADER, operation, mac, senderIp, targetMac, targetIp);
         if (operation == ArpPacket.REQUEST) {
             inc(GatewayCounter.ARP_REQUESTS_OUT);
         }
@@ -299,18 +391,24 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
     }
 
     private boolean writeFrame(long to, int etherType, MemorySegment payload, long offset, int length) {
-        EthernetFrame.writeHeader(tx, 0, to, mac, etherType);
-        MemorySegment.copy(payload, offset, tx, EthernetFrame.HEADER, length);
+        flushCoalesced();
+        EthernetFrame.writeHeader(tx, base, to, mac, etherType);
+        MemorySegment.copy(payload, offset, tx, base + EthernetFrame.HEADER, length);
         return send(EthernetFrame.HEADER + length);
     }
 
+    /** Writes the frame of {@code length} bytes in tx (after its zero virtio-net header, with offloads). */
     private boolean send(int length) {
-        if (!tap.write(tx, 0, length)) {
+        return write(tx, base + length);
+    }
+
+    private boolean write(MemorySegment buffer, int length) {
+        if (!tap.write(buffer, 0, length)) {
             inc(GatewayCounter.DROP_TX_FULL);
             return false;
         }
         inc(GatewayCounter.TX_FRAMES);
-        add(GatewayCounter.TX_BYTES, length);
+        add(GatewayCounter.TX_BYTES, length - base);
         return true;
     }
 

@@ -13,8 +13,10 @@ import dev.nupa.ip.Route;
  * @param prefixLength the prefix of that side's subnet (which must not overlap the fabric's)
  * @param mtu          the TAP device's MTU (Linux's default for Ethernet: 1500)
  * @param routes       routes through that side (e.g. "default via 192.168.77.1"), added once it is up
+ * @param offloads     whether the TAP carries virtio-net headers: checksum offload and TCP segmentation offload both
+ *                     ways (super-frames from Linux are cut in software, and segments to Linux joined into them)
  */
-public record GatewayConfig(String tap, int address, int prefixLength, int mtu, List<Route> routes) {
+public record GatewayConfig(String tap, int address, int prefixLength, int mtu, List<Route> routes, boolean offloads) {
     public static final int DEFAULT_MTU = 1500;
 
     public GatewayConfig {
@@ -41,19 +43,23 @@ public record GatewayConfig(String tap, int address, int prefixLength, int mtu, 
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("--tap-addr " + addressSlashPrefix + ": bad prefix length, e.g. 192.168.77.2/24");
         }
-        return new GatewayConfig(tap, Ipv4Address.parse(addressSlashPrefix.substring(0, slash)), prefix, DEFAULT_MTU, List.of());
+        return new GatewayConfig(tap, Ipv4Address.parse(addressSlashPrefix.substring(0, slash)), prefix, DEFAULT_MTU, List.of(), false);
     }
 
     public GatewayConfig withMtu(int mtu) {
-        return new GatewayConfig(tap, address, prefixLength, mtu, routes);
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads);
     }
 
     public GatewayConfig withRoutes(List<Route> routes) {
-        return new GatewayConfig(tap, address, prefixLength, mtu, routes);
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads);
+    }
+
+    public GatewayConfig withOffloads(boolean offloads) {
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads);
     }
 
     @Override
     public String toString() {
-        return tap + " " + Ipv4Address.toString(address) + "/" + prefixLength + " mtu " + mtu;
+        return tap + " " + Ipv4Address.toString(address) + "/" + prefixLength + " mtu " + mtu + (offloads ? " offloads" : "");
     }
 }

@@ -13,6 +13,14 @@ public enum GatewayCounter {
     PROXY_ARP_REPLIES,
     /** IPv4 datagrams handed to the node's IP layer, and taken from it for the TAP side. */
     IPV4_IN, IPV4_OUT,
+    /** With offloads: TCP super-frames read from the TAP, and the segments they were cut into. */
+    RX_GSO_FRAMES, RX_GSO_SEGMENTS,
+    /** With offloads: partial checksums from Linux completed. */
+    RX_CSUM_COMPLETED,
+    /** With offloads: super-frames written to the TAP, and the segments joined into them. */
+    TX_GSO_FRAMES, TX_GSO_SEGMENTS,
+    /** Drops: a virtio-net header that cannot be honoured (a segmentation type not offered, offsets outside the frame). */
+    DROP_BAD_VNET,
     /** RoCEv2 datagrams (UDP 4791) that passed the gateway's checks, from the TAP side and to it. */
     ROCEV2_IN, ROCEV2_OUT,
     /** Drops: RoCEv2 that is fragmented, whose UDP length disagrees with IP, or too short for a BTH and an ICRC. */

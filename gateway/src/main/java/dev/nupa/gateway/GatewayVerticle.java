@@ -52,7 +52,7 @@ public final class GatewayVerticle extends VerticleBase {
                     + " (node.vertx().deployVerticle), where the node's IP layer runs"));
         }
         try {
-            tap = Tap.open(config.tap(), config.mtu());
+            tap = Tap.open(config.tap(), config.mtu(), config.offloads());
             iface = new EthernetInterface(tap, ip, config.address(), config.prefixLength(),
                     EthernetInterface.localMac(config.address()),
                     new ArpCache(256, 64, config.mtu(), 30_000_000_000L, 1_000_000_000L, 3));

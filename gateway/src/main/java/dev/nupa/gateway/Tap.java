@@ -13,7 +13,9 @@ import java.nio.charset.StandardCharsets;
 /**
  * A Linux TAP device (Documentation/networking/tuntap.rst) through the Foreign Function & Memory API:
  * {@code /dev/net/tun} opened non-blocking, {@code TUNSETIFF} with {@code IFF_TAP | IFF_NO_PI}, so each
- * read or write is one Ethernet frame without a packet-information prefix. The device is created if no
+ * read or write is one Ethernet frame without a packet-information prefix; with offloads ({@code IFF_VNET_HDR}), each
+ * frame is preceded by a {@link VnetHeader} and the kernel may hand over TCP/IPv4 super-frames and partial
+ * checksums, and take them ({@code TUNSETOFFLOAD}: checksum, TSO4, ECN). The device is created if no
  * interface of that name exists and goes away when the descriptor is closed (it is not made
  * persistent). Its MTU is set and it is brought up through ioctls on a datagram socket.
  *
@@ -30,6 +32,14 @@ public final class Tap implements AutoCloseable {
     private static final long TUNSETIFF = 0x400454caL;
     private static final short IFF_TAP = 0x0002;
     private static final short IFF_NO_PI = 0x1000;
+    private static final short IFF_VNET_HDR = 0x4000;
+    private static final long TUNSETOFFLOAD = 0x400454d0L;
+    private static final long TUNSETVNETHDRSZ = 0x400454d8L;
+    private static final long TUNSETVNETLE = 0x400454dcL;
+    /** Offloads the kernel may use toward us: partial checksums, and TCP/IPv4 super-frames with ECN. */
+    private static final long TUN_F_CSUM = 0x01;
+    private static final long TUN_F_TSO4 = 0x02;
+    private static final long TUN_F_TSO_ECN = 0x08;
     private static final long SIOCGIFFLAGS = 0x8913;
     private static final long SIOCSIFFLAGS = 0x8914;
     private static final long SIOCSIFMTU = 0x8922;
@@ -68,6 +78,7 @@ public final class Tap implements AutoCloseable {
     private final int fd;
     private final int index;
     private final int mtu;
+    private final boolean offloads;
     private final Arena arena = Arena.ofAuto(); // freed once nothing, the watcher included, holds the Tap
     /** errno of the event loop's read and write calls (one thread), and the watcher's poll (its own). */
     private final MemorySegment loopErrno = arena.allocate(ERRNO_STATE);
@@ -75,23 +86,29 @@ public final class Tap implements AutoCloseable {
     private final MemorySegment pollFd = arena.allocate(8, 4);
     private volatile boolean closed;
 
-    private Tap(String name, int fd, int index, int mtu) {
+    private Tap(String name, int fd, int index, int mtu, boolean offloads) {
         this.name = name;
         this.fd = fd;
         this.index = index;
         this.mtu = mtu;
+        this.offloads = offloads;
         pollFd.set(ValueLayout.JAVA_INT, 0, fd);
         pollFd.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
     }
 
+    /** {@link #open(String, int, boolean)} without offloads. */
+    public static Tap open(String name, int mtu) {
+        return open(name, mtu, false);
+    }
+
     /**
-     * Creates TAP device {@code name} (or attaches to a TAP of that name that nobody holds), sets its MTU and
-     * brings it up.
+     * Creates TAP device {@code name} (or attaches to a TAP of that name that nobody holds), with {@code offloads}
+     * (a virtio-net header on every frame; checksum and TCP segmentation offload), sets its MTU and brings it up.
      *
      * @throws IllegalArgumentException for a bad name or MTU
      * @throws IllegalStateException naming the failed step and what to do (CAP_NET_ADMIN, /dev/net/tun)
      */
-    public static Tap open(String name, int mtu) {
+    public static Tap open(String name, int mtu, boolean offloads) {
         if (name == null || name.isEmpty() || name.length() > MAX_NAME || !name.matches("[A-Za-z0-9_.-]+")) {
             throw new IllegalArgumentException("TAP name \"" + name + "\" must be 1.." + MAX_NAME
                     + " characters of letters, digits, '_', '.' or '-'");
@@ -109,10 +126,26 @@ public final class Tap implements AutoCloseable {
             int sock = -1;
             try {
                 MemorySegment ifr = ifreq(a, name);
-                ifr.set(ValueLayout.JAVA_SHORT, 16, (short) (IFF_TAP | IFF_NO_PI));
+                ifr.set(ValueLayout.JAVA_SHORT, 16, (short) (IFF_TAP | IFF_NO_PI | (offloads ? IFF_VNET_HDR : 0)));
                 if ((int) IOCTL.invokeExact(errno, fd, TUNSETIFF, ifr) < 0) {
                     throw failure("TUNSETIFF " + name, errno, "the name may belong to a device that is not a free TAP;"
                             + " choose another name, and run as root or with CAP_NET_ADMIN");
+                }
+                if (offloads) {
+                    MemorySegment v = a.allocate(ValueLayout.JAVA_INT);
+                    v.set(ValueLayout.JAVA_INT, 0, VnetHeader.LENGTH);
+                    if ((int) IOCTL.invokeExact(errno, fd, TUNSETVNETHDRSZ, v) < 0) {
+                        throw failure("TUNSETVNETHDRSZ " + name, errno, "the kernel's tun lacks virtio-net headers; run without offloads");
+                    }
+                    v.set(ValueLayout.JAVA_INT, 0, 1);
+                    if ((int) IOCTL.invokeExact(errno, fd, TUNSETVNETLE, v) < 0) {
+                        throw failure("TUNSETVNETLE " + name, errno, "the kernel's tun lacks little-endian headers; run without offloads");
+                    }
+                    // TUNSETOFFLOAD takes its flags as the argument itself, not through a pointer.
+                    MemorySegment features = MemorySegment.ofAddress(TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN);
+                    if ((int) IOCTL.invokeExact(errno, fd, TUNSETOFFLOAD, features) < 0) {
+                        throw failure("TUNSETOFFLOAD " + name, errno, "the kernel's tun refuses checksum and TSO offloads; run without them");
+                    }
                 }
                 sock = (int) SOCKET.invokeExact(errno, AF_INET, SOCK_DGRAM, 0);
                 if (sock < 0) {
@@ -135,7 +168,7 @@ public final class Tap implements AutoCloseable {
                 if ((int) IOCTL.invokeExact(errno, sock, SIOCGIFINDEX, ifr) < 0) {
                     throw failure("reading the index of " + name, errno, "run as root or with CAP_NET_ADMIN");
                 }
-                return new Tap(name, fd, ifr.get(ValueLayout.JAVA_INT, 16), mtu);
+                return new Tap(name, fd, ifr.get(ValueLayout.JAVA_INT, 16), mtu, offloads);
             } catch (RuntimeException e) {
                 int ignored = (int) CLOSE.invokeExact(errno, fd);
                 throw e;
@@ -186,6 +219,11 @@ public final class Tap implements AutoCloseable {
 
     public int mtu() {
         return mtu;
+    }
+
+    /** Whether each frame read and written is preceded by a {@link VnetHeader} (checksum and TSO offloads). */
+    public boolean offloads() {
+        return offloads;
     }
 
     /**
@@ -243,6 +281,6 @@ public final class Tap implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "TAP " + name + " (index " + index + ", MTU " + mtu + ")";
+        return "TAP " + name + " (index " + index + ", MTU " + mtu + (offloads ? ", offloads" : "") + ")";
     }
 }

@@ -109,6 +109,12 @@ final class NodeCommand implements Callable<Integer> {
                     + " fragmentation needed.")
     int tapMtu;
 
+    @Option(names = "--tap-offloads",
+            description = "Checksum and TCP segmentation offload on the TAP (virtio-net headers): Linux hands over TCP"
+                    + " super-frames of up to 64 KiB, which the gateway cuts into segments, and takes the gateway's"
+                    + " segments to it joined into super-frames.")
+    boolean tapOffloads;
+
     @Option(names = "--tap-route", paramLabel = "ROUTE",
             description = "A route through the TAP side, e.g. \"default via 192.168.77.1\" (repeatable).")
     List<String> tapRoutes = new ArrayList<>();
@@ -253,7 +259,7 @@ final class NodeCommand implements Callable<Integer> {
 
     /** The gateway the --tap options describe, or null; a missing half is an error. */
     private GatewayConfig gateway() {
-        if (tap == null && tapAddr == null && tapRoutes.isEmpty()) {
+        if (tap == null && tapAddr == null && tapRoutes.isEmpty() && !tapOffloads) {
             return null;
         }
         if (tap == null || tapAddr == null) {
@@ -263,7 +269,7 @@ final class NodeCommand implements Callable<Integer> {
         for (String r : tapRoutes) {
             rs.add(Route.parse(r));
         }
-        return GatewayConfig.parse(tap, tapAddr).withMtu(tapMtu).withRoutes(rs);
+        return GatewayConfig.parse(tap, tapAddr).withMtu(tapMtu).withRoutes(rs).withOffloads(tapOffloads);
     }
 
     private static void checkLimit(String option, Integer limit) {
