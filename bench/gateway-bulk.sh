@@ -3,6 +3,7 @@
 # over a veth pair between two namespaces, in alternating turns of one run. Needs root, nc (netcat-openbsd).
 #
 #   bench/gateway-bulk.sh [TURNS] [MIB]     (defaults 5 and 256)
+#   GATEWAY_OPTS=--tap-offloads bench/gateway-bulk.sh    (checksum and segmentation offloads on the TAP)
 #
 # To the fabric, each turn sends MIB MiB of random bytes with `nc -N` (the same client both ways): to the
 # TCP discard service (port 9) of the example services on fabric node 1, through a gateway whose TAP has
@@ -41,7 +42,7 @@ ip -n "$ns" addr add 192.168.79.1/24 dev vb0
 ip -n "$peer" addr add 192.168.79.2/24 dev vb1
 
 "$root/nupa" build >/dev/null
-"$root/nupa" node --fabric "$fabric" --address 0 --tap "$tap" --tap-addr 192.168.77.2/24 >/tmp/nupa-bulk-gw-$id.log 2>&1 &
+"$root/nupa" node --fabric "$fabric" --address 0 --tap "$tap" --tap-addr 192.168.77.2/24 ${GATEWAY_OPTS:-} >/tmp/nupa-bulk-gw-$id.log 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do ip link show "$tap" >/dev/null 2>&1 && break; sleep 0.1; done
 "$root/nupa" example hello-server "$fabric" 1 "192.168.77.0/24 via 10.0.0.1" >/tmp/nupa-bulk-srv-$id.log 2>&1 &
