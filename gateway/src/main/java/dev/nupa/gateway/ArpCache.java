@@ -62,6 +62,8 @@ final class ArpCache {
     private int used;
     private int incomplete;
     private long nextDeadline = Long.MAX_VALUE;
+    /** Moves whenever an address becomes known, changes MAC or is forgotten: when {@link #known} would differ. */
+    private long version;
 
     ArpCache(int capacity, int pendingSlots, int slotBytes, long reachableNs, long retryNs, int retries) {
         if (capacity < 1 || pendingSlots < 1) {
@@ -83,6 +85,29 @@ final class ArpCache {
         slotOwner = new int[pendingSlots];
         slotLength = new int[pendingSlots];
         slotOrder = new long[pendingSlots];
+    }
+
+    long version() {
+        return version;
+    }
+
+    /**
+     * The known entries as pairs {@code [ip, mac, ip, mac, ...]}: what the interfaces of the other queues read (a
+     * new array, made when {@link #version} moved; entries past their reachable time included, as lookup uses them).
+     */
+    long[] known() {
+        int n = 0;
+        for (byte st : states) {
+            n += st == KNOWN ? 1 : 0;
+        }
+        long[] pairs = new long[2 * n];
+        for (int i = 0, k = 0; i < states.length; i++) {
+            if (states[i] == KNOWN) {
+                pairs[k++] = ips[i];
+                pairs[k++] = macs[i];
+            }
+        }
+        return pairs;
     }
 
     int capacity() {
@@ -212,6 +237,9 @@ final class ArpCache {
         if (wasIncomplete) {
             incomplete--;
         }
+        if (wasIncomplete || macs[i] != mac) {
+            version++;
+        }
         states[i] = KNOWN;
         macs[i] = mac;
         confirmed[i] = now;
@@ -302,6 +330,8 @@ final class ArpCache {
         }
         if (states[i] == INCOMPLETE) {
             incomplete--;
+        } else {
+            version++;
         }
         states[i] = FREE;
         waiting[i] = 0;

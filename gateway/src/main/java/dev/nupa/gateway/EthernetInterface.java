@@ -4,6 +4,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.EnumMap;
 import java.util.Map;
 
@@ -31,6 +32,11 @@ import dev.nupa.l2.Datapath;
  * are completed, its TCP super-frames are cut into segments ({@link TcpSegmenter}), and the TCP segments sent
  * to it within one round of the loop are joined into super-frames ({@link TcpCoalescer}), written when the
  * round's timers run.
+ *
+ * <p>A TAP of several queues has one interface per queue, each on its own event loop. The first (the primary)
+ * keeps the neighbor cache, answers ARP and announces the address; the others read the addresses it knows from a
+ * table it publishes, and hand it what they cannot send themselves (a datagram for a next hop not yet known, an
+ * ARP frame that arrived on their queue), through its loop's task queue.
  */
 public final class EthernetInterface implements IpInterface, Datapath.Timer {
     /** Frames read per round of the loop at most, so the fabric side is not starved. */
@@ -68,6 +74,14 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
     private volatile boolean watcherWaits;
     private volatile Runnable rearm = () -> { };
     private long lastFrameAt = Long.MIN_VALUE / 2;
+    /** The interface that keeps the neighbor cache for this one (another queue's), or null: this is the primary. */
+    private final EthernetInterface primary;
+    /** What the primary's cache knows, as [ip, mac, ...] pairs, for the other queues; replaced when it changes. */
+    private volatile long[] published = new long[0];
+    private long publishedVersion = -1;
+    /** Datagrams and ARP frames handed to the primary and not yet taken (at most {@link #MAX_HANDED_OFF}). */
+    private final AtomicInteger handedOff = new AtomicInteger();
+    static final int MAX_HANDED_OFF = 64;
 
     /**
      * @param address the gateway's IPv4 address on the Ethernet side, in a subnet of {@code prefixLength} bits
@@ -98,6 +112,38 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         this.tx = arena.allocate(base + Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER, 8); // its header stays zero
         this.segmenter = tap.offloads() ? new TcpSegmenter() : null;
         this.coalescer = tap.offloads() ? new TcpCoalescer() : null;
+        this.primary = null;
+    }
+
+    /**
+     * The interface of another queue of {@code primary}'s TAP device, on the event loop of {@code ip} (a stack of
+     * another loop of the same node): the same address and MAC, the primary's neighbor cache.
+     */
+    public EthernetInterface(Tap tap, Ipv4Stack ip, EthernetInterface primary) {
+        if (primary.primary != null || !tap.name().equals(primary.name)) {
+            throw new IllegalArgumentException("queue " + tap.queue() + " of " + tap.name() + " needs the primary interface"
+                    + " of the same device, not " + primary.name);
+        }
+        this.tap = tap;
+        this.ip = ip;
+        this.name = tap.name();
+        this.address = primary.address;
+        this.prefixLength = primary.prefixLength;
+        this.mac = primary.mac;
+        this.mtu = tap.mtu();
+        this.arp = null;
+        this.base = tap.offloads() ? VnetHeader.LENGTH : 0;
+        Arena arena = Arena.ofAuto();
+        this.rx = arena.allocate(base + Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER + 4, 8);
+        this.tx = arena.allocate(base + Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER, 8);
+        this.segmenter = tap.offloads() ? new TcpSegmenter() : null;
+        this.coalescer = tap.offloads() ? new TcpCoalescer() : null;
+        this.primary = primary;
+    }
+
+    /** Which queue of the TAP device this interface serves. */
+    public int queue() {
+        return tap.queue();
     }
 
     /** A locally administered unicast MAC address (IEEE 802: bit 1 of the first byte set, bit 0 clear) for {@code address}. */
@@ -169,7 +215,11 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
             watcherWaits = false;
             rearm.run();
         }
-        long next = arp.poll(now, arpActions);
+        long next = Long.MAX_VALUE;
+        if (arp != null) {
+            next = arp.poll(now, arpActions);
+            publishNeighbors();
+        }
         return readable || now - lastFrameAt < BUSY_POLL_NS ? now : next;
     }
 
@@ -196,7 +246,13 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
                     onIpv4(rx, f.payloadOffset(), f.payloadLength());
                 }
             }
-            case EthernetFrame.TYPE_ARP -> onArp(f, now);
+            case EthernetFrame.TYPE_ARP -> {
+                if (primary == null) {
+                    onArp(rx, f, now);
+                } else {
+                    handArpOff(f);
+                }
+            }
             case EthernetFrame.TYPE_IPV6 -> inc(GatewayCounter.DROP_IPV6);
             case EthernetFrame.TYPE_VLAN, EthernetFrame.TYPE_QINQ -> inc(GatewayCounter.DROP_VLAN);
             default -> inc(GatewayCounter.DROP_ETHERTYPE);
@@ -284,9 +340,9 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         return true;
     }
 
-    private void onArp(EthernetFrame f, long now) {
+    private void onArp(MemorySegment m, EthernetFrame f, long now) {
         ArpPacket a = rxArp;
-        if (!a.wrap(rx, f.payloadOffset(), f.payloadLength())
+        if (!a.wrap(m, f.payloadOffset(), f.payloadLength())
                 || (a.operation() != ArpPacket.REQUEST && a.operation() != ArpPacket.REPLY)) {
             inc(GatewayCounter.DROP_BAD_ARP);
             return;
@@ -329,19 +385,105 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         if (!roceV2(datagram, offset, length, GatewayCounter.ROCEV2_OUT)) {
             return SendStatus.OK; // dropped and counted here, as a wire would lose it
         }
+        if (primary != null) {
+            long to = primary.publishedMac(nextHop);
+            if (to < 0) {
+                return handOff(nextHop, datagram, offset, length); // the primary counts it
+            }
+            inc(GatewayCounter.IPV4_OUT);
+            return sendTo(to, datagram, offset, length);
+        }
         inc(GatewayCounter.IPV4_OUT);
+        return resolveAndSend(nextHop, datagram, offset, length, now);
+    }
+
+    private int sendTo(long to, MemorySegment datagram, long offset, int length) {
+        if (coalescer != null && coalesce(to, datagram, offset, length)) {
+            return SendStatus.OK;
+        }
+        return writeFrame(to, EthernetFrame.TYPE_IPV4, datagram, offset, length) ? SendStatus.OK : SendStatus.NO_NEIGHBOR;
+    }
+
+    /** The primary's way: its cache's address for {@code nextHop}, or the datagram waits for one. */
+    private int resolveAndSend(int nextHop, MemorySegment datagram, long offset, int length, long now) {
         long to = arp.lookup(nextHop, now, arpActions);
         if (to >= 0) {
-            if (coalescer != null && coalesce(to, datagram, offset, length)) {
-                return SendStatus.OK;
-            }
-            return writeFrame(to, EthernetFrame.TYPE_IPV4, datagram, offset, length) ? SendStatus.OK : SendStatus.NO_NEIGHBOR;
+            return sendTo(to, datagram, offset, length);
         }
         if (arp.enqueue(nextHop, datagram, offset, length, now, arpActions)) {
             return SendStatus.OK; // waits for the next hop's answer; host unreachable goes back if none comes
         }
         inc(GatewayCounter.DROP_ARP_QUEUE_FULL);
         return SendStatus.NO_NEIGHBOR;
+    }
+
+    // ---- the queues of one device -----------------------------------------------------------
+
+    /** The MAC address the primary's cache knows for {@code ip}, or -1; any thread. */
+    private long publishedMac(int ip) {
+        long[] p = published;
+        for (int i = 0; i < p.length; i += 2) {
+            if ((int) p[i] == ip) {
+                return p[i + 1];
+            }
+        }
+        return -1;
+    }
+
+    /** The primary publishes what its cache knows when that changed, for the other queues' loops. */
+    private void publishNeighbors() {
+        if (arp.version() != publishedVersion) {
+            publishedVersion = arp.version();
+            published = arp.known();
+        }
+    }
+
+    /**
+     * A datagram for a next hop the primary's table does not hold yet goes to the primary's loop (a copy), which
+     * resolves it and sends it on its queue. Bounded: past {@link #MAX_HANDED_OFF} waiting, it is dropped.
+     */
+    private int handOff(int nextHop, MemorySegment datagram, long offset, int length) {
+        if (handedOff.incrementAndGet() > MAX_HANDED_OFF) {
+            handedOff.decrementAndGet();
+            inc(GatewayCounter.DROP_ARP_QUEUE_FULL);
+            return SendStatus.NO_NEIGHBOR;
+        }
+        byte[] copy = datagram.asSlice(offset, length).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        primary.ip.link().execute(() -> {
+            try {
+                primary.inc(GatewayCounter.IPV4_OUT);
+                primary.resolveAndSend(nextHop, MemorySegment.ofArray(copy), 0, copy.length, primary.ip.link().now());
+            } finally {
+                handedOff.decrementAndGet();
+            }
+        });
+        return SendStatus.OK;
+    }
+
+    /** ARP that arrived on this queue goes to the primary, which keeps the cache and answers. */
+    private void handArpOff(EthernetFrame f) {
+        if (handedOff.incrementAndGet() > MAX_HANDED_OFF) {
+            handedOff.decrementAndGet();
+            inc(GatewayCounter.DROP_BAD_ARP);
+            return;
+        }
+        byte[] copy = rx.asSlice(base, EthernetFrame.HEADER + f.payloadLength()).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE);
+        primary.ip.link().execute(() -> {
+            try {
+                primary.arpFromQueue(copy);
+            } finally {
+                handedOff.decrementAndGet();
+            }
+        });
+    }
+
+    /** On the primary's loop, outside its reads: an ARP frame another queue took. */
+    private void arpFromQueue(byte[] frame) {
+        MemorySegment m = MemorySegment.ofArray(frame);
+        if (rxFrame.wrap(m, 0, frame.length)) {
+            onArp(m, rxFrame, ip.link().now());
+            publishNeighbors();
+        }
     }
 
     /** Joins a TCP segment to the run the coalescer holds, or starts one; false when it goes alone, now. */
@@ -456,11 +598,12 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
 
     /** The ARP entry for {@code address} as text, for tools; null when there is none. On the loop. */
     public String neighbor(int address) {
-        return arp.describe(address);
+        return primary != null ? primary.neighbor(address) : arp.describe(address);
     }
 
     @Override
     public String toString() {
-        return name + " " + Ipv4Address.toString(address) + "/" + prefixLength + " " + EthernetFrame.macToString(mac) + " mtu " + mtu;
+        return name + (tap.queue() > 0 ? " queue " + tap.queue() : "") + " " + Ipv4Address.toString(address) + "/" + prefixLength + " "
+                + EthernetFrame.macToString(mac) + " mtu " + mtu;
     }
 }

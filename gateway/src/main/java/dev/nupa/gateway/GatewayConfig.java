@@ -15,12 +15,16 @@ import dev.nupa.ip.Route;
  * @param routes       routes through that side (e.g. "default via 192.168.77.1"), added once it is up
  * @param offloads     whether the TAP carries virtio-net headers: checksum offload and TCP segmentation offload both
  *                     ways (super-frames from Linux are cut in software, and segments to Linux joined into them)
+ * @param queues       the TAP's queues (IFF_MULTI_QUEUE when more than one), one per event loop of the node
  */
-public record GatewayConfig(String tap, int address, int prefixLength, int mtu, List<Route> routes, boolean offloads) {
+public record GatewayConfig(String tap, int address, int prefixLength, int mtu, List<Route> routes, boolean offloads, int queues) {
     public static final int DEFAULT_MTU = 1500;
 
     public GatewayConfig {
         routes = List.copyOf(routes);
+        if (queues < 1 || queues > Tap.MAX_QUEUES) {
+            throw new IllegalArgumentException("--tap-queues " + queues + " is outside 1.." + Tap.MAX_QUEUES);
+        }
         if (prefixLength < 1 || prefixLength > 30) {
             throw new IllegalArgumentException("--tap-addr prefix /" + prefixLength + " must be 1..30 (room for the gateway"
                     + " and a Linux peer)");
@@ -43,23 +47,27 @@ public record GatewayConfig(String tap, int address, int prefixLength, int mtu, 
         } catch (NumberFormatException e) {
             throw new IllegalArgumentException("--tap-addr " + addressSlashPrefix + ": bad prefix length, e.g. 192.168.77.2/24");
         }
-        return new GatewayConfig(tap, Ipv4Address.parse(addressSlashPrefix.substring(0, slash)), prefix, DEFAULT_MTU, List.of(), false);
+        return new GatewayConfig(tap, Ipv4Address.parse(addressSlashPrefix.substring(0, slash)), prefix, DEFAULT_MTU, List.of(), false, 1);
     }
 
     public GatewayConfig withMtu(int mtu) {
-        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads);
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads, queues);
     }
 
     public GatewayConfig withRoutes(List<Route> routes) {
-        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads);
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads, queues);
     }
 
     public GatewayConfig withOffloads(boolean offloads) {
-        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads);
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads, queues);
+    }
+
+    public GatewayConfig withQueues(int queues) {
+        return new GatewayConfig(tap, address, prefixLength, mtu, routes, offloads, queues);
     }
 
     @Override
     public String toString() {
-        return tap + " " + Ipv4Address.toString(address) + "/" + prefixLength + " mtu " + mtu + (offloads ? " offloads" : "");
+        return tap + " " + Ipv4Address.toString(address) + "/" + prefixLength + " mtu " + mtu + (offloads ? " offloads" : "") + (queues > 1 ? " queues " + queues : "");
     }
 }

@@ -2,158 +2,254 @@ package dev.nupa.gateway;
 
 import dev.nupa.device.CounterTable;
 import dev.nupa.device.FabricWindow;
-import java.util.concurrent.locks.LockSupport;
-
+import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import io.vertx.core.Future;
+import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.locks.LockSupport;
 
 /**
- * The gateway as a verticle on the node's event loop: on deploy it opens the TAP device, gives the node's
- * IP layer its Ethernet side ({@link EthernetInterface}) and that side's routes, hands the interface's
- * timer to the loop, starts the TAP's watcher and announces the gateway's address; on undeploy it takes
- * all of it back and the TAP device goes away.
+ * The gateway as a verticle over the node's event loops: on deploy it opens the TAP device with one queue per
+ * loop, gives each loop's IP layer its Ethernet side ({@link EthernetInterface}: the first queue's keeps the
+ * neighbor cache, the others read it) and that side's routes, hands each interface's timer to its loop, starts
+ * one watcher per queue and announces the gateway's address; on undeploy it takes all of it back and the TAP
+ * device goes away.
  *
- * <p>The watcher is one thread that blocks in poll(2) on the TAP device and, when frames wait, wakes the
- * loop (through the fabric's doorbell) and waits until the loop has read them; no frame crosses a thread.
+ * <p>A watcher is a thread that blocks in poll(2) on its queue and, when frames wait, wakes its loop (through the
+ * fabric's doorbell) and waits until the loop has read them; no frame crosses a thread.
  */
 public final class GatewayVerticle extends VerticleBase {
-    /** How long the watcher's poll waits before it looks whether it should stop. */
+    /** How long a watcher's poll waits before it looks whether it should stop. */
     private static final int WATCH_MS = 100;
-
-    private final Ipv4Stack ip;
-    private final GatewayConfig config;
-    private Tap tap;
-    private EthernetInterface iface;
-    private Thread watcher;
-    private volatile boolean armed = true;
-    private volatile boolean stopping;
     /** How often the published counters are refreshed. */
     static final long PUBLISH_NS = 200_000_000L;
-    private FabricWindow counterWindow;
-    private Datapath.Timer publisher;
 
+    private final List<Ipv4Stack> loops;
+    private final GatewayConfig config;
+    private final List<Queue> queues = new ArrayList<>();
+    private volatile boolean stopping;
+
+    /** One queue of the TAP device and what serves it on its loop. */
+    private final class Queue {
+        final Ipv4Stack ip;
+        final Tap tap;
+        final EthernetInterface iface;
+        Thread watcher;
+        volatile boolean armed = true;
+        FabricWindow counterWindow;
+        Datapath.Timer publisher;
+        boolean attached;
+
+        Queue(Ipv4Stack ip, Tap tap, EthernetInterface iface) {
+            this.ip = ip;
+            this.tap = tap;
+            this.iface = iface;
+        }
+
+        Datapath datapath() {
+            return ip.link().datapath();
+        }
+
+        /** On the queue's loop: the interface joins the IP layer and the loop. */
+        void attach() {
+            ip.attach(iface);
+            attached = true;
+            for (Route r : config.routes()) {
+                ip.addRoute(r);
+            }
+            datapath().addTimer(iface);
+            publishCounters();
+            watcher = Thread.ofPlatform().daemon().name("nupa-tap-watch-" + config.tap() + "-" + tap.queue()).start(this::watch);
+            if (tap.queue() == 0) {
+                iface.announce();
+            }
+        }
+
+        /** On the queue's loop (or anywhere once it stopped): everything {@link #attach} did, undone. */
+        void detach() {
+            datapath().removeTimer(iface);
+            if (publisher != null) {
+                datapath().removeTimer(publisher);
+            }
+            if (counterWindow != null) {
+                counterWindow.close();
+            }
+            if (attached) {
+                for (Route r : config.routes()) {
+                    ip.routes().remove(r.prefix(), r.prefixLength());
+                }
+                ip.detach(iface);
+            }
+        }
+
+        /**
+         * The queue's counters in a window of the fabric ({@link FabricWindow#COUNTERS}) of its loop's node, refreshed
+         * every {@link #PUBLISH_NS} ns from the loop, so that {@code nupa fabric info} shows them from the fabric file.
+         */
+        private void publishCounters() {
+            GatewayCounter[] all = GatewayCounter.values();
+            String[] names = new String[all.length];
+            for (int i = 0; i < all.length; i++) {
+                names[i] = all[i].name().toLowerCase(Locale.ROOT);
+            }
+            try {
+                counterWindow = ip.link().device().exportWindow(CounterTable.bytes(all.length),
+                        FabricWindow.REMOTE_READ | FabricWindow.COUNTERS);
+            } catch (RuntimeException e) {
+                return; // no room for a window: the counters stay in the node's Admin service and metrics only
+            }
+            CounterTable.format(counterWindow.memory(), "gateway " + config.tap() + (tap.queue() > 0 ? " queue " + tap.queue() : "")
+                    + " " + Ipv4Address.toString(config.address()) + "/" + config.prefixLength(), names);
+            publisher = now -> {
+                for (int i = 0; i < all.length; i++) {
+                    CounterTable.set(counterWindow.memory(), i, iface.counter(all[i]));
+                }
+                return now + PUBLISH_NS;
+            };
+            datapath().addTimer(publisher);
+        }
+
+        private void watch() {
+            Thread self = Thread.currentThread();
+            Runnable rearm = () -> {
+                armed = true;
+                LockSupport.unpark(self);
+            };
+            while (!stopping) {
+                if (!armed) {
+                    LockSupport.parkNanos(WATCH_MS * 1_000_000L);
+                    continue;
+                }
+                if (tap.awaitReadable(WATCH_MS)) {
+                    armed = false;
+                    iface.frameArrived(rearm);
+                    datapath().timersChanged(); // polls the interface's timer on the loop's next round, waking it
+                }
+            }
+        }
+    }
+
+    /** A gateway of one queue on the node's one event loop. */
     public GatewayVerticle(Ipv4Stack ip, GatewayConfig config) {
-        this.ip = ip;
+        this(List.of(ip), config);
+    }
+
+    /** A gateway whose TAP has a queue for each of the node's event loops: {@code loops} are their IP layers, the primary first. */
+    public GatewayVerticle(List<Ipv4Stack> loops, GatewayConfig config) {
+        if (loops.size() != config.queues()) {
+            throw new IllegalArgumentException("a gateway of " + config.queues() + " TAP queues needs a node of as many event"
+                    + " loops, not " + loops.size() + "; give the node one loop per queue");
+        }
+        this.loops = List.copyOf(loops);
         this.config = config;
     }
 
     @Override
     public Future<?> start() {
-        if (!ip.config().forwarding()) {
+        if (!loops.getFirst().config().forwarding()) {
             return Future.failedFuture(new IllegalArgumentException("a gateway forwards between the fabric and Ethernet:"
                     + " its node needs forwarding on (--forwarding, IpConfig.withForwarding(true))"));
         }
-        Datapath datapath = ip.link().datapath();
-        if (datapath == null || !ip.link().isOwner()) {
-            return Future.failedFuture(new IllegalStateException("deploy the gateway on its node's event loop"
-                    + " (node.vertx().deployVerticle), where the node's IP layer runs"));
+        for (Ipv4Stack ip : loops) {
+            if (ip.link().datapath() == null) {
+                return Future.failedFuture(new IllegalStateException("deploy the gateway on a node whose event loops run its"
+                        + " datapath (NupaNode, NupaVertx), where the node's IP layers run"));
+            }
         }
         try {
-            tap = Tap.open(config.tap(), config.mtu(), config.offloads());
-            iface = new EthernetInterface(tap, ip, config.address(), config.prefixLength(),
-                    EthernetInterface.localMac(config.address()),
+            List<Tap> taps = Tap.open(config.tap(), config.mtu(), config.offloads(), config.queues());
+            EthernetInterface primary = new EthernetInterface(taps.getFirst(), loops.getFirst(), config.address(),
+                    config.prefixLength(), EthernetInterface.localMac(config.address()),
                     new ArpCache(256, 64, config.mtu(), 30_000_000_000L, 1_000_000_000L, 3));
-            ip.attach(iface);
-            for (Route r : config.routes()) {
-                ip.addRoute(r);
+            for (int q = 0; q < taps.size(); q++) {
+                EthernetInterface iface = q == 0 ? primary : new EthernetInterface(taps.get(q), loops.get(q), primary);
+                queues.add(new Queue(loops.get(q), taps.get(q), iface));
             }
         } catch (RuntimeException e) {
-            undo();
+            for (Queue q : queues) {
+                q.tap.close();
+            }
+            queues.clear();
             return Future.failedFuture(e);
         }
-        datapath.addTimer(iface);
-        publishCounters(datapath);
-        watcher = Thread.ofPlatform().daemon().name("nupa-tap-watch-" + config.tap()).start(() -> watch(datapath));
-        iface.announce();
-        return Future.succeededFuture();
+        List<Future<Void>> attached = new ArrayList<>();
+        for (Queue q : queues) {
+            attached.add(onLoop(q, q::attach));
+        }
+        return Future.all(attached).recover(e -> stop().transform(v -> Future.failedFuture(e)));
     }
 
-    /**
-     * The gateway's counters in a window of the fabric ({@link FabricWindow#COUNTERS}), refreshed every
-     * {@link #PUBLISH_NS} ns from the loop, so that {@code nupa fabric info} shows them from the fabric file alone.
-     */
-    private void publishCounters(Datapath datapath) {
-        GatewayCounter[] all = GatewayCounter.values();
-        String[] names = new String[all.length];
-        for (int i = 0; i < all.length; i++) {
-            names[i] = all[i].name().toLowerCase(java.util.Locale.ROOT);
-        }
-        try {
-            counterWindow = ip.link().device().exportWindow(CounterTable.bytes(all.length), FabricWindow.REMOTE_READ | FabricWindow.COUNTERS);
-        } catch (RuntimeException e) {
-            return; // no room for a window: the counters stay in the node's Admin service and metrics only
-        }
-        CounterTable.format(counterWindow.memory(), "gateway " + config.tap() + " " + dev.nupa.ip.Ipv4Address.toString(config.address())
-                + "/" + config.prefixLength(), names);
-        publisher = now -> {
-            for (int i = 0; i < all.length; i++) {
-                CounterTable.set(counterWindow.memory(), i, iface.counter(all[i]));
+    /** Runs {@code task} on {@code q}'s loop (at once when the loop is not running); its Future completes after. */
+    private static Future<Void> onLoop(Queue q, Runnable task) {
+        Promise<Void> done = Promise.promise();
+        Runnable run = () -> {
+            try {
+                task.run();
+                done.tryComplete();
+            } catch (RuntimeException e) {
+                done.tryFail(e);
             }
-            return now + PUBLISH_NS;
         };
-        datapath.addTimer(publisher);
-    }
-
-    private void watch(Datapath datapath) {
-        Thread self = Thread.currentThread();
-        Runnable rearm = () -> {
-            armed = true;
-            LockSupport.unpark(self);
-        };
-        while (!stopping) {
-            if (!armed) {
-                LockSupport.parkNanos(WATCH_MS * 1_000_000L);
-                continue;
-            }
-            if (tap.awaitReadable(WATCH_MS)) {
-                armed = false;
-                iface.frameArrived(rearm);
-                datapath.timersChanged(); // polls the interface's timer on the loop's next round, waking it
-            }
+        Datapath d = q.datapath();
+        if (d.isRunning()) {
+            d.execute(run); // runs exactly once: on the loop, or here if the loop stops first
+        } else {
+            run.run();
         }
+        return done.future();
     }
 
-    /** The Ethernet side, once deployed. */
+    /** The primary queue's Ethernet side (the one that keeps the neighbor cache), once deployed. */
     public EthernetInterface iface() {
-        return iface;
+        return queues.isEmpty() ? null : queues.getFirst().iface;
+    }
+
+    /** Every queue's Ethernet side, queue 0 first, once deployed. */
+    public List<EthernetInterface> interfaces() {
+        return queues.stream().map(q -> q.iface).toList();
+    }
+
+    /** The counters of all queues added up; any thread. */
+    public Map<GatewayCounter, Long> counters() {
+        Map<GatewayCounter, Long> sum = new EnumMap<>(GatewayCounter.class);
+        for (GatewayCounter c : GatewayCounter.values()) {
+            long v = 0;
+            for (Queue q : queues) {
+                v += q.iface.counter(c);
+            }
+            sum.put(c, v);
+        }
+        return sum;
     }
 
     @Override
     public Future<?> stop() {
         stopping = true;
-        if (watcher != null) {
-            LockSupport.unpark(watcher);
-            try {
-                watcher.join(2L * WATCH_MS + 1000);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
+        for (Queue q : queues) {
+            if (q.watcher != null) {
+                LockSupport.unpark(q.watcher);
+                try {
+                    q.watcher.join(2L * WATCH_MS + 1000);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
             }
         }
-        if (iface != null) {
-            ip.link().datapath().removeTimer(iface);
+        List<Future<Void>> detached = new ArrayList<>();
+        for (Queue q : queues) {
+            detached.add(onLoop(q, q::detach).eventually(() -> {
+                q.tap.close();
+                return Future.succeededFuture();
+            }));
         }
-        if (publisher != null) {
-            ip.link().datapath().removeTimer(publisher);
-        }
-        if (counterWindow != null) {
-            counterWindow.close();
-        }
-        undo();
-        return Future.succeededFuture();
-    }
-
-    private void undo() {
-        if (iface != null) {
-            for (Route r : config.routes()) {
-                ip.routes().remove(r.prefix(), r.prefixLength());
-            }
-            ip.detach(iface);
-        }
-        if (tap != null) {
-            tap.close();
-        }
+        return Future.join(detached);
     }
 }

@@ -33,6 +33,9 @@ public final class Tap implements AutoCloseable {
     private static final short IFF_TAP = 0x0002;
     private static final short IFF_NO_PI = 0x1000;
     private static final short IFF_VNET_HDR = 0x4000;
+    private static final short IFF_MULTI_QUEUE = 0x0100;
+    /** The most queues a TAP takes (the kernel's MAX_TAP_QUEUES). */
+    public static final int MAX_QUEUES = 256;
     private static final long TUNSETOFFLOAD = 0x400454d0L;
     private static final long TUNSETVNETHDRSZ = 0x400454d8L;
     private static final long TUNSETVNETLE = 0x400454dcL;
@@ -79,6 +82,7 @@ public final class Tap implements AutoCloseable {
     private final int index;
     private final int mtu;
     private final boolean offloads;
+    private final int queue;
     private final Arena arena = Arena.ofAuto(); // freed once nothing, the watcher included, holds the Tap
     /** errno of the event loop's read and write calls (one thread), and the watcher's poll (its own). */
     private final MemorySegment loopErrno = arena.allocate(ERRNO_STATE);
@@ -86,12 +90,13 @@ public final class Tap implements AutoCloseable {
     private final MemorySegment pollFd = arena.allocate(8, 4);
     private volatile boolean closed;
 
-    private Tap(String name, int fd, int index, int mtu, boolean offloads) {
+    private Tap(String name, int fd, int index, int mtu, boolean offloads, int queue) {
         this.name = name;
         this.fd = fd;
         this.index = index;
         this.mtu = mtu;
         this.offloads = offloads;
+        this.queue = queue;
         pollFd.set(ValueLayout.JAVA_INT, 0, fd);
         pollFd.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
     }
@@ -101,14 +106,21 @@ public final class Tap implements AutoCloseable {
         return open(name, mtu, false);
     }
 
+    /** {@link #open(String, int, boolean, int)} of one queue. */
+    public static Tap open(String name, int mtu, boolean offloads) {
+        return open(name, mtu, offloads, 1).getFirst();
+    }
+
     /**
-     * Creates TAP device {@code name} (or attaches to a TAP of that name that nobody holds), with {@code offloads}
-     * (a virtio-net header on every frame; checksum and TCP segmentation offload), sets its MTU and brings it up.
+     * Creates TAP device {@code name} (or attaches to a TAP of that name that nobody holds) with {@code queues}
+     * queues ({@code IFF_MULTI_QUEUE} when more than one: each descriptor is a queue, and Linux spreads the flows it
+     * sends over them), with {@code offloads} (a virtio-net header on every frame; checksum and TCP segmentation
+     * offload), sets its MTU and brings it up. Returns one Tap per queue, queue 0 first; all or none.
      *
-     * @throws IllegalArgumentException for a bad name or MTU
+     * @throws IllegalArgumentException for a bad name, MTU or number of queues
      * @throws IllegalStateException naming the failed step and what to do (CAP_NET_ADMIN, /dev/net/tun)
      */
-    public static Tap open(String name, int mtu, boolean offloads) {
+    public static java.util.List<Tap> open(String name, int mtu, boolean offloads, int queues) {
         if (name == null || name.isEmpty() || name.length() > MAX_NAME || !name.matches("[A-Za-z0-9_.-]+")) {
             throw new IllegalArgumentException("TAP name \"" + name + "\" must be 1.." + MAX_NAME
                     + " characters of letters, digits, '_', '.' or '-'");
@@ -117,70 +129,102 @@ public final class Tap implements AutoCloseable {
             throw new IllegalArgumentException("TAP MTU " + mtu + " is outside 68..65521 (RFC 791's minimum; the largest"
                     + " frame a TAP takes)");
         }
+        if (queues < 1 || queues > MAX_QUEUES) {
+            throw new IllegalArgumentException("TAP queues " + queues + " is outside 1.." + MAX_QUEUES);
+        }
+        int flags = IFF_TAP | IFF_NO_PI | (offloads ? IFF_VNET_HDR : 0) | (queues > 1 ? IFF_MULTI_QUEUE : 0);
+        int[] fds = new int[queues];
+        java.util.Arrays.fill(fds, -1);
         try (Arena a = Arena.ofConfined()) {
             MemorySegment errno = a.allocate(ERRNO_STATE);
-            int fd = (int) OPEN.invokeExact(errno, a.allocateFrom("/dev/net/tun"), O_RDWR | O_NONBLOCK | O_CLOEXEC);
-            if (fd < 0) {
-                throw failure("open /dev/net/tun", errno, "load the tun module and run as root or with CAP_NET_ADMIN");
-            }
-            int sock = -1;
             try {
-                MemorySegment ifr = ifreq(a, name);
-                ifr.set(ValueLayout.JAVA_SHORT, 16, (short) (IFF_TAP | IFF_NO_PI | (offloads ? IFF_VNET_HDR : 0)));
-                if ((int) IOCTL.invokeExact(errno, fd, TUNSETIFF, ifr) < 0) {
-                    throw failure("TUNSETIFF " + name, errno, "the name may belong to a device that is not a free TAP;"
-                            + " choose another name, and run as root or with CAP_NET_ADMIN");
+                for (int q = 0; q < queues; q++) {
+                    fds[q] = openQueue(a, errno, name, flags, offloads);
                 }
-                if (offloads) {
-                    MemorySegment v = a.allocate(ValueLayout.JAVA_INT);
-                    v.set(ValueLayout.JAVA_INT, 0, VnetHeader.LENGTH);
-                    if ((int) IOCTL.invokeExact(errno, fd, TUNSETVNETHDRSZ, v) < 0) {
-                        throw failure("TUNSETVNETHDRSZ " + name, errno, "the kernel's tun lacks virtio-net headers; run without offloads");
-                    }
-                    v.set(ValueLayout.JAVA_INT, 0, 1);
-                    if ((int) IOCTL.invokeExact(errno, fd, TUNSETVNETLE, v) < 0) {
-                        throw failure("TUNSETVNETLE " + name, errno, "the kernel's tun lacks little-endian headers; run without offloads");
-                    }
-                    // TUNSETOFFLOAD takes its flags as the argument itself, not through a pointer.
-                    MemorySegment features = MemorySegment.ofAddress(TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN);
-                    if ((int) IOCTL.invokeExact(errno, fd, TUNSETOFFLOAD, features) < 0) {
-                        throw failure("TUNSETOFFLOAD " + name, errno, "the kernel's tun refuses checksum and TSO offloads; run without them");
-                    }
+                int index = configure(a, errno, name, mtu);
+                java.util.List<Tap> taps = new java.util.ArrayList<>();
+                for (int q = 0; q < queues; q++) {
+                    taps.add(new Tap(name, fds[q], index, mtu, offloads, q));
                 }
-                sock = (int) SOCKET.invokeExact(errno, AF_INET, SOCK_DGRAM, 0);
-                if (sock < 0) {
-                    throw failure("socket(AF_INET)", errno, "the host has no IPv4 sockets");
-                }
-                ifr = ifreq(a, name);
-                ifr.set(ValueLayout.JAVA_INT, 16, mtu);
-                if ((int) IOCTL.invokeExact(errno, sock, SIOCSIFMTU, ifr) < 0) {
-                    throw failure("setting the MTU of " + name + " to " + mtu, errno, "choose an MTU the kernel takes");
-                }
-                ifr = ifreq(a, name);
-                if ((int) IOCTL.invokeExact(errno, sock, SIOCGIFFLAGS, ifr) < 0) {
-                    throw failure("reading the flags of " + name, errno, "run as root or with CAP_NET_ADMIN");
-                }
-                ifr.set(ValueLayout.JAVA_SHORT, 16, (short) (ifr.get(ValueLayout.JAVA_SHORT, 16) | IFF_UP));
-                if ((int) IOCTL.invokeExact(errno, sock, SIOCSIFFLAGS, ifr) < 0) {
-                    throw failure("bringing " + name + " up", errno, "run as root or with CAP_NET_ADMIN");
-                }
-                ifr = ifreq(a, name);
-                if ((int) IOCTL.invokeExact(errno, sock, SIOCGIFINDEX, ifr) < 0) {
-                    throw failure("reading the index of " + name, errno, "run as root or with CAP_NET_ADMIN");
-                }
-                return new Tap(name, fd, ifr.get(ValueLayout.JAVA_INT, 16), mtu, offloads);
+                return java.util.List.copyOf(taps);
             } catch (RuntimeException e) {
-                int ignored = (int) CLOSE.invokeExact(errno, fd);
-                throw e;
-            } finally {
-                if (sock >= 0) {
-                    int ignored = (int) CLOSE.invokeExact(errno, sock);
+                for (int fd : fds) {
+                    if (fd >= 0) {
+                        int ignored = (int) CLOSE.invokeExact(errno, fd);
+                    }
                 }
+                throw e;
             }
         } catch (RuntimeException | Error e) {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("TAP " + name + ": " + t, t);
+        }
+    }
+
+    /** Opens /dev/net/tun as a queue of TAP {@code name} with {@code flags}, offloads set; returns the descriptor. */
+    private static int openQueue(Arena a, MemorySegment errno, String name, int flags, boolean offloads) throws Throwable {
+        int fd = (int) OPEN.invokeExact(errno, a.allocateFrom("/dev/net/tun"), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) {
+            throw failure("open /dev/net/tun", errno, "load the tun module and run as root or with CAP_NET_ADMIN");
+        }
+        try {
+            MemorySegment ifr = ifreq(a, name);
+            ifr.set(ValueLayout.JAVA_SHORT, 16, (short) flags);
+            if ((int) IOCTL.invokeExact(errno, fd, TUNSETIFF, ifr) < 0) {
+                throw failure("TUNSETIFF " + name, errno, "the name may belong to a device that is not a free TAP (or one"
+                        + " with another number of queues or offloads); choose another name, and run as root or with CAP_NET_ADMIN");
+            }
+            if (offloads) {
+                MemorySegment v = a.allocate(ValueLayout.JAVA_INT);
+                v.set(ValueLayout.JAVA_INT, 0, VnetHeader.LENGTH);
+                if ((int) IOCTL.invokeExact(errno, fd, TUNSETVNETHDRSZ, v) < 0) {
+                    throw failure("TUNSETVNETHDRSZ " + name, errno, "the kernel's tun lacks virtio-net headers; run without offloads");
+                }
+                v.set(ValueLayout.JAVA_INT, 0, 1);
+                if ((int) IOCTL.invokeExact(errno, fd, TUNSETVNETLE, v) < 0) {
+                    throw failure("TUNSETVNETLE " + name, errno, "the kernel's tun lacks little-endian headers; run without offloads");
+                }
+                // TUNSETOFFLOAD takes its flags as the argument itself, not through a pointer.
+                MemorySegment features = MemorySegment.ofAddress(TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN);
+                if ((int) IOCTL.invokeExact(errno, fd, TUNSETOFFLOAD, features) < 0) {
+                    throw failure("TUNSETOFFLOAD " + name, errno, "the kernel's tun refuses checksum and TSO offloads; run without them");
+                }
+            }
+            return fd;
+        } catch (RuntimeException e) {
+            int ignored = (int) CLOSE.invokeExact(errno, fd);
+            throw e;
+        }
+    }
+
+    /** Sets the MTU of interface {@code name}, brings it up and returns its index. */
+    private static int configure(Arena a, MemorySegment errno, String name, int mtu) throws Throwable {
+        int sock = (int) SOCKET.invokeExact(errno, AF_INET, SOCK_DGRAM, 0);
+        if (sock < 0) {
+            throw failure("socket(AF_INET)", errno, "the host has no IPv4 sockets");
+        }
+        try {
+            MemorySegment ifr = ifreq(a, name);
+            ifr.set(ValueLayout.JAVA_INT, 16, mtu);
+            if ((int) IOCTL.invokeExact(errno, sock, SIOCSIFMTU, ifr) < 0) {
+                throw failure("setting the MTU of " + name + " to " + mtu, errno, "choose an MTU the kernel takes");
+            }
+            ifr = ifreq(a, name);
+            if ((int) IOCTL.invokeExact(errno, sock, SIOCGIFFLAGS, ifr) < 0) {
+                throw failure("reading the flags of " + name, errno, "run as root or with CAP_NET_ADMIN");
+            }
+            ifr.set(ValueLayout.JAVA_SHORT, 16, (short) (ifr.get(ValueLayout.JAVA_SHORT, 16) | IFF_UP));
+            if ((int) IOCTL.invokeExact(errno, sock, SIOCSIFFLAGS, ifr) < 0) {
+                throw failure("bringing " + name + " up", errno, "run as root or with CAP_NET_ADMIN");
+            }
+            ifr = ifreq(a, name);
+            if ((int) IOCTL.invokeExact(errno, sock, SIOCGIFINDEX, ifr) < 0) {
+                throw failure("reading the index of " + name, errno, "run as root or with CAP_NET_ADMIN");
+            }
+            return ifr.get(ValueLayout.JAVA_INT, 16);
+        } finally {
+            int ignored = (int) CLOSE.invokeExact(errno, sock);
         }
     }
 
@@ -219,6 +263,11 @@ public final class Tap implements AutoCloseable {
 
     public int mtu() {
         return mtu;
+    }
+
+    /** Which queue of the device this descriptor is (0 for a device of one queue). */
+    public int queue() {
+        return queue;
     }
 
     /** Whether each frame read and written is preceded by a {@link VnetHeader} (checksum and TSO offloads). */
@@ -281,6 +330,7 @@ public final class Tap implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "TAP " + name + " (index " + index + ", MTU " + mtu + (offloads ? ", offloads" : "") + ")";
+        return "TAP " + name + " (index " + index + ", MTU " + mtu + (queue > 0 ? ", queue " + queue : "")
+                + (offloads ? ", offloads" : "") + ")";
     }
 }

@@ -115,6 +115,11 @@ final class NodeCommand implements Callable<Integer> {
                     + " segments to it joined into super-frames.")
     boolean tapOffloads;
 
+    @Option(names = "--tap-queues", paramLabel = "N", defaultValue = "1",
+            description = "TAP queues (IFF_MULTI_QUEUE), each served by an event loop of its own: the node runs N loops,"
+                    + " and Linux spreads the flows it sends over the queues (default: ${DEFAULT-VALUE}).")
+    int tapQueues;
+
     @Option(names = "--tap-route", paramLabel = "ROUTE",
             description = "A route through the TAP side, e.g. \"default via 192.168.77.1\" (repeatable).")
     List<String> tapRoutes = new ArrayList<>();
@@ -218,7 +223,8 @@ final class NodeCommand implements Callable<Integer> {
         System.out.println("nupa node: " + node + " on " + config.fabric()
                 + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")
                 + (tcpEcho != null ? ", TCP echo on port " + tcpEcho + " (" + sockets.describe(echoConfig) + ")" : "")
-                + (gateway != null ? ", gateway to " + node.gateway().iface() : "")
+                + (gateway != null ? ", gateway to " + node.gateway().iface() + (gateway.queues() > 1 ? " (" + gateway.queues()
+                        + " queues, an event loop each)" : "") + (gateway.offloads() ? " with offloads" : "") : "")
                 + (capture != null ? ", capturing to " + capture : "")
                 + (nodeMetrics != null ? ", metrics to " + metrics + " every " + metricsInterval + " s" : "")
                 + (tracing != null ? ", spans to " + traceExport + " (" + traceSample + " of new traces)" : "")
@@ -259,7 +265,7 @@ final class NodeCommand implements Callable<Integer> {
 
     /** The gateway the --tap options describe, or null; a missing half is an error. */
     private GatewayConfig gateway() {
-        if (tap == null && tapAddr == null && tapRoutes.isEmpty() && !tapOffloads) {
+        if (tap == null && tapAddr == null && tapRoutes.isEmpty() && !tapOffloads && tapQueues == 1) {
             return null;
         }
         if (tap == null || tapAddr == null) {
@@ -269,7 +275,7 @@ final class NodeCommand implements Callable<Integer> {
         for (String r : tapRoutes) {
             rs.add(Route.parse(r));
         }
-        return GatewayConfig.parse(tap, tapAddr).withMtu(tapMtu).withRoutes(rs).withOffloads(tapOffloads);
+        return GatewayConfig.parse(tap, tapAddr).withMtu(tapMtu).withRoutes(rs).withOffloads(tapOffloads).withQueues(tapQueues);
     }
 
     private static void checkLimit(String option, Integer limit) {
@@ -335,7 +341,7 @@ final class NodeCommand implements Callable<Integer> {
         System.out.println(t);
         if (node.gateway() != null) {
             StringBuilder g = new StringBuilder("nupa node: gateway " + node.gateway().iface().name() + "; counters:");
-            node.gateway().iface().counters().forEach((k, v) -> {
+            node.gateway().counters().forEach((k, v) -> {
                 if (v != 0) {
                     g.append(' ').append(k.name().toLowerCase()).append('=').append(v);
                 }

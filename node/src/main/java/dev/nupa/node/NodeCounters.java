@@ -67,7 +67,7 @@ final class NodeCounters {
             }
         }
         if ((all || layer.equals("gateway")) && node.gateway() != null && node.gateway().iface() != null) {
-            for (Map.Entry<GatewayCounter, Long> e : node.gateway().iface().counters().entrySet()) {
+            for (Map.Entry<GatewayCounter, Long> e : node.gateway().counters().entrySet()) {
                 out.add(new Value("gateway", e.getKey().name().toLowerCase(), e.getValue()));
             }
         }

@@ -72,7 +72,8 @@ public final class NupaNode {
                 pcap = PcapWriter.open(config.capture());
             }
             StackConfig stack = new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
-                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(), 1, config.linkFaults());
+                    config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(),
+                    config.gateway() == null ? 1 : config.gateway().queues(), config.linkFaults()); // a loop per TAP queue
             vertx = config.openTelemetry() == null ? NupaVertx.create(stack)
                     : NupaVertx.create(stack, tracingOptions(), new OpenTelemetryTracingFactory(config.openTelemetry()));
         } catch (IOException e) {
@@ -99,7 +100,7 @@ public final class NupaNode {
             if (config.gateway() == null) {
                 return Future.succeededFuture(id);
             }
-            node.gateway = new GatewayVerticle(fabricStack.ip(), config.gateway());
+            node.gateway = new GatewayVerticle(NupaVertx.stacks(vertx).stream().map(FabricStack::ip).toList(), config.gateway());
             return vertx.deployVerticle(node.gateway);
         }).onComplete(ar -> {
             if (ar.succeeded()) {

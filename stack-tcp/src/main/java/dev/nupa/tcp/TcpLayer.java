@@ -536,7 +536,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         TcpConnection c = table.get(key);
         Listener l = listeners[localPort];
         int from = ip.receivedFrom();
-        s.fromNode = c != null && from == c.via() || learnable(from, remoteIp) ? from : -1;
+        s.fromNode = c != null && from == c.via() || learnable(from) ? from : -1;
         if (c == null && group.loops() > 1 && ip.loop() == 0) {
             int to = flows.get(key);
             if (to < 0 && l == null) {
@@ -586,11 +586,13 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     /**
-     * Whether the connection may send straight back to fabric node {@code from}: the peer's own node (its
-     * address is on-link), not one of this node's loops handing a segment on.
+     * Whether the connection may send straight back to fabric node {@code from}, not one of this node's loops
+     * handing a segment on: the peer's own node when its address is on-link, or, for a peer beyond a router, the
+     * router's node that forwarded the segment. A gateway of several loops forwards each flow from the loop whose
+     * TAP queue Linux chose; answering through that loop keeps the flow on one loop and one queue both ways.
      */
-    private boolean learnable(int from, int remoteIp) {
-        return from >= 0 && !group.isLoop(from) && ip.routes().nextHop(remoteIp) == (remoteIp & 0xFFFF_FFFFL);
+    private boolean learnable(int from) {
+        return from >= 0 && !group.isLoop(from);
     }
 
     private void synToListener(Listener l, int remoteIp, int remotePort, Segment syn, long now) {

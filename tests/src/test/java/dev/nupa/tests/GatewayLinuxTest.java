@@ -45,6 +45,8 @@ class GatewayLinuxTest {
     private static GatewayRig offloaded;
     /** The same with the lossy rig's faults on the gateway and the fabric node. */
     private static GatewayRig offloadedLossy;
+    /** A TAP of two queues (`--tap-queues 2`), each served by an event loop of the gateway node. */
+    private static GatewayRig multiQueue;
 
     @BeforeAll
     static void start() throws Exception {
@@ -65,13 +67,14 @@ class GatewayLinuxTest {
         offloaded = GatewayRig.start(1500, 9000, false, List.of("--tcp-echo", "7", "--udp-echo", "9"), "--tap-offloads");
         offloadedLossy = GatewayRig.start(1500, 9000, false, List.of("--tcp-echo", "7", "--link-faults", LOSSY), "--tap-offloads",
                 "--link-faults", LOSSY);
+        multiQueue = GatewayRig.start(1500, 9000, false, List.of("--tcp-echo", "7", "--udp-echo", "9"), "--tap-queues", "2");
     }
 
     private static final String LOSSY = "drop=0.02,duplicate=0.01,reorder=0.05,corrupt=0.001,seed=7";
 
     @AfterAll
     static void stop() throws IOException, InterruptedException {
-        for (GatewayRig r : new GatewayRig[] {standard, narrow, lossless, lossy, offloaded, offloadedLossy}) {
+        for (GatewayRig r : new GatewayRig[] {standard, narrow, lossless, lossy, offloaded, offloadedLossy, multiQueue}) {
             if (r != null) {
                 r.stop();
             }
@@ -261,6 +264,44 @@ class GatewayLinuxTest {
         System.out.printf("lossy offloaded path: Linux retransmitted %d segments and found %d with a bad checksum%n",
                 after[0] - before[0], after[1] - before[1]);
         assertTrue(after[0] > before[0], "the faults were there: Linux retransmitted what was lost");
+    }
+
+    @Test
+    void withTwoQueuesLinuxSpreadsFlowsAndEachLoopCarriesItsOwnBothWays() throws Exception {
+        Linux.Result queues = multiQueue.run(10, "ls", "/sys/class/net/" + multiQueue.tap() + "/queues");
+        assertTrue(queues.output().contains("rx-1") && queues.output().contains("tx-1"), "the TAP has two queues: " + queues.output());
+        Linux.Result ping = multiQueue.run(30, "ping", "-c", "3", "-i", "0.2", "-W", "5", SERVER);
+        assertTrue(ping.output().contains("3 packets transmitted, 3 received"), ping.output());
+        Linux.Result udp = Linux.run(20, "sh", "-c", "printf 'two queues' | ip netns exec " + multiQueue.ns() + " nc -u -w 2 " + SERVER + " 9");
+        assertEquals("two queues", udp.output());
+        // Eight TCP echoes at once, 16 MiB each, each compared by SHA-256 as it streams.
+        String flows = "set -o pipefail; for i in $(seq 1 8); do ( python3 -c 'import random, sys; r = random.Random('$i'); w = sys.stdout.buffer\n"
+                + "for _ in range(16): w.write(r.randbytes(1 << 20))' | tee >(sha256sum > $D/sent$i) | ip netns exec " + multiQueue.ns()
+                + " nc -N -w 30 " + SERVER + " 7 | sha256sum > $D/back$i ) & done; wait; sleep 1;"
+                + " for i in $(seq 1 8); do grep -q e3b0c442 $D/sent$i && exit 2; cmp $D/sent$i $D/back$i || exit 1; done";
+        Path dir = Files.createTempDirectory("nupa-gw-mq-");
+        try {
+            Linux.Result r = Linux.run(300, "bash", "-c", "D=" + dir + "; " + flows);
+            assertEquals(0, r.status(), "eight flows echoed whole: " + r.output());
+        } finally {
+            for (int i = 1; i <= 8; i++) {
+                Files.deleteIfExists(dir.resolve("sent" + i));
+                Files.deleteIfExists(dir.resolve("back" + i));
+            }
+            Files.deleteIfExists(dir);
+        }
+        Thread.sleep(500); // a refresh of the published counters
+        String info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", multiQueue.fabric().toString()).out();
+        // Each queue publishes its counters from its loop's fabric node: both carried frames each way.
+        for (String table : List.of("gateway " + multiQueue.tap() + " 192", "gateway " + multiQueue.tap() + " queue 1 192")) {
+            int at = info.indexOf(table);
+            assertTrue(at >= 0, table + " is published: " + info);
+            String rest = info.substring(at);
+            for (String c : List.of("rx_frames", "tx_frames")) {
+                java.util.regex.Matcher m = Pattern.compile(" " + c + " (\\d+)").matcher(rest);
+                assertTrue(m.find() && Long.parseLong(m.group(1)) > 100, table + " " + c + ": " + rest);
+            }
+        }
     }
 
     /** Linux's TCP RetransSegs and InCsumErrors in the rig's namespace (/proc/net/snmp is per namespace). */
