@@ -89,6 +89,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
      * @param mac     its MAC address (a unicast one; {@link #localMac} makes one)
      */
     public EthernetInterface(Tap tap, Ipv4Stack ip, int address, int prefixLength, long mac, ArpCache arp) {
+        this(tap, ip, address, prefixLength, mac, arp, null);
         if (prefixLength < 1 || prefixLength > 30) {
             throw new IllegalArgumentException("the TAP side's prefix /" + prefixLength + " must be 1..30 (room for the"
                     + " gateway and a Linux peer)");
@@ -96,6 +97,22 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         if (EthernetFrame.isGroup(mac) || mac == 0) {
             throw new IllegalArgumentException("MAC " + EthernetFrame.macToString(mac) + " is not a unicast address");
         }
+    }
+
+    /**
+     * The interface of another queue of {@code primary}'s TAP device, on the event loop of {@code ip} (a stack of
+     * another loop of the same node): the same address and MAC, the primary's neighbor cache.
+     */
+    public EthernetInterface(Tap tap, Ipv4Stack ip, EthernetInterface primary) {
+        this(tap, ip, primary.address, primary.prefixLength, primary.mac, null, primary);
+        if (primary.primary != null || !tap.name().equals(primary.name)) {
+            throw new IllegalArgumentException("queue " + tap.queue() + " of " + tap.name() + " needs the primary interface"
+                    + " of the same device, not " + primary.name);
+        }
+    }
+
+    private EthernetInterface(Tap tap, Ipv4Stack ip, int address, int prefixLength, long mac, ArpCache arp,
+                              EthernetInterface primary) {
         this.tap = tap;
         this.ip = ip;
         this.name = tap.name();
@@ -104,6 +121,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         this.mac = mac;
         this.mtu = tap.mtu();
         this.arp = arp;
+        this.primary = primary;
         Arena arena = Arena.ofAuto();
         this.base = tap.offloads() ? VnetHeader.LENGTH : 0;
         // Room for one frame past the MTU, VLAN tag included, so an oversized one is seen whole and counted (and
@@ -112,43 +130,16 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
         this.tx = arena.allocate(base + Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER, 8); // its header stays zero
         this.segmenter = tap.offloads() ? new TcpSegmenter() : null;
         this.coalescer = tap.offloads() ? new TcpCoalescer() : null;
-        this.primary = null;
-    }
-
-    /**
-     * The interface of another queue of {@code primary}'s TAP device, on the event loop of {@code ip} (a stack of
-     * another loop of the same node): the same address and MAC, the primary's neighbor cache.
-     */
-    public EthernetInterface(Tap tap, Ipv4Stack ip, EthernetInterface primary) {
-        if (primary.primary != null || !tap.name().equals(primary.name)) {
-            throw new IllegalArgumentException("queue " + tap.queue() + " of " + tap.name() + " needs the primary interface"
-                    + " of the same device, not " + primary.name);
-        }
-        this.tap = tap;
-        this.ip = ip;
-        this.name = tap.name();
-        this.address = primary.address;
-        this.prefixLength = primary.prefixLength;
-        this.mac = primary.mac;
-        this.mtu = tap.mtu();
-        this.arp = null;
-        this.base = tap.offloads() ? VnetHeader.LENGTH : 0;
-        Arena arena = Arena.ofAuto();
-        this.rx = arena.allocate(base + Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER + 4, 8);
-        this.tx = arena.allocate(base + Ipv4Header.MAX_TOTAL_LENGTH + EthernetFrame.HEADER, 8);
-        this.segmenter = tap.offloads() ? new TcpSegmenter() : null;
-        this.coalescer = tap.offloads() ? new TcpCoalescer() : null;
-        this.primary = primary;
-    }
-
-    /** Which queue of the TAP device this interface serves. */
-    public int queue() {
-        return tap.queue();
     }
 
     /** A locally administered unicast MAC address (IEEE 802: bit 1 of the first byte set, bit 0 clear) for {@code address}. */
     public static long localMac(int address) {
         return 0x02_4E_00_00_00_00L | (address & 0xFFFF_FFFFL);
+    }
+
+    /** Which queue of the TAP device this interface serves. */
+    public int queue() {
+        return tap.queue();
     }
 
     @Override

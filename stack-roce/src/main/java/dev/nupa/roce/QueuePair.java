@@ -473,7 +473,7 @@ public final class QueuePair implements AutoCloseable {
 
     @Override
     public String toString() {
-        return type + " QP " + qpn + " (" + state + (type == QpType.RC ? (attr.destIp != 0 ? ", peer " + Ipv4Address.toString(attr.destIp) : ", peer node " + attr.destNode) + " qp " + attr.destQpNum : "")
-                + ", " + mode + ")";
+        String peer = attr.destIp != 0 ? ", peer " + Ipv4Address.toString(attr.destIp) : ", peer node " + attr.destNode;
+        return type + " QP " + qpn + " (" + state + (type == QpType.RC ? peer + " qp " + attr.destQpNum : "") + ", " + mode + ")";
     }
 }

@@ -153,8 +153,8 @@ class RoceV2Test {
             ProtectionDomain pb = b.allocPd();
             CompletionQueue ca = a.createCq(16);
             CompletionQueue cb = b.createCq(16);
-            QueuePair qa = ud(a, pa, ca, 0x1111);
-            QueuePair qb = ud(b, pb, cb, 0x2222);
+            QueuePair qa = UdAndSrqTest.ud(a, pa, ca, 0x1111);
+            QueuePair qb = UdAndSrqTest.ud(b, pb, cb, 0x2222);
             MemoryRegion ma = pa.allocMr(8192, ALL);
             MemoryRegion mb = pb.allocMr(8192, ALL);
             fill(ma.memory().asSlice(0, 500), 5);
@@ -217,7 +217,7 @@ class RoceV2Test {
 
             ProtectionDomain pd = fabricOnly.allocPd();
             CompletionQueue cq = fabricOnly.createCq(4);
-            QueuePair udq = ud(fabricOnly, pd, cq, 1);
+            QueuePair udq = UdAndSrqTest.ud(fabricOnly, pd, cq, 1);
             MemoryRegion m = pd.allocMr(64, ALL);
             e = assertThrows(RdmaException.class, () -> udq.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).local(m, 0, 8)
                     .udIp(RdmaFixture.ip(2), 5, 1)));
@@ -237,15 +237,6 @@ class RoceV2Test {
         QueuePair q = c.createQp(c.allocPd(), QpInitAttr.rc(cq, cq).withMode(mode));
         q.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qpAccessFlags(0),
                 QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
-        return q;
-    }
-
-    private static QueuePair ud(RdmaContext c, ProtectionDomain pd, CompletionQueue cq, int qkey) {
-        QueuePair q = c.createQp(pd, QpInitAttr.ud(cq, cq));
-        q.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qkey(qkey),
-                QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.QKEY);
-        q.modify(new QpAttr().qpState(QpState.RTR), QpAttrMask.STATE);
-        q.modify(new QpAttr().qpState(QpState.RTS).sqPsn(0), QpAttrMask.STATE | QpAttrMask.SQ_PSN);
         return q;
     }
 }

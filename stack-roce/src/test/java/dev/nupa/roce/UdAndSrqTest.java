@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Test;
 /** Unreliable datagram QPs (IBA 9.8) and shared receive queues (IBA 10.2.9). */
 class UdAndSrqTest {
 
-    private static QueuePair ud(RdmaContext c, ProtectionDomain pd, CompletionQueue cq, int qkey) {
+    /** A UD QP in RTS with Q_Key {@code qkey}. */
+    static QueuePair ud(RdmaContext c, ProtectionDomain pd, CompletionQueue cq, int qkey) {
         QueuePair q = c.createQp(pd, QpInitAttr.ud(cq, cq));
         q.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qkey(qkey),
                 QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.QKEY);

@@ -108,8 +108,7 @@ class GatewayLinuxTest {
         assertEquals(0, info.status(), info.err());
         assertTrue(Pattern.compile("node 0 publishes gateway " + standard.tap() + " 192\\.168\\.77\\.\\d+/24:").matcher(info.out()).find(),
                 info.out());
-        java.util.regex.Matcher in = Pattern.compile(" ipv4_in (\\d+)").matcher(info.out());
-        assertTrue(in.find() && Long.parseLong(in.group(1)) >= 10, "the pings' datagrams came in through the gateway: " + info.out());
+        assertTrue(published(info.out(), "ipv4_in") >= 10, "the pings' datagrams came in through the gateway: " + info.out());
         assertTrue(info.out().contains(" drop_ipv6 "), info.out());
     }
 
@@ -224,15 +223,24 @@ class GatewayLinuxTest {
         // next (5%) or have a byte flipped (0.1%), both ways: Linux's TCP and ours recover, and checksums catch what
         // was corrupted. (netem on the Linux side would do the same to the TAP; these kernels may not have it.)
         // 64 MiB in the suite; -Dnupa.test.lossyMib=1024 for the full 1 GiB run (about a minute here).
-        int mib = Integer.getInteger("nupa.test.lossyMib", 64);
-        long[] before = linuxTcpCounters(lossy);
+        assertLossyEcho(lossy, Integer.getInteger("nupa.test.lossyMib", 64), "lossy path");
+    }
+
+    /** {@link #assertTcpEcho} through a rig with faults: Linux retransmitted (the faults were there), and what it found. */
+    private static void assertLossyEcho(GatewayRig rig, int mib, String what) throws Exception {
+        long[] before = linuxTcpCounters(rig);
         long t0 = System.nanoTime();
-        assertTcpEcho(lossy, mib);
-        System.out.printf("lossy path: %d MiB each way, sha256-equal, in %.1f s%n", mib, (System.nanoTime() - t0) / 1e9);
-        long[] after = linuxTcpCounters(lossy);
-        System.out.printf("lossy path: Linux retransmitted %d segments and found %d with a bad checksum%n",
-                after[0] - before[0], after[1] - before[1]);
+        assertTcpEcho(rig, mib);
+        long[] after = linuxTcpCounters(rig);
+        System.out.printf("%s: %d MiB each way, sha256-equal, in %.1f s; Linux retransmitted %d segments and found %d with a"
+                + " bad checksum%n", what, mib, (System.nanoTime() - t0) / 1e9, after[0] - before[0], after[1] - before[1]);
         assertTrue(after[0] > before[0], "the faults were there: Linux retransmitted what was lost");
+    }
+
+    /** The value of counter {@code name} in the first table of `nupa fabric info`'s {@code text}, or -1. */
+    private static long published(String text, String name) {
+        java.util.regex.Matcher m = Pattern.compile(" " + name + " (\\d+)").matcher(text);
+        return m.find() ? Long.parseLong(m.group(1)) : -1;
     }
 
     @Test
@@ -247,23 +255,16 @@ class GatewayLinuxTest {
         Thread.sleep(500); // a refresh of the published counters
         String info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", offloaded.fabric().toString()).out();
         for (String c : List.of("rx_gso_frames", "rx_gso_segments", "rx_csum_completed", "tx_gso_frames", "tx_gso_segments")) {
-            java.util.regex.Matcher m = Pattern.compile(" " + c + " (\\d+)").matcher(info);
-            assertTrue(m.find() && Long.parseLong(m.group(1)) > 0, c + " shows the offloads at work: " + info);
+            assertTrue(published(info, c) > 0, c + " shows the offloads at work: " + info);
         }
-        java.util.regex.Matcher bad = Pattern.compile(" drop_bad_vnet (\\d+)").matcher(info);
-        assertTrue(bad.find() && bad.group(1).equals("0"), info);
+        assertEquals(0, published(info, "drop_bad_vnet"), info);
     }
 
     @Test
     void withOffloadsACorruptedSegmentIsNotJoinedButLeftForLinuxToDrop() throws Exception {
         // The gateway joins only segments whose checksum holds: one a fault corrupted on the fabric goes alone, with
         // its bad checksum, and Linux drops it and has it resent; the echo comes back whole.
-        long[] before = linuxTcpCounters(offloadedLossy);
-        assertTcpEcho(offloadedLossy, 64);
-        long[] after = linuxTcpCounters(offloadedLossy);
-        System.out.printf("lossy offloaded path: Linux retransmitted %d segments and found %d with a bad checksum%n",
-                after[0] - before[0], after[1] - before[1]);
-        assertTrue(after[0] > before[0], "the faults were there: Linux retransmitted what was lost");
+        assertLossyEcho(offloadedLossy, 64, "lossy offloaded path");
     }
 
     @Test
@@ -298,8 +299,7 @@ class GatewayLinuxTest {
             assertTrue(at >= 0, table + " is published: " + info);
             String rest = info.substring(at);
             for (String c : List.of("rx_frames", "tx_frames")) {
-                java.util.regex.Matcher m = Pattern.compile(" " + c + " (\\d+)").matcher(rest);
-                assertTrue(m.find() && Long.parseLong(m.group(1)) > 100, table + " " + c + ": " + rest);
+                assertTrue(published(rest, c) > 100, table + " " + c + ": " + rest);
             }
         }
     }
