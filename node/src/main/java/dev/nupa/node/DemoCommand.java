@@ -1,5 +1,7 @@
 package dev.nupa.node;
 
+import dev.nupa.perf.Children;
+import dev.nupa.perf.PerfRunner;
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.ShmFabric;

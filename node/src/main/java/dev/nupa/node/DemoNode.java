@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.perf.PerfSession;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.FrameClaim;

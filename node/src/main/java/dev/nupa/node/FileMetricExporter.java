@@ -1,5 +1,7 @@
 package dev.nupa.node;
 
+import dev.nupa.perf.OtlpJson;
+import dev.nupa.perf.OtlpJsonFile;
 import java.nio.file.Path;
 import java.util.Collection;
 import java.util.LinkedHashMap;

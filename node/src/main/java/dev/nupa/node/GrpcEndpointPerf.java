@@ -1,5 +1,10 @@
 package dev.nupa.node;
 
+import dev.nupa.perf.LatencyStats;
+import dev.nupa.perf.PerfReport;
+import dev.nupa.perf.PerfRunner;
+import dev.nupa.perf.Progress;
+import dev.nupa.perf.Turns;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;

@@ -1,5 +1,7 @@
 package dev.nupa.node;
 
+import dev.nupa.perf.Children;
+import dev.nupa.perf.PerfCommand;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -15,7 +17,9 @@ public final class Main {
     }
 
     static int run(String... args) {
+        Children.launcher(Main.class); // the perf tools and the demo start their other processes with this command line
         CommandLine cl = new CommandLine(new Main());
+        cl.getSubcommands().get("perf").addSubcommand(new GrpcEndpointPerf()); // it measures the node's own endpoint
         cl.setParameterExceptionHandler((e, a) -> {
             System.err.println("nupa: " + e.getMessage() + " (see: " + e.getCommandLine().getCommandSpec().qualifiedName()
                     + " --help)");

@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.perf.TraceExport;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;

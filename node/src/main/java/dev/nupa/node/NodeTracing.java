@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.perf.TraceExport;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.common.Attributes;
 import io.opentelemetry.api.trace.propagation.W3CTraceContextPropagator;

@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.perf.TraceLog;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 

@@ -117,7 +117,13 @@ class GrpcEndpointTest {
         node.vertx().createNetServer().connectHandler(s -> { }).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
         NetClient nc = peer.vertx().createNetClient();
         NetSocket s = nc.connect(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        // The client's connect completes on the SYN-ACK; the server's side is established once the ACK is in.
         Connections conns = admin.listConnections(ConnectionsRequest.getDefaultInstance()).await(10, TimeUnit.SECONDS);
+        for (long end = System.nanoTime() + 10_000_000_000L; conns.getTcpCount() == 1 && !conns.getTcp(0).getState().equals("ESTABLISHED")
+                && System.nanoTime() < end; ) {
+            Thread.sleep(1);
+            conns = admin.listConnections(ConnectionsRequest.getDefaultInstance()).await(10, TimeUnit.SECONDS);
+        }
         assertEquals(1, conns.getTcpCount(), conns.toString());
         assertEquals("10.0.0.1:7", conns.getTcp(0).getLocal());
         assertEquals("10.0.0.2:" + s.localAddress().port(), conns.getTcp(0).getRemote());

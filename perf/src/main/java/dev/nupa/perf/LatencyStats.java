@@ -1,0 +1,55 @@
+package dev.nupa.perf;
+
+import org.HdrHistogram.Histogram;
+
+/** Percentiles of one-way latencies (half round trips), in nanoseconds, in perftest's spirit. */
+public record LatencyStats(long iterations, double min, double p50, double p99, double p999, double max, double avg,
+                    double stdev) {
+
+    /** From a histogram of round trips: every figure is halved, as perftest reports latency. */
+    static LatencyStats ofRoundTrips(Histogram rtt) {
+        return new LatencyStats(rtt.getTotalCount(), rtt.getMinValue() / 2.0, rtt.getValueAtPercentile(50) / 2.0,
+                rtt.getValueAtPercentile(99) / 2.0, rtt.getValueAtPercentile(99.9) / 2.0, rtt.getMaxValue() / 2.0,
+                rtt.getMean() / 2.0, rtt.getStdDeviation() / 2.0);
+    }
+
+    /** From a histogram of whole round trips, reported as they are. */
+    public static LatencyStats of(Histogram rtt) {
+        return new LatencyStats(rtt.getTotalCount(), rtt.getMinValue(), rtt.getValueAtPercentile(50),
+                rtt.getValueAtPercentile(99), rtt.getValueAtPercentile(99.9), rtt.getMaxValue(), rtt.getMean(),
+                rtt.getStdDeviation());
+    }
+
+    static Histogram newHistogram() {
+        return new Histogram(60_000_000_000L, 3);
+    }
+
+    public static String header() {
+        return String.format("%8s %12s %11s %11s %11s %11s %11s %11s %11s",
+                "#bytes", "#iterations", "t_min[ns]", "t_p50[ns]", "t_p99[ns]", "t_p99.9[ns]", "t_max[ns]",
+                "t_avg[ns]", "t_stdev[ns]");
+    }
+
+    public String row(int bytes) {
+        return String.format("%8d %12d %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f %11.1f",
+                bytes, iterations, min, p50, p99, p999, max, avg, stdev);
+    }
+
+    /** perftest's ib_*_lat columns (t_typical is the median), in microseconds. */
+    static String perftestHeader() {
+        return String.format("%8s %12s %13s %13s %17s %13s %15s %11s %13s", "#bytes", "#iterations", "t_min[usec]",
+                "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99%[usec]", "99.9%[usec]");
+    }
+
+    String perftestRow(int bytes) {
+        return String.format(java.util.Locale.ROOT, "%8d %12d %13.3f %13.3f %17.3f %13.3f %15.3f %11.3f %13.3f", bytes, iterations,
+                min / 1000, max / 1000, p50 / 1000, avg / 1000, stdev / 1000, p99 / 1000, p999 / 1000);
+    }
+
+    public String json() {
+        return String.format(java.util.Locale.ROOT,
+                "\"iterations\":%d,\"min_ns\":%.1f,\"p50_ns\":%.1f,\"p99_ns\":%.1f,\"p999_ns\":%.1f,\"max_ns\":%.1f,"
+                        + "\"avg_ns\":%.1f,\"stdev_ns\":%.1f",
+                iterations, min, p50, p99, p999, max, avg, stdev);
+    }
+}

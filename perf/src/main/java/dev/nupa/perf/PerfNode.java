@@ -1,0 +1,52 @@
+package dev.nupa.perf;
+
+import dev.nupa.device.Affinity;
+import dev.nupa.device.Fabric;
+import dev.nupa.device.FabricNode;
+import dev.nupa.device.ShmFabric;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.l2.Link;
+import dev.nupa.l2.NeighborDirectory;
+
+/**
+ * One side of an IP-level perf test: a node whose stack is polled in line by the test's own thread
+ * (no datapath thread, so no thread hop on either side). The server may create the fabric; a client
+ * only joins one, so a typo in --fabric fails fast.
+ */
+final class PerfNode implements AutoCloseable {
+    final FabricNode node;
+    final Link link;
+    final Ipv4Stack ip;
+
+    PerfNode(PerfOptions o, boolean server, boolean checksums) {
+        if (o.cpu >= 0 && !Affinity.pin(o.cpu)) {
+            System.err.println("nupa: could not pin to CPU " + o.cpu + "; running unpinned");
+        }
+        if (server) {
+            node = ShmFabric.attach(o.fabric, o.serverAddress, null);
+        } else {
+            Fabric f = ShmFabric.join(o.fabric);
+            try {
+                node = f.attach(o.clientAddress);
+            } catch (RuntimeException e) {
+                f.close();
+                throw e;
+            }
+            node.closeFabricOnClose();
+        }
+        link = new Link(node);
+        IpConfig cfg = IpConfig.fabricPlan(node.address()).withSendWait(1_000_000_000L).withChecksums(checksums, checksums);
+        ip = new Ipv4Stack(link, new NeighborDirectory(node), cfg);
+    }
+
+    /** One poll of the link at the current time. */
+    int poll() {
+        return link.poll(16, System.nanoTime());
+    }
+
+    @Override
+    public void close() {
+        node.close();
+    }
+}

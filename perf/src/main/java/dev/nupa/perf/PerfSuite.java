@@ -1,0 +1,219 @@
+package dev.nupa.perf;
+
+import io.vertx.core.json.JsonArray;
+import io.vertx.core.json.JsonObject;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.Callable;
+import java.util.stream.Collectors;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * `nupa perf suite`: every perf tool with a figure in the README, run {@code --runs} times in rounds (each
+ * round runs each tool once, so the tools alternate and a slow spell of the host falls on all of them), each
+ * as a child process with {@code --json}. Writes the raw results and each figure's median and range to
+ * {@code suite.json} and the README's table rows to {@code suite.md}, with where the processes ran.
+ */
+@Command(name = "suite", mixinStandardHelpOptions = true,
+        description = {"Runs every perf tool --runs times, alternating them, and writes suite.json and suite.md",
+                "(one table row per figure: command, goal, median and range of the ratio over the runs, date)."})
+final class PerfSuite implements Callable<Integer> {
+
+    /** How a figure's goal reads its ratio. */
+    enum Goal {
+        AT_MOST, AT_LEAST, NONE
+    }
+
+    /**
+     * One figure: a row of the table. {@code field} is the JSON field holding the ratio; several figures may
+     * come from one tool run ({@code tool} and {@code args} equal).
+     */
+    record Figure(String what, String tool, List<String> args, String field, Goal goal, double bound, String goalText,
+                  List<String> quickArgs) {
+        /** The command a run of this figure is: its own arguments, or with --quick the short ones. */
+        String command(boolean quick) {
+            return ("./nupa perf " + tool + " " + String.join(" ", quick ? quickArgs : args)).trim();
+        }
+
+        String runKey() {
+            return tool + " " + String.join(" ", args);
+        }
+    }
+
+    static final List<Figure> FIGURES = List.of(
+            new Figure("ring one-way latency, 64 B frames, busy-poll", "fabric-lat", List.of("-n", "200000", "--warmup", "100000"),
+                    "ratio", Goal.AT_MOST, 1.5, "p50 <= 1.5x floor", List.of("-n", "2000", "--warmup", "1000")),
+            new Figure("ring throughput, 64 KiB frames, against the cross-core floor", "fabric-bw", List.of(), "cross_ratio",
+                    Goal.AT_LEAST, 0.8, ">= 0.8x cross-core floor", List.of("-n", "2000")),
+            new Figure("the same, against the in-cache copy", "fabric-bw", List.of(), "ratio", Goal.NONE, 0, "-",
+                    List.of("-n", "2000")),
+            new Figure("UDP echo round trip, 64 B, two node processes", "udp-lat", List.of("-n", "200000", "--warmup", "100000"),
+                    "ratio", Goal.AT_MOST, 0.1, "p50 <= 0.1x Linux", List.of("-n", "2000", "--warmup", "1000")),
+            new Figure("TCP 1-byte request/response", "tcp-lat", List.of(), "ratio", Goal.AT_MOST, 0.2, "p50 <= 0.2x Linux",
+                    List.of("-n", "2000")),
+            new Figure("TCP bulk, one connection, no TCP checksums", "tcp-bw", List.of("--checksums", "off"), "ratio",
+                    Goal.AT_LEAST, 1.0, ">= 1.0x Linux", List.of("-t", "0.2")),
+            new Figure("TCP bulk, every checksum", "tcp-bw", List.of(), "ratio", Goal.AT_LEAST, 1.0, ">= 1.0x Linux",
+                    List.of("-t", "0.2")),
+            new Figure("TCP connect, 1-byte exchange, close", "tcp-crr", List.of(), "ratio", Goal.AT_LEAST, 1.0,
+                    ">= 1.0x Linux", List.of("-n", "200")),
+            new Figure("Vert.x HTTP/1.1 keep-alive, 1 connection, requests/s", "vertx-http", List.of("-t", "2", "--turns", "5"),
+                    "ratio", Goal.AT_LEAST, 2.0, ">= 2x Linux", List.of("-t", "0.2", "--turns", "1")),
+            new Figure("the same, p50 latency", "vertx-http", List.of("-t", "2", "--turns", "5"), "latency_ratio", Goal.AT_MOST,
+                    0.3, "<= 0.3x Linux", List.of("-t", "0.2", "--turns", "1")),
+            new Figure("Vert.x HTTP/1.1 keep-alive, 64 connections, requests/s", "vertx-http",
+                    List.of("-c", "64", "-t", "2", "--turns", "5"), "ratio", Goal.AT_LEAST, 2.0, ">= 2x Linux",
+                    List.of("-c", "64", "-t", "0.2", "--turns", "1")),
+            new Figure("the same, p50 latency", "vertx-http", List.of("-c", "64", "-t", "2", "--turns", "5"), "latency_ratio",
+                    Goal.AT_MOST, 0.3, "<= 0.3x Linux", List.of("-c", "64", "-t", "0.2", "--turns", "1")),
+            new Figure("Vert.x HTTP/1.1 keep-alive, 64 connections over 2 event loops a side, requests/s", "vertx-http",
+                    List.of("-c", "64", "--loops", "2", "-t", "2", "--turns", "5"), "ratio", Goal.AT_LEAST, 2.0, ">= 2x Linux",
+                    List.of("-c", "64", "--loops", "2", "-t", "0.2", "--turns", "1")),
+            new Figure("the same, p50 latency", "vertx-http", List.of("-c", "64", "--loops", "2", "-t", "2", "--turns", "5"),
+                    "latency_ratio", Goal.AT_MOST, 0.3, "<= 0.3x Linux",
+                    List.of("-c", "64", "--loops", "2", "-t", "0.2", "--turns", "1")),
+            new Figure("Vert.x NetSocket bulk echo (pipeTo), 64 KiB buffers", "vertx-echo", List.of("-t", "2", "--turns", "5"),
+                    "ratio", Goal.AT_LEAST, 1.5, ">= 1.5x Linux", List.of("-t", "0.2", "--turns", "1")),
+            new Figure("Vert.x DatagramSocket echo, 64 B, 16 in flight", "vertx-udp", List.of("-t", "2", "--turns", "5"), "ratio",
+                    Goal.AT_LEAST, 2.0, ">= 2x Linux", List.of("-t", "0.2", "--turns", "1")),
+            new Figure("Vert.x gRPC unary call, p50", "vertx-grpc", List.of("-t", "2", "--turns", "5"), "latency_ratio",
+                    Goal.AT_MOST, 0.5, "<= 0.5x Linux", List.of("-t", "0.2", "--turns", "1")),
+            new Figure("RDMA WRITE 8 B ping-pong, direct placement, half round trip", "write-lat",
+                    List.of("-s", "8", "--mode", "direct"), "ratio", Goal.AT_MOST, 2.0, "p50 <= 2x floor",
+                    List.of("-s", "8", "--mode", "direct", "-n", "2000")),
+            new Figure("RDMA SEND 8 B ping-pong, direct", "send-lat", List.of("-s", "8", "-n", "200000"), "ratio", Goal.AT_MOST,
+                    4.0, "p50 <= 4x floor", List.of("-s", "8", "-n", "2000")),
+            new Figure("RDMA WRITE 64 KiB stream, direct placement", "write-bw",
+                    List.of("-s", "65536", "-n", "100000", "--mode", "direct"), "ratio", Goal.AT_LEAST, 0.8, ">= 0.8x copy",
+                    List.of("-s", "65536", "-n", "200", "--mode", "direct")));
+
+    @Option(names = "--runs", paramLabel = "N", defaultValue = "5", description = "Rounds of every tool (default: ${DEFAULT-VALUE}).")
+    int runs;
+
+    @Option(names = "--out", paramLabel = "DIR", defaultValue = "perf-suite",
+            description = "Where suite.json and suite.md go (default: ${DEFAULT-VALUE}).")
+    Path out;
+
+    @Option(names = "--only", paramLabel = "TOOL", split = ",", description = "Only these tools (for example tcp-crr,udp-lat).")
+    List<String> only;
+
+    @Option(names = "--quick", description = "Short runs of each tool, to try the suite itself; the figures mean little.")
+    boolean quick;
+
+    @Override
+    public Integer call() throws IOException, InterruptedException {
+        if (runs < 1) {
+            throw new IllegalArgumentException("--runs must be at least 1, not " + runs);
+        }
+        Set<String> known = FIGURES.stream().map(Figure::tool).collect(Collectors.toSet());
+        if (only != null) {
+            for (String t : only) {
+                if (!known.contains(t)) {
+                    throw new IllegalArgumentException("--only names " + t + ", which has no figure; known: "
+                            + known.stream().sorted().collect(Collectors.joining(", ")));
+                }
+            }
+        }
+        List<Figure> figures = FIGURES.stream().filter(f -> only == null || only.contains(f.tool())).toList();
+        // One child run per distinct command: figures of the same run share it.
+        Map<String, Figure> commands = new LinkedHashMap<>();
+        for (Figure f : figures) {
+            commands.putIfAbsent(f.runKey(), f);
+        }
+        Map<String, List<JsonObject>> results = new LinkedHashMap<>();
+        for (int r = 1; r <= runs; r++) {
+            for (Figure f : commands.values()) {
+                List<String> args = new ArrayList<>(List.of("perf", f.tool()));
+                args.addAll(quick ? f.quickArgs() : f.args());
+                args.add("--json");
+                System.out.printf(Locale.ROOT, "run %d/%d: nupa %s%n", r, runs, String.join(" ", args));
+                results.computeIfAbsent(f.runKey(), k -> new ArrayList<>()).add(runTool(args));
+            }
+        }
+        Files.createDirectories(out);
+        String machine = machine();
+        String date = LocalDate.now().toString();
+        JsonArray rows = new JsonArray();
+        StringBuilder md = new StringBuilder();
+        md.append("Machine: ").append(machine).append("; ").append(runs).append(" run(s)")
+                .append(quick ? ", --quick (short runs: not figures to report)" : "").append("; ").append(date).append("\n\n");
+        md.append("| what | command | goal | result (ratio: median (range, runs)); date |\n| --- | --- | --- | --- |\n");
+        for (Figure f : figures) {
+            double[] v = results.get(f.runKey()).stream().filter(j -> j.getValue(f.field()) instanceof Number)
+                    .mapToDouble(j -> j.getDouble(f.field())).toArray();
+            double median = Turns.median(v);
+            double min = Arrays.stream(v).min().orElse(Double.NaN);
+            double max = Arrays.stream(v).max().orElse(Double.NaN);
+            String verdict = verdict(f, median, min, max);
+            rows.add(new JsonObject().put("what", f.what()).put("command", f.command(quick)).put("field", f.field())
+                    .put("goal", f.goalText()).put("median", median).put("min", min).put("max", max).put("runs", v.length)
+                    .put("verdict", verdict).put("results", new JsonArray(results.get(f.runKey()))));
+            md.append(String.format(Locale.ROOT, "| %s | `%s`%s | %s | %.3gx (%.3g-%.3gx, %d %s)%s; %s |%n", f.what(),
+                    f.command(quick), f.field().equals("ratio") ? "" : " (`" + f.field() + "`)", f.goalText(), median, min, max,
+                    v.length, v.length == 1 ? "run" : "runs", verdict.isEmpty() ? "" : ": " + verdict, date));
+        }
+        JsonObject suite = new JsonObject().put("date", date).put("machine", machine).put("runs", runs).put("quick", quick)
+                .put("figures", rows);
+        Files.writeString(out.resolve("suite.json"), suite.encodePrettily() + "\n");
+        Files.writeString(out.resolve("suite.md"), md.toString());
+        System.out.print(md);
+        System.out.println("wrote " + out.resolve("suite.json") + " and " + out.resolve("suite.md"));
+        return 0;
+    }
+
+    /** "" when the median meets the goal; "at the noise" when the goal lies inside the range; else "not met". */
+    static String verdict(Figure f, double median, double min, double max) {
+        if (f.goal() == Goal.NONE || Double.isNaN(median)) {
+            return Double.isNaN(median) ? "no result" : "";
+        }
+        boolean met = f.goal() == Goal.AT_MOST ? median <= f.bound() : median >= f.bound();
+        if (met) {
+            return "";
+        }
+        return f.bound() >= min && f.bound() <= max ? "at the noise" : "not met";
+    }
+
+    /** Runs {@code nupa args} as a child JVM; its last line is the tool's JSON object. */
+    private static JsonObject runTool(List<String> args) throws IOException, InterruptedException {
+        Process p = Children.start(args);
+        String last = null;
+        try (BufferedReader r = p.inputReader(StandardCharsets.UTF_8)) {
+            for (String line; (line = r.readLine()) != null; ) {
+                last = line;
+            }
+        }
+        int rc = p.waitFor();
+        if (rc != 0 || last == null || !last.startsWith("{")) {
+            throw new IllegalStateException("nupa " + String.join(" ", args) + " failed (exit " + rc + "); its last line: " + last);
+        }
+        return new JsonObject(last);
+    }
+
+    /** The CPU model, how many CPUs, and where the tools' two processes ran. */
+    static String machine() {
+        String model = "unknown CPU";
+        try {
+            model = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
+                    .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElse(model);
+        } catch (IOException e) {
+            // not Linux: the model stays unknown
+        }
+        int cpus = Runtime.getRuntime().availableProcessors();
+        String placement = cpus > 2
+                ? "the two processes of each tool pinned to CPUs 0 and 1 (the Vert.x tools run in one process, unpinned)"
+                : "2 CPUs: the two processes pinned to CPUs 0 and 1, whose place on the host is the host's";
+        return model + ", " + cpus + " CPUs; " + placement;
+    }
+}

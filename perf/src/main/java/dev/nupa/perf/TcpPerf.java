@@ -1,0 +1,651 @@
+package dev.nupa.perf;
+
+import dev.nupa.ip.IpConfig;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+import org.HdrHistogram.Histogram;
+
+import dev.nupa.ip.UdpReceiver;
+import dev.nupa.tcp.BufferUnavailableException;
+import dev.nupa.tcp.TcpConfig;
+import dev.nupa.tcp.TcpConnection;
+import dev.nupa.tcp.TcpLayer;
+import dev.nupa.tcp.TcpState;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Option;
+
+/**
+ * `nupa perf tcp-lat | tcp-bw | tcp-crr`: TCP between two processes over the fabric, each side
+ * polling its stack in line (no datapath thread), beside Linux TCP over loopback between the same
+ * two processes (JDK sockets) measured in the same run, rounds alternating. tcp-lat: request /
+ * response round trips of {@code -s} bytes (busy-polling on both); tcp-bw: one connection streaming
+ * for {@code -t} seconds; tcp-crr: connect, 1-byte request and response, close, as a rate.
+ */
+abstract class TcpPerf implements Callable<Integer> {
+    enum Mode { LAT, BW, CRR }
+
+    @Command(name = "tcp-lat", mixinStandardHelpOptions = true,
+            description = "TCP request/response round trip over the fabric beside Linux TCP over loopback (busy-polling).")
+    static final class Lat extends TcpPerf {
+        Lat() {
+            super("tcp-lat", Mode.LAT);
+        }
+    }
+
+    @Command(name = "tcp-bw", mixinStandardHelpOptions = true,
+            description = "One TCP connection's bulk throughput over the fabric beside Linux TCP over loopback.")
+    static final class Bw extends TcpPerf {
+        Bw() {
+            super("tcp-bw", Mode.BW);
+        }
+    }
+
+    @Command(name = "tcp-crr", mixinStandardHelpOptions = true,
+            description = "TCP connect, 1-byte request/response, close: the rate, beside Linux TCP over loopback.")
+    static final class Crr extends TcpPerf {
+        Crr() {
+            super("tcp-crr", Mode.CRR);
+        }
+    }
+
+    static final int TCP_PORT = 5001;
+    private static final int CONTROL_PORT = 9;
+    private static final byte HELLO = 1;
+    private static final byte LINUX = 2;
+    private static final byte BYE = 3;
+    /** tcp-crr: warm-up is over; count from here. */
+    private static final byte MEASURE = 4;
+    /** tcp-crr: what the server counted since MEASURE (allocation by ours, connections, collections). */
+    private static final byte STATS = 5;
+    private static final int STATS_BYTES = 48;
+    private static final int ROUNDS = 3;
+
+    @Mixin
+    PerfOptions o;
+
+    @Option(names = {"-t", "--time"}, paramLabel = "SECONDS",
+            description = "tcp-bw: seconds per round (default: 2); tcp-crr: turns go on for this long instead of -n connections.")
+    Double seconds;
+
+    @Option(names = "--checksums", paramLabel = "on|off", defaultValue = "on",
+            description = "Compute and verify checksums (default: ${DEFAULT-VALUE}); off is the lossless-fabric policy, as Linux on lo.")
+    String checksums;
+
+    private final String name;
+    private final Mode mode;
+    private PerfTrace trace;
+    private final MemorySegment scratch = Arena.ofAuto().allocate(1 << 20);
+    private final MemorySegment control = Arena.ofAuto().allocate(48);
+    private PerfNode pn;
+    private TcpLayer tcp;
+    // server
+    private long linuxCount = -1;
+    private boolean done;
+    private final GcWatch gc = new GcWatch();
+    private long measureAllocated;
+    private long linuxAllocated;
+    private long accepted;
+    private int linuxPort;
+    // client
+    private int helloPort = -1;
+    private long got;
+    private long[] serverStats;
+
+    TcpPerf(String name, Mode mode) {
+        this.name = name;
+        this.mode = mode;
+    }
+
+    @Override
+    public Integer call() throws Exception {
+        o.validate(1, 1 << 20);
+        if (!checksums.equals("on") && !checksums.equals("off")) {
+            throw new IllegalArgumentException("--checksums must be on or off, not " + checksums);
+        }
+        if (seconds != null && seconds <= 0) {
+            throw new IllegalArgumentException("-t must be positive, not " + seconds);
+        }
+        if (mode != Mode.LAT) {
+            o.tracesNothing(name);
+        }
+        if (o.server) {
+            return server();
+        }
+        if (o.client) {
+            return client();
+        }
+        List<String> extra = new java.util.ArrayList<>(List.of("--checksums", checksums));
+        if (seconds != null) {
+            extra.addAll(List.of("-t", Double.toString(seconds)));
+        }
+        return PerfRunner.runBoth(o, name, o.freshGeometry(9216, 256), extra);
+    }
+
+    private TcpConfig config;
+
+    /** The connections' settings, made once: opening a connection allocates nothing of the tool's either. */
+    private TcpConfig config() {
+        if (config == null) {
+            TcpConfig c = TcpConfig.defaults(9000).withTimeWait(1_000_000_000L);
+            config = mode == Mode.BW ? c.withBuffers(4 << 20, 4 << 20) : c.withNoDelay(true).withDelayedAck(0);
+        }
+        return config;
+    }
+
+    private double bwSeconds() {
+        return seconds != null ? seconds : 2;
+    }
+
+    private long now() {
+        return System.nanoTime();
+    }
+
+    private void pump() {
+        long t = now();
+        pn.link.poll(16, t);
+        tcp.poll(t);
+    }
+
+    // ---- server ---------------------------------------------------------------------------
+
+    private int server() throws IOException {
+        try (PerfNode node = new PerfNode(o, true, checksums.equals("on"));
+             ServerSocketChannel linux = ServerSocketChannel.open()) {
+            pn = node;
+            tcp = new TcpLayer(node.ip, config());
+            linux.bind(new InetSocketAddress("127.0.0.1", 0));
+            linuxPort = ((InetSocketAddress) linux.getLocalAddress()).getPort();
+            TcpConnection.Events echo = new TcpConnection.Events() {
+                @Override
+                public void onReadable(TcpConnection c) {
+                    int n;
+                    while ((n = c.read(scratch, 0, (int) scratch.byteSize(), now())) > 0) {
+                        if (mode != Mode.BW) {
+                            try {
+                                c.write(scratch, 0, n, now()); // echo
+                            } catch (BufferUnavailableException e) {
+                                // Not thrown out of the datapath's segment processing: the client times out and says so.
+                                System.err.println("nupa perf: the echo stops: " + e.getMessage());
+                                return;
+                            }
+                        }
+                    }
+                }
+
+                @Override
+                public void onPeerClosed(TcpConnection c) {
+                    c.close(now());
+                }
+            };
+            tcp.listen(TCP_PORT, 1024, config(), c -> {
+                accepted++;
+                tcp.setEvents(c, echo);
+            });
+            node.ip.bindUdp(CONTROL_PORT, this::serverControl);
+            System.out.println(PerfRunner.READY);
+            System.out.flush();
+            SocketChannel kept = null;
+            while (!done) {
+                pump();
+                if (linuxCount >= 0) {
+                    long a0 = GcWatch.threadAllocated();
+                    gc.peerBegins();
+                    kept = linuxServer(linux, kept, linuxCount);
+                    gc.peerEnds();
+                    linuxAllocated += GcWatch.threadAllocated() - a0;
+                    linuxCount = -1;
+                }
+            }
+            if (kept != null) {
+                kept.close();
+            }
+        }
+        return 0;
+    }
+
+    private void serverControl(int src, int srcPort, int dst, MemorySegment mem, long off, int len) {
+        byte op = len > 0 ? mem.get(ValueLayout.JAVA_BYTE, off) : 0;
+        if (op == HELLO) {
+            control.set(ValueLayout.JAVA_INT_UNALIGNED, 0, linuxPort);
+            pn.ip.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 4);
+        } else if (op == LINUX && len >= 9) {
+            linuxCount = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 1);
+        } else if (op == MEASURE) {
+            System.gc(); // as the client: the warm-up's garbage goes before the measured turns
+            gc.reset();
+            measureAllocated = GcWatch.threadAllocated();
+            linuxAllocated = 0;
+            accepted = 0;
+        } else if (op == STATS) {
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, GcWatch.threadAllocated() - measureAllocated - linuxAllocated);
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 8, accepted);
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 16, gc.collections());
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 24, gc.longestMs());
+            long[] ours = gc.ours();
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 32, ours[0]);
+            control.set(ValueLayout.JAVA_LONG_UNALIGNED, 40, ours[1]);
+            pn.ip.sendUdp(CONTROL_PORT, src, srcPort, control, 0, STATS_BYTES);
+        } else if (op == BYE) {
+            done = true;
+        }
+    }
+
+    /** The Linux side of one round, on JDK sockets: echo {@code n} messages, drain a stream, or serve {@code n} connections. */
+    private SocketChannel linuxServer(ServerSocketChannel linux, SocketChannel kept, long n) throws IOException {
+        ByteBuffer buf = ByteBuffer.allocateDirect(1 << 20);
+        switch (mode) {
+            case LAT -> {
+                if (kept == null) {
+                    kept = linux.accept();
+                    kept.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                    kept.configureBlocking(false);
+                }
+                int size = o.size != null ? o.size : 1;
+                for (long i = 0; i < n; i++) {
+                    buf.clear().limit(size);
+                    while (buf.hasRemaining()) {
+                        if (kept.read(buf) < 0) {
+                            return null;
+                        }
+                    }
+                    buf.flip();
+                    while (buf.hasRemaining()) {
+                        kept.write(buf);
+                    }
+                }
+            }
+            case BW -> {
+                try (SocketChannel s = linux.accept()) {
+                    while (s.read(buf.clear()) >= 0) {
+                        // discard
+                    }
+                }
+            }
+            case CRR -> {
+                for (long i = 0; i < n; i++) {
+                    try (SocketChannel s = linux.accept()) {
+                        buf.clear().limit(1);
+                        if (s.read(buf) == 1) {
+                            s.write(buf.flip());
+                        }
+                    }
+                }
+            }
+        }
+        return kept;
+    }
+
+    // ---- client ---------------------------------------------------------------------------
+
+    private int client() throws IOException {
+        try (PerfNode node = new PerfNode(o, false, checksums.equals("on"))) {
+            pn = node;
+            tcp = new TcpLayer(node.ip, config());
+            int server = IpConfig.fabricPlan(o.serverAddress).address();
+            UdpReceiver replies = (src, srcPort, dst, mem, off, len) -> {
+                if (len == STATS_BYTES) {
+                    serverStats = new long[STATS_BYTES / 8];
+                    for (int i = 0; i < serverStats.length; i++) {
+                        serverStats[i] = mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 8L * i);
+                    }
+                } else if (len >= 4) {
+                    helloPort = mem.get(ValueLayout.JAVA_INT_UNALIGNED, off);
+                }
+            };
+            int port = node.ip.bindUdp(0, replies);
+            hello(server, port);
+            String result = switch (mode) {
+                case LAT -> latency(server, port);
+                case BW -> bandwidth(server, port);
+                case CRR -> connectRate(server, port);
+            };
+            control.set(ValueLayout.JAVA_BYTE, 0, BYE);
+            node.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            if (o.json) {
+                System.out.println(result);
+            }
+        }
+        return 0;
+    }
+
+    private void hello(int server, int port) {
+        long deadline = now() + 30_000_000_000L;
+        control.set(ValueLayout.JAVA_BYTE, 0, HELLO);
+        while (helloPort < 0) {
+            if (now() > deadline) {
+                throw new IllegalStateException("no " + name + " server at node " + o.serverAddress + " of " + o.fabric
+                        + " after 30 s; start one with --server");
+            }
+            pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            long until = now() + 10_000_000L;
+            while (helloPort < 0 && now() < until) {
+                pump();
+            }
+        }
+    }
+
+    private void linuxPhase(int server, int port, long n) {
+        control.set(ValueLayout.JAVA_BYTE, 0, LINUX);
+        control.set(ValueLayout.JAVA_LONG_UNALIGNED, 1, n);
+        pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 9);
+    }
+
+    private final TcpConnection.Events counting = new TcpConnection.Events() {
+        @Override
+        public void onReadable(TcpConnection c) {
+            int n;
+            while ((n = c.read(scratch, 0, (int) scratch.byteSize(), now())) > 0) {
+                got += n;
+            }
+        }
+    };
+
+    private TcpConnection open(int server) {
+        TcpConnection c = tcp.connect(server, TCP_PORT, config(), counting, now());
+        long deadline = now() + 10_000_000_000L;
+        while (c.state() != TcpState.ESTABLISHED) {
+            if (c.state() == TcpState.CLOSED || now() > deadline) {
+                throw new IllegalStateException("cannot connect to the " + name + " server: "
+                        + (c.error() != null ? c.error().message() : "no answer"));
+            }
+            pump();
+        }
+        return c;
+    }
+
+    private String latency(int server, int port) throws IOException {
+        int size = o.size != null ? o.size : 1;
+        long iterations = o.iterations != null ? o.iterations : 100_000;
+        TcpConnection c = open(server);
+        MemorySegment msg = Arena.ofAuto().allocate(size);
+        PerfReport report = o.report(name);
+        trace = o.tracing("TCP request/response round trip").attach(report);
+        Turns turns = new Turns(2, iterations, Turns.PEER_TURN) // 0 ours, 1 Linux
+                .observe(report, o.progress(name, iterations), "ours", "linux");
+        try (SocketChannel linux = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
+            linux.setOption(StandardSocketOptions.TCP_NODELAY, true);
+            linux.configureBlocking(false);
+            ByteBuffer buf = ByteBuffer.allocateDirect(size);
+            long warm = Math.min(20_000, iterations);
+            latencyTurn(c, msg, size, linux, buf, server, port, warm, null, null);
+            for (int t = 0; t < turns.count(); t++) {
+                latencyTurn(c, msg, size, linux, buf, server, port, turns.length(t), turns.turn(0), turns.turn(1));
+                turns.endTurn();
+            }
+        }
+        c.close(now());
+        trace.export();
+        LatencyStats a = LatencyStats.of(turns.pooled(0));
+        LatencyStats p = LatencyStats.of(turns.pooled(1));
+        double ratio = turns.ratio(0, 1);
+        System.out.println(name + ": TCP request/response round trip, " + size + "-byte messages, checksums " + checksums
+                + ", fabric " + o.fabric);
+        System.out.println(LatencyStats.header());
+        System.out.println(a.row(size));
+        System.out.println("peer: Linux TCP over loopback, TCP_NODELAY, busy-polling non-blocking sockets, the same two processes");
+        System.out.println(p.row(size));
+        System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer, median over %d turns): %.2f; pooled p50 ratio: %.2f%n",
+                turns.count(), ratio, turns.pooledRatio(0, 1));
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"round_trip\":true,%s,\"peer\":{\"bytes\":%d,%s},"
+                + "\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d}", name, size, a.json(), size, p.json(), ratio,
+                turns.pooledRatio(0, 1), turns.count());
+    }
+
+    /** One turn of tcp-lat: {@code n} round trips of ours, then of Linux's (recorded where not null). */
+    private void latencyTurn(TcpConnection c, MemorySegment msg, int size, SocketChannel linux, ByteBuffer buf, int server,
+            int port, long n, Histogram ours, Histogram peer) throws IOException {
+        for (long i = 0; i < n; i++) {
+            boolean traced = ours != null && trace.begin();
+            long t = ourRound(c, msg, size);
+            if (traced) {
+                trace.end();
+            }
+            if (ours != null) {
+                ours.recordValue(t);
+            }
+        }
+        linuxPhase(server, port, n);
+        for (long i = 0; i < n; i++) {
+            long t = linuxRound(linux, buf);
+            if (peer != null) {
+                peer.recordValue(t);
+            }
+        }
+    }
+
+    /** One timed round trip of ours (a method of its own; see {@link FloorLine#ping}). */
+    private long ourRound(TcpConnection c, MemorySegment msg, int size) {
+        long target = got + size;
+        long t0 = now();
+        c.write(msg, 0, size, t0);
+        while (got < target) {
+            pump();
+        }
+        return now() - t0;
+    }
+
+    /** One timed round trip of Linux's (a method of its own). */
+    private long linuxRound(SocketChannel linux, ByteBuffer buf) throws IOException {
+        long t0 = now();
+        buf.clear();
+        while (buf.hasRemaining()) {
+            linux.write(buf);
+        }
+        buf.clear();
+        while (buf.hasRemaining()) {
+            linux.read(buf);
+        }
+        return now() - t0;
+    }
+
+    private String bandwidth(int server, int port) throws IOException {
+        int size = o.size != null ? o.size : 65_536;
+        MemorySegment msg = Arena.ofAuto().allocate(size);
+        double oursBits = 0;
+        double oursSecs = 0;
+        double peerBits = 0;
+        double peerSecs = 0;
+        PerfReport report = o.report(name);
+        if (report != null) {
+            report.rates("Gbit/s", "ours", "linux");
+        }
+        for (int r = 0; r < ROUNDS; r++) {
+            TcpConnection c = open(server);
+            long bytes = 0;
+            long t0 = now();
+            long end = t0 + (long) (bwSeconds() * 1e9);
+            while (now() < end) {
+                bytes += c.write(msg, 0, size, now());
+                pump();
+            }
+            c.close(now());
+            while (c.unacknowledged() > 0 && c.state() != TcpState.CLOSED) {
+                pump();
+            }
+            oursBits += bytes * 8.0;
+            oursSecs += (now() - t0) / 1e9;
+            if (report != null) {
+                report.rate(0, bytes * 8.0 / (now() - t0));
+            }
+            linuxPhase(server, port, 1);
+            try (SocketChannel linux = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
+                ByteBuffer buf = ByteBuffer.allocateDirect(size);
+                long lb = 0;
+                long l0 = now();
+                long lend = l0 + (long) (bwSeconds() * 1e9);
+                while (now() < lend) {
+                    buf.clear();
+                    lb += linux.write(buf);
+                }
+                linux.shutdownOutput();
+                linux.read(ByteBuffer.allocate(1)); // until the server closed: everything was read
+                peerBits += lb * 8.0;
+                peerSecs += (now() - l0) / 1e9;
+                if (report != null) {
+                    report.rate(1, lb * 8.0 / (now() - l0));
+                }
+            }
+        }
+        if (report != null) {
+            report.write(false);
+        }
+        double ours = oursBits / oursSecs / 1e9;
+        double peer = peerBits / peerSecs / 1e9;
+        System.out.println(name + ": one TCP connection, " + size + "-byte writes, " + ROUNDS + " x " + bwSeconds()
+                + " s, checksums " + checksums + ", fabric " + o.fabric);
+        System.out.printf(Locale.ROOT, "ours: %.2f Gbit/s%npeer: Linux TCP over loopback, the same two processes: %.2f Gbit/s%n"
+                + "ratio (ours / peer): %.2f%n", ours, peer, ours / peer);
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"gbit_s\":%.3f,\"peer\":{\"gbit_s\":%.3f},\"ratio\":%.3f}",
+                name, size, ours, peer, ours / peer);
+    }
+
+    /**
+     * tcp-crr in turns: a warm-up of both (the JIT compiles the paths of connection setup and teardown), then
+     * turns of {@value #CRR_TURN} connections of ours and of Linux's, alternating, each turn's ratio kept;
+     * the median and range of the turns' ratios are the figure. Beside it, what ours allocates per connection
+     * on each side and each process's collections and longest pause while the turns ran.
+     */
+    private String connectRate(int server, int port) throws IOException {
+        long iterations = o.iterations != null ? o.iterations : 20_000;
+        long warm = Math.min(CRR_WARM, iterations);
+        MemorySegment one = Arena.ofAuto().allocate(1);
+        ByteBuffer b = ByteBuffer.allocateDirect(1);
+        // Warm until connections leave TIME-WAIT as fast as new ones enter it: from then on each one reuses a
+        // closed one (TcpLayer's pool), as on a node that has been serving for a while.
+        long warmUntil = now() + config().timeWaitNs() + 500_000_000L;
+        long warmed = 0;
+        while (warmed < warm || now() < warmUntil) {
+            oursConnections(server, one, CRR_TURN);
+            warmed += CRR_TURN;
+        }
+        linuxPhase(server, port, warm);
+        linuxConnections(b, warm);
+        control.set(ValueLayout.JAVA_BYTE, 0, MEASURE);
+        pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+        System.gc(); // what the warm-up left goes now, not in a measured turn (the server does the same)
+        gc.reset();
+        List<Double> ratios = new java.util.ArrayList<>();
+        long oursCount = 0;
+        long peerCount = 0;
+        double oursSecs = 0;
+        double peerSecs = 0;
+        long oursAllocated = 0;
+        long deadline = seconds != null ? now() + (long) (seconds * 1e9) : Long.MAX_VALUE;
+        PerfReport report = o.report(name);
+        if (report != null) {
+            report.rates("connections/s", "ours", "linux");
+        }
+        while (seconds != null ? now() < deadline : oursCount < iterations) {
+            long n = seconds != null ? CRR_TURN : Math.min(CRR_TURN, iterations - oursCount);
+            long a0 = GcWatch.threadAllocated();
+            long t0 = now();
+            oursConnections(server, one, n);
+            double os = (now() - t0) / 1e9;
+            oursAllocated += GcWatch.threadAllocated() - a0;
+            gc.peerBegins();
+            linuxPhase(server, port, n);
+            long l0 = now();
+            linuxConnections(b, n);
+            double ps = (now() - l0) / 1e9;
+            gc.peerEnds();
+            ratios.add(ps / os); // (n / os) / (n / ps)
+            if (report != null) {
+                report.rate(0, n / os);
+                report.rate(1, n / ps);
+            }
+            oursCount += n;
+            peerCount += n;
+            oursSecs += os;
+            peerSecs += ps;
+        }
+        if (report != null) {
+            report.write(false);
+        }
+        long[] st = serverStats(server, port);
+        double ours = oursCount / oursSecs;
+        double peer = peerCount / peerSecs;
+        double[] r = ratios.stream().mapToDouble(Double::doubleValue).toArray();
+        double median = Turns.median(r);
+        double min = java.util.Arrays.stream(r).min().orElse(Double.NaN);
+        double max = java.util.Arrays.stream(r).max().orElse(Double.NaN);
+        double clientAlloc = (double) oursAllocated / oursCount;
+        double serverAlloc = st[1] > 0 ? (double) st[0] / st[1] : Double.NaN;
+        System.out.println(name + ": connect, 1-byte request and response, close; " + oursCount + " connections each in "
+                + r.length + " turns after " + warmed + " of warm-up, fabric " + o.fabric);
+        System.out.printf(Locale.ROOT, "ours: %.0f connections/s%npeer: Linux TCP over loopback, the same two processes: "
+                + "%.0f connections/s%nratio (ours / peer, median over %d turns): %.2f (%.2f-%.2f)%n", ours, peer, r.length,
+                median, min, max);
+        System.out.printf(Locale.ROOT, "allocated per connection of ours: client %.0f B, server %.0f B%n", clientAlloc, serverAlloc);
+        long[] mine = gc.ours();
+        System.out.printf(Locale.ROOT, "garbage collections that began in ours' turns: client %d (longest %d ms), server %d (longest"
+                + " %d ms); in all turns, Linux's included: client %d (longest %d ms), server %d (longest %d ms)%n", mine[0], mine[1],
+                st[4], st[5], gc.collections(), gc.longestMs(), st[2], st[3]);
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"iterations\":%d,\"msgs_s\":%.1f,\"peer\":{\"msgs_s\":%.1f},"
+                + "\"ratio\":%.3f,\"ratio_min\":%.3f,\"ratio_max\":%.3f,\"turns\":%d,\"alloc_b\":%.1f,\"server_alloc_b\":%.1f,"
+                + "\"gc\":{\"client\":%d,\"client_longest_ms\":%d,\"server\":%d,\"server_longest_ms\":%d},"
+                + "\"gc_all\":{\"client\":%d,\"client_longest_ms\":%d,\"server\":%d,\"server_longest_ms\":%d}}",
+                name, oursCount, ours, peer, median, min, max, r.length, clientAlloc, serverAlloc, mine[0], mine[1], st[4], st[5],
+                gc.collections(), gc.longestMs(), st[2], st[3]);
+    }
+
+    static final int CRR_TURN = 2_000;
+    static final int CRR_WARM = 5_000;
+
+    /** {@code n} connections of ours in a row: connect, one byte each way, close (until TIME-WAIT). */
+    private void oursConnections(int server, MemorySegment one, long n) {
+        for (long i = 0; i < n; i++) {
+            TcpConnection c = open(server);
+            long target = got + 1;
+            c.write(one, 0, 1, now());
+            while (got < target) {
+                pump();
+            }
+            c.close(now());
+            while (c.state() != TcpState.TIME_WAIT && c.state() != TcpState.CLOSED) {
+                pump();
+            }
+        }
+    }
+
+    /** {@code n} connections of Linux's in a row, to the server's JDK socket (after {@link #linuxPhase}). */
+    private void linuxConnections(ByteBuffer b, long n) throws IOException {
+        for (long i = 0; i < n; i++) {
+            try (SocketChannel s = SocketChannel.open(new InetSocketAddress("127.0.0.1", helloPort))) {
+                s.write(b.clear());
+                s.read(b.clear());
+            }
+        }
+    }
+
+    /**
+     * What the server counted since MEASURE: bytes allocated by ours, connections of ours, collections and the
+     * longest in ms, and those of them that began outside Linux's turns and the longest of those.
+     */
+    private long[] serverStats(int server, int port) {
+        long deadline = now() + 10_000_000_000L;
+        control.set(ValueLayout.JAVA_BYTE, 0, STATS);
+        while (serverStats == null) {
+            if (now() > deadline) {
+                throw new IllegalStateException("the " + name + " server did not answer for its counts within 10 s");
+            }
+            pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            long until = now() + 10_000_000L;
+            while (serverStats == null && now() < until) {
+                pump();
+            }
+        }
+        return serverStats;
+    }
+}
