@@ -217,10 +217,17 @@ public final class FabricLayout {
                         != windowAreaOffset(g.maxNodes(), g.ringsPerNode(), g.ringSlots(), g.maxFrame(), g.maxWindows())) {
             throw new FabricException(where + " has a damaged header: its offsets do not follow from its geometry");
         }
-        if (s.byteSize() != declared) {
+        // A PCI BAR is a power of two: QEMU's ivshmem maps the file only at such a size, so the file may reach the
+        // next one (a sparse tail that nothing writes).
+        if (s.byteSize() != declared && s.byteSize() != barBytes(declared)) {
             throw new FabricException(where + " is " + s.byteSize() + " bytes but its header says " + declared
-                    + "; the file was truncated or extended; recreate the fabric");
+                    + " (or " + barBytes(declared) + " for a PCI BAR); the file was truncated or extended; recreate the fabric");
         }
         return g;
+    }
+
+    /** The size of a PCI BAR that holds a fabric of {@code totalBytes}: the next power of two (PCI 3.0 6.2.5.1). */
+    public static long barBytes(long totalBytes) {
+        return Long.highestOneBit(totalBytes) == totalBytes ? totalBytes : Long.highestOneBit(totalBytes) << 1;
     }
 }

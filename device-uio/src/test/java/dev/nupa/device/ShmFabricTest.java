@@ -109,6 +109,23 @@ class ShmFabricTest {
     }
 
     @Test
+    void aFileExtendedToThePowerOfTwoOfAPciBarIsJoined() throws Exception {
+        byte[] valid = validFile();
+        long bar = FabricLayout.barBytes(valid.length);
+        assertTrue(bar > valid.length && Long.bitCount(bar) == 1, "the geometry's size is no power of two: " + valid.length);
+        try (RandomAccessFile f = new RandomAccessFile(fx.path.toFile(), "rw")) {
+            f.setLength(bar); // what QEMU's ivshmem needs of the file that backs its BAR
+        }
+        try (Fabric joined = ShmFabric.join(fx.path)) {
+            assertEquals(valid.length, joined.geometry().totalBytes());
+        }
+        try (RandomAccessFile f = new RandomAccessFile(fx.path.toFile(), "rw")) {
+            f.setLength(bar * 2);
+        }
+        joinRefused(() -> ShmFabric.join(fx.path), "truncated or extended", String.valueOf(bar * 2));
+    }
+
+    @Test
     void joiningAFileWithADamagedGeometryIsRefused() throws Exception {
         validFile();
         patch(FabricLayout.H_RING_SLOTS, le32(6));

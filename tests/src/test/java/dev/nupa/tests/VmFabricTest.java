@@ -1,0 +1,55 @@
+package dev.nupa.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.nupa.node.Main;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A QEMU guest on the fabric: `vms/guest.sh` builds a guest from Debian's packages (kernel, static busybox) and
+ * boots it under software emulation with an ivshmem-plain device backed by a fabric file that a `nupa node` on
+ * the host is attached to. Inside the guest, fabric-peek maps the device's BAR2 and reads the fabric as
+ * docs/fabric-layout.md lays it out: the header, and the host's node in the node table. The file grows to the
+ * power of two a PCI BAR needs, and the fabric's nodes still join it. Without QEMU, busybox-static, cpio or gcc,
+ * or when the kernel package cannot be downloaded, the test says so and skips.
+ */
+class VmFabricTest {
+    private static final Path GUEST = Path.of("target", "guest");
+
+    @Test
+    void aGuestReadsTheFabricAndTheHostsNodeThroughIvshmem() throws Exception {
+        String missing = Linux.missing("qemu-system-x86_64", "busybox", "cpio", "gcc", "apt-get");
+        Assumptions.assumeTrue(missing == null, () -> "skipping the VM test: " + missing
+                + " is absent (apt-get install qemu-system-x86 busybox-static cpio gcc)");
+        Path script = Path.of("..", "vms", "guest.sh").toAbsolutePath().normalize();
+        Linux.Result built = Linux.run(300, script.toString(), "build", GUEST.toString());
+        Assumptions.assumeTrue(built.status() == 0, () -> "skipping the VM test: no guest could be built: " + built.output());
+
+        Path fabric = ChildJvm.newFabricPath();
+        try (ChildJvm node = ChildJvm.start("vm-host-node", Main.class, "node", "--fabric", fabric, "--address", "3")) {
+            node.awaitLine("nupa node:", 60_000);
+            long before = Files.size(fabric);
+            Linux.Result guest = Linux.run(180, script.toString(), "run", GUEST.toString(), fabric.toString());
+            System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
+            assertEquals(0, guest.status(), guest.output());
+            String out = guest.output();
+            assertTrue(out.contains("nupa-guest: ivshmem at "), "the guest found the ivshmem device: " + out);
+            assertTrue(out.contains("fabric magic=NUPAFAB1 version=1 total_bytes=" + before + " max_nodes=64"),
+                    "the guest read the fabric's header through BAR2: " + out);
+            assertTrue(out.contains("node 3 state=2 generation=1"), "the guest saw the host's node 3 up: " + out);
+            assertTrue(out.contains("nupa-guest: done"), out);
+
+            long bar = Files.size(fabric);
+            assertEquals(Long.highestOneBit(before) << 1, bar, "the file grew to the BAR's power of two");
+            NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString());
+            assertEquals(0, info.status(), "the fabric is still joined after the guest mapped it: " + info.err());
+            assertTrue(java.util.regex.Pattern.compile("(?m)^\\s+3 UP ").matcher(info.out()).find(), "node 3 is up: " + info.out());
+        } finally {
+            Files.deleteIfExists(fabric);
+        }
+    }
+}
