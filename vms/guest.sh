@@ -3,19 +3,25 @@
 # busybox initramfs with fabric-peek, and QEMU under software emulation (no KVM needed).
 #
 #   vms/guest.sh build DIR            kernel and initramfs into DIR (kept: a second build reuses the kernel)
-#   vms/guest.sh run DIR FABRIC       boots one guest whose ivshmem-plain device is backed by the fabric file
-#                                     FABRIC, prints the guest's console, and returns when the guest powers off
+#   vms/guest.sh run DIR FABRIC [--bridge BR] [KEY=VALUE ...]
+#                                     boots one guest whose ivshmem-plain device is backed by the fabric file
+#                                     FABRIC, prints the guest's console, and returns when the guest powers off.
+#                                     --bridge: a virtio-net NIC whose TAP joins bridge BR (in this namespace);
+#                                     KEY=VALUE pairs reach the guest's /init as nupa.KEY=VALUE on the kernel's
+#                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST (vms/init.sh)
 #
 # Needs qemu-system-x86, busybox-static, cpio, gcc and apt-get download (Debian bookworm).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# The guest's network: virtio over PCI (the kernel has neither built in).
+MODULES="virtio_pci virtio_net"
 die() { echo "vms/guest.sh: $*" >&2; exit 1; }
 
 build() {
   local dir=$1
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
-  if [ ! -f "$dir/vmlinuz" ]; then
+  if [ ! -f "$dir/vmlinuz" ] || [ ! -d "$dir/modules" ]; then
     local pkg
     pkg=$(apt-cache depends linux-image-amd64 | awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
     [ -n "$pkg" ] || die "no linux-image package found (apt-get update?)"
@@ -23,6 +29,7 @@ build() {
     (cd "$dir/deb" && apt-get download -q "$pkg" >/dev/null) || die "apt-get download $pkg failed"
     dpkg -x "$dir"/deb/*.deb "$dir/deb/x"
     cp "$dir"/deb/x/boot/vmlinuz-* "$dir/vmlinuz"
+    rm -rf "$dir/modules" && mv "$dir"/deb/x/lib/modules/* "$dir/modules"
     rm -rf "$dir/deb"
   fi
   local root="$dir/initramfs"
@@ -31,6 +38,34 @@ build() {
   file "$root/bin/busybox" 2>/dev/null | grep -q "statically linked" || [ ! -x /usr/bin/file ] \
     || die "busybox is not statically linked: apt-get install busybox-static"
   gcc -O2 -static -o "$root/bin/fabric-peek" "$here/fabric-peek.c"
+  # The modules the guest loads, with what they depend on, in load order (read from each .ko's .modinfo: no kmod).
+  mkdir -p "$root/lib/modules"
+  python3 - "$dir/modules" "$root/lib/modules" $MODULES <<'PY'
+import os, re, shutil, sys
+src, dst, wanted = sys.argv[1], sys.argv[2], sys.argv[3:]
+found = {}
+for d, _, files in os.walk(src):
+    for f in files:
+        if f.endswith('.ko'):
+            found[f[:-3].replace('-', '_')] = os.path.join(d, f)
+def depends(name):
+    m = re.search(rb'depends=([^\0]*)\0', open(found[name], 'rb').read())
+    return [x.replace('-', '_') for x in m.group(1).decode().split(',') if x] if m else []
+order = []
+def visit(name):
+    if name in order:
+        return
+    if name not in found:
+        sys.exit('no module ' + name + ' in the kernel package')
+    for d in depends(name):
+        visit(d)
+    order.append(name)
+for w in wanted:
+    visit(w)
+for n in order:
+    shutil.copy(found[n], os.path.join(dst, n + '.ko'))
+open(os.path.join(dst, 'order'), 'w').write('\n'.join(order) + '\n')
+PY
   cp "$here/init.sh" "$root/init" && chmod +x "$root/init"
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$dir/initramfs.cpio.gz")
   rm -rf "$root"
@@ -38,6 +73,22 @@ build() {
 
 run() {
   local dir=$1 fabric=$2
+  shift 2
+  local nic=(-nic none) args="" bridge=""
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --bridge) bridge=$2; shift 2 ;;
+      *=*) args="$args nupa.$1"; shift ;;
+      *) die "unknown run option $1" ;;
+    esac
+  done
+  if [ -n "$bridge" ]; then
+    # QEMU creates the TAP and runs this with its name: it joins the bridge before the guest's kernel is up.
+    local up="$dir/ifup-$bridge.sh"
+    printf '#!/bin/sh\nip link set "$1" master %s && ip link set "$1" up\n' "$bridge" > "$up"
+    chmod +x "$up"
+    nic=(-netdev "tap,id=n0,script=$up,downscript=no" -device virtio-net-pci,netdev=n0)
+  fi
   [ -f "$dir/vmlinuz" ] && [ -f "$dir/initramfs.cpio.gz" ] || die "no guest in $dir: vms/guest.sh build $dir first"
   [ -f "$fabric" ] || die "no fabric file $fabric"
   # A PCI BAR is a power of two: grow the (sparse) file to the next one, which the fabric's nodes accept.
@@ -45,14 +96,14 @@ run() {
   size=$(stat -c %s "$fabric")
   size=$(python3 -c "import sys; n = int(sys.argv[1]); print(n if n & (n - 1) == 0 else 1 << n.bit_length())" "$size")
   truncate -s "$size" "$fabric"
-  timeout "${GUEST_TIMEOUT:-120}" qemu-system-x86_64 -accel tcg -cpu max -m 256 -smp 1 -nographic -no-reboot -nic none \
-    -kernel "$dir/vmlinuz" -initrd "$dir/initramfs.cpio.gz" -append "console=ttyS0 panic=-1 quiet loglevel=3" \
+  timeout "${GUEST_TIMEOUT:-120}" qemu-system-x86_64 -accel tcg -cpu max -m 256 -smp 1 -nographic -no-reboot "${nic[@]}" \
+    -kernel "$dir/vmlinuz" -initrd "$dir/initramfs.cpio.gz" -append "console=ttyS0 panic=-1 quiet loglevel=3$args" \
     -object "memory-backend-file,id=fabric,mem-path=$fabric,size=$size,share=on" \
     -device ivshmem-plain,memdev=fabric
 }
 
 case "${1:-}" in
   build) [ $# -eq 2 ] || die "usage: vms/guest.sh build DIR"; build "$2" ;;
-  run) [ $# -eq 3 ] || die "usage: vms/guest.sh run DIR FABRIC"; run "$2" "$3" ;;
+  run) [ $# -ge 3 ] || die "usage: vms/guest.sh run DIR FABRIC [--bridge BR] [KEY=VALUE ...]"; shift; run "$@" ;;
   *) die "usage: vms/guest.sh build DIR | run DIR FABRIC" ;;
 esac

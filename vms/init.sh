@@ -7,6 +7,8 @@ mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 echo "nupa-guest: up, kernel $(uname -r)"
+for m in $(cat /lib/modules/order); do insmod "/lib/modules/$m.ko" || echo "nupa-guest: insmod $m failed"; done
+arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^nupa\.$1=//p"; }
 found=0
 for d in /sys/bus/pci/devices/*; do
   if [ "$(cat "$d/vendor")" = 0x1af4 ] && [ "$(cat "$d/device")" = 0x1110 ]; then
@@ -17,5 +19,19 @@ for d in /sys/bus/pci/devices/*; do
   fi
 done
 [ "$found" = 1 ] || echo "nupa-guest: no ivshmem device"
+# The Ethernet side, when the host gave the guest a NIC and an address.
+if [ -n "$(arg ip)" ]; then
+  ip link set lo up
+  ip link set eth0 up
+  ip addr add "$(arg ip)" dev eth0
+  route=$(arg route)
+  [ -n "$route" ] && ip route add "${route%,*}" via "${route#*,}"
+  echo "nupa-guest: eth0 $(arg ip)"
+  if [ -n "$(arg ping)" ]; then
+    # The NIC's first frames may go before the bridge forwards: a first try may be lost.
+    ping -c 1 -W 2 "$(arg ping)" > /dev/null 2>&1
+    ping -c 3 -W 5 "$(arg ping)"
+  fi
+fi
 echo "nupa-guest: done"
 poweroff -f

@@ -10,30 +10,39 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
- * A QEMU guest on the fabric: `vms/guest.sh` builds a guest from Debian's packages (kernel, static busybox) and
- * boots it under software emulation with an ivshmem-plain device backed by a fabric file that a `nupa node` on
- * the host is attached to. Inside the guest, fabric-peek maps the device's BAR2 and reads the fabric as
- * docs/fabric-layout.md lays it out: the header, and the host's node in the node table. The file grows to the
- * power of two a PCI BAR needs, and the fabric's nodes still join it. Without QEMU, busybox-static, cpio or gcc,
- * or when the kernel package cannot be downloaded, the test says so and skips.
+ * QEMU guests on the fabric: `vms/guest.sh` builds a guest from Debian's packages (kernel, static busybox) and
+ * boots it under software emulation with an ivshmem-plain device backed by a fabric file. Without QEMU,
+ * busybox-static, cpio or gcc, or when the kernel package cannot be downloaded, the tests say so and skip.
  */
 class VmFabricTest {
     private static final Path GUEST = Path.of("target", "guest");
+    private static final Path SCRIPT = Path.of("..", "vms", "guest.sh").toAbsolutePath().normalize();
+    private static Linux.Result built;
 
-    @Test
-    void aGuestReadsTheFabricAndTheHostsNodeThroughIvshmem() throws Exception {
+    /** Builds the guest once for the tests here; skips the calling test where it cannot be built. */
+    private static synchronized void guest() throws Exception {
         String missing = Linux.missing("qemu-system-x86_64", "busybox", "cpio", "gcc", "apt-get");
         Assumptions.assumeTrue(missing == null, () -> "skipping the VM test: " + missing
                 + " is absent (apt-get install qemu-system-x86 busybox-static cpio gcc)");
-        Path script = Path.of("..", "vms", "guest.sh").toAbsolutePath().normalize();
-        Linux.Result built = Linux.run(300, script.toString(), "build", GUEST.toString());
+        if (built == null) {
+            built = Linux.run(300, SCRIPT.toString(), "build", GUEST.toString());
+        }
         Assumptions.assumeTrue(built.status() == 0, () -> "skipping the VM test: no guest could be built: " + built.output());
+    }
 
+    /**
+     * A `nupa node` on the host is attached to the fabric; inside the guest, fabric-peek maps the ivshmem device's
+     * BAR2 and reads the fabric as docs/fabric-layout.md lays it out: the header, and the host's node in the node
+     * table. The file grows to the power of two a PCI BAR needs, and the fabric's nodes still join it.
+     */
+    @Test
+    void aGuestReadsTheFabricAndTheHostsNodeThroughIvshmem() throws Exception {
+        guest();
         Path fabric = ChildJvm.newFabricPath();
         try (ChildJvm node = ChildJvm.start("vm-host-node", Main.class, "node", "--fabric", fabric, "--address", "3")) {
             node.awaitLine("nupa node:", 60_000);
             long before = Files.size(fabric);
-            Linux.Result guest = Linux.run(180, script.toString(), "run", GUEST.toString(), fabric.toString());
+            Linux.Result guest = Linux.run(180, SCRIPT.toString(), "run", GUEST.toString(), fabric.toString());
             System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
             assertEquals(0, guest.status(), guest.output());
             String out = guest.output();
@@ -50,6 +59,34 @@ class VmFabricTest {
             assertTrue(java.util.regex.Pattern.compile("(?m)^\\s+3 UP ").matcher(info.out()).find(), "node 3 is up: " + info.out());
         } finally {
             Files.deleteIfExists(fabric);
+        }
+    }
+
+    /**
+     * The guest on the gateway's Ethernet side: its virtio NIC and the gateway's TAP are ports of one Linux bridge
+     * in a namespace, and the guest's Linux pings a fabric node through the gateway (ARP for the gateway, routing,
+     * the way back).
+     */
+    @Test
+    void aGuestPingsAFabricNodeThroughTheGateway() throws Exception {
+        guest();
+        GatewayRig rig = GatewayRig.start(1500, 9000, false, java.util.List.of("--udp-echo", "9"));
+        try {
+            // The TAP's address moves to a bridge that the guest's NIC joins too.
+            rig.run(10, "ip", "addr", "flush", "dev", rig.tap());
+            Linux.ok("ip", "-n", rig.ns(), "link", "add", "br0", "type", "bridge");
+            Linux.ok("ip", "-n", rig.ns(), "link", "set", rig.tap(), "master", "br0");
+            Linux.ok("ip", "-n", rig.ns(), "link", "set", "br0", "up");
+            Linux.ok("ip", "-n", rig.ns(), "addr", "add", GatewayRig.LINUX + "/24", "dev", "br0");
+            Linux.Result guest = rig.run(180, SCRIPT.toString(), "run", GUEST.toString(), rig.fabric().toString(), "--bridge", "br0",
+                    "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY, "ping=" + GatewayRig.SERVER);
+            System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
+            assertEquals(0, guest.status(), guest.output());
+            assertTrue(guest.output().contains("nupa-guest: eth0 192.168.77.10/24"), guest.output());
+            assertTrue(guest.output().contains("3 packets transmitted, 3 packets received"),
+                    "the guest's pings of the fabric node came back through the gateway: " + guest.output());
+        } finally {
+            rig.stop();
         }
     }
 }
