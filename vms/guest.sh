@@ -8,13 +8,18 @@
 #                                     FABRIC, prints the guest's console, and returns when the guest powers off.
 #                                     --bridge: a virtio-net NIC whose TAP joins bridge BR (in this namespace);
 #                                     KEY=VALUE pairs reach the guest's /init as nupa.KEY=VALUE on the kernel's
-#                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST (vms/init.sh)
+#                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST, and
+#                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong; vms/init.sh)
 #
 # Needs qemu-system-x86, busybox-static, cpio, gcc and apt-get download (Debian bookworm).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# The guest's network: virtio over PCI (the kernel has neither built in).
-MODULES="virtio_pci virtio_net"
+# The guest's network: virtio over PCI (the kernel has neither built in); Linux Soft-RoCE, with the CRC-32
+# the ICRC needs (its crypto driver is asked for by name, not a module dependency).
+MODULES="virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs"
+# RDMA's user side, where the host has it (apt-get install ibverbs-utils ibverbs-providers iproute2).
+RDMA_BINARIES="/usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/bin/rdma"
+RDMA_PROVIDER=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
 die() { echo "vms/guest.sh: $*" >&2; exit 1; }
 
 build() {
@@ -66,6 +71,21 @@ for n in order:
     shutil.copy(found[n], os.path.join(dst, n + '.ko'))
 open(os.path.join(dst, 'order'), 'w').write('\n'.join(order) + '\n')
 PY
+  # Programs with the libraries they load (ldd), and the rxe provider with its driver file.
+  copy() {
+    mkdir -p "$root$(dirname "$1")" && cp -L "$1" "$root$1"
+    ldd "$1" 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' | while read -r lib; do
+      [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")" && cp -L "$lib" "$root$lib"; }
+    done
+  }
+  local have=1
+  for b in $RDMA_BINARIES $RDMA_PROVIDER /etc/libibverbs.d/rxe.driver; do [ -e "$b" ] || have=0; done
+  if [ "$have" = 1 ]; then
+    for b in $RDMA_BINARIES $RDMA_PROVIDER; do copy "$b"; done
+    mkdir -p "$root/etc/libibverbs.d" && cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
+  else
+    echo "vms/guest.sh: no ibverbs-utils, ibverbs-providers or rdma on this host: the guest has no RDMA tools" >&2
+  fi
   cp "$here/init.sh" "$root/init" && chmod +x "$root/init"
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$dir/initramfs.cpio.gz")
   rm -rf "$root"

@@ -32,6 +32,18 @@ if [ -n "$(arg ip)" ]; then
     ping -c 1 -W 2 "$(arg ping)" > /dev/null 2>&1
     ping -c 3 -W 5 "$(arg ping)"
   fi
+  # Linux Soft-RoCE over eth0, and rdma-core's ibv_rc_pingpong as a client (GID 1: ::ffff: and eth0's IPv4).
+  pp=$(arg pingpong)
+  if [ -n "$pp" ]; then
+    if rdma link add rxe0 type rxe netdev eth0; then
+      echo "nupa-guest: rxe0 on eth0"
+      host=${pp%%,*}; rest=${pp#*,}; iters=${rest%%,*}; size=${rest#*,}
+      ibv_rc_pingpong -d rxe0 -g 1 -n "$iters" -s "$size" "$host"
+      echo "nupa-guest: ibv_rc_pingpong exit $?"
+    else
+      echo "nupa-guest: no rxe (rdma link add failed)"
+    fi
+  fi
 fi
 echo "nupa-guest: done"
 poweroff -f

@@ -89,4 +89,42 @@ class VmFabricTest {
             rig.stop();
         }
     }
+
+    /**
+     * Linux Soft-RoCE as the RDMA peer: the guest's rxe runs rdma-core's {@code ibv_rc_pingpong} against a fabric
+     * node ({@link RcPingpongPeerMain}), the QP details swapped over our TCP through the gateway, then SENDs of
+     * 4 KiB (four packets at path MTU 1024) both ways as RoCEv2, every ICRC checked by rxe and by us.
+     */
+    @Test
+    void linuxSoftRoceInAGuestPingpongsWithAFabricNode() throws Exception {
+        guest();
+        Assumptions.assumeTrue(built.output().contains("guest has no RDMA tools") == false,
+                "skipping the Soft-RoCE test: the host has no ibverbs-utils, ibverbs-providers or rdma to put in the guest");
+        GatewayRig rig = GatewayRig.start(1500, 9000, false, java.util.List.of("--udp-echo", "9"));
+        ChildJvm peer = null;
+        try {
+            rig.run(10, "ip", "addr", "flush", "dev", rig.tap());
+            Linux.ok("ip", "-n", rig.ns(), "link", "add", "br0", "type", "bridge");
+            Linux.ok("ip", "-n", rig.ns(), "link", "set", rig.tap(), "master", "br0");
+            Linux.ok("ip", "-n", rig.ns(), "link", "set", "br0", "up");
+            Linux.ok("ip", "-n", rig.ns(), "addr", "add", GatewayRig.LINUX + "/24", "dev", "br0");
+            peer = ChildJvm.start("rc-pingpong-peer", RcPingpongPeerMain.class, rig.fabric(), 2, "10.0.0.3",
+                    "192.168.77.0/24 via 10.0.0.1", 100, 4096, 150_000);
+            peer.awaitLine("READY", 60_000);
+            Linux.Result guest = rig.run(180, SCRIPT.toString(), "run", GUEST.toString(), rig.fabric().toString(), "--bridge", "br0",
+                    "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY, "pingpong=10.0.0.3,100,4096");
+            System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
+            java.util.Map<String, String> r = peer.awaitResult(60_000);
+            System.out.println("VmFabricTest: the fabric node's side: " + r);
+            assertTrue(guest.output().contains("nupa-guest: ibv_rc_pingpong exit 0"), "rxe's pingpong ran to its end: " + guest.output());
+            assertTrue(guest.output().contains("100 iters in"), guest.output());
+            assertEquals("ok", r.get("outcome"));
+            assertEquals(0, ChildJvm.num(r, "bad_icrc"));
+        } finally {
+            if (peer != null) {
+                peer.close();
+            }
+            rig.stop();
+        }
+    }
 }
