@@ -7,10 +7,7 @@ import dev.nupa.roce.Access;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.ProtectionDomain;
-import dev.nupa.roce.QpAttr;
-import dev.nupa.roce.QpAttrMask;
 import dev.nupa.roce.QpInitAttr;
-import dev.nupa.roce.QpState;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.RecvWorkRequest;
@@ -129,15 +126,9 @@ public final class RcPingpongPeerMain {
             cq = ctx.createCq(2 * iterations + 16);
             mr = pd.allocMr(2L * size, Access.LOCAL_WRITE);
             qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq).withMode(TransferMode.PACKET).withCapacity(iterations + 1, iterations + 1));
-            qp.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qpAccessFlags(0),
-                    QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
-            qp.modify(new QpAttr().qpState(QpState.RTR).destIp(peerIp).pathMtu(1024).destQpNum(peerQpn).rqPsn(peerPsn)
-                            .maxDestRdAtomic(1).minRnrTimer(12),
-                    QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
-                            | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
-            qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(psn).timeout(14).retryCnt(7).rnrRetry(7).maxRdAtomic(1),
-                    QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
-                            | QpAttrMask.MAX_QP_RD_ATOMIC);
+            RdmaPeerMain.init(qp);
+            RdmaPeerMain.rtrIp(qp, peerIp, peerQpn, peerPsn);
+            RdmaPeerMain.rts(qp, psn);
             RecvWorkRequest r = new RecvWorkRequest().wrId(1).local(mr, 0, size);
             for (int i = 0; i < iterations; i++) {
                 qp.postRecv(r);

@@ -220,6 +220,14 @@ public final class RdmaPeerMain {
                         | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
     }
 
+    /** INIT to RTR against a RoCEv2 peer at IPv4 address {@code ip}, path MTU 1024 (Ethernet's, as rxe's). */
+    static void rtrIp(QueuePair q, int ip, int destQpn, int peerPsn) {
+        q.modify(new QpAttr().qpState(QpState.RTR).destIp(ip).pathMtu(1024).destQpNum(destQpn).rqPsn(peerPsn)
+                        .maxDestRdAtomic(4).minRnrTimer(1),
+                QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
+                        | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
+    }
+
     static void rts(QueuePair q, int psn) {
         q.modify(new QpAttr().qpState(QpState.RTS).sqPsn(psn).timeout(TIMEOUT).retryCnt(7).rnrRetry(7)
                 .maxRdAtomic(16), QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT

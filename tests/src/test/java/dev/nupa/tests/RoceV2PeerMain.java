@@ -3,7 +3,6 @@ package dev.nupa.tests;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Link;
@@ -11,10 +10,7 @@ import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.ProtectionDomain;
-import dev.nupa.roce.QpAttr;
-import dev.nupa.roce.QpAttrMask;
 import dev.nupa.roce.QpInitAttr;
-import dev.nupa.roce.QpState;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.RdmaCounter;
@@ -84,11 +80,8 @@ public final class RoceV2PeerMain {
             me.setProperty("addr", Long.toString(mr.addr()));
             RdmaPeerMain.writeProperties(dir.resolve((client ? "client" : "server") + ".properties"), me);
             Properties peer = RdmaPeerMain.awaitProperties(dir.resolve((client ? "server" : "client") + ".properties"), deadline);
-            qp.modify(new QpAttr().qpState(QpState.RTR).destIp(Integer.parseInt(peer.getProperty("ip"))).pathMtu(1024)
-                            .destQpNum(Integer.parseInt(peer.getProperty("qpn"))).rqPsn(Integer.parseInt(peer.getProperty("psn")))
-                            .maxDestRdAtomic(4).minRnrTimer(1),
-                    QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
-                            | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
+            RdmaPeerMain.rtrIp(qp, Integer.parseInt(peer.getProperty("ip")), Integer.parseInt(peer.getProperty("qpn")),
+                    Integer.parseInt(peer.getProperty("psn")));
             RdmaPeerMain.rts(qp, psn);
             MemorySegment m = mr.memory();
             if (client) {
