@@ -102,7 +102,8 @@ public final class RcPingpongPeerMain {
     /** The RDMA side: an RC QP to the client's IP address, receives posted, a SEND answering each receive. */
     private static final class Pingpong {
         final QueuePair qp;
-        final int psn = 0x00ABCD;
+        /** Just under 2^24: the server's 400 packets wrap the PSN (IBA 9.7.1). */
+        final int psn = 0xFFFFF0;
         private final CompletionQueue cq;
         private final MemoryRegion mr;
         private final int iterations;

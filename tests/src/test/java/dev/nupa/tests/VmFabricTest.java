@@ -93,7 +93,9 @@ class VmFabricTest {
     /**
      * Linux Soft-RoCE as the RDMA peer: the guest's rxe runs rdma-core's {@code ibv_rc_pingpong} against a fabric
      * node ({@link RcPingpongPeerMain}), the QP details swapped over our TCP through the gateway, then SENDs of
-     * 4 KiB (four packets at path MTU 1024) both ways as RoCEv2, every ICRC checked by rxe and by us.
+     * 4 KiB (four packets at path MTU 1024) both ways as RoCEv2, every ICRC checked by rxe and by us. Our side's
+     * PSNs start just under 2^24 and wrap. tshark on the gateway's TAP decodes every RoCEv2 frame as InfiniBand,
+     * and an ICRC check written apart from ours finds every ICRC right.
      */
     @Test
     void linuxSoftRoceInAGuestPingpongsWithAFabricNode() throws Exception {
@@ -102,6 +104,8 @@ class VmFabricTest {
                 "skipping the Soft-RoCE test: the host has no ibverbs-utils, ibverbs-providers or rdma to put in the guest");
         GatewayRig rig = GatewayRig.start(1500, 9000, false, java.util.List.of("--udp-echo", "9"));
         ChildJvm peer = null;
+        Process capture = null;
+        Path pcap = Files.createTempFile("nupa-rxe-", ".pcap");
         try {
             rig.run(10, "ip", "addr", "flush", "dev", rig.tap());
             Linux.ok("ip", "-n", rig.ns(), "link", "add", "br0", "type", "bridge");
@@ -111,6 +115,11 @@ class VmFabricTest {
             peer = ChildJvm.start("rc-pingpong-peer", RcPingpongPeerMain.class, rig.fabric(), 2, "10.0.0.3",
                     "192.168.77.0/24 via 10.0.0.1", 100, 4096, 150_000);
             peer.awaitLine("READY", 60_000);
+            if (Linux.missing("tshark") == null) {
+                capture = new ProcessBuilder("ip", "netns", "exec", rig.ns(), "tshark", "-q", "-F", "pcap", "-i", rig.tap(),
+                        "-w", pcap.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                ChildJvm.waitUntil("tshark to start capturing", 30_000, () -> pcap.toFile().length() > 0);
+            }
             Linux.Result guest = rig.run(180, SCRIPT.toString(), "run", GUEST.toString(), rig.fabric().toString(), "--bridge", "br0",
                     "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY, "pingpong=10.0.0.3,100,4096");
             System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
@@ -120,11 +129,24 @@ class VmFabricTest {
             assertTrue(guest.output().contains("100 iters in"), guest.output());
             assertEquals("ok", r.get("outcome"));
             assertEquals(0, ChildJvm.num(r, "bad_icrc"));
+            if (capture != null) {
+                capture.destroy();
+                assertTrue(capture.waitFor(20, java.util.concurrent.TimeUnit.SECONDS));
+                capture = null;
+                RoceV2GatewayTest.checkRoceCapture(pcap, 800, java.util.List.of("RC Send First", "RC Send Middle", "RC Send Last",
+                        "RC Acknowledge"));
+            } else {
+                System.out.println("tshark is absent (apt-get install tshark): the pingpong ran without the capture check");
+            }
         } finally {
+            if (capture != null) {
+                capture.destroyForcibly();
+            }
             if (peer != null) {
                 peer.close();
             }
             rig.stop();
+            Files.deleteIfExists(pcap);
         }
     }
 }
