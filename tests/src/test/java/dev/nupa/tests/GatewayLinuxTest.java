@@ -416,21 +416,11 @@ class GatewayLinuxTest {
         }
         Path pcap = Files.createTempFile("nupa-gw-", ".pcap");
         pcap.toFile().deleteOnExit();
-        Process capture = new ProcessBuilder("ip", "netns", "exec", rig.ns(), "tshark", "-q", "-i", rig.tap(),
-                "-w", pcap.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        Process capture = Linux.capture(rig.ns(), rig.tap(), pcap);
         try {
-            ChildJvm.waitUntil("tshark to start capturing", 30_000, () -> {
-                try {
-                    return Files.size(pcap) > 0;
-                } catch (IOException e) {
-                    return false;
-                }
-            });
             traffic.run();
-            Thread.sleep(500); // the last frames reach the capture
         } finally {
-            capture.destroy();
-            assertTrue(capture.waitFor(20, TimeUnit.SECONDS));
+            Linux.endCapture(capture);
         }
         List<String> bad = new ArrayList<>(List.of("tshark", "-r", pcap.toString()));
         bad.addAll(List.of(CHECKS));

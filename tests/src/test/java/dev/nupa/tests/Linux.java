@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 /** Linux's tools, run to their end, for the tests that use them as peers. */
@@ -43,6 +44,27 @@ final class Linux {
     static void ok(String... cmd) throws IOException, InterruptedException {
         Result r = run(10, cmd);
         assertEquals(0, r.status(), String.join(" ", cmd) + ": " + r.output());
+    }
+
+    /**
+     * Starts tshark capturing on {@code iface} in namespace {@code ns} into {@code pcap} (the classic pcap format),
+     * and returns once it writes; end it with {@link #endCapture}.
+     */
+    static Process capture(String ns, String iface, Path pcap) throws IOException {
+        Process p = new ProcessBuilder("ip", "netns", "exec", ns, "tshark", "-q", "-F", "pcap", "-i", iface, "-w", pcap.toString())
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        ChildJvm.waitUntil("tshark to start capturing", 30_000, () -> pcap.toFile().length() > 0);
+        return p;
+    }
+
+    /** Ends a {@link #capture} once the last frames reached it; fails if tshark does not stop. */
+    static void endCapture(Process capture) throws InterruptedException {
+        Thread.sleep(500); // the last frames reach the capture
+        capture.destroy();
+        if (!capture.waitFor(20, TimeUnit.SECONDS)) {
+            capture.destroyForcibly();
+            throw new AssertionError("tshark did not stop within 20 s");
+        }
     }
 
     /** The first of {@code tools} that is not on the PATH, or null. */

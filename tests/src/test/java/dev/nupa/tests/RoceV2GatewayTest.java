@@ -11,7 +11,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
@@ -72,9 +71,7 @@ class RoceV2GatewayTest {
 
             boolean tshark = Linux.missing("tshark") == null;
             if (tshark) {
-                capture = new ProcessBuilder("ip", "netns", "exec", ns, "tshark", "-q", "-F", "pcap", "-i", tapA,
-                        "-w", pcap.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-                ChildJvm.waitUntil("tshark to start capturing", 30_000, () -> pcap.toFile().length() > 0);
+                capture = Linux.capture(ns, tapA, pcap);
             } else {
                 System.out.println("tshark is absent (apt-get install tshark): the RDMA runs without the capture checks");
             }
@@ -109,10 +106,9 @@ class RoceV2GatewayTest {
             assertEquals(1L, gwB.getOrDefault("drop_bad_icrc", 0L), "the forged datagram, and only it: " + gwB);
 
             if (capture != null) {
-                Thread.sleep(500); // the last frames reach the capture
-                capture.destroy();
-                assertTrue(capture.waitFor(20, TimeUnit.SECONDS));
+                Process running = capture;
                 capture = null;
+                Linux.endCapture(running);
                 checkRoceCapture(pcap, 2048, List.of("RC RDMA Write First", "RC RDMA Write Middle", "RC RDMA Write Last",
                         "RC Send Only Immediate", "RC RDMA Read Request", "RC RDMA Read Response First",
                         "RC RDMA Read Response Last", "RC Fetch Add", "RC Atomic Acknowledge", "RC Acknowledge"));

@@ -116,9 +116,7 @@ class VmFabricTest {
                     "192.168.77.0/24 via 10.0.0.1", 100, 4096, 150_000);
             peer.awaitLine("READY", 60_000);
             if (Linux.missing("tshark") == null) {
-                capture = new ProcessBuilder("ip", "netns", "exec", rig.ns(), "tshark", "-q", "-F", "pcap", "-i", rig.tap(),
-                        "-w", pcap.toString()).redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
-                ChildJvm.waitUntil("tshark to start capturing", 30_000, () -> pcap.toFile().length() > 0);
+                capture = Linux.capture(rig.ns(), rig.tap(), pcap);
             }
             Linux.Result guest = rig.run(180, SCRIPT.toString(), "run", GUEST.toString(), rig.fabric().toString(), "--bridge", "br0",
                     "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY, "pingpong=10.0.0.3,100,4096");
@@ -130,9 +128,9 @@ class VmFabricTest {
             assertEquals("ok", r.get("outcome"));
             assertEquals(0, ChildJvm.num(r, "bad_icrc"));
             if (capture != null) {
-                capture.destroy();
-                assertTrue(capture.waitFor(20, java.util.concurrent.TimeUnit.SECONDS));
+                Process c = capture;
                 capture = null;
+                Linux.endCapture(c);
                 RoceV2GatewayTest.checkRoceCapture(pcap, 800, java.util.List.of("RC Send First", "RC Send Middle", "RC Send Last",
                         "RC Acknowledge"));
             } else {
