@@ -458,13 +458,15 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     void publish() {
+        if (ipTxClaimed) {
+            ipTxClaimed = false;
+            ipTxPending = true;
+            flushIp(); // counts the packet once it has left (or was lost), not while a full ring holds it
+            return;
+        }
         if (txClaimed) {
             txClaimed = false;
             claim.publish();
-        } else if (ipTxClaimed) {
-            ipTxClaimed = false;
-            ipTxPending = true;
-            flushIp();
         }
         counters.add(RdmaCounter.PACKETS_SENT, 1);
     }
@@ -480,6 +482,7 @@ public final class RdmaContext implements AutoCloseable {
             return false;
         }
         ipTxPending = false;
+        counters.add(RdmaCounter.PACKETS_SENT, 1);
         counters.add(rc == SendStatus.OK ? RdmaCounter.ROCEV2_SENT : RdmaCounter.ROCEV2_SEND_FAILED, 1);
         return true;
     }
