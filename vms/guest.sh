@@ -9,7 +9,8 @@
 #                                     --bridge: a virtio-net NIC whose TAP joins bridge BR (in this namespace);
 #                                     KEY=VALUE pairs reach the guest's /init as nupa.KEY=VALUE on the kernel's
 #                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST, and
-#                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong; vms/init.sh)
+#                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong) and
+#                                     perftest=RUN;RUN... (perftest's ib_* tools over Soft-RoCE; vms/init.sh)
 #
 # Needs qemu-system-x86, busybox-static, cpio, gcc and apt-get download (Debian bookworm).
 set -euo pipefail
@@ -20,6 +21,10 @@ MODULES="virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs"
 # RDMA's user side, where the host has it (apt-get install ibverbs-utils ibverbs-providers iproute2).
 RDMA_BINARIES="/usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/bin/rdma"
 RDMA_PROVIDER=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
+# perftest's tools, where the host has them (apt-get install perftest); glibc's thread exit loads libgcc_s.
+PERFTEST_BINARIES="/usr/bin/ib_write_lat /usr/bin/ib_send_lat /usr/bin/ib_read_lat /usr/bin/ib_atomic_lat /usr/bin/ib_write_bw
+  /usr/bin/ib_send_bw /usr/bin/ib_read_bw"
+LIBGCC=/usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 die() { echo "vms/guest.sh: $*" >&2; exit 1; }
 
 build() {
@@ -83,6 +88,13 @@ PY
   if [ "$have" = 1 ]; then
     for b in $RDMA_BINARIES $RDMA_PROVIDER; do copy "$b"; done
     mkdir -p "$root/etc/libibverbs.d" && cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
+    local b
+    for b in $PERFTEST_BINARIES; do [ -e "$b" ] || have=0; done
+    if [ "$have" = 1 ] && [ -e "$LIBGCC" ]; then
+      for b in $PERFTEST_BINARIES $LIBGCC; do copy "$b"; done
+    else
+      echo "vms/guest.sh: no perftest on this host: the guest has no perftest tools" >&2
+    fi
   else
     echo "vms/guest.sh: no ibverbs-utils, ibverbs-providers or rdma on this host: the guest has no RDMA tools" >&2
   fi

@@ -32,17 +32,34 @@ if [ -n "$(arg ip)" ]; then
     ping -c 1 -W 2 "$(arg ping)" > /dev/null 2>&1
     ping -c 3 -W 5 "$(arg ping)"
   fi
-  # Linux Soft-RoCE over eth0, and rdma-core's ibv_rc_pingpong as a client (GID 1: ::ffff: and eth0's IPv4).
-  pp=$(arg pingpong)
-  if [ -n "$pp" ]; then
+  # Linux Soft-RoCE over eth0 (GID 1: ::ffff: and eth0's IPv4), once, for the RDMA tools below.
+  rxe() {
+    [ -n "$rxe_up" ] && return 0
     if rdma link add rxe0 type rxe netdev eth0; then
+      rxe_up=1
       echo "nupa-guest: rxe0 on eth0"
-      host=${pp%%,*}; rest=${pp#*,}; iters=${rest%%,*}; size=${rest#*,}
-      ibv_rc_pingpong -d rxe0 -g 1 -n "$iters" -s "$size" "$host"
-      echo "nupa-guest: ibv_rc_pingpong exit $?"
     else
       echo "nupa-guest: no rxe (rdma link add failed)"
+      return 1
     fi
+  }
+  # rdma-core's ibv_rc_pingpong as a client.
+  pp=$(arg pingpong)
+  if [ -n "$pp" ] && rxe; then
+    host=${pp%%,*}; rest=${pp#*,}; iters=${rest%%,*}; size=${rest#*,}
+    ibv_rc_pingpong -d rxe0 -g 1 -n "$iters" -s "$size" "$host"
+    echo "nupa-guest: ibv_rc_pingpong exit $?"
+  fi
+  # perftest's tools, one run after another: perftest=RUN;RUN..., each RUN a tool and its arguments joined by
+  # commas (with a host: a client; without: a server). Each gets rxe0, GID 1, and -F (TCG's clock is no CPU's).
+  runs=$(arg perftest)
+  if [ -n "$runs" ] && rxe; then
+    echo "$runs" | tr ';' '\n' | while read -r run; do
+      set -- $(echo "$run" | tr ',' ' ')
+      echo "nupa-guest: perftest $*"
+      "$@" -d rxe0 -x 1 -F
+      echo "nupa-guest: $1 exit $?"
+    done
   fi
 fi
 echo "nupa-guest: done"

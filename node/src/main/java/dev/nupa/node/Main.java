@@ -20,6 +20,7 @@ public final class Main {
         Children.launcher(Main.class); // the perf tools and the demo start their other processes with this command line
         CommandLine cl = new CommandLine(new Main());
         cl.getSubcommands().get("perf").addSubcommand(new GrpcEndpointPerf()); // it measures the node's own endpoint
+        cl.getSubcommands().get("perf").addSubcommand(new PerftestCommand()); // a whole node against stock perftest
         cl.setParameterExceptionHandler((e, a) -> {
             System.err.println("nupa: " + e.getMessage() + " (see: " + e.getCommandLine().getCommandSpec().qualifiedName()
                     + " --help)");

@@ -7,7 +7,7 @@ public record LatencyStats(long iterations, double min, double p50, double p99, 
                     double stdev) {
 
     /** From a histogram of round trips: every figure is halved, as perftest reports latency. */
-    static LatencyStats ofRoundTrips(Histogram rtt) {
+    public static LatencyStats ofRoundTrips(Histogram rtt) {
         return new LatencyStats(rtt.getTotalCount(), rtt.getMinValue() / 2.0, rtt.getValueAtPercentile(50) / 2.0,
                 rtt.getValueAtPercentile(99) / 2.0, rtt.getValueAtPercentile(99.9) / 2.0, rtt.getMaxValue() / 2.0,
                 rtt.getMean() / 2.0, rtt.getStdDeviation() / 2.0);
@@ -36,12 +36,12 @@ public record LatencyStats(long iterations, double min, double p50, double p99, 
     }
 
     /** perftest's ib_*_lat columns (t_typical is the median), in microseconds. */
-    static String perftestHeader() {
+    public static String perftestHeader() {
         return String.format("%8s %12s %13s %13s %17s %13s %15s %11s %13s", "#bytes", "#iterations", "t_min[usec]",
                 "t_max[usec]", "t_typical[usec]", "t_avg[usec]", "t_stdev[usec]", "99%[usec]", "99.9%[usec]");
     }
 
-    String perftestRow(int bytes) {
+    public String perftestRow(int bytes) {
         return String.format(java.util.Locale.ROOT, "%8d %12d %13.3f %13.3f %17.3f %13.3f %15.3f %11.3f %13.3f", bytes, iterations,
                 min / 1000, max / 1000, p50 / 1000, avg / 1000, stdev / 1000, p99 / 1000, p999 / 1000);
     }

@@ -30,6 +30,15 @@ class VmFabricTest {
         Assumptions.assumeTrue(built.status() == 0, () -> "skipping the VM test: no guest could be built: " + built.output());
     }
 
+    /** The TAP's address moves to a bridge br0 in the rig's namespace, which the guest's NIC joins too. */
+    private static void bridge(GatewayRig rig) throws Exception {
+            rig.run(10, "ip", "addr", "flush", "dev", rig.tap());
+            Linux.ok("ip", "-n", rig.ns(), "link", "add", "br0", "type", "bridge");
+            Linux.ok("ip", "-n", rig.ns(), "link", "set", rig.tap(), "master", "br0");
+            Linux.ok("ip", "-n", rig.ns(), "link", "set", "br0", "up");
+            Linux.ok("ip", "-n", rig.ns(), "addr", "add", GatewayRig.LINUX + "/24", "dev", "br0");
+    }
+
     /**
      * A `nupa node` on the host is attached to the fabric; inside the guest, fabric-peek maps the ivshmem device's
      * BAR2 and reads the fabric as docs/fabric-layout.md lays it out: the header, and the host's node in the node
@@ -72,12 +81,7 @@ class VmFabricTest {
         guest();
         GatewayRig rig = GatewayRig.start(1500, 9000, false, java.util.List.of("--udp-echo", "9"));
         try {
-            // The TAP's address moves to a bridge that the guest's NIC joins too.
-            rig.run(10, "ip", "addr", "flush", "dev", rig.tap());
-            Linux.ok("ip", "-n", rig.ns(), "link", "add", "br0", "type", "bridge");
-            Linux.ok("ip", "-n", rig.ns(), "link", "set", rig.tap(), "master", "br0");
-            Linux.ok("ip", "-n", rig.ns(), "link", "set", "br0", "up");
-            Linux.ok("ip", "-n", rig.ns(), "addr", "add", GatewayRig.LINUX + "/24", "dev", "br0");
+            bridge(rig);
             Linux.Result guest = rig.run(180, SCRIPT.toString(), "run", GUEST.toString(), rig.fabric().toString(), "--bridge", "br0",
                     "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY, "ping=" + GatewayRig.SERVER);
             System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
@@ -107,11 +111,7 @@ class VmFabricTest {
         Process capture = null;
         Path pcap = Files.createTempFile("nupa-rxe-", ".pcap");
         try {
-            rig.run(10, "ip", "addr", "flush", "dev", rig.tap());
-            Linux.ok("ip", "-n", rig.ns(), "link", "add", "br0", "type", "bridge");
-            Linux.ok("ip", "-n", rig.ns(), "link", "set", rig.tap(), "master", "br0");
-            Linux.ok("ip", "-n", rig.ns(), "link", "set", "br0", "up");
-            Linux.ok("ip", "-n", rig.ns(), "addr", "add", GatewayRig.LINUX + "/24", "dev", "br0");
+            bridge(rig);
             peer = ChildJvm.start("rc-pingpong-peer", RcPingpongPeerMain.class, rig.fabric(), 2, "10.0.0.3",
                     "192.168.77.0/24 via 10.0.0.1", 100, 4096, 150_000);
             peer.awaitLine("READY", 60_000);
@@ -146,5 +146,101 @@ class VmFabricTest {
             rig.stop();
             Files.deleteIfExists(pcap);
         }
+    }
+
+    /** The five perftest tests of the guest runs below, in order, with the sizes both sides are given. */
+    private static final String TESTS = "write-lat,send-lat,read-lat,atomic-lat,write-bw";
+    private static final String[] PERFTEST = {"ib_write_lat", "ib_send_lat", "ib_read_lat", "ib_atomic_lat", "ib_write_bw"};
+    private static final int SIZE = 4096; // four packets at path MTU 1024
+    private static final int ITERS = 100;
+
+    /** The guest's perftest runs: each tool with -s and -n, and the server's address when the guest is the client. */
+    private static String perftestRuns(String host) {
+        java.util.List<String> runs = new java.util.ArrayList<>();
+        for (String t : PERFTEST) {
+            String size = t.equals("ib_atomic_lat") ? "" : ",-s," + SIZE;
+            runs.add(t + size + ",-n," + ITERS + (host != null ? "," + host : ""));
+        }
+        return "perftest=" + String.join(";", runs);
+    }
+
+    /**
+     * Stock perftest against {@code nupa perf perftest}: the guest's rxe runs ib_write_lat, ib_send_lat, ib_read_lat,
+     * ib_atomic_lat and ib_write_bw as perftest's client, or as its server, while a fabric node behind the gateway is
+     * the other side. The QP details go over our TCP on port 18515 as perftest exchanges them; the operations go
+     * as RoCEv2, 4 KiB messages in four packets, our PSNs starting just under 2^24 so they wrap. Each perftest run
+     * prints its own result and exits 0; tshark finds nothing malformed and every ICRC right.
+     */
+    private static void perftestAgainstAGuest(boolean guestIsClient) throws Exception {
+        guest();
+        Assumptions.assumeTrue(!built.output().contains("guest has no RDMA tools") && !built.output().contains("no perftest"),
+                "skipping the perftest test: the host has no perftest, ibverbs-utils or ibverbs-providers to put in the guest");
+        GatewayRig rig = GatewayRig.start(1500, 9000, false, java.util.List.of("--udp-echo", "9"));
+        ChildJvm ours = null;
+        Process capture = null;
+        Path pcap = Files.createTempFile("nupa-perftest-", ".pcap");
+        try {
+            bridge(rig);
+            java.util.List<Object> args = new java.util.ArrayList<>(java.util.List.of("perf", "perftest", TESTS));
+            if (!guestIsClient) {
+                args.add("192.168.77.10");
+            }
+            args.addAll(java.util.List.of("-s", SIZE, "-n", ITERS, "--psn", "0xFFFFF0", "--timeout", "150", "--fabric", rig.fabric(),
+                    "--address", 2, "--ip", "10.0.0.3/24", "--route", "192.168.77.0/24 via 10.0.0.1"));
+            ours = ChildJvm.start("nupa-perftest", Main.class, args.toArray());
+            if (guestIsClient) {
+                ours.awaitLine("perftest: serving", 60_000);
+            }
+            if (Linux.missing("tshark") == null) {
+                capture = Linux.capture(rig.ns(), rig.tap(), pcap);
+            }
+            Linux.Result guest = rig.run(300, "env", "GUEST_TIMEOUT=280", SCRIPT.toString(), "run", GUEST.toString(),
+                    rig.fabric().toString(), "--bridge", "br0", "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY,
+                    perftestRuns(guestIsClient ? "10.0.0.3" : null));
+            System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
+            String done = ours.awaitLine("perftest: 5 test(s) done", 60_000);
+            System.out.println("VmFabricTest: the fabric node's side:\n" + ours.output());
+            for (String t : PERFTEST) {
+                assertTrue(guest.output().contains("nupa-guest: " + t + " exit 0"), t + " ran to its end: " + guest.output());
+            }
+            // perftest's own result rows: the latency tools' t_min column, ib_write_bw's BW columns.
+            assertTrue(guest.output().contains("t_min[usec]"), guest.output());
+            assertTrue(guest.output().contains("BW average[MB/sec]"), guest.output());
+            assertTrue(java.util.regex.Pattern.compile("(?m)^\\s*" + SIZE + "\\s+" + ITERS + "\\s").matcher(guest.output()).find(),
+                    "a result row for " + SIZE + " bytes, " + ITERS + " iterations: " + guest.output());
+            assertTrue(done.contains("bad_icrc=0"), done);
+            if (guestIsClient) { // rxe's fetch-and-adds landed on our zeroed vaddr (ours are checked one by one as they return)
+                assertTrue(ours.output().contains("FETCH_AND_ADDs of 1 left " + ITERS + " at our vaddr"), ours.output());
+            }
+            if (capture != null) {
+                Process c = capture;
+                capture = null;
+                Linux.endCapture(c);
+                RoceV2GatewayTest.checkRoceCapture(pcap, 2000, java.util.List.of("RC RDMA Write First", "RC RDMA Write Last",
+                        "RC Send First", "RC Send Last", "RC RDMA Read Request", "RC RDMA Read Response First",
+                        "RC Fetch Add", "RC Atomic Acknowledge", "RC Acknowledge"));
+            } else {
+                System.out.println("tshark is absent (apt-get install tshark): perftest ran without the capture check");
+            }
+        } finally {
+            if (capture != null) {
+                capture.destroyForcibly();
+            }
+            if (ours != null) {
+                ours.close();
+            }
+            rig.stop();
+            Files.deleteIfExists(pcap);
+        }
+    }
+
+    @Test
+    void stockPerftestInAGuestRunsItsFiveTestsAgainstAFabricNodeAsServer() throws Exception {
+        perftestAgainstAGuest(true);
+    }
+
+    @Test
+    void aFabricNodeRunsTheFiveTestsAgainstStockPerftestServersInAGuest() throws Exception {
+        perftestAgainstAGuest(false);
     }
 }
