@@ -10,20 +10,23 @@
 #                                     KEY=VALUE pairs reach the guest's /init as nupa.KEY=VALUE on the kernel's
 #                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST, and
 #                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong) and
-#                                     perftest=RUN;RUN... (perftest's ib_* tools over Soft-RoCE; vms/init.sh)
+#                                     perftest=RUN;RUN... (perftest's ib_* tools over Soft-RoCE) and
+#                                     rping=ARG,ARG... (rdma_cm's rping; vms/init.sh)
 #
 # Needs qemu-system-x86, busybox-static, cpio, gcc and apt-get download (Debian bookworm).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # The guest's network: virtio over PCI (the kernel has neither built in); Linux Soft-RoCE, with the CRC-32
-# the ICRC needs (its crypto driver is asked for by name, not a module dependency).
-MODULES="virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs"
+# the ICRC needs (its crypto driver is asked for by name, not a module dependency); rdma_cm's user access.
+MODULES="virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm"
 # RDMA's user side, where the host has it (apt-get install ibverbs-utils ibverbs-providers iproute2).
 RDMA_BINARIES="/usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/bin/rdma"
 RDMA_PROVIDER=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
-# perftest's tools, where the host has them (apt-get install perftest); glibc's thread exit loads libgcc_s.
+# perftest's tools and rdma_cm's rping, where the host has them (apt-get install perftest rdmacm-utils); glibc's
+# thread exit loads libgcc_s, which ldd does not list.
 PERFTEST_BINARIES="/usr/bin/ib_write_lat /usr/bin/ib_send_lat /usr/bin/ib_read_lat /usr/bin/ib_atomic_lat /usr/bin/ib_write_bw
   /usr/bin/ib_send_bw /usr/bin/ib_read_bw"
+RDMACM_BINARIES="/usr/bin/rping"
 LIBGCC=/usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 die() { echo "vms/guest.sh: $*" >&2; exit 1; }
 
@@ -83,18 +86,24 @@ PY
       [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")" && cp -L "$lib" "$root$lib"; }
     done
   }
+  # A set of tools goes in whole, or not at all with a line saying which package would bring it.
+  optional() {
+    local b all=1
+    for b in $1; do [ -e "$b" ] || all=0; done
+    if [ "$all" = 1 ]; then
+      for b in $1; do copy "$b"; done
+    else
+      echo "vms/guest.sh: no $2 on this host: the guest goes without $1" >&2
+    fi
+  }
   local have=1
   for b in $RDMA_BINARIES $RDMA_PROVIDER /etc/libibverbs.d/rxe.driver; do [ -e "$b" ] || have=0; done
   if [ "$have" = 1 ]; then
     for b in $RDMA_BINARIES $RDMA_PROVIDER; do copy "$b"; done
     mkdir -p "$root/etc/libibverbs.d" && cp /etc/libibverbs.d/rxe.driver "$root/etc/libibverbs.d/"
-    local b
-    for b in $PERFTEST_BINARIES; do [ -e "$b" ] || have=0; done
-    if [ "$have" = 1 ] && [ -e "$LIBGCC" ]; then
-      for b in $PERFTEST_BINARIES $LIBGCC; do copy "$b"; done
-    else
-      echo "vms/guest.sh: no perftest on this host: the guest has no perftest tools" >&2
-    fi
+    [ -e "$LIBGCC" ] && copy "$LIBGCC"
+    optional "$PERFTEST_BINARIES" "perftest"
+    optional "$RDMACM_BINARIES" "rdmacm-utils"
   else
     echo "vms/guest.sh: no ibverbs-utils, ibverbs-providers or rdma on this host: the guest has no RDMA tools" >&2
   fi

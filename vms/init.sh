@@ -50,6 +50,14 @@ if [ -n "$(arg ip)" ]; then
     ibv_rc_pingpong -d rxe0 -g 1 -n "$iters" -s "$size" "$host"
     echo "nupa-guest: ibv_rc_pingpong exit $?"
   fi
+  # rdma_cm's rping with its arguments joined by commas (rping=-c,-a,HOST,-C,10,-v,-V, or -s for a server).
+  rp=$(arg rping)
+  if [ -n "$rp" ] && rxe; then
+    set -- $(echo "$rp" | tr ',' ' ')
+    echo "nupa-guest: rping $*"
+    rping "$@"
+    echo "nupa-guest: rping exit $?"
+  fi
   # perftest's tools, one run after another: perftest=RUN;RUN..., each RUN a tool and its arguments joined by
   # commas (with a host: a client; without: a server). Each gets rxe0, GID 1, and -F (TCG's clock is no CPU's).
   runs=$(arg perftest)

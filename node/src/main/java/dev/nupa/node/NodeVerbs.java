@@ -407,7 +407,8 @@ final class NodeVerbs extends VerbsService {
             }
             RdmaCm.Connection c = ar.result();
             return VerbsEvent.newBuilder().setId(id).setConnected(Connected.newBuilder().setQpNum(c.qp().qpNum())
-                    .setPeerNode(c.peerNode()).setPeerQpNum(c.peerQpn()).setPrivateData(ByteString.copyFrom(c.privateData()))).build();
+                    .setPeerNode(c.peerNode()).setPeerQpNum(c.peerQpn()).setPrivateData(ByteString.copyFrom(c.privateData()))
+                .setPeerIp(dev.nupa.ip.Ipv4Address.toString(c.peerIp()))).build();
         }
 
         private VerbsEvent destroy(long id, dev.nupa.node.verbs.Destroy d) {

@@ -97,7 +97,7 @@ class NupaNodeRdmaTest {
                         sent.fail(ar.cause());
                         return;
                     }
-                    String[] kv = new String(ar.result().privateData(), StandardCharsets.US_ASCII).split(",");
+                    String[] kv = new String(ar.result().privateData(), StandardCharsets.US_ASCII).split("\0")[0].split(",");
                     int rkey = Integer.parseInt(kv[0].substring(5));
                     long addr = Long.parseLong(kv[1].substring(5));
                     c.mr.memory().setString(0, "written directly", StandardCharsets.US_ASCII);

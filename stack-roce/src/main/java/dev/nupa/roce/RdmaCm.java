@@ -13,44 +13,71 @@ import java.util.function.IntUnaryOperator;
 
 /**
  * A connection manager in the manner of rdma_cm: a server {@link #listen listens} on a port of its
- * node's IPv4 address, a client {@link #connect connects} to an IPv4 address and port; the two
- * exchange QP numbers, starting PSNs, path MTU, READ/atomic depths and up to 56 bytes of private data
- * in REQ, REP and RTU messages (IBA 12's CM, carried as UD SENDs to QP 1, docs/rdma.md), and each side
- * moves its QP to RTS itself, as {@code rdma_connect} and {@code rdma_accept} do. REQ, REP and DREQ are
- * resent until answered; duplicates are answered again, never acted on twice.
+ * node's IPv4 address, a client {@link #connect connects} to an IPv4 address and port; each side moves
+ * its QP to RTS itself, as {@code rdma_connect} and {@code rdma_accept} do. It speaks the InfiniBand CM
+ * (IBA 12: REQ, REP, RTU, REJ, MRA, DREQ and DREP as 256-byte MADs, UD SENDs to QP 1 with the GSI Q_Key;
+ * {@link CmMad}) with rdma_cm's service IDs and REQ header, to fabric nodes over the fabric and to IP peers
+ * over RoCEv2, so Linux's rdma_cm (rping, perftest -R) connects to it and it to them. REQ, REP and DREQ
+ * are resent until answered; an MRA stretches the wait; duplicates are answered again, never acted on twice.
  *
  * <p>Like its context it belongs to the context's thread: Futures complete and handlers run there.
  */
 public final class RdmaCm implements AutoCloseable {
     /** The QP number the CM listens on (IBA 10.2.4: QP 1 is the general services interface). */
     public static final int CM_QPN = 1;
+    /** Private data a connect carries (rdma_cm's 56 of the REQ's 92 bytes); an accept up to 196, a reject 148. */
+    public static final int MAX_CONNECT_PRIVATE = CmMad.MAX_PRIVATE_DATA;
+    /**
+     * Resends to IP peers wait at least this long, and are tried at least {@link CmMad#MAX_CM_RETRIES} times (as
+     * rdma_cm does): a peer's kernel answers within milliseconds, but its application may take seconds to accept,
+     * and a REQ given up too soon leaves the peer holding a connection that a new REQ from the same QP collides
+     * with (REJ "stale connection").
+     */
+    static final long IP_RESEND_NS = 1_000_000_000L;
 
-    /** Transport parameters the CM gives the QPs it connects, and its own retransmission policy. */
+    /**
+     * Transport parameters the CM gives the QPs it connects, and its own retransmission policy. {@code pathMtu}
+     * is offered to fabric nodes, {@code ipPathMtu} to IP peers (1024 fits a 1500-byte Ethernet with IPv4, UDP,
+     * the transport headers and the ICRC, as Linux picks for one); each side takes the smaller offer.
+     */
     public record Options(int pathMtu, int timeout, int retryCount, int rnrRetry, int minRnrTimer, int rdAtomic,
-            long resendNs, int resends) {
+            long resendNs, int resends, int ipPathMtu) {
         public static Options defaults() {
-            return new Options(4096, 14, 7, 7, 12, 4, 100_000_000L, 8);
+            return new Options(4096, 14, 7, 7, 12, 4, 100_000_000L, 8, 1024);
         }
 
         public Options withResend(long ns, int times) {
-            return new Options(pathMtu, timeout, retryCount, rnrRetry, minRnrTimer, rdAtomic, ns, times);
+            return new Options(pathMtu, timeout, retryCount, rnrRetry, minRnrTimer, rdAtomic, ns, times, ipPathMtu);
         }
 
         public Options withTransport(int timeout, int retryCount, int rnrRetry) {
-            return new Options(pathMtu, timeout, retryCount, rnrRetry, minRnrTimer, rdAtomic, resendNs, resends);
+            return new Options(pathMtu, timeout, retryCount, rnrRetry, minRnrTimer, rdAtomic, resendNs, resends, ipPathMtu);
+        }
+
+        public Options withIpPathMtu(int bytes) {
+            return new Options(pathMtu, timeout, retryCount, rnrRetry, minRnrTimer, rdAtomic, resendNs, resends, bytes);
         }
     }
 
-    /** What a connection ended up with: the local QP (in RTS), the peer, and the peer's private data. */
-    public record Connection(QueuePair qp, int peerNode, int peerQpn, byte[] privateData) {
+    /**
+     * What a connection ended up with: the local QP (in RTS), the peer (a fabric node, or -1 and its IPv4 address),
+     * and the peer's private data, the whole area of the message that carried it (56 bytes from a REQ, 196 from
+     * a REP, zero-padded, as rdma_cm gives it).
+     */
+    public record Connection(QueuePair qp, int peerNode, int peerIp, int peerQpn, byte[] privateData) {
     }
 
     /** An incoming connection request: accept it with a QP of your own, or reject it. */
     public interface ConnectRequest {
+        /** The fabric node that asked, or -1 for an IP peer ({@link #peerIp}). */
         int peerNode();
+
+        /** The IPv4 address that asked (from rdma_cm's header, or the RoCEv2 packet's source). */
+        int peerIp();
 
         int port();
 
+        /** The application's 56 bytes of the REQ's private data. */
         byte[] privateData();
 
         /** Moves {@code qp} (RC, in RESET or INIT) to RTS and answers with a REP; completes when the RTU arrives. */
@@ -66,33 +93,52 @@ public final class RdmaCm implements AutoCloseable {
     private static final int DREQ_SENT = 5;
     private static final int CLOSED = 6;
 
+    /** Who a message came from or goes to: a fabric node, or (node -1) an IP peer. */
+    private record Peer(int node, int ip) {
+        @Override
+        public String toString() {
+            return node >= 0 ? "node " + node : RdmaCm.ip(ip);
+        }
+    }
+
+    /** A peer's communication ID: how a duplicate REQ is known. */
+    private record PeerComm(Peer peer, int comm) {
+    }
+
     private final class Session implements ConnectRequest {
         final int localComm;
         int remoteComm;
-        final int peerNode;
+        final Peer peer;
         final int port;
         int state;
+        long tid;
         QueuePair qp;
-        int psn;
+        int psn; // what we receive first: our RQ PSN, announced in our REQ or REP
         int peerQpn;
-        int peerPsn;
+        int peerPsn; // what we send first
         int mtu;
-        int peerDepth;
+        int peerResources; // the READs and atomics the peer answers at once: our initiator depth at most
+        int requestIp; // the peer's IPv4 address as the application named it (rdma_cm's header); 0: the packets'
         byte[] peerPrivate = new byte[0];
         byte[] ownPrivate = new byte[0];
         Promise<Connection> promise;
         long deadline;
         int tries;
 
-        Session(int localComm, int peerNode, int port) {
+        Session(int localComm, Peer peer, int port) {
             this.localComm = localComm;
-            this.peerNode = peerNode;
+            this.peer = peer;
             this.port = port;
         }
 
         @Override
         public int peerNode() {
-            return peerNode;
+            return peer.node;
+        }
+
+        @Override
+        public int peerIp() {
+            return requestIp != 0 ? requestIp : peer.ip;
         }
 
         @Override
@@ -108,17 +154,17 @@ public final class RdmaCm implements AutoCloseable {
         @Override
         public Future<Connection> accept(QueuePair q, byte[] privateData) {
             if (state != REQ_RECEIVED) {
-                return Future.failedFuture(new RdmaException("connection request from node " + peerNode + " was already answered"));
+                return Future.failedFuture(new RdmaException("connection request from " + peer + " was already answered"));
             }
             try {
                 checkQp(q);
-                checkPrivate(privateData);
+                checkPrivate(privateData, CmMad.REP_PRIVATE, "an accept");
                 qp = q;
                 psn = random.nextInt(Psn.MASK + 1);
                 ownPrivate = privateData.clone();
                 toRts(this);
             } catch (RdmaException e) {
-                send(peerNode, CmMessage.REJ, this, 0, CmMessage.REJECT_CONSUMER, new byte[0]);
+                sendRej(this, CmMad.MSG_REQ, CmMad.REJECT_CONSUMER, new byte[0]);
                 forget(this);
                 return Future.failedFuture(e);
             }
@@ -132,9 +178,9 @@ public final class RdmaCm implements AutoCloseable {
 
         @Override
         public void reject(byte[] privateData) {
-            checkPrivate(privateData);
+            checkPrivate(privateData, CmMad.REJ_PRIVATE, "a reject");
             if (state == REQ_RECEIVED) {
-                send(peerNode, CmMessage.REJ, this, 0, CmMessage.REJECT_CONSUMER, privateData);
+                sendRej(this, CmMad.MSG_REQ, CmMad.REJECT_CONSUMER, privateData);
                 forget(this);
             }
         }
@@ -144,12 +190,15 @@ public final class RdmaCm implements AutoCloseable {
     private final IntUnaryOperator resolve;
     private final Options options;
     private final SplittableRandom random = new SplittableRandom();
+    /** This CM's CA GUID (IBA 12.7.4): with a communication ID it names a connection to the peer. */
+    private final long caGuid = 0x0200000000000000L | (random.nextLong() & 0x00FFFFFFFFFFFFFFL);
     private final Map<Integer, Handler<ConnectRequest>> listeners = new HashMap<>();
     private final Map<Integer, Session> byComm = new HashMap<>();
-    private final Map<Long, Session> byPeerComm = new HashMap<>();
+    private final Map<PeerComm, Session> byPeerComm = new HashMap<>();
     private final Map<QueuePair, Session> byQp = new HashMap<>();
     private Handler<QueuePair> disconnectHandler = q -> { };
     private boolean closed;
+    private long nextTid = random.nextLong() & 0x7FFFFFFF00000000L;
     /** Earliest resend deadline: poll does nothing before it, so an idle CM costs the datapath nothing. */
     private long nextDeadline = Long.MAX_VALUE;
 
@@ -161,7 +210,8 @@ public final class RdmaCm implements AutoCloseable {
 
     /**
      * A CM on {@code ctx}; {@code resolve} maps an IPv4 address to the fabric node that holds it, or -1
-     * (pass {@code neighborDirectory::lookup}).
+     * (pass {@code neighborDirectory::lookup}). An address no fabric node holds is reached over RoCEv2 when
+     * the context has an IP layer ({@link RdmaContext#attachIp}).
      */
     public static RdmaCm create(RdmaContext ctx, IntUnaryOperator resolve, Options options) {
         RdmaCm cm = new RdmaCm(ctx, resolve, options);
@@ -186,29 +236,32 @@ public final class RdmaCm implements AutoCloseable {
     }
 
     /**
-     * Connects {@code qp} (RC, in RESET or INIT) to the listener on {@code port} of {@code ipv4}. The
-     * Future fails with a message naming the cause: unknown address, refused (no listener), rejected,
-     * or timed out.
+     * Connects {@code qp} (RC, in RESET or INIT) to the listener on {@code port} of {@code ipv4}: a fabric node
+     * that holds the address, else an IP peer over RoCEv2. The Future fails with a message naming the cause:
+     * unknown address, refused (no listener), rejected, or timed out.
      */
     public Future<Connection> connect(int ipv4, int port, QueuePair qp, byte[] privateData) {
         try {
             checkPort(port);
             checkQp(qp);
-            checkPrivate(privateData);
+            checkPrivate(privateData, MAX_CONNECT_PRIVATE, "a connect");
         } catch (RdmaException e) {
             return Future.failedFuture(e);
         }
         int node = resolve.applyAsInt(ipv4);
-        if (node < 0) {
+        if (node < 0 && ctx.ip() == null) {
             return Future.failedFuture(new RdmaException("no fabric node holds " + ip(ipv4)
-                    + " (rdma_resolve_addr failed); check the address and that the peer published it"));
+                    + " (rdma_resolve_addr failed) and this context has no IP layer to reach it over RoCEv2;"
+                    + " check the address, or attach the node's IP layer"));
         }
-        Session s = new Session(newComm(), node, port);
+        Session s = new Session(newComm(), node >= 0 ? new Peer(node, 0) : new Peer(-1, ipv4), port);
+        s.requestIp = ipv4;
         s.qp = qp;
         s.psn = random.nextInt(Psn.MASK + 1);
         s.ownPrivate = privateData.clone();
         s.promise = Promise.promise();
         s.state = REQ_SENT;
+        s.tid = newTid();
         toInit(qp);
         byComm.put(s.localComm, s);
         byQp.put(qp, s);
@@ -229,7 +282,8 @@ public final class RdmaCm implements AutoCloseable {
         }
         s.state = DREQ_SENT;
         s.tries = 0;
-        send(s.peerNode, CmMessage.DREQ, s, 0, 0, new byte[0]);
+        s.tid = newTid();
+        sendDreq(s);
         arm(s);
     }
 
@@ -252,52 +306,51 @@ public final class RdmaCm implements AutoCloseable {
 
     // ---- receiving ------------------------------------------------------------------------
 
-    void onMessage(int srcNode, RocePacket pkt) {
+    /** A UD SEND to QP 1 from fabric node {@code srcNode}, or (node -1) from IP peer {@code srcIp}. */
+    void onMessage(int srcNode, int srcIp, RocePacket pkt) {
         MemorySegment m = pkt.segment();
         long o = pkt.payload();
-        if (closed || Deth.qkey(m, pkt.deth()) != CmMessage.GSI_QKEY || !CmMessage.valid(m, o, pkt.payloadLength())) {
+        if (closed || Deth.qkey(m, pkt.deth()) != CmMad.GSI_QKEY || !CmMad.valid(m, o, pkt.payloadLength())) {
             ctx.counters.add(RdmaCounter.MALFORMED, 1);
             return;
         }
-        int id = CmMessage.id(m, o);
+        Peer from = new Peer(srcNode, srcNode >= 0 ? 0 : srcIp);
+        int id = CmMad.attribute(m, o);
         switch (id) {
-            case CmMessage.REQ -> onReq(srcNode, m, o);
-            case CmMessage.REP -> onRep(srcNode, m, o);
-            case CmMessage.RTU -> {
-                Session s = byComm.get(CmMessage.remoteComm(m, o));
-                if (s != null && s.peerNode == srcNode && s.state == REP_SENT) {
+            case CmMad.REQ -> onReq(from, m, o);
+            case CmMad.REP -> onRep(from, m, o);
+            case CmMad.RTU -> {
+                Session s = session(from, m, o);
+                if (s != null && s.state == REP_SENT) {
                     established(s);
                 }
             }
-            case CmMessage.REJ -> {
-                Session s = byComm.get(CmMessage.remoteComm(m, o));
-                if (s != null && s.peerNode == srcNode && s.state == REQ_SENT) {
-                    int reason = CmMessage.reason(m, o);
-                    forget(s);
-                    s.promise.fail(new RdmaException(reason == CmMessage.REJECT_INVALID_SERVICE_ID
-                            ? "connection refused: node " + srcNode + " has no listener on port " + s.port
-                            : "connection rejected by node " + srcNode + " (reason " + reason + ")"));
-                }
-            }
-            case CmMessage.DREQ -> {
-                Session s = byComm.get(CmMessage.remoteComm(m, o));
-                if (s != null && s.peerNode == srcNode) {
-                    boolean hadQp = s.qp != null && !s.qp.destroyed && s.state != REQ_RECEIVED;
-                    if (s.promise != null) {
-                        s.promise.tryFail(new RdmaException("node " + srcNode + " disconnected before the connection was established"));
-                    }
-                    s.state = CLOSED; // a request not yet answered is simply withdrawn: accept() then fails
-                    if (hadQp) {
+            case CmMad.REJ -> {
+                Session s = session(from, m, o);
+                if (s != null && (s.state == REQ_SENT || s.state == REP_SENT)) {
+                    int reason = CmMad.rejReason(m, o);
+                    if (s.state == REP_SENT) {
                         s.qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
-                        disconnectHandler.handle(s.qp);
                     }
-                    send(srcNode, CmMessage.DREP, s, 0, 0, new byte[0]);
-                    forget(s); // a duplicate DREQ finds nothing; its sender gives up after its resends
+                    forget(s);
+                    s.promise.tryFail(new RdmaException(reason == CmMad.REJECT_INVALID_SERVICE_ID
+                            ? "connection refused: " + from + " has no listener on port " + s.port
+                            : "connection rejected by " + from + " (IBA reason " + reason + ")"));
                 }
             }
-            case CmMessage.DREP -> {
-                Session s = byComm.get(CmMessage.remoteComm(m, o));
-                if (s != null && s.peerNode == srcNode && s.state == DREQ_SENT) {
+            case CmMad.MRA -> {
+                Session s = session(from, m, o);
+                if (s != null && (s.state == REQ_SENT || s.state == REP_SENT)) {
+                    // IBA 12.6.6: the peer needs longer to answer; wait that, and count no resend.
+                    s.deadline = ctx.clock.getAsLong() + CmMad.timeoutNs(CmMad.mraTimeout(m, o)) + resendNs(s);
+                    s.tries = 0;
+                    nextDeadline = Math.min(nextDeadline, s.deadline);
+                }
+            }
+            case CmMad.DREQ -> onDreq(from, m, o);
+            case CmMad.DREP -> {
+                Session s = session(from, m, o);
+                if (s != null && s.state == DREQ_SENT) {
                     s.state = CLOSED;
                     forget(s);
                 }
@@ -306,69 +359,110 @@ public final class RdmaCm implements AutoCloseable {
         }
     }
 
-    private void onReq(int srcNode, MemorySegment m, long o) {
-        int remoteComm = CmMessage.localComm(m, o);
-        long key = ((long) srcNode << 32) | (remoteComm & 0xFFFFFFFFL);
-        Session s = byPeerComm.get(key);
-        if (s != null) {
-            if (s.state == REP_SENT || s.state == ESTABLISHED) {
-                sendRep(s); // our REP was lost: answer the duplicate REQ again
+    /** The session a message from {@code from} names by our communication ID, or null. */
+    private Session session(Peer from, MemorySegment m, long o) {
+        Session s = byComm.get(CmMad.remoteComm(m, o));
+        return s != null && s.peer.equals(from) ? s : null;
+    }
+
+    private void onReq(Peer from, MemorySegment m, long o) {
+        int remoteComm = CmMad.localComm(m, o);
+        PeerComm key = new PeerComm(from, remoteComm);
+        Session dup = byPeerComm.get(key);
+        if (dup != null) {
+            if (dup.state == REP_SENT || dup.state == ESTABLISHED) {
+                sendRep(dup); // our REP was lost: answer the duplicate REQ again
+            } else if (dup.state == REQ_RECEIVED) {
+                send(dup.peer, (mm, p) -> CmMad.writeMra(mm, p, dup.tid, dup.localComm, dup.remoteComm, CmMad.MSG_REQ,
+                        CmMad.CM_RESPONSE_TIMEOUT)); // the application has not answered yet: ask for time
             }
             return;
         }
-        int port = CmMessage.port(m, o);
-        Handler<ConnectRequest> h = listeners.get(port);
-        s = new Session(newComm(), srcNode, port);
+        long tid = CmMad.tid(m, o);
+        Session s;
+        long sid = CmMad.serviceId(m, o);
+        int port = (int) (sid & 0xFFFF);
+        Handler<ConnectRequest> h = (sid >>> 16) == CmMad.PS_TCP ? listeners.get(port) : null;
+        s = new Session(newComm(), from, port);
         s.remoteComm = remoteComm;
+        s.tid = tid;
         if (h == null) {
-            send(srcNode, CmMessage.REJ, s, 0, CmMessage.REJECT_INVALID_SERVICE_ID, new byte[0]);
+            sendRej(s, CmMad.MSG_REQ, CmMad.REJECT_INVALID_SERVICE_ID, new byte[0]);
             return;
         }
-        s.peerQpn = CmMessage.qpn(m, o);
-        s.peerPsn = CmMessage.psn(m, o) & Psn.MASK;
-        s.mtu = Math.min(options.pathMtu(), CmMessage.mtu(m, o));
-        s.peerDepth = CmMessage.initiatorDepth(m, o);
-        s.peerPrivate = CmMessage.privateData(m, o);
+        if (CmMad.reqTransport(m, o) != 0 || !CmMad.reqHasCmaHeader(m, o)) {
+            sendRej(s, CmMad.MSG_REQ, CmMad.REJECT_CONSUMER, new byte[0]); // as rdma_cm: RC, with its header
+            return;
+        }
+        s.peerQpn = CmMad.reqQpn(m, o);
+        s.peerPsn = CmMad.reqPsn(m, o);
+        s.mtu = mtuBytes(CmMad.reqMtu(m, o)); // the REQ's path MTU binds both sides (Linux takes it as it is)
+        s.peerResources = CmMad.reqResponderResources(m, o);
+        s.peerPrivate = CmMad.reqPrivateData(m, o);
+        s.requestIp = CmMad.reqCmaSource(m, o); // the address the peer asked from
         s.state = REQ_RECEIVED;
         byComm.put(s.localComm, s);
         byPeerComm.put(key, s);
         h.handle(s);
     }
 
-    private void onRep(int srcNode, MemorySegment m, long o) {
-        Session s = byComm.get(CmMessage.remoteComm(m, o));
-        if (s == null || s.peerNode != srcNode) {
+    private void onRep(Peer from, MemorySegment m, long o) {
+        Session s = session(from, m, o);
+        if (s == null) {
             return;
         }
         if (s.state == ESTABLISHED) {
-            send(srcNode, CmMessage.RTU, s, 0, 0, new byte[0]); // our RTU was lost
+            sendShort(s, CmMad.RTU); // our RTU was lost
             return;
         }
         if (s.state != REQ_SENT) {
             return;
         }
-        s.remoteComm = CmMessage.localComm(m, o);
-        s.peerQpn = CmMessage.qpn(m, o);
-        s.peerPsn = CmMessage.psn(m, o) & Psn.MASK;
-        s.mtu = Math.min(options.pathMtu(), CmMessage.mtu(m, o));
-        s.peerDepth = CmMessage.initiatorDepth(m, o);
-        s.peerPrivate = CmMessage.privateData(m, o);
+        s.remoteComm = CmMad.localComm(m, o);
+        s.peerQpn = CmMad.repQpn(m, o);
+        s.peerPsn = CmMad.repPsn(m, o);
+        s.peerResources = CmMad.repResponderResources(m, o);
+        s.peerPrivate = CmMad.repPrivateData(m, o);
         try {
             toRts(s);
         } catch (RdmaException e) {
-            send(srcNode, CmMessage.REJ, s, 0, CmMessage.REJECT_CONSUMER, new byte[0]);
+            sendRej(s, CmMad.MSG_REP, CmMad.REJECT_CONSUMER, new byte[0]);
             forget(s);
             s.promise.fail(e);
             return;
         }
-        send(srcNode, CmMessage.RTU, s, 0, 0, new byte[0]);
+        sendShort(s, CmMad.RTU);
         established(s);
+    }
+
+    private void onDreq(Peer from, MemorySegment m, long o) {
+        Session s = session(from, m, o);
+        long tid = CmMad.tid(m, o);
+        int local = CmMad.remoteComm(m, o);
+        int remote = CmMad.localComm(m, o);
+        if (s != null && s.qp != null && CmMad.dreqQpn(m, o) != s.qp.qpNum() && s.state != REQ_RECEIVED) {
+            return; // IBA 12.6.10: a DREQ for another QP is not for this connection (Linux drops it too)
+        }
+        if (s != null) {
+            boolean hadQp = s.qp != null && !s.qp.destroyed && s.state != REQ_RECEIVED;
+            if (s.promise != null) {
+                s.promise.tryFail(new RdmaException(from + " disconnected before the connection was established"));
+            }
+            s.state = CLOSED; // a request not yet answered is simply withdrawn: accept() then fails
+            if (hadQp) {
+                s.qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
+                disconnectHandler.handle(s.qp);
+            }
+            forget(s);
+        }
+        // A DREP answers every DREQ, a duplicate or one for a connection already gone (as Linux's cm_issue_drep).
+        send(from, (mm, p) -> CmMad.writeShort(mm, p, CmMad.DREP, tid, local, remote));
     }
 
     private void established(Session s) {
         s.state = ESTABLISHED;
         s.deadline = 0;
-        s.promise.tryComplete(new Connection(s.qp, s.peerNode, s.peerQpn, s.peerPrivate.clone()));
+        s.promise.tryComplete(new Connection(s.qp, s.peer.node, s.peerIp(), s.peerQpn, s.peerPrivate.clone()));
     }
 
     // ---- QP transitions ---------------------------------------------------------------------
@@ -385,50 +479,101 @@ public final class RdmaCm implements AutoCloseable {
         }
     }
 
+    /**
+     * RTR and RTS as the CM's messages settle them (Linux's cm_init_qp_rtr_attr, cm_init_qp_rts_attr): we receive
+     * from the PSN we announced and send from the peer's; we answer {@code rdAtomic} READs and atomics at once and
+     * keep no more outstanding than the peer answers.
+     */
     private void toRts(Session s) {
         QueuePair qp = s.qp;
         toInit(qp);
-        int depth = Math.min(options.rdAtomic(), RcResponder.MAX_RD_ATOMIC);
-        qp.modify(new QpAttr().qpState(QpState.RTR).destNode(s.peerNode).pathMtu(s.mtu).destQpNum(s.peerQpn).rqPsn(s.peerPsn)
-                .maxDestRdAtomic(depth).minRnrTimer(options.minRnrTimer()),
-                QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
-                        | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
-        qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(s.psn).timeout(options.timeout()).retryCnt(options.retryCount())
-                .rnrRetry(options.rnrRetry()).maxRdAtomic(Math.min(depth, Math.max(1, s.peerDepth))),
+        QpAttr rtr = new QpAttr().qpState(QpState.RTR).pathMtu(s.mtu).destQpNum(s.peerQpn).rqPsn(s.psn)
+                .maxDestRdAtomic(depth()).minRnrTimer(options.minRnrTimer());
+        if (s.peer.node >= 0) {
+            rtr.destNode(s.peer.node);
+        } else {
+            rtr.destIp(s.peer.ip);
+        }
+        qp.modify(rtr, QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
+                | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
+        qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(s.peerPsn).timeout(options.timeout()).retryCnt(options.retryCount())
+                .rnrRetry(options.rnrRetry()).maxRdAtomic(Math.min(depth(), s.peerResources)),
                 QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
                         | QpAttrMask.MAX_QP_RD_ATOMIC);
+    }
+
+    private int depth() {
+        return Math.min(options.rdAtomic(), RcResponder.MAX_RD_ATOMIC);
+    }
+
+    private int offeredMtu(Peer p) {
+        return p.node >= 0 ? options.pathMtu() : Math.min(options.pathMtu(), options.ipPathMtu());
+    }
+
+    private static int mtuNumber(int bytes) {
+        return Integer.numberOfTrailingZeros(bytes) - 7;
+    }
+
+    /** {@code ibv_mtu}'s number as bytes; a number outside 1..5 is taken as 256, the smallest. */
+    private static int mtuBytes(int number) {
+        return number >= 1 && number <= 5 ? 128 << number : 256;
     }
 
     // ---- sending, timers --------------------------------------------------------------------
 
     private void sendReq(Session s) {
-        send(s.peerNode, CmMessage.REQ, s, s.qp.qpNum(), 0, s.ownPrivate);
+        int local = ctx.ip() != null ? ctx.ip().address() : 0;
+        int mtu = offeredMtu(s.peer);
+        s.mtu = mtu;
+        send(s.peer, (m, p) -> CmMad.writeReq(m, p, s.tid, s.localComm, s.port, caGuid, s.qp.qpNum(), s.psn, depth(), depth(),
+                options.retryCount(), options.rnrRetry(), mtuNumber(mtu), options.timeout(), local, s.peerIp(),
+                0xC000 | (s.qp.qpNum() & 0x3FFF), s.ownPrivate));
     }
 
     private void sendRep(Session s) {
-        send(s.peerNode, CmMessage.REP, s, s.qp.qpNum(), 0, s.ownPrivate);
+        send(s.peer, (m, p) -> CmMad.writeRep(m, p, s.tid, s.localComm, s.remoteComm, s.qp.qpNum(), s.psn, depth(),
+                Math.min(depth(), s.peerResources), options.timeout(), options.rnrRetry(), caGuid, s.ownPrivate));
     }
 
-    private void send(int node, int id, Session s, int qpn, int reason, byte[] privateData) {
-        int n = CmMessage.HEADER + privateData.length;
-        int pad = (-n) & 3;
-        long o = ctx.claim(node, 0, CM_QPN, Bth.LENGTH + Deth.LENGTH + n + pad);
+    private void sendDreq(Session s) {
+        send(s.peer, (m, p) -> CmMad.writeDreq(m, p, s.tid, s.localComm, s.remoteComm, s.peerQpn));
+    }
+
+    private void sendShort(Session s, int id) {
+        send(s.peer, (m, p) -> CmMad.writeShort(m, p, id, s.tid, s.localComm, s.remoteComm));
+    }
+
+    private void sendRej(Session s, int rejected, int reason, byte[] privateData) {
+        send(s.peer, (m, p) -> CmMad.writeRej(m, p, s.tid, s.localComm, s.remoteComm, rejected, reason, privateData));
+    }
+
+    private interface MadWriter {
+        void write(MemorySegment m, long at);
+    }
+
+    /** One MAD to QP 1 of {@code to}: over the fabric, or as RoCEv2 to an IP peer. */
+    private void send(Peer to, MadWriter mad) {
+        long o = ctx.claim(to.node, to.node >= 0 ? 0 : to.ip, CM_QPN, Bth.LENGTH + Deth.LENGTH + CmMad.LENGTH);
         if (o < 0) {
             return; // a full ring: REQ, REP and DREQ are resent by the timer, the rest answer duplicates
         }
         MemorySegment m = ctx.txMemory();
-        Bth.write(m, o, Opcode.UD_SEND_ONLY, false, pad, Bth.DEFAULT_PKEY, CM_QPN, false, 0);
-        Deth.write(m, o + Bth.LENGTH, CmMessage.GSI_QKEY, CM_QPN);
-        long p = o + Bth.LENGTH + Deth.LENGTH;
-        int depth = Math.min(options.rdAtomic(), RcResponder.MAX_RD_ATOMIC);
-        CmMessage.write(m, p, id, s.localComm, s.remoteComm, s.port, qpn, s.psn, options.pathMtu(), depth, depth,
-                options.retryCount(), options.rnrRetry(), options.timeout(), reason, privateData);
-        m.asSlice(p + n, pad).fill((byte) 0);
+        Bth.write(m, o, Opcode.UD_SEND_ONLY, false, 0, Bth.DEFAULT_PKEY, CM_QPN, false, 0);
+        Deth.write(m, o + Bth.LENGTH, CmMad.GSI_QKEY, CM_QPN);
+        mad.write(m, o + Bth.LENGTH + Deth.LENGTH);
         ctx.publish();
     }
 
+    private long resendNs(Session s) {
+        return s.peer.node >= 0 ? options.resendNs() : Math.max(options.resendNs(), IP_RESEND_NS);
+    }
+
+    private int resends(Session s) {
+        return s.peer.node >= 0 ? options.resends() : Math.max(options.resends(), CmMad.MAX_CM_RETRIES);
+    }
+
     private void arm(Session s) {
-        s.deadline = ctx.clock.getAsLong() + options.resendNs();
+        s.deadline = ctx.clock.getAsLong() + resendNs(s);
         nextDeadline = Math.min(nextDeadline, s.deadline);
     }
 
@@ -444,20 +589,20 @@ public final class RdmaCm implements AutoCloseable {
                 continue;
             }
             if (now - s.deadline >= 0) {
-                if (++s.tries > options.resends()) {
+                if (++s.tries > resends(s)) {
                     (expired == null ? expired = new ArrayList<>() : expired).add(s);
                     continue;
                 }
                 switch (s.state) {
                     case REQ_SENT -> sendReq(s);
                     case REP_SENT -> sendRep(s);
-                    case DREQ_SENT -> send(s.peerNode, CmMessage.DREQ, s, 0, 0, new byte[0]);
+                    case DREQ_SENT -> sendDreq(s);
                     default -> {
                         s.deadline = 0;
                         continue;
                     }
                 }
-                s.deadline = now + options.resendNs();
+                s.deadline = now + resendNs(s);
             }
             next = Math.min(next, s.deadline);
         }
@@ -465,8 +610,8 @@ public final class RdmaCm implements AutoCloseable {
             for (Session s : expired) {
                 forget(s);
                 if (s.promise != null && s.state != DREQ_SENT) {
-                    s.promise.tryFail(new RdmaException("connection to node " + s.peerNode + " port " + s.port + " timed out: no "
-                            + (s.state == REQ_SENT ? "REP" : "RTU") + " after " + options.resends() + " resends"));
+                    s.promise.tryFail(new RdmaException("connection to " + s.peer + " port " + s.port + " timed out: no "
+                            + (s.state == REQ_SENT ? "REP" : "RTU") + " after " + resends(s) + " resends"));
                 }
             }
         }
@@ -476,7 +621,7 @@ public final class RdmaCm implements AutoCloseable {
 
     private void forget(Session s) {
         byComm.remove(s.localComm);
-        byPeerComm.remove(((long) s.peerNode << 32) | (s.remoteComm & 0xFFFFFFFFL));
+        byPeerComm.remove(new PeerComm(s.peer, s.remoteComm));
         if (s.qp != null && byQp.get(s.qp) == s) {
             byQp.remove(s.qp);
         }
@@ -491,6 +636,11 @@ public final class RdmaCm implements AutoCloseable {
         return c;
     }
 
+    /** A fresh transaction ID for a REQ or DREQ; the answers echo it (IBA 13.4.6.4). */
+    private long newTid() {
+        return ++nextTid;
+    }
+
     private void checkQp(QueuePair qp) {
         if (qp == null || qp.ctx != ctx || qp.type != QpType.RC || (qp.state() != QpState.RESET && qp.state() != QpState.INIT)) {
             throw new RdmaException("the CM connects RC QPs of its own context in RESET or INIT; "
@@ -498,9 +648,9 @@ public final class RdmaCm implements AutoCloseable {
         }
     }
 
-    private static void checkPrivate(byte[] privateData) {
-        if (privateData.length > CmMessage.MAX_PRIVATE_DATA) {
-            throw new RdmaException(privateData.length + " bytes of private data exceed the " + CmMessage.MAX_PRIVATE_DATA + " a CM message carries");
+    private static void checkPrivate(byte[] privateData, int max, String what) {
+        if (privateData.length > max) {
+            throw new RdmaException(privateData.length + " bytes of private data exceed the " + max + " that " + what + " carries");
         }
     }
 

@@ -360,11 +360,7 @@ public final class RdmaContext implements AutoCloseable {
         }
         int qpn = pkt.destQp();
         if (qpn == RdmaCm.CM_QPN && cm != null && (pkt.flags() & Opcode.DETH) != 0) {
-            if (sourceNode >= 0) { // the CM speaks the fabric's own messages, to fabric nodes
-                cm.onMessage(sourceNode, pkt);
-            } else {
-                counters.add(RdmaCounter.UNKNOWN_QP, 1);
-            }
+            cm.onMessage(sourceNode, sourceIp, pkt);
             return;
         }
         QueuePair qp = qpn < qps.length ? qps[qpn] : null;

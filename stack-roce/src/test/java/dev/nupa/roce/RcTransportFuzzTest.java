@@ -67,8 +67,7 @@ class RcTransportFuzzTest {
         Opcode.RC_ACKNOWLEDGE, Opcode.RC_ATOMIC_ACKNOWLEDGE, Opcode.RC_COMPARE_SWAP, Opcode.RC_FETCH_ADD,
         Opcode.UD_SEND_ONLY, Opcode.UD_SEND_ONLY_WITH_IMMEDIATE,
     };
-    static final int[] CM_IDS = {CmMessage.REQ, CmMessage.REP, CmMessage.RTU, CmMessage.REJ, CmMessage.DREQ, CmMessage.DREP,
-        0x0011, -1};
+    static final int[] CM_IDS = {CmMad.REQ, CmMad.REP, CmMad.RTU, CmMad.REJ, CmMad.DREQ, CmMad.DREP, CmMad.MRA, -1};
     static final int[] KNOWN_STATUS = {WcStatus.SUCCESS, WcStatus.LOC_LEN_ERR, WcStatus.LOC_QP_OP_ERR, WcStatus.LOC_PROT_ERR,
         WcStatus.WR_FLUSH_ERR, WcStatus.BAD_RESP_ERR, WcStatus.LOC_ACCESS_ERR, WcStatus.REM_INV_REQ_ERR, WcStatus.REM_ACCESS_ERR,
         WcStatus.REM_OP_ERR, WcStatus.RETRY_EXC_ERR, WcStatus.RNR_RETRY_EXC_ERR, WcStatus.GENERAL_ERR};
@@ -430,7 +429,7 @@ class RcTransportFuzzTest {
                 int qs = in.u8();
                 int qkey = switch (qs & 3) {
                     case 0 -> UD_QKEY;
-                    case 1 -> CmMessage.GSI_QKEY;
+                    case 1 -> CmMad.GSI_QKEY;
                     default -> in.u32();
                 };
                 Deth.write(m, at, qkey, qs >>> 2);
@@ -566,32 +565,41 @@ class RcTransportFuzzTest {
             int remoteComm = rs < 0xC0 && !comms.isEmpty() ? comms.get(rs % comms.size()) : rs < 0xC0 ? 0 : in.u32();
             int port = (c & 0x20) == 0 ? PORT : in.u16();
             int ms = in.u8();
-            int cmMtu = switch (ms & 7) {
-                case 0, 1 -> 4096;
-                case 2 -> 1024;
-                case 3 -> 256;
-                case 4 -> 300;
+            int cmMtu = switch (ms & 7) { // ibv_mtu's number: 1..5 valid, the rest not
+                case 0, 1 -> 5;
+                case 2 -> 3;
+                case 3 -> 1;
+                case 4 -> 6;
                 case 5 -> 0;
-                default -> in.u32();
+                default -> in.u8() & 0xF;
             };
             int qpn = in.u8();
             int psn = in.u24();
             int depth = in.u8() & 0x1F;
             int ps = in.u8();
             int privLen = ps % 64;
-            byte[] priv = new byte[privLen];
-            for (int i = 0; i < privLen; i++) {
+            byte[] priv = new byte[Math.min(privLen, CmMad.MAX_PRIVATE_DATA)];
+            for (int i = 0; i < priv.length; i++) {
                 priv[i] = (byte) (i == 0 ? (ps >>> 6) : i);
             }
             MemorySegment m = scratch;
-            int len = CmMessage.HEADER + privLen;
-            int pad = (-len) & 3;
-            Bth.write(m, 0, Opcode.UD_SEND_ONLY, false, pad, Bth.DEFAULT_PKEY, RdmaCm.CM_QPN, false, 0);
-            Deth.write(m, Bth.LENGTH, (c & 0x80) != 0 ? UD_QKEY : CmMessage.GSI_QKEY, RdmaCm.CM_QPN);
+            Bth.write(m, 0, Opcode.UD_SEND_ONLY, false, 0, Bth.DEFAULT_PKEY, RdmaCm.CM_QPN, false, 0);
+            Deth.write(m, Bth.LENGTH, (c & 0x80) != 0 ? UD_QKEY : CmMad.GSI_QKEY, RdmaCm.CM_QPN);
             long p = Bth.LENGTH + Deth.LENGTH;
-            CmMessage.write(m, p, id, localComm, remoteComm, port, qpn, psn, cmMtu, depth, depth, 7, 7, 14, ms >>> 3, priv);
-            m.asSlice(p + len, pad).fill((byte) 0);
-            int total = (int) (p + len + pad);
+            long tid = ps;
+            switch (id) {
+                case CmMad.REQ -> CmMad.writeReq(m, p, tid, localComm, port, 0x0200000000000001L, qpn, psn, depth, depth, 7, 7, cmMtu,
+                        14, RdmaFixture.ip(1), RdmaFixture.ip(2), 0xC001, priv);
+                case CmMad.REP -> CmMad.writeRep(m, p, tid, localComm, remoteComm, qpn, psn, depth, depth, 14, 7, 1L, priv);
+                case CmMad.REJ -> CmMad.writeRej(m, p, tid, localComm, remoteComm, ms & 3, ms >>> 3, priv);
+                case CmMad.MRA -> CmMad.writeMra(m, p, tid, localComm, remoteComm, ms & 3, ms >>> 3);
+                case CmMad.DREQ -> CmMad.writeDreq(m, p, tid, localComm, remoteComm, (ms & 1) != 0 ? qpn : qa.qpNum());
+                default -> CmMad.writeShort(m, p, id, tid, localComm, remoteComm);
+            }
+            if (id == CmMad.REQ && (ms & 0x40) != 0) {
+                m.set(ValueLayout.JAVA_BYTE, CmMad.reqPrivate(p) + 1, (byte) 0x60); // no rdma_cm header for IPv4
+            }
+            int total = (int) (p + CmMad.LENGTH);
             if ((c & 0x40) != 0) {
                 total -= 4 + (ms & 0x3C); // cut short: the message no longer fits its length
             }
@@ -665,7 +673,7 @@ class RcTransportFuzzTest {
                     case 2 -> qa.qpNum();
                     default -> in.u8();
                 };
-                wr.ud(node, qpn, (u & 0x10) != 0 ? -1 : (u & 0x20) != 0 ? CmMessage.GSI_QKEY : UD_QKEY);
+                wr.ud(node, qpn, (u & 0x10) != 0 ? -1 : (u & 0x20) != 0 ? CmMad.GSI_QKEY : UD_QKEY);
             }
             long id = nextWrId++;
             wr.wrId(id).opcode(op).sendFlags(sendFlags);

@@ -47,6 +47,15 @@ class RdmaCmTest {
         return f.result();
     }
 
+    /** Private data arrive as the message's whole area, zero-padded: the text is what comes before the first zero. */
+    private static String text(byte[] privateData) {
+        int n = 0;
+        while (n < privateData.length && privateData[n] != 0) {
+            n++;
+        }
+        return new String(privateData, 0, n, StandardCharsets.US_ASCII);
+    }
+
     private static void exchangeASend(RdmaFixture fx, Side from, QueuePair qf, Side to, QueuePair qt) {
         MemoryRegion mf = from.pd.allocMr(4096, RcPair.ALL);
         MemoryRegion mt = to.pd.allocMr(4096, RcPair.ALL);
@@ -77,7 +86,8 @@ class RdmaCmTest {
             AtomicReference<QueuePair> accepted = new AtomicReference<>();
             AtomicReference<Future<RdmaCm.Connection>> serverSide = new AtomicReference<>();
             b.cm.listen(PORT, req -> {
-                assertEquals("hello", new String(req.privateData(), StandardCharsets.US_ASCII));
+                assertEquals(RdmaCm.MAX_CONNECT_PRIVATE, req.privateData().length, "the REQ's whole area, as rdma_cm gives it");
+                assertEquals("hello", text(req.privateData()));
                 assertEquals(1, req.peerNode());
                 QueuePair q = b.qp();
                 accepted.set(q);
@@ -85,7 +95,8 @@ class RdmaCmTest {
             });
             QueuePair qa = a.qp();
             RdmaCm.Connection c = await(fx, a.cm.connect(IP_B, PORT, qa, "hello".getBytes(StandardCharsets.US_ASCII)));
-            assertEquals("welcome", new String(c.privateData(), StandardCharsets.US_ASCII));
+            assertEquals(196, c.privateData().length, "the REP's whole area");
+            assertEquals("welcome", text(c.privateData()));
             assertEquals(2, c.peerNode());
             assertEquals(accepted.get().qpNum(), c.peerQpn());
             RdmaCm.Connection s = await(fx, serverSide.get());
@@ -156,6 +167,54 @@ class RdmaCmTest {
             WorkCompletion wc = poll(b.cq);
             assertStatus(WcStatus.WR_FLUSH_ERR, wc);
             assertEquals(7, wc.wrId);
+        }
+    }
+
+    /**
+     * Two contexts whose CMs know no fabric node for each other's address: the CM goes over RoCEv2 through their
+     * IP layers, as it does to a Linux rdma_cm peer beyond a gateway (VmFabricTest runs rping against it). REQ, REP,
+     * RTU, DREQ and DREP are 256-byte MADs; the connection carries a SEND each way; the path MTU is the IP one.
+     */
+    @Test
+    void ipPeersConnectAndDisconnectOverRoceV2() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            RdmaContext ca = fx.ipNode(1);
+            RdmaContext cb = fx.ipNode(2);
+            RdmaCm.Options o = RdmaCm.Options.defaults().withResend(10 * MS, 5);
+            Side a = new Side(ca, RdmaCm.create(ca, ip -> -1, o), ca.allocPd(), ca.createCq(64));
+            Side b = new Side(cb, RdmaCm.create(cb, ip -> -1, o), cb.allocPd(), cb.createCq(64));
+            AtomicReference<RdmaCm.ConnectRequest> request = new AtomicReference<>();
+            AtomicReference<QueuePair> accepted = new AtomicReference<>();
+            b.cm.listen(PORT, req -> {
+                request.set(req);
+                accepted.set(b.qp());
+                req.accept(accepted.get(), "over RoCEv2".getBytes(StandardCharsets.US_ASCII));
+            });
+            AtomicReference<QueuePair> gone = new AtomicReference<>();
+            b.cm.onDisconnect(gone::set);
+            QueuePair qa = a.qp();
+            RdmaCm.Connection c = await(fx, a.cm.connect(RdmaFixture.ip(2), PORT, qa, "hi".getBytes(StandardCharsets.US_ASCII)));
+            assertEquals(-1, c.peerNode());
+            assertEquals(RdmaFixture.ip(2), c.peerIp());
+            assertEquals("over RoCEv2", text(c.privateData()));
+            assertEquals(-1, request.get().peerNode());
+            assertEquals(RdmaFixture.ip(1), request.get().peerIp(), "the requester's address, from rdma_cm's header");
+            assertEquals("hi", text(request.get().privateData()));
+            fx.pump();
+            assertEquals(QpState.RTS, accepted.get().state());
+            assertEquals(1024, qa.query(new QpAttr()).pathMtu, "the CM's path MTU for IP peers");
+            assertEquals(1024, accepted.get().query(new QpAttr()).pathMtu);
+            exchangeASend(fx, a, qa, b, accepted.get());
+            exchangeASend(fx, b, accepted.get(), a, qa);
+            a.cm.disconnect(qa);
+            fx.advance(MS);
+            assertEquals(QpState.ERR, accepted.get().state());
+            assertEquals(accepted.get(), gone.get());
+            for (RdmaContext ctx : List.of(ca, cb)) {
+                assertEquals(ctx.counter(RdmaCounter.PACKETS_SENT), ctx.counter(RdmaCounter.ROCEV2_SENT), "all of it as RoCEv2");
+                assertEquals(0, ctx.counter(RdmaCounter.MALFORMED));
+            }
+            assertTrue(ca.counter(RdmaCounter.ROCEV2_SENT) >= 4, "REQ, RTU, DREQ and a SEND at least: " + ca.counters());
         }
     }
 }

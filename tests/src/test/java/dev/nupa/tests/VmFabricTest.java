@@ -6,6 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.nupa.node.Main;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -79,7 +82,7 @@ class VmFabricTest {
     @Test
     void aGuestPingsAFabricNodeThroughTheGateway() throws Exception {
         guest();
-        GatewayRig rig = GatewayRig.start(1500, 9000, false, java.util.List.of("--udp-echo", "9"));
+        GatewayRig rig = GatewayRig.start(1500, 9000, false, List.of("--udp-echo", "9"));
         try {
             bridge(rig);
             Linux.Result guest = rig.run(180, SCRIPT.toString(), "run", GUEST.toString(), rig.fabric().toString(), "--bridge", "br0",
@@ -103,49 +106,20 @@ class VmFabricTest {
      */
     @Test
     void linuxSoftRoceInAGuestPingpongsWithAFabricNode() throws Exception {
-        guest();
-        Assumptions.assumeTrue(built.output().contains("guest has no RDMA tools") == false,
-                "skipping the Soft-RoCE test: the host has no ibverbs-utils, ibverbs-providers or rdma to put in the guest");
-        GatewayRig rig = GatewayRig.start(1500, 9000, false, java.util.List.of("--udp-echo", "9"));
-        ChildJvm peer = null;
-        Process capture = null;
-        Path pcap = Files.createTempFile("nupa-rxe-", ".pcap");
-        try {
-            bridge(rig);
-            peer = ChildJvm.start("rc-pingpong-peer", RcPingpongPeerMain.class, rig.fabric(), 2, "10.0.0.3",
-                    "192.168.77.0/24 via 10.0.0.1", 100, 4096, 150_000);
-            peer.awaitLine("READY", 60_000);
-            if (Linux.missing("tshark") == null) {
-                capture = Linux.capture(rig.ns(), rig.tap(), pcap);
-            }
-            Linux.Result guest = rig.run(180, SCRIPT.toString(), "run", GUEST.toString(), rig.fabric().toString(), "--bridge", "br0",
-                    "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY, "pingpong=10.0.0.3,100,4096");
-            System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
-            java.util.Map<String, String> r = peer.awaitResult(60_000);
-            System.out.println("VmFabricTest: the fabric node's side: " + r);
-            assertTrue(guest.output().contains("nupa-guest: ibv_rc_pingpong exit 0"), "rxe's pingpong ran to its end: " + guest.output());
-            assertTrue(guest.output().contains("100 iters in"), guest.output());
-            assertEquals("ok", r.get("outcome"));
-            assertEquals(0, ChildJvm.num(r, "bad_icrc"));
-            if (capture != null) {
-                Process c = capture;
-                capture = null;
-                Linux.endCapture(c);
-                RoceV2GatewayTest.checkRoceCapture(pcap, 800, java.util.List.of("RC Send First", "RC Send Middle", "RC Send Last",
-                        "RC Acknowledge"));
-            } else {
-                System.out.println("tshark is absent (apt-get install tshark): the pingpong ran without the capture check");
-            }
-        } finally {
-            if (capture != null) {
-                capture.destroyForcibly();
-            }
-            if (peer != null) {
-                peer.close();
-            }
-            rig.stop();
-            Files.deleteIfExists(pcap);
-        }
+        againstSoftRoce("ibverbs-utils", rig -> ChildJvm.start("rc-pingpong-peer", RcPingpongPeerMain.class, rig.fabric(), 2, "10.0.0.3",
+                        "192.168.77.0/24 via 10.0.0.1", 100, 4096, 150_000), "READY", "pingpong=10.0.0.3,100,4096",
+                (guest, peer, pcap) -> {
+                    java.util.Map<String, String> r = peer.awaitResult(60_000);
+                    System.out.println("VmFabricTest: the fabric node's side: " + r);
+                    assertTrue(guest.contains("nupa-guest: ibv_rc_pingpong exit 0"), "rxe's pingpong ran to its end: " + guest);
+                    assertTrue(guest.contains("100 iters in"), guest);
+                    assertEquals("ok", r.get("outcome"));
+                    assertEquals(0, ChildJvm.num(r, "bad_icrc"));
+                    if (pcap != null) {
+                        RoceV2GatewayTest.checkRoceCapture(pcap, 800, List.of("RC Send First", "RC Send Middle", "RC Send Last",
+                                "RC Acknowledge"));
+                    }
+                });
     }
 
     /** The five perftest tests of the guest runs below, in order, with the sizes both sides are given. */
@@ -156,7 +130,7 @@ class VmFabricTest {
 
     /** The guest's perftest runs: each tool with -s and -n, and the server's address when the guest is the client. */
     private static String perftestRuns(String host) {
-        java.util.List<String> runs = new java.util.ArrayList<>();
+        List<String> runs = new ArrayList<>();
         for (String t : PERFTEST) {
             String size = t.equals("ib_atomic_lat") ? "" : ",-s," + SIZE;
             runs.add(t + size + ",-n," + ITERS + (host != null ? "," + host : ""));
@@ -164,64 +138,50 @@ class VmFabricTest {
         return "perftest=" + String.join(";", runs);
     }
 
+    /** What a Soft-RoCE run checks: the guest's console, our side (exited or not), the capture (null without tshark). */
+    @FunctionalInterface
+    private interface Outcome {
+        void check(String guest, ChildJvm ours, Path pcap) throws Exception;
+    }
+
     /**
-     * Stock perftest against {@code nupa perf perftest}: the guest's rxe runs ib_write_lat, ib_send_lat, ib_read_lat,
-     * ib_atomic_lat and ib_write_bw as perftest's client, or as its server, while a fabric node behind the gateway is
-     * the other side. The QP details go over our TCP on port 18515 as perftest exchanges them; the operations go
-     * as RoCEv2, 4 KiB messages in four packets, our PSNs starting just under 2^24 so they wrap. Each perftest run
-     * prints its own result and exits 0; tshark finds nothing malformed and every ICRC right.
+     * A Soft-RoCE guest on the gateway's Ethernet side running {@code guestTool} (vms/init.sh's KEY=VALUE) against
+     * `nupa ARGS` on a fabric node at 10.0.0.3 behind the gateway; {@code ready}, when given, is the line our side
+     * prints once it serves, before the guest boots. tshark captures the gateway's TAP meanwhile.
      */
-    private static void perftestAgainstAGuest(boolean guestIsClient) throws Exception {
+    private static void againstSoftRoce(String packages, java.util.function.Function<GatewayRig, ChildJvm> start, String ready,
+                                        String guestTool, Outcome outcome) throws Exception {
         guest();
-        Assumptions.assumeTrue(!built.output().contains("guest has no RDMA tools") && !built.output().contains("no perftest"),
-                "skipping the perftest test: the host has no perftest, ibverbs-utils or ibverbs-providers to put in the guest");
-        GatewayRig rig = GatewayRig.start(1500, 9000, false, java.util.List.of("--udp-echo", "9"));
+        Assumptions.assumeTrue(!built.output().contains("guest has no RDMA tools") && !built.output().contains("no " + packages),
+                "skipping the test: the host has no " + packages + ", ibverbs-utils or ibverbs-providers to put in the guest");
+        GatewayRig rig = GatewayRig.start(1500, 9000, false, List.of("--udp-echo", "9"));
         ChildJvm ours = null;
         Process capture = null;
-        Path pcap = Files.createTempFile("nupa-perftest-", ".pcap");
+        Path pcap = Files.createTempFile("nupa-softroce-", ".pcap");
         try {
             bridge(rig);
-            java.util.List<Object> args = new java.util.ArrayList<>(java.util.List.of("perf", "perftest", TESTS));
-            if (!guestIsClient) {
-                args.add("192.168.77.10");
-            }
-            args.addAll(java.util.List.of("-s", SIZE, "-n", ITERS, "--psn", "0xFFFFF0", "--timeout", "150", "--fabric", rig.fabric(),
-                    "--address", 2, "--ip", "10.0.0.3/24", "--route", "192.168.77.0/24 via 10.0.0.1"));
-            ours = ChildJvm.start("nupa-perftest", Main.class, args.toArray());
-            if (guestIsClient) {
-                ours.awaitLine("perftest: serving", 60_000);
+            ours = start.apply(rig);
+            if (ready != null) {
+                ours.awaitLine(ready, 60_000);
             }
             if (Linux.missing("tshark") == null) {
                 capture = Linux.capture(rig.ns(), rig.tap(), pcap);
             }
             Linux.Result guest = rig.run(300, "env", "GUEST_TIMEOUT=280", SCRIPT.toString(), "run", GUEST.toString(),
                     rig.fabric().toString(), "--bridge", "br0", "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY,
-                    perftestRuns(guestIsClient ? "10.0.0.3" : null));
+                    guestTool);
             System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
-            String done = ours.awaitLine("perftest: 5 test(s) done", 60_000);
-            System.out.println("VmFabricTest: the fabric node's side:\n" + ours.output());
-            for (String t : PERFTEST) {
-                assertTrue(guest.output().contains("nupa-guest: " + t + " exit 0"), t + " ran to its end: " + guest.output());
-            }
-            // perftest's own result rows: the latency tools' t_min column, ib_write_bw's BW columns.
-            assertTrue(guest.output().contains("t_min[usec]"), guest.output());
-            assertTrue(guest.output().contains("BW average[MB/sec]"), guest.output());
-            assertTrue(java.util.regex.Pattern.compile("(?m)^\\s*" + SIZE + "\\s+" + ITERS + "\\s").matcher(guest.output()).find(),
-                    "a result row for " + SIZE + " bytes, " + ITERS + " iterations: " + guest.output());
-            assertTrue(done.contains("bad_icrc=0"), done);
-            if (guestIsClient) { // rxe's fetch-and-adds landed on our zeroed vaddr (ours are checked one by one as they return)
-                assertTrue(ours.output().contains("FETCH_AND_ADDs of 1 left " + ITERS + " at our vaddr"), ours.output());
-            }
-            if (capture != null) {
-                Process c = capture;
+            boolean captured = capture != null;
+            if (captured) {
+                Linux.endCapture(capture);
                 capture = null;
-                Linux.endCapture(c);
-                RoceV2GatewayTest.checkRoceCapture(pcap, 2000, java.util.List.of("RC RDMA Write First", "RC RDMA Write Last",
-                        "RC Send First", "RC Send Last", "RC RDMA Read Request", "RC RDMA Read Response First",
-                        "RC Fetch Add", "RC Atomic Acknowledge", "RC Acknowledge"));
+                System.out.println("VmFabricTest: the CM's MADs on the gateway's TAP:\n"
+                        + Linux.stdout(60, "tshark", "-r", pcap.toString(), "-Y", "infiniband.bth.destqp == 1"));
             } else {
-                System.out.println("tshark is absent (apt-get install tshark): perftest ran without the capture check");
+                System.out.println("tshark is absent (apt-get install tshark): the run goes without the capture check");
             }
+            outcome.check(guest.output(), ours, captured ? pcap : null);
+            System.out.println("VmFabricTest: the fabric node's side:\n" + ours.output());
         } finally {
             if (capture != null) {
                 capture.destroyForcibly();
@@ -234,6 +194,51 @@ class VmFabricTest {
         }
     }
 
+    /** Starts `nupa ARGS` as the fabric node at address 2, 10.0.0.3, routed to the guest's side through the gateway. */
+    private static java.util.function.Function<GatewayRig, ChildJvm> nupa(String name, List<Object> nupaArgs) {
+        return rig -> {
+            List<Object> args = new ArrayList<>(nupaArgs);
+            args.addAll(List.of("--fabric", rig.fabric(), "--address", 2, "--ip", "10.0.0.3/24", "--route", "192.168.77.0/24 via 10.0.0.1"));
+            return ChildJvm.start(name, Main.class, args.toArray());
+        };
+    }
+
+    /**
+     * Stock perftest against {@code nupa perf perftest}: the guest's rxe runs ib_write_lat, ib_send_lat, ib_read_lat,
+     * ib_atomic_lat and ib_write_bw as perftest's client, or as its server, while a fabric node behind the gateway is
+     * the other side. The QP details go over our TCP on port 18515 as perftest exchanges them; the operations go
+     * as RoCEv2, 4 KiB messages in four packets, our PSNs starting just under 2^24 so they wrap. Each perftest run
+     * prints its own result and exits 0; tshark finds nothing malformed and every ICRC right.
+     */
+    private static void perftestAgainstAGuest(boolean guestIsClient) throws Exception {
+        List<Object> args = new ArrayList<>(List.of("perf", "perftest", TESTS));
+        if (!guestIsClient) {
+            args.add("192.168.77.10");
+        }
+        args.addAll(List.of("-s", SIZE, "-n", ITERS, "--psn", "0xFFFFF0", "--timeout", "150"));
+        againstSoftRoce("perftest", nupa("nupa-perftest", args), guestIsClient ? "perftest: serving" : null, perftestRuns(guestIsClient ? "10.0.0.3" : null),
+                (guest, ours, pcap) -> {
+                    String done = ours.awaitLine("perftest: 5 test(s) done", 60_000);
+                    for (String t : PERFTEST) {
+                        assertTrue(guest.contains("nupa-guest: " + t + " exit 0"), t + " ran to its end: " + guest);
+                    }
+                    // perftest's own result rows: the latency tools' t_min column, ib_write_bw's BW columns.
+                    assertTrue(guest.contains("t_min[usec]"), guest);
+                    assertTrue(guest.contains("BW average[MB/sec]"), guest);
+                    assertTrue(Pattern.compile("(?m)^\\s*" + SIZE + "\\s+" + ITERS + "\\s").matcher(guest).find(),
+                            "a result row for " + SIZE + " bytes, " + ITERS + " iterations: " + guest);
+                    assertTrue(done.contains("bad_icrc=0"), done);
+                    if (guestIsClient) { // rxe's fetch-and-adds landed on our zeroed vaddr (ours are checked one by one as they return)
+                        assertTrue(ours.output().contains("FETCH_AND_ADDs of 1 left " + ITERS + " at our vaddr"), ours.output());
+                    }
+                    if (pcap != null) {
+                        RoceV2GatewayTest.checkRoceCapture(pcap, 2000, List.of("RC RDMA Write First", "RC RDMA Write Last",
+                                "RC Send First", "RC Send Last", "RC RDMA Read Request", "RC RDMA Read Response First",
+                                "RC Fetch Add", "RC Atomic Acknowledge", "RC Acknowledge"));
+                    }
+                });
+    }
+
     @Test
     void stockPerftestInAGuestRunsItsFiveTestsAgainstAFabricNodeAsServer() throws Exception {
         perftestAgainstAGuest(true);
@@ -242,5 +247,41 @@ class VmFabricTest {
     @Test
     void aFabricNodeRunsTheFiveTestsAgainstStockPerftestServersInAGuest() throws Exception {
         perftestAgainstAGuest(false);
+    }
+
+    /**
+     * rdma_cm against our CM: Linux's rping in the guest and {@code nupa rping} on a fabric node connect through the
+     * InfiniBand CM over RoCEv2 (REQ, REP, RTU, then DREQ and DREP as 256-byte MADs to QP 1), one way and then the
+     * other, and run 10 pings of 64 bytes (a SEND, a READ, a SEND, a WRITE, a SEND each), the client checking each.
+     */
+    private static void rpingAgainstAGuest(boolean guestIsClient) throws Exception {
+        List<Object> args = new ArrayList<>(List.of("rping"));
+        args.addAll(guestIsClient ? List.of("-s", "-v") : List.of("-c", "-a", "192.168.77.10", "-C", 10, "-v", "-V", "--wait", 120));
+        args.addAll(List.of("--timeout", "150"));
+        againstSoftRoce("rdmacm-utils", nupa("nupa-rping", args), guestIsClient ? "rping: listening" : null,
+                guestIsClient ? "rping=-c,-a,10.0.0.3,-C,10,-S,64,-v,-V" : "rping=-s,-a,192.168.77.10,-v", (guest, ours, pcap) -> {
+                    String end = ours.awaitLine("rping: 10 pings done", 60_000);
+                    assertTrue(guest.contains("nupa-guest: rping exit 0"), "Linux's rping ended well: " + guest);
+                    String data = guestIsClient ? guest : ours.output();
+                    assertTrue(data.contains("ping data: rdma-ping-9: "), "the client's tenth ping came back: " + data);
+                    String served = guestIsClient ? ours.output() : guest;
+                    assertTrue(served.contains("server ping data: rdma-ping-9: "), "the server read the tenth ping: " + served);
+                    assertTrue(end.contains("bad_icrc=0"), end);
+                    if (pcap != null) {
+                        RoceV2GatewayTest.checkRoceCapture(pcap, 50, List.of("CM: ConnectRequest", "CM: ConnectReply",
+                                "CM: ReadyToUse", "CM: DisconnectRequest", "CM: DisconnectReply", "RC RDMA Read Request",
+                                "RC RDMA Write Only", "RC Send Only"));
+                    }
+                });
+    }
+
+    @Test
+    void linuxRpingConnectsToAFabricNodeThroughTheInfinibandCm() throws Exception {
+        rpingAgainstAGuest(true);
+    }
+
+    @Test
+    void aFabricNodeConnectsToLinuxRpingThroughTheInfinibandCm() throws Exception {
+        rpingAgainstAGuest(false);
     }
 }
