@@ -2,7 +2,9 @@
 # Guests for NUPA's VM tests, from Debian's packages: a kernel (unpacked from its .deb, not installed), a
 # busybox initramfs with fabric-peek, and QEMU under software emulation (no KVM needed).
 #
-#   vms/guest.sh build DIR            kernel and initramfs into DIR (kept: a second build reuses the kernel)
+#   vms/guest.sh build DIR [--java]   kernel and initramfs into DIR (kept: a second build reuses the kernel);
+#                                     --java: also a second initramfs with a trimmed Java runtime (jlink) and the
+#                                     node's jars from node/target (./nupa build first), for `run --java`
 #   vms/guest.sh run DIR FABRIC [--bridge BR] [KEY=VALUE ...]
 #                                     boots one guest whose ivshmem-plain device is backed by the fabric file
 #                                     FABRIC, prints the guest's console, and returns when the guest powers off.
@@ -11,7 +13,8 @@
 #                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST, and
 #                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong) and
 #                                     perftest=RUN;RUN... (perftest's ib_* tools over Soft-RoCE) and
-#                                     rping=ARG,ARG... (rdma_cm's rping; vms/init.sh)
+#                                     rping=ARG,ARG... (rdma_cm's rping), nupa=ARG,ARG... (the nupa command, with
+#                                     --java; vms/init.sh). --java: the Java initramfs too, and 1 GiB of memory
 #
 # Needs qemu-system-x86, busybox-static, cpio, gcc and apt-get download (Debian bookworm).
 set -euo pipefail
@@ -31,7 +34,7 @@ LIBGCC=/usr/lib/x86_64-linux-gnu/libgcc_s.so.1
 die() { echo "vms/guest.sh: $*" >&2; exit 1; }
 
 build() {
-  local dir=$1
+  local dir=$1 java=${2:-}
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   if [ ! -f "$dir/vmlinuz" ] || [ ! -d "$dir/modules" ]; then
@@ -110,15 +113,44 @@ PY
   cp "$here/init.sh" "$root/init" && chmod +x "$root/init"
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$dir/initramfs.cpio.gz")
   rm -rf "$root"
+  [ "$java" = --java ] && build_java "$dir"
+  return 0
+}
+
+# A second initramfs (the kernel unpacks one after the other): a jlink'd runtime of the modules the node uses, and
+# the node's jars, under /opt/nupa.
+build_java() {
+  local dir=$1 jdk jar="$here/../node/target/nupa-node.jar"
+  jdk=${JAVA_HOME:-$(ls -d /usr/lib/jvm/*25* 2>/dev/null | head -n 1)}
+  [ -x "$jdk/bin/jlink" ] || die "no JDK 25 with jlink (set JAVA_HOME)"
+  [ -f "$jar" ] || die "no $jar: build the project first (./nupa build)"
+  local root="$dir/javaroot"
+  rm -rf "$root" && mkdir -p "$root/opt/nupa/node"
+  "$jdk/bin/jlink" --add-modules java.base,java.management,jdk.unsupported,java.logging,java.naming,jdk.management,java.net.http,java.xml \
+    --strip-debug --no-man-pages --no-header-files --compress=zip-6 --output "$root/opt/nupa/jrt"
+  cp "$jar" "$root/opt/nupa/node/" && cp -r "$here/../node/target/lib" "$root/opt/nupa/node/lib"
+  # The C libraries the runtime loads (the first initramfs may carry none).
+  local f lib
+  for f in "$root/opt/nupa/jrt/bin/java" "$root"/opt/nupa/jrt/lib/*.so "$root"/opt/nupa/jrt/lib/server/*.so; do
+    ldd "$f" 2>/dev/null | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' | while read -r lib; do
+      [ -e "$root$lib" ] || { mkdir -p "$root$(dirname "$lib")" && cp -L "$lib" "$root$lib"; }
+    done
+  done
+  (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$dir/java.cpio.gz")
+  rm -rf "$root"
 }
 
 run() {
   local dir=$1 fabric=$2
   shift 2
-  local nic=(-nic none) args="" bridge=""
+  local nic=(-nic none) args="" bridge="" initrd="$dir/initramfs.cpio.gz" memory=256
   while [ $# -gt 0 ]; do
     case "$1" in
       --bridge) bridge=$2; shift 2 ;;
+      --java)
+        [ -f "$dir/java.cpio.gz" ] || die "no Java in $dir: vms/guest.sh build $dir --java first"
+        cat "$dir/initramfs.cpio.gz" "$dir/java.cpio.gz" > "$dir/initrd-java.cpio.gz"
+        initrd="$dir/initrd-java.cpio.gz"; memory=1024; shift ;;
       *=*) args="$args nupa.$1"; shift ;;
       *) die "unknown run option $1" ;;
     esac
@@ -137,14 +169,14 @@ run() {
   size=$(stat -c %s "$fabric")
   size=$(python3 -c "import sys; n = int(sys.argv[1]); print(n if n & (n - 1) == 0 else 1 << n.bit_length())" "$size")
   truncate -s "$size" "$fabric"
-  timeout "${GUEST_TIMEOUT:-120}" qemu-system-x86_64 -accel tcg -cpu max -m 256 -smp 1 -nographic -no-reboot "${nic[@]}" \
-    -kernel "$dir/vmlinuz" -initrd "$dir/initramfs.cpio.gz" -append "console=ttyS0 panic=-1 quiet loglevel=3$args" \
+  timeout "${GUEST_TIMEOUT:-120}" qemu-system-x86_64 -accel tcg -cpu max -m "$memory" -smp 1 -nographic -no-reboot "${nic[@]}" \
+    -kernel "$dir/vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet loglevel=3$args" \
     -object "memory-backend-file,id=fabric,mem-path=$fabric,size=$size,share=on" \
     -device ivshmem-plain,memdev=fabric
 }
 
 case "${1:-}" in
-  build) [ $# -eq 2 ] || die "usage: vms/guest.sh build DIR"; build "$2" ;;
+  build) [ $# -eq 2 ] || [ $# -eq 3 ] && [ "${3:---java}" = --java ] || die "usage: vms/guest.sh build DIR [--java]"; build "$2" "${3:-}" ;;
   run) [ $# -ge 3 ] || die "usage: vms/guest.sh run DIR FABRIC [--bridge BR] [KEY=VALUE ...]"; shift; run "$@" ;;
   *) die "usage: vms/guest.sh build DIR | run DIR FABRIC" ;;
 esac

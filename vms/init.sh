@@ -2,11 +2,12 @@
 # The guest's /init: mounts the kernel's file systems, finds the ivshmem device (vendor 1af4, device 1110),
 # enables it and reads the fabric through its BAR2 with fabric-peek, then powers off.
 /bin/busybox --install -s /bin
-mkdir -p /proc /sys /dev
+mkdir -p /proc /sys /dev /tmp
 mount -t proc proc /proc
 mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 echo "nupa-guest: up, kernel $(uname -r)"
+ip link set lo up
 for m in $(cat /lib/modules/order); do insmod "/lib/modules/$m.ko" || echo "nupa-guest: insmod $m failed"; done
 arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^nupa\.$1=//p"; }
 found=0
@@ -14,14 +15,27 @@ for d in /sys/bus/pci/devices/*; do
   if [ "$(cat "$d/vendor")" = 0x1af4 ] && [ "$(cat "$d/device")" = 0x1110 ]; then
     found=1
     echo 1 > "$d/enable"
-    echo "nupa-guest: ivshmem at $(basename "$d")"
+    bdf=$(basename "$d")
+    echo "nupa-guest: ivshmem at $bdf"
     /bin/fabric-peek "$d/resource2"
   fi
 done
 [ "$found" = 1 ] || echo "nupa-guest: no ivshmem device"
+# The nupa command on Java (run --java), one run after another: nupa=RUN;RUN..., each RUN its arguments joined by
+# commas, IVSHMEM standing for the device's PCI address: ping,--device,pci:IVSHMEM,... is a fabric node in the
+# guest, on the BAR the host's file backs.
+np=$(arg nupa | sed "s/IVSHMEM/$bdf/g")
+if [ -n "$np" ]; then
+  echo "$np" | tr ';' '\n' | while read -r run; do
+    set -- $(echo "$run" | tr ',' ' ')
+    echo "nupa-guest: nupa $*"
+    /opt/nupa/jrt/bin/java --enable-native-access=ALL-UNNAMED -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
+      -Xmx256m -jar /opt/nupa/node/nupa-node.jar "$@"
+    echo "nupa-guest: nupa $1 exit $?"
+  done
+fi
 # The Ethernet side, when the host gave the guest a NIC and an address.
 if [ -n "$(arg ip)" ]; then
-  ip link set lo up
   ip link set eth0 up
   ip addr add "$(arg ip)" dev eth0
   route=$(arg route)

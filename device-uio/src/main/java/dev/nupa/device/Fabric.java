@@ -36,7 +36,15 @@ public final class Fabric implements AutoCloseable {
     final long windowArea;
     private final SplittableRandom keys = new SplittableRandom(new SecureRandom().nextLong());
 
+    /** True where the fabric is a device's memory (a PCI BAR) rather than a file: its doorbells are polled ({@link Doorbell}). */
+    final boolean polled;
+
     Fabric(MemorySegment mem, Arena arena, String name, boolean writable) {
+        this(mem, arena, name, writable, false);
+    }
+
+    Fabric(MemorySegment mem, Arena arena, String name, boolean writable, boolean polled) {
+        this.polled = polled;
         this.mem = mem;
         this.arena = arena;
         this.name = name;
@@ -56,6 +64,11 @@ public final class Fabric implements AutoCloseable {
 
     public String name() {
         return name;
+    }
+
+    /** Whether this fabric is a PCI BAR whose doorbells are polled, not a file whose doorbells are futexes. */
+    public boolean polled() {
+        return polled;
     }
 
     public long createdMillis() {

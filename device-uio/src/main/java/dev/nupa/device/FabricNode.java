@@ -18,7 +18,7 @@ public final class FabricNode implements FabricDevice {
     private final int maxFrame;
     private final Ring[] out;
     private final Ring[] in;
-    private final Futex futex = new Futex();
+    private final Doorbell doorbell;
     private final CopyOnWriteArrayList<PeerListener> listeners = new CopyOnWriteArrayList<>();
     private final Liveness liveness;
     private final Thread livenessThread;
@@ -31,6 +31,7 @@ public final class FabricNode implements FabricDevice {
 
     FabricNode(Fabric fabric, int address, int generation) {
         this.fabric = fabric;
+        this.doorbell = new Doorbell(fabric.polled);
         this.mem = fabric.mem;
         this.address = address;
         this.generation = generation;
@@ -283,7 +284,7 @@ public final class FabricNode implements FabricDevice {
             claimPending |= r.checkStall(now); // a stalled claim at the head is noticed even while idle
         }
         long wait = claimPending ? Math.min(timeoutNs, fabric.geometry.stallTimeoutNs() / 4 + 1) : timeoutNs;
-        futex.await(mem.address() + self + N_DOORBELL, seen, wait);
+        doorbell.await(mem.address() + self + N_DOORBELL, seen, wait);
         INT.setVolatile(mem, self + N_ARMED, 0);
         boolean ready = anyReady();
         if (ready) {
@@ -296,7 +297,7 @@ public final class FabricNode implements FabricDevice {
     private void ring(long node) {
         if (INT.compareAndSet(mem, node + N_ARMED, 1, 0)) {
             INT.getAndAdd(mem, node + N_DOORBELL, 1);
-            Futex.wake(mem.address() + node + N_DOORBELL, 1);
+            doorbell.wake(mem.address() + node + N_DOORBELL, 1);
         }
     }
 
@@ -423,7 +424,7 @@ public final class FabricNode implements FabricDevice {
             evicted = true;
             fire(new PeerEvent(PeerEvent.Kind.EVICTED, address, generation));
             INT.getAndAdd(mem, self + N_DOORBELL, 1);
-            Futex.wake(mem.address() + self + N_DOORBELL, 1);
+            doorbell.wake(mem.address() + self + N_DOORBELL, 1);
         }
     }
 
@@ -465,7 +466,7 @@ public final class FabricNode implements FabricDevice {
         if (!evicted) {
             // Wake our own sleepers first; once reclaimed, the doorbell may belong to the next holder.
             INT.getAndAdd(mem, self + N_DOORBELL, 1);
-            Futex.wake(mem.address() + self + N_DOORBELL, Integer.MAX_VALUE);
+            doorbell.wake(mem.address() + self + N_DOORBELL, Integer.MAX_VALUE);
             fabric.reclaim(address, Fabric.word(STATE_UP, generation));
         }
         if (closeFabric) {

@@ -23,8 +23,29 @@ public final class ShmFabric {
     private ShmFabric() {
     }
 
+    /**
+     * The sysfs file of an ivshmem device's BAR2, its shared memory, at PCI address {@code bdf} (as 0000:00:04.0):
+     * a QEMU guest's view of the host's fabric file. uio_pci_generic would not serve it (it exports no 64-bit BAR),
+     * sysfs maps any BAR.
+     */
+    public static Path pciBar(String bdf) {
+        if (!bdf.matches("[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]")) {
+            throw new FabricException("PCI address " + bdf + " is not DOMAIN:BUS:DEVICE.FUNCTION (as 0000:00:04.0; lspci -D -d 1af4:1110 lists ivshmem devices)");
+        }
+        return Path.of("/sys/bus/pci/devices", bdf.toLowerCase(java.util.Locale.ROOT), "resource2");
+    }
+
+    /** Whether {@code path} is a device's memory in sysfs (a PCI BAR), whose doorbells are polled, not a file. */
+    public static boolean isDevice(Path path) {
+        return path.toAbsolutePath().startsWith("/sys/");
+    }
+
     /** Creates a new fabric file; fails if the file exists. */
     public static Fabric create(Path path, FabricGeometry geometry) {
+        if (isDevice(path)) {
+            throw new FabricException(path + " is a device's memory: a fabric in it is created on the host, in the file that backs it"
+                    + " (nupa fabric create), and joined here");
+        }
         long size = geometry.totalBytes();
         try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
                 StandardOpenOption.WRITE)) {
@@ -60,6 +81,9 @@ public final class ShmFabric {
      */
     public static Fabric openOrCreate(Path path, FabricGeometry geometry) {
         FabricGeometry wanted = geometry != null ? geometry : FabricGeometry.defaults();
+        if (isDevice(path)) {
+            return join(path); // a device's memory is never created here
+        }
         for (int attempt = 0; ; attempt++) {
             if (!Files.exists(path)) {
                 try {
@@ -106,6 +130,19 @@ public final class ShmFabric {
         }
     }
 
+    /** Turns a PCI device's memory decoding on (its sysfs {@code enable}), as mapping a BAR needs; needs root once. */
+    private static void enable(Path bar) {
+        Path enable = bar.getParent().resolve("enable");
+        try {
+            if (Files.exists(enable) && Files.readString(enable).trim().equals("0")) {
+                Files.writeString(enable, "1");
+            }
+        } catch (IOException e) {
+            throw new FabricException("cannot enable PCI device " + bar.getParent() + ": " + e.getMessage() + " (run as root, or echo 1 > "
+                    + enable + ")", e);
+        }
+    }
+
     private static boolean isZero(MemorySegment mem, long bytes) {
         for (long i = 0; i < bytes; i += 8) {
             if (mem.get(ValueLayout.JAVA_LONG, i) != 0) {
@@ -116,6 +153,10 @@ public final class ShmFabric {
     }
 
     private static Fabric map(Path path, boolean writable) {
+        boolean device = isDevice(path);
+        if (device) {
+            enable(path);
+        }
         long deadline = System.nanoTime() + JOIN_WAIT_NS;
         while (true) {
             try (FileChannel ch = writable
@@ -144,12 +185,16 @@ public final class ShmFabric {
                             + " remove it and start again");
                 }
                 try {
-                    return new Fabric(mem, arena, path.toString(), writable);
+                    return new Fabric(mem, arena, path.toString(), writable, device);
                 } catch (RuntimeException e) {
                     arena.close();
                     throw e;
                 }
             } catch (NoSuchFileException e) {
+                if (device) {
+                    throw new FabricException("no PCI device memory at " + path + "; is the guest's ivshmem device at another address?"
+                            + " (lspci -D -d 1af4:1110)");
+                }
                 throw new FabricNotFound("no fabric file at " + path + "; create it with `nupa fabric create --fabric "
                         + path + "` or start a node, which creates it");
             } catch (IOException e) {

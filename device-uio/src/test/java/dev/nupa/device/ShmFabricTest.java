@@ -190,4 +190,24 @@ class ShmFabricTest {
         FabricException e = assertThrows(FabricException.class, () -> ShmFabric.create(p, FabricFixture.small()));
         assertTrue(e.getMessage().contains(p.toString()), e.getMessage());
     }
+
+    /**
+     * A guest's fabric is an ivshmem device's BAR2 in sysfs: named by PCI address, joined and never created, its
+     * doorbells polled; a file's fabric keeps its futexes. (VmFabricTest runs nodes on a real BAR in a QEMU guest.)
+     */
+    @Test
+    void aPciDevicesBarIsJoinedNeverCreatedAndItsDoorbellsArePolled() throws Exception {
+        assertEquals(Path.of("/sys/bus/pci/devices/0000:00:04.0/resource2"), ShmFabric.pciBar("0000:00:04.0"));
+        FabricException e = assertThrows(FabricException.class, () -> ShmFabric.pciBar("00:04.0"));
+        assertTrue(e.getMessage().contains("DOMAIN:BUS:DEVICE.FUNCTION"), e.getMessage());
+        Path bar = ShmFabric.pciBar("0000:ff:1f.7");
+        assertTrue(ShmFabric.isDevice(bar));
+        e = assertThrows(FabricException.class, () -> ShmFabric.create(bar, FabricGeometry.defaults()));
+        assertTrue(e.getMessage().contains("created on the host"), e.getMessage());
+        e = assertThrows(FabricException.class, () -> ShmFabric.openOrCreate(bar, null));
+        assertTrue(e.getMessage().contains("no PCI device memory at " + bar), e.getMessage());
+        try (Fabric f = ShmFabric.create(fx.path, FabricFixture.small())) {
+            assertFalse(f.polled(), "a file's doorbells are futexes");
+        }
+    }
 }

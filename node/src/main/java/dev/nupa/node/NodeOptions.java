@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 import dev.nupa.device.FabricGeometry;
+import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
@@ -18,6 +19,11 @@ final class NodeOptions {
     @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric",
             description = "Fabric file; created if missing (default: ${DEFAULT-VALUE}).")
     Path fabric;
+
+    @Option(names = "--device", paramLabel = "shm:PATH|pci:BDF",
+            description = "The fabric's device: shm:PATH, a shared-memory file (as --fabric), or pci:BDF, an ivshmem device's BAR2 inside a"
+                    + " QEMU guest (as pci:0000:00:04.0; through sysfs, doorbells polled) backed by the host's fabric file.")
+    String device;
 
     @Option(names = "--address", paramLabel = "N", defaultValue = "-1",
             description = "Fabric address of this node (default: the first free one).")
@@ -63,12 +69,31 @@ final class NodeOptions {
     @Option(names = "--nodes", paramLabel = "N", defaultValue = "64", description = "Nodes of a fabric created here (default: ${DEFAULT-VALUE}).")
     int nodes;
 
+    /** The fabric's path: --fabric, or what --device names. */
+    Path fabricPath() {
+        if (device == null) {
+            return fabric;
+        }
+        if (device.startsWith("shm:")) {
+            return Path.of(device.substring(4));
+        }
+        if (device.startsWith("pci:")) {
+            return ShmFabric.pciBar(device.substring(4));
+        }
+        if (device.startsWith("uio:") || device.startsWith("vfio:")) {
+            throw new IllegalArgumentException("--device " + device + ": " + (device.startsWith("uio:")
+                    ? "uio_pci_generic does not export ivshmem's BAR2 (a 64-bit BAR); give pci:BDF, which maps it through sysfs"
+                    : "the vfio backend (ivshmem-doorbell with MSI-X) is not built yet; give pci:BDF (polled doorbells)"));
+        }
+        throw new IllegalArgumentException("--device is shm:PATH or pci:BDF, not " + device);
+    }
+
     NodeConfig config() {
         List<Route> rs = new ArrayList<>();
         for (String r : routes) {
             rs.add(Route.parse(r));
         }
-        NodeConfig c = NodeConfig.defaults(fabric, address).withMtu(mtu).withRoutes(rs)
+        NodeConfig c = NodeConfig.defaults(fabricPath(), address).withMtu(mtu).withRoutes(rs)
                 .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.eventLoop()); // the datapath is the node's event loop
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
                 FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null, 0, null,

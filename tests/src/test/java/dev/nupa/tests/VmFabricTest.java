@@ -21,6 +21,7 @@ class VmFabricTest {
     private static final Path GUEST = Path.of("target", "guest");
     private static final Path SCRIPT = Path.of("..", "vms", "guest.sh").toAbsolutePath().normalize();
     private static Linux.Result built;
+    private static Linux.Result builtJava;
 
     /** Builds the guest once for the tests here; skips the calling test where it cannot be built. */
     private static synchronized void guest() throws Exception {
@@ -31,6 +32,59 @@ class VmFabricTest {
             built = Linux.run(300, SCRIPT.toString(), "build", GUEST.toString());
         }
         Assumptions.assumeTrue(built.status() == 0, () -> "skipping the VM test: no guest could be built: " + built.output());
+    }
+
+    /** Builds the guest with Java once (a second initramfs: jlink'd runtime and the node's jars); skips where it cannot. */
+    private static synchronized void guestWithJava() throws Exception {
+        guest();
+        if (builtJava == null) {
+            builtJava = Linux.run(600, SCRIPT.toString(), "build", GUEST.toString(), "--java");
+        }
+        Assumptions.assumeTrue(builtJava.status() == 0, () -> "skipping the test: no guest with Java could be built: " + builtJava.output());
+    }
+
+    /**
+     * Fabric nodes inside the guest: its JVM (a jlink'd runtime from the second initramfs) runs `nupa` on the ivshmem
+     * device's BAR2 ({@code --device pci:BDF}: sysfs, doorbells polled), which the host's fabric file backs, against
+     * nodes on the host through the fabric's rings: ping, a UDP echo of 200 datagrams up to 8,000 bytes, a TCP echo of
+     * two connections, each byte checked, and rping through the CM (fabric nodes: READs and WRITEs straight through
+     * the rings). The fabric is made with long liveness timeouts: a JVM under software emulation may stand still for
+     * seconds.
+     */
+    @Test
+    void nodesInAGuestAndOnTheHostAreFabricPeersThroughTheSharedBar() throws Exception {
+        guestWithJava();
+        Path fabric = ChildJvm.newFabricPath();
+        try {
+            NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
+                    "60000", "--stall-ms", "60000");
+            assertEquals(0, made.status(), made.err());
+            try (ChildJvm node = ChildJvm.start("vm-host-node", Main.class, "node", "--fabric", fabric, "--address", "3",
+                    "--udp-echo", "7", "--tcp-echo", "7");
+                 ChildJvm rping = ChildJvm.start("vm-host-rping", Main.class, "rping", "-s", "-v", "--timeout", "600", "--fabric",
+                         fabric, "--address", "4")) {
+                node.awaitLine("nupa node:", 60_000);
+                rping.awaitLine("rping: listening", 60_000);
+                String device = ",--device,pci:IVSHMEM,--address,5";
+                Linux.Result guest = Linux.run(600, "env", "GUEST_TIMEOUT=580", SCRIPT.toString(), "run", GUEST.toString(),
+                        fabric.toString(), "--java", "nupa=ping" + device + ",-c,3,-W,60,10.0.0.4"
+                                + ";udp-check" + device + ",--count,200,--max-size,8000,10.0.0.4"
+                                + ";tcp-check" + device + ",--connections,2,--bytes,200000,10.0.0.4"
+                                + ";rping" + device + ",-c,-a,10.0.0.5,-C,10,-V");
+                System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
+                String out = guest.output();
+                assertTrue(out.contains("3 packets transmitted, 3 received"), "the guest's node pinged the host's through the BAR: " + out);
+                for (String c : List.of("ping", "udp-check", "tcp-check", "rping")) {
+                    assertTrue(out.contains("nupa-guest: nupa " + c + " exit 0"), c + " in the guest: " + out);
+                }
+                assertTrue(out.contains("200 echoed intact"), out);
+                assertTrue(out.contains("rping: 10 pings done"), out);
+                String served = rping.awaitLine("rping: 10 pings done", 60_000);
+                assertTrue(rping.output().contains("server ping data: rdma-ping-9: "), rping.output() + " / " + served);
+            }
+        } finally {
+            Files.deleteIfExists(fabric);
+        }
     }
 
     /** The TAP's address moves to a bridge br0 in the rig's namespace, which the guest's NIC joins too. */
