@@ -5,7 +5,12 @@
 #   vms/guest.sh build DIR [--java]   kernel and initramfs into DIR (kept: a second build reuses the kernel);
 #                                     --java: also a second initramfs with a trimmed Java runtime (jlink) and the
 #                                     node's jars from node/target (./nupa build first), for `run --java`
-#   vms/guest.sh run DIR FABRIC [--bridge BR] [KEY=VALUE ...]
+#   vms/guest.sh many DIR FABRIC N [run's options and KEY=VALUE ...]
+#                                     boots N guests at once, each line of their consoles prefixed "guestK: ";
+#                                     GUEST in a KEY=VALUE stands for K (0..N-1), K:KEY=VALUE is guest K's alone,
+#                                     and each NIC gets its own MAC;
+#                                     returns when all have powered off, non-zero if one failed
+#   vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [KEY=VALUE ...]
 #                                     boots one guest whose ivshmem-plain device is backed by the fabric file
 #                                     FABRIC, prints the guest's console, and returns when the guest powers off.
 #                                     --bridge: a virtio-net NIC whose TAP joins bridge BR (in this namespace);
@@ -114,6 +119,8 @@ PY
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$dir/initramfs.cpio.gz")
   rm -rf "$root"
   [ "$java" = --java ] && build_java "$dir"
+  # run --java boots both: the kernel unpacks one archive after the other.
+  [ -f "$dir/java.cpio.gz" ] && cat "$dir/initramfs.cpio.gz" "$dir/java.cpio.gz" > "$dir/initrd-java.cpio.gz"
   return 0
 }
 
@@ -143,13 +150,13 @@ build_java() {
 run() {
   local dir=$1 fabric=$2
   shift 2
-  local nic=(-nic none) args="" bridge="" initrd="$dir/initramfs.cpio.gz" memory=256
+  local nic=(-nic none) args="" bridge="" initrd="$dir/initramfs.cpio.gz" memory=256 mac=52:54:00:12:34:56
   while [ $# -gt 0 ]; do
     case "$1" in
       --bridge) bridge=$2; shift 2 ;;
+      --mac) mac=$2; shift 2 ;;
       --java)
-        [ -f "$dir/java.cpio.gz" ] || die "no Java in $dir: vms/guest.sh build $dir --java first"
-        cat "$dir/initramfs.cpio.gz" "$dir/java.cpio.gz" > "$dir/initrd-java.cpio.gz"
+        [ -f "$dir/initrd-java.cpio.gz" ] || die "no Java in $dir: vms/guest.sh build $dir --java first"
         initrd="$dir/initrd-java.cpio.gz"; memory=1024; shift ;;
       *=*) args="$args nupa.$1"; shift ;;
       *) die "unknown run option $1" ;;
@@ -158,9 +165,9 @@ run() {
   if [ -n "$bridge" ]; then
     # QEMU creates the TAP and runs this with its name: it joins the bridge before the guest's kernel is up.
     local up="$dir/ifup-$bridge.sh"
-    printf '#!/bin/sh\nip link set "$1" master %s && ip link set "$1" up\n' "$bridge" > "$up"
-    chmod +x "$up"
-    nic=(-netdev "tap,id=n0,script=$up,downscript=no" -device virtio-net-pci,netdev=n0)
+    printf '#!/bin/sh\nip link set "$1" master %s && ip link set "$1" up\n' "$bridge" > "$up.$$"
+    chmod +x "$up.$$" && mv "$up.$$" "$up" # whole, also when guests start together
+    nic=(-netdev "tap,id=n0,script=$up,downscript=no" -device "virtio-net-pci,netdev=n0,mac=$mac")
   fi
   [ -f "$dir/vmlinuz" ] && [ -f "$dir/initramfs.cpio.gz" ] || die "no guest in $dir: vms/guest.sh build $dir first"
   [ -f "$fabric" ] || die "no fabric file $fabric"
@@ -175,8 +182,30 @@ run() {
     -device ivshmem-plain,memdev=fabric
 }
 
+many() {
+  local dir=$1 fabric=$2 n=$3 k status=0
+  shift 3
+  [ "$n" -ge 1 ] 2>/dev/null || die "many: N must be a number of guests, 1 or more"
+  local pids=()
+  for ((k = 0; k < n; k++)); do
+    local a=() x
+    for x in "$@"; do
+      if [[ "$x" =~ ^([0-9]+):(.*)$ ]]; then # K:KEY=VALUE is guest K's alone
+        [ "${BASH_REMATCH[1]}" = "$k" ] && a+=("${BASH_REMATCH[2]//GUEST/$k}")
+      else
+        a+=("${x//GUEST/$k}")
+      fi
+    done
+    (set -o pipefail; run "$dir" "$fabric" --mac "$(printf '52:54:00:4e:50:%02x' "$k")" "${a[@]}" 2>&1 | sed -u "s/^/guest$k: /") &
+    pids+=($!)
+  done
+  for k in "${pids[@]}"; do wait "$k" || status=1; done
+  return $status
+}
+
 case "${1:-}" in
   build) [ $# -eq 2 ] || [ $# -eq 3 ] && [ "${3:---java}" = --java ] || die "usage: vms/guest.sh build DIR [--java]"; build "$2" "${3:-}" ;;
-  run) [ $# -ge 3 ] || die "usage: vms/guest.sh run DIR FABRIC [--bridge BR] [KEY=VALUE ...]"; shift; run "$@" ;;
-  *) die "usage: vms/guest.sh build DIR | run DIR FABRIC" ;;
+  run) [ $# -ge 3 ] || die "usage: vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [KEY=VALUE ...]"; shift; run "$@" ;;
+  many) [ $# -ge 4 ] || die "usage: vms/guest.sh many DIR FABRIC N [run's options] [KEY=VALUE ...]"; shift; many "$@" ;;
+  *) die "usage: vms/guest.sh build DIR [--java] | run DIR FABRIC ... | many DIR FABRIC N ..." ;;
 esac

@@ -42,6 +42,11 @@ final class PingCommand implements Callable<Integer> {
     @Option(names = "-W", paramLabel = "SECONDS", defaultValue = "10", description = "Seconds to wait for a reply (default: ${DEFAULT-VALUE}).")
     double timeout;
 
+    @Option(names = "-w", paramLabel = "DEADLINE",
+            description = "Seconds before ping exits, whatever was sent or received; with -c it stops once COUNT replies came, and exits 1"
+                    + " if fewer did (Linux's -w: wait for a peer that is still starting).")
+    Double deadline;
+
     @Option(names = "-q", description = "Quiet: only the summary.")
     boolean quiet;
 
@@ -62,8 +67,8 @@ final class PingCommand implements Callable<Integer> {
             throw new IllegalArgumentException("-s " + size + " is outside 8.." + (65_507 - IcmpHeader.HEADER)
                     + " (8 bytes carry the send time)");
         }
-        if (interval < 0.001 || timeout <= 0 || (count != null && count < 1)) {
-            throw new IllegalArgumentException("need -i >= 0.001, -W > 0 and -c >= 1");
+        if (interval < 0.001 || timeout <= 0 || (count != null && count < 1) || (deadline != null && deadline <= 0)) {
+            throw new IllegalArgumentException("need -i >= 0.001, -W > 0, -c >= 1 and -w > 0");
         }
         return CommandNode.run(options, (vertx, node) -> ping(node.ip(), dst));
     }
@@ -102,10 +107,15 @@ final class PingCommand implements Callable<Integer> {
         long intervalNs = (long) (interval * 1e9);
         long nextSend = start;
         long lastSend = start;
+        long deadlineAt = deadline == null ? Long.MAX_VALUE : start + (long) (deadline * 1e9);
         try {
             while (true) {
                 long now = System.nanoTime();
-                boolean moreToSend = count == null || transmitted < count;
+                if (deadline != null && (now - deadlineAt >= 0 || (count != null && received >= count))) {
+                    break;
+                }
+                // With a deadline, requests go on until COUNT replies came; without, until COUNT were sent.
+                boolean moreToSend = count == null || (deadline != null ? received < count : transmitted < count);
                 if (moreToSend && now >= nextSend) {
                     int seq = (int) ((transmitted + 1) & 0xFFFF);
                     data.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, System.nanoTime());
@@ -124,7 +134,7 @@ final class PingCommand implements Callable<Integer> {
                 if (!moreToSend && (received + errors >= transmitted || now - lastSend > (long) (timeout * 1e9))) {
                     break;
                 }
-                long waitNs = moreToSend ? nextSend - now : lastSend + (long) (timeout * 1e9) - now;
+                long waitNs = Math.min(moreToSend ? nextSend - now : lastSend + (long) (timeout * 1e9) - now, deadlineAt - now);
                 Event e = events.poll(Math.max(1, waitNs), TimeUnit.NANOSECONDS);
                 if (e == null) {
                     continue;
@@ -167,7 +177,7 @@ final class PingCommand implements Callable<Integer> {
             double mdev = Math.sqrt(Math.max(0, sumSq / n - avg * avg));
             System.out.printf(Locale.ROOT, "rtt min/avg/max/mdev = %.3f/%.3f/%.3f/%.3f ms%n", min, avg, max, mdev);
         }
-        return received > 0 ? 0 : 1;
+        return deadline != null && count != null ? (received >= count ? 0 : 1) : received > 0 ? 0 : 1;
     }
 
     /** Linux ping prints 3 significant digits, at least 3 decimals below 1 ms. */

@@ -79,6 +79,16 @@ class IpMultiProcessTest {
                 "--address", "1", "10.0.0.77");
         assertTrue(none.contains("From 10.0.0.2 icmp_seq=1 Destination Host Unreachable"), none);
         assertTrue(none.contains("2 packets transmitted, 0 received, +2 errors, 100% packet loss"), none);
+
+        // -w, as Linux's: with -c it stops once COUNT replies came, or at the deadline with status 1.
+        String waited = run("ping-deadline", 0, 120, "ping", "-c", "2", "-i", "0.1", "-w", "30", "--fabric", fabric.toString(),
+                "--address", "1", "10.0.0.1");
+        assertTrue(waited.contains("2 received, 0% packet loss"), waited);
+        long started = System.nanoTime();
+        String late = run("ping-deadline-nobody", 1, 120, "ping", "-c", "2", "-i", "0.5", "-w", "2", "--fabric", fabric.toString(),
+                "--address", "1", "10.0.0.77");
+        assertTrue(late.contains(" 0 received"), late);
+        assertTrue(System.nanoTime() - started < 60_000_000_000L, "the deadline ended it: " + late);
     }
 
     @Test

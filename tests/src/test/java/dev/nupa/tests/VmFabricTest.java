@@ -1,6 +1,7 @@
 package dev.nupa.tests;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.node.Main;
@@ -44,43 +45,49 @@ class VmFabricTest {
     }
 
     /**
-     * Fabric nodes inside the guest: its JVM (a jlink'd runtime from the second initramfs) runs `nupa` on the ivshmem
-     * device's BAR2 ({@code --device pci:BDF}: sysfs, doorbells polled), which the host's fabric file backs, against
-     * nodes on the host through the fabric's rings: ping, a UDP echo of 200 datagrams up to 8,000 bytes, a TCP echo of
-     * two connections, each byte checked, and rping through the CM (fabric nodes: READs and WRITEs straight through
-     * the rings). The fabric is made with long liveness timeouts: a JVM under software emulation may stand still for
-     * seconds.
+     * Fabric nodes inside two guests at once and on the host, all on one fabric file: each guest's JVM (a jlink'd
+     * runtime from the second initramfs) runs `nupa` on its ivshmem device's BAR2 ({@code --device pci:BDF}: sysfs,
+     * doorbells polled), which the host's file backs. Guest 0 runs a node with UDP and TCP echo; guest 1 pings it
+     * (waiting for it to come up), runs a UDP echo of 100 datagrams up to 4,000 bytes and a TCP echo of two
+     * connections against it, each byte checked, then pings a node on the host and runs rping through the CM
+     * against a `nupa rping -s` on the host (READs and WRITEs through the rings). The fabric has long liveness
+     * timeouts: a JVM under software emulation may stand still for seconds.
      */
     @Test
-    void nodesInAGuestAndOnTheHostAreFabricPeersThroughTheSharedBar() throws Exception {
+    void nodesInTwoGuestsAndOnTheHostAreFabricPeersThroughTheSharedBar() throws Exception {
         guestWithJava();
         Path fabric = ChildJvm.newFabricPath();
         try {
             NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
                     "60000", "--stall-ms", "60000");
             assertEquals(0, made.status(), made.err());
-            try (ChildJvm node = ChildJvm.start("vm-host-node", Main.class, "node", "--fabric", fabric, "--address", "3",
-                    "--udp-echo", "7", "--tcp-echo", "7");
+            try (ChildJvm node = ChildJvm.start("vm-host-node", Main.class, "node", "--fabric", fabric, "--address", "3");
                  ChildJvm rping = ChildJvm.start("vm-host-rping", Main.class, "rping", "-s", "-v", "--timeout", "600", "--fabric",
                          fabric, "--address", "4")) {
                 node.awaitLine("nupa node:", 60_000);
                 rping.awaitLine("rping: listening", 60_000);
-                String device = ",--device,pci:IVSHMEM,--address,5";
-                Linux.Result guest = Linux.run(600, "env", "GUEST_TIMEOUT=580", SCRIPT.toString(), "run", GUEST.toString(),
-                        fabric.toString(), "--java", "nupa=ping" + device + ",-c,3,-W,60,10.0.0.4"
-                                + ";udp-check" + device + ",--count,200,--max-size,8000,10.0.0.4"
-                                + ";tcp-check" + device + ",--connections,2,--bytes,200000,10.0.0.4"
+                String device = ",--device,pci:IVSHMEM,--address,1GUEST"; // guest 0 at address 10 (10.0.0.11), guest 1 at 11
+                Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
+                        fabric.toString(), "2", "--java",
+                        "0:nupa=node" + device + ",--udp-echo,7,--tcp-echo,7,--run-for,100",
+                        "1:nupa=ping" + device + ",-c,3,-w,90,10.0.0.11"
+                                + ";udp-check" + device + ",--count,100,--max-size,4000,10.0.0.11"
+                                + ";tcp-check" + device + ",--connections,2,--bytes,100000,10.0.0.11"
+                                + ";ping" + device + ",-c,3,10.0.0.4"
                                 + ";rping" + device + ",-c,-a,10.0.0.5,-C,10,-V");
-                System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
-                String out = guest.output();
-                assertTrue(out.contains("3 packets transmitted, 3 received"), "the guest's node pinged the host's through the BAR: " + out);
+                System.out.println("VmFabricTest: the guests' consoles:\n" + guests.output());
+                String out = guests.output();
+                assertEquals(0, guests.status(), out);
+                assertTrue(out.contains("guest0: nupa-guest: nupa node exit 0"), "guest 0's node ran its time: " + out);
                 for (String c : List.of("ping", "udp-check", "tcp-check", "rping")) {
-                    assertTrue(out.contains("nupa-guest: nupa " + c + " exit 0"), c + " in the guest: " + out);
+                    assertTrue(Pattern.compile("(?m)^guest1: nupa-guest: nupa " + c + " exit 0").matcher(out).find(), c + " in guest 1: " + out);
                 }
-                assertTrue(out.contains("200 echoed intact"), out);
-                assertTrue(out.contains("rping: 10 pings done"), out);
-                String served = rping.awaitLine("rping: 10 pings done", 60_000);
-                assertTrue(rping.output().contains("server ping data: rdma-ping-9: "), rping.output() + " / " + served);
+                assertFalse(out.contains("exit 1"), out);
+                assertTrue(out.contains("100 echoed intact"), "UDP between the guests: " + out);
+                assertTrue(out.contains("2 echoed intact"), "TCP between the guests: " + out);
+                assertTrue(out.contains("guest1: rping: 10 pings done"), out);
+                rping.awaitLine("rping: 10 pings done", 60_000);
+                assertTrue(rping.output().contains("server ping data: rdma-ping-9: "), rping.output());
             }
         } finally {
             Files.deleteIfExists(fabric);
