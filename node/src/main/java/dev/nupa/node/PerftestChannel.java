@@ -11,7 +11,7 @@ import io.vertx.core.parsetools.RecordParser;
  * is paused between them, so nothing is read ahead), and {@link #exchange}, perftest's {@code ctx_xchg_data}: the
  * client writes, then reads; the server reads, then writes. Used on the socket's context.
  */
-final class PerftestChannel {
+final class PerftestChannel implements PerftestSideChannel {
     private final NetSocket socket;
     private final boolean server;
     private final RecordParser parser;
@@ -71,8 +71,8 @@ final class PerftestChannel {
         return socket.write(b);
     }
 
-    /** Sends {@code mine} and takes the peer's message of the same size, in the order of this side's role. */
-    Future<Buffer> exchange(Buffer mine) {
+    @Override
+    public Future<Buffer> exchange(Buffer mine) {
         if (server) {
             return read(mine.length()).compose(theirs -> write(mine).map(theirs));
         }
@@ -84,13 +84,20 @@ final class PerftestChannel {
      * perftest sends none and closes: its end of stream is as good), then the socket closes. Reading it first keeps
      * Linux from answering our close with a reset for unread data.
      */
-    Future<Void> finish() {
+    @Override
+    public Future<Void> finish() {
         return write(PerftestWire.done())
                 .compose(v -> read(PerftestWire.DONE_BYTES).map((Void) null).recover(e -> Future.succeededFuture()))
                 .eventually(() -> socket.close());
     }
 
-    void close() {
+    @Override
+    public void close() {
         socket.close();
+    }
+
+    @Override
+    public boolean rdmaCm() {
+        return false;
     }
 }

@@ -9,7 +9,10 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 import dev.nupa.ip.Ipv4Address;
+import dev.nupa.roce.QueuePair;
+import dev.nupa.roce.RdmaCm;
 import dev.nupa.roce.RdmaCounter;
+import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -27,7 +30,9 @@ import picocli.CommandLine.Parameters;
  * gateway to the peer's Ethernet). Without HOST it is perftest's server: it listens on the side-channel port and
  * serves the tests in the order given, one connection each; with HOST it is the client and runs them in order,
  * retrying each connection until the peer's server is up. The QP details go over the node's TCP as perftest 6.x
- * exchanges them ({@link PerftestWire}); sizes and iterations are not exchanged, so both sides are given the same.
+ * exchanges them ({@link PerftestWire}); with {@code -R}, over an RC connection made through the CM, and the test's QP
+ * is connected through the CM too ({@link PerftestCmChannel}). Sizes and iterations are not exchanged, so both sides
+ * are given the same.
  */
 @Command(name = "perftest", mixinStandardHelpOptions = true, sortOptions = false,
         description = "Run perftest's tests (write-lat, send-lat, read-lat, atomic-lat, write-bw) against stock perftest on a "
@@ -66,6 +71,10 @@ final class PerftestCommand implements Callable<Integer> {
     @Option(names = "--timeout", paramLabel = "SECONDS", defaultValue = "120", description = "Seconds allowed for each test, connecting included (default: ${DEFAULT-VALUE}).")
     int timeout;
 
+    @Option(names = {"-R", "--rdma_cm"}, description = "As perftest's -R: the side channel and the test's QP connected through the CM "
+            + "(the InfiniBand CM, as rdma_cm), on the same port, instead of TCP.")
+    boolean rdmaCm;
+
     @Mixin
     NodeOptions options;
 
@@ -93,8 +102,12 @@ final class PerftestCommand implements Callable<Integer> {
         if (port < 1 || port > 65535 || timeout < 1) {
             throw new IllegalArgumentException("--port must be 1..65535 and --timeout at least 1 s");
         }
+        if (rdmaCm && psn != null) {
+            throw new IllegalArgumentException("with -R the connection manager chooses the PSNs; --psn is for perftest's TCP exchange");
+        }
         firstPsn = psn == null ? new SplittableRandom().nextInt(1 << 24) : parsePsn(psn);
-        return CommandNode.run(options, (vertx, node) -> host == null ? serve(vertx, node, list) : connect(vertx, node, peer, list));
+        return CommandNode.run(options, (vertx, node) -> rdmaCm ? (host == null ? serveCm(vertx, node, list) : connectCm(vertx, node, peer, list))
+                : host == null ? serve(vertx, node, list) : connect(vertx, node, peer, list));
     }
 
     private static int parsePsn(String s) {
@@ -132,16 +145,9 @@ final class PerftestCommand implements Callable<Integer> {
             }
             busy[0] = true;
             PerftestRun.Test t = list.get(next[0]++);
-            new PerftestSession(node, sock, t, true, this, System.out::println).run().onComplete(ar -> {
+            new PerftestSession(node, new PerftestChannel(sock, true), null, t, true, this, System.out::println).run().onComplete(ar -> {
                 busy[0] = false;
-                if (ar.failed()) {
-                    all.completeExceptionally(ar.cause());
-                } else {
-                    System.out.println(t.perftest + " server: done");
-                    if (next[0] == list.size()) {
-                        all.complete(null);
-                    }
-                }
+                served(t, ar, next[0] == list.size(), all);
             });
         });
         server.listen(port, "0.0.0.0").await(10, TimeUnit.SECONDS);
@@ -157,22 +163,161 @@ final class PerftestCommand implements Callable<Integer> {
     }
 
     private int connect(Vertx vertx, NupaNode node, int peer, List<PerftestRun.Test> list) throws Exception {
+        return runClient(node, vertx.getOrCreateContext(), list, (t, deadline) -> dial(vertx, Ipv4Address.toString(peer), deadline)
+                .compose(sock -> new PerftestSession(node, new PerftestChannel(sock, false), null, t, false, this, System.out::println).run()));
+    }
+
+    /** A server's test has ended: the run fails with it, or goes on, or (the last) is over. */
+    private static void served(PerftestRun.Test t, io.vertx.core.AsyncResult<Void> ar, boolean last, CompletableFuture<Void> all) {
+        if (ar.failed()) {
+            all.completeExceptionally(ar.cause());
+            return;
+        }
+        System.out.println(t.perftest + " server: done");
+        if (last) {
+            all.complete(null);
+        }
+    }
+
+    /** The client's run: each test in turn on {@code context}, within the timeout from its start. */
+    private int runClient(NupaNode node, Context context, List<PerftestRun.Test> list,
+                          java.util.function.BiFunction<PerftestRun.Test, Long, Future<Void>> test) throws Exception {
         for (PerftestRun.Test t : list) {
             CompletableFuture<Void> one = new CompletableFuture<>();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeout);
-            vertx.runOnContext(v -> dial(vertx, Ipv4Address.toString(peer), deadline).compose(sock ->
-                    new PerftestSession(node, sock, t, false, this, System.out::println).run()).onComplete(ar -> {
-                        if (ar.failed()) {
-                            one.completeExceptionally(ar.cause());
-                        } else {
-                            one.complete(null);
-                        }
-                    }));
+            context.runOnContext(v -> test.apply(t, deadline).onComplete(ar -> {
+                if (ar.failed()) {
+                    one.completeExceptionally(ar.cause());
+                } else {
+                    one.complete(null);
+                }
+            }));
             await(one, timeout, t.perftest);
             System.out.println(t.perftest + " client: done");
         }
         summary(node, list.size());
         return 0;
+    }
+
+    /**
+     * perftest -R's server: one CM listener on the port for the whole run. A REQ while no test runs opens the next
+     * test's side channel; the REQ that follows is its data connection, accepted onto the QP the test armed.
+     */
+    private int serveCm(Vertx vertx, NupaNode node, List<PerftestRun.Test> list) throws Exception {
+        CompletableFuture<Void> all = new CompletableFuture<>();
+        Context context = vertx.getOrCreateContext();
+        int[] next = {0};
+        PerftestCmChannel[] channel = new PerftestCmChannel[1];
+        QueuePair[] armed = new QueuePair[1];
+        Promise<Void>[] dataUp = new Promise[1];
+        CompletableFuture<Void> listening = new CompletableFuture<>();
+        node.rdma().execute(ctx -> {
+            RdmaCm cm = node.rdma().cm();
+            cm.listen(port, req -> {
+                if (channel[0] == null && next[0] < list.size()) { // a test's side channel
+                    PerftestRun.Test t = list.get(next[0]++);
+                    PerftestCmChannel ch = new PerftestCmChannel(ctx, cm, node.link().datapath(), true, context);
+                    channel[0] = ch;
+                    dataUp[0] = Promise.promise();
+                    PerftestSession.DataConnector data = new PerftestSession.DataConnector() {
+                        @Override
+                        public void arm(QueuePair qp) {
+                            armed[0] = qp;
+                        }
+
+                        @Override
+                        public Future<Void> connect(QueuePair qp) {
+                            return dataUp[0].future();
+                        }
+                    };
+                    req.accept(ch.qp, new byte[0]); // the peer's first SEND may come before our RTU: the receive is posted
+                    context.runOnContext(v -> new PerftestSession(node, ch, data, t, true, this, System.out::println).run()
+                            .onComplete(ar -> node.rdma().execute(c -> {
+                                channel[0] = null;
+                                armed[0] = null;
+                                context.runOnContext(w -> served(t, ar, next[0] == list.size(), all));
+                            })));
+                } else if (channel[0] != null && armed[0] != null) { // its data connection
+                    QueuePair qp = armed[0];
+                    armed[0] = null;
+                    Promise<Void> up = dataUp[0];
+                    req.accept(qp, new byte[0]).onComplete(ar -> context.runOnContext(v -> {
+                        if (ar.failed()) {
+                            up.tryFail(ar.cause());
+                        } else {
+                            up.tryComplete();
+                        }
+                    }));
+                } else {
+                    req.reject(new byte[0]); // perftest serves one client at a time
+                }
+            });
+            listening.complete(null);
+        });
+        listening.get(10, TimeUnit.SECONDS);
+        System.out.println("perftest: serving " + tests + " on " + Ipv4Address.toString(node.ip().address()) + " port " + port
+                + " through rdma_cm");
+        System.out.flush();
+        try {
+            await(all, (long) timeout * list.size(), "the tests");
+        } finally {
+            node.rdma().execute(ctx -> node.rdma().cm().unlisten(port));
+        }
+        summary(node, list.size());
+        return 0;
+    }
+
+    /** perftest -R's client: each test's side channel, then its data connection, both through the CM. */
+    private int connectCm(Vertx vertx, NupaNode node, int peer, List<PerftestRun.Test> list) throws Exception {
+        Context context = vertx.getOrCreateContext();
+        return runClient(node, context, list, (t, deadline) -> {
+            PerftestSession.DataConnector data = new PerftestSession.DataConnector() {
+                @Override
+                public void arm(QueuePair qp) {
+                }
+
+                @Override
+                public Future<Void> connect(QueuePair qp) {
+                    // perftest's server listens for the data connection only once its answer has left: give it a moment,
+                    // and try again while it refuses.
+                    Promise<Void> p = Promise.promise();
+                    vertx.setTimer(100, id -> cmConnect(node, context, peer, qp, deadline).onComplete(p));
+                    return p.future();
+                }
+            };
+            return openCmChannel(node, context, peer, deadline)
+                    .compose(ch -> new PerftestSession(node, ch, data, t, false, this, System.out::println).run());
+        });
+    }
+
+    /** A side channel to the peer's port through the CM; again with a fresh QP every 200 ms while refused, until the deadline. */
+    private Future<PerftestSideChannel> openCmChannel(NupaNode node, Context context, int peer, long deadline) {
+        Promise<PerftestCmChannel> made = Promise.promise();
+        node.rdma().execute(ctx -> made.complete(new PerftestCmChannel(ctx, node.rdma().cm(), node.link().datapath(), false, context)));
+        return made.future().compose(ch -> cmConnect(node, context, peer, ch.qp, deadline).<PerftestSideChannel>map(ch).recover(e -> {
+            ch.close();
+            if (System.nanoTime() > deadline) {
+                return Future.failedFuture(e);
+            }
+            Promise<PerftestSideChannel> p = Promise.promise();
+            node.vertx().setTimer(200, id -> openCmChannel(node, context, peer, deadline).onComplete(p));
+            return p.future();
+        }));
+    }
+
+    /** Connects {@code qp} to the peer's port through the CM, again every 100 ms while refused, until the deadline. */
+    private Future<Void> cmConnect(NupaNode node, Context context, int peer, QueuePair qp, long deadline) {
+        Promise<Void> p = Promise.promise();
+        node.rdma().execute(ctx -> node.rdma().cm().connect(peer, port, qp, new byte[0]).onComplete(ar -> context.runOnContext(v -> {
+            if (ar.succeeded()) {
+                p.complete();
+            } else if (ar.cause().getMessage().contains("connection refused") && System.nanoTime() < deadline) {
+                node.vertx().setTimer(100, id -> cmConnect(node, context, peer, qp, deadline).onComplete(p));
+            } else {
+                p.fail(ar.cause());
+            }
+        })));
+        return p.future();
     }
 
     /** Connects, again every 200 ms while the peer refuses (its server may not be up yet), until the deadline. */
@@ -200,7 +345,14 @@ final class PerftestCommand implements Callable<Integer> {
         }
     }
 
-    private static void summary(NupaNode node, int n) {
+    private void summary(NupaNode node, int n) throws InterruptedException {
+        if (rdmaCm) {
+            Thread.sleep(200); // the DREPs of our last DREQs, before the node leaves
+        }
+        printSummary(node, n);
+    }
+
+    private static void printSummary(NupaNode node, int n) {
         var c = node.rdma().context();
         System.out.println("perftest: " + n + " test(s) done; rocev2_sent=" + c.counter(RdmaCounter.ROCEV2_SENT) + " rocev2_received="
                 + c.counter(RdmaCounter.ROCEV2_RECEIVED) + " bad_icrc=" + c.counter(RdmaCounter.BAD_ICRC));

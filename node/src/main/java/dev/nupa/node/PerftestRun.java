@@ -166,6 +166,11 @@ final class PerftestRun implements Datapath.Timer {
                         .maxRdAtomic(Math.max(1, Math.min(OUT_READS, peer.outReads()))),
                 QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
                         | QpAttrMask.MAX_QP_RD_ATOMIC);
+        target(peer);
+    }
+
+    /** Where this side's WRITEs, READs and atomics go: the peer's vaddr and rkey (with -R, all the CM leaves to us). */
+    void target(PerftestWire.Dest peer) {
         swr.remote(peer.vaddr(), peer.rkey());
     }
 

@@ -4,12 +4,12 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 import dev.nupa.ip.Ipv4Address;
+import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
-import io.vertx.core.net.NetSocket;
 
 /**
  * One perftest test over one side-channel connection, as perftest 6.x runs it (see {@link PerftestWire}): the
@@ -20,26 +20,41 @@ import io.vertx.core.net.NetSocket;
  * Runs on the socket's context; the verbs run on the node's datapath thread.
  */
 final class PerftestSession {
+    /**
+     * With {@code -R}, how the test's QP gets connected through the CM: {@link #arm} when it exists (a server must
+     * accept the data connection's REQ as soon as its answer to the first exchange may have left), {@link #connect}
+     * after the first exchange; the Future completes once the connection is made.
+     */
+    interface DataConnector {
+        void arm(QueuePair qp);
+
+        Future<Void> connect(QueuePair qp);
+    }
+
     private final NupaNode node;
     private final PerftestRun.Test test;
     private final boolean server;
     private final PerftestCommand cmd;
-    private final PerftestChannel ch;
+    private final PerftestSideChannel ch;
+    private final DataConnector data;
     private final Context context;
     private final Consumer<String> out;
     private PerftestRun run;
-    private Buffer local;
+    private PerftestWire.Dest localDest;
+    private PerftestWire.Dest peer;
     private int pathMtu;
     private int cycle;
 
-    PerftestSession(NupaNode node, NetSocket socket, PerftestRun.Test test, boolean server, PerftestCommand cmd,
-                    Consumer<String> out) {
+    /** Over a side channel; {@code data} connects the test's QP with -R (null over TCP, where the QP details do). */
+    PerftestSession(NupaNode node, PerftestSideChannel ch, DataConnector data, PerftestRun.Test test, boolean server,
+                    PerftestCommand cmd, Consumer<String> out) {
         this.node = node;
         this.test = test;
         this.server = server;
         this.cmd = cmd;
         this.out = out;
-        this.ch = new PerftestChannel(socket, server);
+        this.ch = ch;
+        this.data = data;
         this.context = node.vertx().getOrCreateContext();
     }
 
@@ -61,29 +76,53 @@ final class PerftestSession {
                     return onDatapath(ctx -> {
                         run = new PerftestRun(ctx, node.link().datapath(), test, server, test == PerftestRun.Test.ATOMIC_LAT ? 8
                                 : cmd.size(test), cmd.iterations(test), cmd.txDepth, cmd.cqMod, cmd.firstPsn(), cycle);
+                        if (data != null) {
+                            data.arm(run.qp);
+                        }
                         return run.local(ip);
                     });
                 })
                 .compose(dest -> {
-                    local = dest.encode();
-                    return firstHandshake();
+                    localDest = dest;
+                    return ch.rdmaCm() ? connectThroughCm() : firstHandshake().compose(v -> handshakes(test.handshakesBefore() - 1));
                 })
-                .compose(v -> handshakes(test.handshakesBefore() - 1))
                 .compose(v -> loop())
                 .compose(this::end)
                 .eventually(() -> {
                     PerftestRun r = run;
                     if (r != null) {
-                        node.rdma().execute(ctx -> r.close());
+                        node.rdma().execute(ctx -> {
+                            node.rdma().cm().release(r.qp); // with -R: a DREQ for the data connection
+                            r.close();
+                        });
                     }
                     ch.close();
                     return Future.succeededFuture();
                 });
     }
 
+    /**
+     * With -R: an exchange, the data connection through the CM, another exchange (perftest's syncs around it), then
+     * the test's exchanges; the CM set the QP up, the last QP details say where to write, read and add.
+     */
+    private Future<Void> connectThroughCm() {
+        return handshakes(1)
+                .compose(v -> data.connect(run.qp))
+                .compose(v -> handshakes(1 + test.handshakesBefore()))
+                .compose(v -> {
+                    out.accept(String.format("%s %s over rdma_cm: peer vaddr 0x%x rkey 0x%08x; local qpn 0x%06x", test.perftest,
+                            server ? "server" : "client", peer.vaddr(), peer.rkey(), run.qp.qpNum()));
+                    PerftestWire.Dest p = peer;
+                    return onDatapath(ctx -> {
+                        run.target(p);
+                        return null;
+                    });
+                });
+    }
+
     /** The first exchange: the peer's QP details, and RTR and RTS against them. */
     private Future<Void> firstHandshake() {
-        return ch.exchange(local).compose(b -> {
+        return ch.exchange(localDest.encode()).compose(b -> {
             PerftestWire.Dest peer = PerftestWire.Dest.decode(b);
             out.accept(String.format("%s %s: peer %s qpn 0x%06x psn 0x%06x; local qpn 0x%06x psn 0x%06x; path MTU %d",
                     test.perftest, server ? "server" : "client", Ipv4Address.toString(peer.ipv4Address()), peer.qpn(), peer.psn(),
@@ -95,11 +134,12 @@ final class PerftestSession {
         });
     }
 
+    /** {@code n} exchanges of QP details (the same each time, as perftest's); the last the peer sent is kept. */
     private Future<Void> handshakes(int n) {
         Future<Void> f = Future.succeededFuture();
         for (int i = 0; i < n; i++) {
-            f = f.compose(v -> ch.exchange(local).map(b -> {
-                PerftestWire.Dest.decode(b); // the same details again; a malformed one ends the test
+            f = f.compose(v -> ch.exchange(ch.rdmaCm() ? localDest.encodeBinary() : localDest.encode()).map(b -> {
+                peer = ch.rdmaCm() ? PerftestWire.Dest.decodeBinary(b) : PerftestWire.Dest.decode(b); // a malformed one ends it
                 return null;
             }));
         }
@@ -118,7 +158,9 @@ final class PerftestSession {
             out.accept(result);
         }
         return switch (test) {
-            case WRITE_LAT -> server ? ch.read(1).<Void>map((Void) null).recover(e -> Future.succeededFuture()) : Future.succeededFuture();
+            case WRITE_LAT -> server && ch instanceof PerftestChannel tcp
+                    ? tcp.read(1).<Void>map((Void) null).recover(e -> Future.succeededFuture()) // its end of stream
+                    : Future.succeededFuture();
             case SEND_LAT, READ_LAT -> handshakes(1).compose(v -> ch.finish());
             case ATOMIC_LAT -> handshakes(1).compose(v -> server ? onDatapath(ctx -> run.targetValue()).map(value -> {
                 out.accept(test.perftest + " server: the peer's FETCH_AND_ADDs of 1 left " + value + " at our vaddr");

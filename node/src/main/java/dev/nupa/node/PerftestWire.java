@@ -25,6 +25,8 @@ final class PerftestWire {
     static final String VERSION = "6.06";
     static final double OLDEST = 5.70;
     static final int DEST_BYTES = 108;
+    /** With -R (rdma_cm), the QP details go as the struct: sizeof(struct pingpong_dest). */
+    static final int CM_DEST_BYTES = 56;
     static final int DONE_BYTES = 5;
     static final int REPORT_FIELDS = 5;
     /** perftest's cycle buffer (the page size) and cache line, offered as ours. */
@@ -96,6 +98,25 @@ final class PerftestWire {
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException("the perftest peer sent QP details that are not hex: " + text.replace('\0', '.'));
             }
+        }
+
+        /**
+         * With {@code -R}: the struct itself, 56 bytes, each integer big-endian (lid, out_reads, qpn, psn, rkey, 4 bytes
+         * of padding, vaddr, the 16 GID bytes, srqn, GID index 1).
+         */
+        Buffer encodeBinary() {
+            Buffer b = Buffer.buffer(CM_DEST_BYTES).appendInt(lid).appendInt(outReads).appendInt(qpn).appendInt(psn).appendInt(rkey)
+                    .appendInt(0).appendLong(vaddr).appendBytes(gid).appendInt(srqn).appendInt(1);
+            return b;
+        }
+
+        static Dest decodeBinary(Buffer b) {
+            if (b.length() < CM_DEST_BYTES) {
+                throw new IllegalArgumentException("the perftest peer sent " + b.length() + " bytes of QP details where perftest -R sends "
+                        + CM_DEST_BYTES);
+            }
+            return new Dest(b.getInt(0), b.getInt(4), b.getInt(8), b.getInt(12), b.getInt(16), b.getLong(24), b.getBytes(32, 48),
+                    b.getInt(48));
         }
 
         /** The peer's IPv4 address, from a GID that maps one; refuses any other GID with the remedy. */

@@ -79,4 +79,18 @@ class PerftestWireTest {
         assertEquals(8, PerftestWire.double64(1.5).length());
         assertEquals(1.5, PerftestWire.double64(1.5).getDouble(0));
     }
+
+    /** With -R the details go as perftest's struct pingpong_dest itself: 56 bytes, big-endian, 4 bytes of padding after rkey. */
+    @Test
+    void qpDetailsOverRdmaCmAreTheStructBigEndian() {
+        PerftestWire.Dest d = PerftestWire.Dest.ipv4(16, 0x11, 0x5a3c21, 0x1234, 0x55d0c8a4b000L, 0xC0A8010A);
+        Buffer b = d.encodeBinary();
+        assertEquals(PerftestWire.CM_DEST_BYTES, b.length());
+        assertEquals("00000000" + "00000010" + "00000011" + "005a3c21" + "00001234" + "00000000" + "000055d0c8a4b000"
+                + "00000000000000000000ffffc0a8010a" + "00000000" + "00000001", java.util.HexFormat.of().formatHex(b.getBytes()));
+        PerftestWire.Dest back = PerftestWire.Dest.decodeBinary(b);
+        assertEquals(d.toString(), back.toString());
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PerftestWire.Dest.decodeBinary(Buffer.buffer(new byte[16])));
+        assertTrue(e.getMessage().contains("perftest -R sends 56"), e.getMessage());
+    }
 }

@@ -155,8 +155,10 @@ class RoceV2GatewayTest {
      * {@code opcodes}, there are at least {@code frames} RoCEv2 frames, and every ICRC holds.
      */
     static void checkRoceCapture(Path pcap, long frames, List<String> opcodes) throws Exception {
-        String bad = Linux.stdout(120, "tshark", "-r", pcap.toString(), "-o", "ip.check_checksum:TRUE",
-                "-Y", "_ws.malformed || ip.checksum.status == 0 || (udp.dstport == 4791 && !infiniband)");
+        // RPC-over-RDMA's heuristic takes any short SEND's payload for its header and calls it malformed: it is off. An
+        // ICMP error quotes a RoCEv2 datagram cut short (a DREP that came after the node left), not one to decode.
+        String bad = Linux.stdout(120, "tshark", "-r", pcap.toString(), "--disable-protocol", "rpcordma", "-o", "ip.check_checksum:TRUE",
+                "-Y", "_ws.malformed || ip.checksum.status == 0 || (udp.dstport == 4791 && !infiniband && !icmp)");
         assertEquals("", bad.strip(), "tshark found malformed packets, bad IP checksums or undecoded RoCEv2");
         String summary = Linux.stdout(120, "tshark", "-r", pcap.toString(), "-Y", "infiniband");
         for (String name : opcodes) {

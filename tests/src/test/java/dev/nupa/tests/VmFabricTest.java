@@ -190,11 +190,11 @@ class VmFabricTest {
     private static final int ITERS = 100;
 
     /** The guest's perftest runs: each tool with -s and -n, and the server's address when the guest is the client. */
-    private static String perftestRuns(String host) {
+    private static String perftestRuns(String host, boolean rdmaCm) {
         List<String> runs = new ArrayList<>();
         for (String t : PERFTEST) {
             String size = t.equals("ib_atomic_lat") ? "" : ",-s," + SIZE;
-            runs.add(t + size + ",-n," + ITERS + (host != null ? "," + host : ""));
+            runs.add(t + (rdmaCm ? ",-R" : "") + size + ",-n," + ITERS + (host != null ? "," + host : ""));
         }
         return "perftest=" + String.join(";", runs);
     }
@@ -271,13 +271,15 @@ class VmFabricTest {
      * as RoCEv2, 4 KiB messages in four packets, our PSNs starting just under 2^24 so they wrap. Each perftest run
      * prints its own result and exits 0; tshark finds nothing malformed and every ICRC right.
      */
-    private static void perftestAgainstAGuest(boolean guestIsClient) throws Exception {
+    private static void perftestAgainstAGuest(boolean guestIsClient, boolean rdmaCm) throws Exception {
         List<Object> args = new ArrayList<>(List.of("perf", "perftest", TESTS));
         if (!guestIsClient) {
             args.add("192.168.77.10");
         }
-        args.addAll(List.of("-s", SIZE, "-n", ITERS, "--psn", "0xFFFFF0", "--timeout", "150"));
-        againstSoftRoce("perftest", nupa("nupa-perftest", args), guestIsClient ? "perftest: serving" : null, perftestRuns(guestIsClient ? "10.0.0.3" : null),
+        args.addAll(List.of("-s", SIZE, "-n", ITERS, "--timeout", "150"));
+        args.addAll(rdmaCm ? List.of("-R") : List.of("--psn", "0xFFFFF0")); // with -R the CM picks the PSNs
+        againstSoftRoce("perftest", nupa("nupa-perftest", args), guestIsClient ? "perftest: serving" : null,
+                perftestRuns(guestIsClient ? "10.0.0.3" : null, rdmaCm),
                 (guest, ours, pcap) -> {
                     String done = ours.awaitLine("perftest: 5 test(s) done", 60_000);
                     for (String t : PERFTEST) {
@@ -292,22 +294,41 @@ class VmFabricTest {
                     if (guestIsClient) { // rxe's fetch-and-adds landed on our zeroed vaddr (ours are checked one by one as they return)
                         assertTrue(ours.output().contains("FETCH_AND_ADDs of 1 left " + ITERS + " at our vaddr"), ours.output());
                     }
+                    if (rdmaCm) {
+                        assertTrue(guest.contains("Data ex. method : rdma_cm"), "perftest ran with -R: " + guest);
+                    }
                     if (pcap != null) {
-                        RoceV2GatewayTest.checkRoceCapture(pcap, 2000, List.of("RC RDMA Write First", "RC RDMA Write Last",
-                                "RC Send First", "RC Send Last", "RC RDMA Read Request", "RC RDMA Read Response First",
-                                "RC Fetch Add", "RC Atomic Acknowledge", "RC Acknowledge"));
+                        List<String> names = new ArrayList<>(List.of("RC RDMA Write First", "RC RDMA Write Last", "RC Send First",
+                                "RC Send Last", "RC RDMA Read Request", "RC RDMA Read Response First", "RC Fetch Add",
+                                "RC Atomic Acknowledge", "RC Acknowledge"));
+                        if (rdmaCm) {
+                            names.addAll(List.of("CM: ConnectRequest", "CM: ConnectReply", "CM: ReadyToUse", "CM: DisconnectRequest",
+                                    "CM: DisconnectReply"));
+                        }
+                        RoceV2GatewayTest.checkRoceCapture(pcap, 2000, names);
                     }
                 });
     }
 
     @Test
     void stockPerftestInAGuestRunsItsFiveTestsAgainstAFabricNodeAsServer() throws Exception {
-        perftestAgainstAGuest(true);
+        perftestAgainstAGuest(true, false);
     }
 
     @Test
     void aFabricNodeRunsTheFiveTestsAgainstStockPerftestServersInAGuest() throws Exception {
-        perftestAgainstAGuest(false);
+        perftestAgainstAGuest(false, false);
+    }
+
+    /** The same with -R: perftest's side channel and its test QP connected through rdma_cm, against our CM. */
+    @Test
+    void stockPerftestWithRdmaCmRunsItsFiveTestsAgainstAFabricNodeAsServer() throws Exception {
+        perftestAgainstAGuest(true, true);
+    }
+
+    @Test
+    void aFabricNodeRunsTheFiveTestsWithRdmaCmAgainstStockPerftestServersInAGuest() throws Exception {
+        perftestAgainstAGuest(false, true);
     }
 
     /**
