@@ -165,8 +165,10 @@ run() {
   if [ -n "$bridge" ]; then
     # QEMU creates the TAP and runs this with its name: it joins the bridge before the guest's kernel is up.
     local up="$dir/ifup-$bridge.sh"
-    printf '#!/bin/sh\nip link set "$1" master %s && ip link set "$1" up\n' "$bridge" > "$up.$$"
-    chmod +x "$up.$$" && mv "$up.$$" "$up" # whole, also when guests start together
+    local tmp
+    tmp=$(mktemp "$up.XXXXXX")
+    printf '#!/bin/sh\nip link set "$1" master %s && ip link set "$1" up\n' "$bridge" > "$tmp"
+    chmod +x "$tmp" && mv "$tmp" "$up" # whole, also when guests start together
     nic=(-netdev "tap,id=n0,script=$up,downscript=no" -device "virtio-net-pci,netdev=n0,mac=$mac")
   fi
   [ -f "$dir/vmlinuz" ] && [ -f "$dir/initramfs.cpio.gz" ] || die "no guest in $dir: vms/guest.sh build $dir first"

@@ -27,10 +27,10 @@ done
 np=$(arg nupa | sed "s/IVSHMEM/$bdf/g")
 if [ -n "$np" ]; then
   echo "$np" | tr ';' '\n' | while read -r run; do
-    set -- $(echo "$run" | tr ',' ' ')
+    set -f; set -- $(echo "$run" | tr ',' ' '); set +f # split on the commas alone, no globbing
     echo "nupa-guest: nupa $*"
     /opt/nupa/jrt/bin/java --enable-native-access=ALL-UNNAMED -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
-      -Xmx256m -jar /opt/nupa/node/nupa-node.jar "$@"
+      -Xmx256m -jar /opt/nupa/node/nupa-node.jar "$@" < /dev/null # the loop's stdin is its list of runs
     echo "nupa-guest: nupa $1 exit $?"
   done
 fi
@@ -67,7 +67,7 @@ if [ -n "$(arg ip)" ]; then
   # rdma_cm's rping with its arguments joined by commas (rping=-c,-a,HOST,-C,10,-v,-V, or -s for a server).
   rp=$(arg rping)
   if [ -n "$rp" ] && rxe; then
-    set -- $(echo "$rp" | tr ',' ' ')
+    set -f; set -- $(echo "$rp" | tr ',' ' '); set +f
     echo "nupa-guest: rping $*"
     rping "$@"
     echo "nupa-guest: rping exit $?"
@@ -77,9 +77,9 @@ if [ -n "$(arg ip)" ]; then
   runs=$(arg perftest)
   if [ -n "$runs" ] && rxe; then
     echo "$runs" | tr ';' '\n' | while read -r run; do
-      set -- $(echo "$run" | tr ',' ' ')
+      set -f; set -- $(echo "$run" | tr ',' ' '); set +f
       echo "nupa-guest: perftest $*"
-      "$@" -d rxe0 -x 1 -F
+      "$@" -d rxe0 -x 1 -F < /dev/null
       echo "nupa-guest: $1 exit $?"
     done
   fi

@@ -295,6 +295,11 @@ public final class FabricNode implements FabricDevice {
 
     /** Rings the doorbell of the node at {@code node} if it sleeps armed: one wake per sleep, however many ring. */
     private void ring(long node) {
+        if (doorbell.polled()) {
+            // No wake can cross from a BAR: leave the sleeper armed, so the rings of its own kernel's nodes still wake it.
+            INT.getAndAdd(mem, node + N_DOORBELL, 1);
+            return;
+        }
         if (INT.compareAndSet(mem, node + N_ARMED, 1, 0)) {
             INT.getAndAdd(mem, node + N_DOORBELL, 1);
             doorbell.wake(mem.address() + node + N_DOORBELL, 1);

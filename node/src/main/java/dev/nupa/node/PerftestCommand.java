@@ -58,7 +58,7 @@ final class PerftestCommand implements Callable<Integer> {
     @Option(names = {"-t", "--tx-depth"}, paramLabel = "N", defaultValue = "128", description = "write-bw: WRITEs in flight (default: ${DEFAULT-VALUE}).")
     int txDepth;
 
-    @Option(names = {"-Q", "--cq-mod"}, paramLabel = "N", defaultValue = "100", description = "write-bw: a completion every N WRITEs (default: ${DEFAULT-VALUE}).")
+    @Option(names = {"-Q", "--cq-mod"}, paramLabel = "N", defaultValue = "100", description = "write-bw: a completion every N WRITEs, at most -t (default: ${DEFAULT-VALUE}).")
     int cqMod;
 
     @Option(names = "--psn", paramLabel = "PSN", description = "The first PSN this side sends, 0..0xFFFFFF (decimal or 0x hex; default: random, as perftest).")
@@ -207,37 +207,15 @@ final class PerftestCommand implements Callable<Integer> {
         CompletableFuture<Void> all = new CompletableFuture<>();
         Context context = vertx.getOrCreateContext();
         int[] next = {0};
-        PerftestCmChannel[] channel = new PerftestCmChannel[1];
+        // The QP a test armed for its data connection, and the promise that connection fulfils: a REQ while one is
+        // armed is that connection; any other is the next test's side channel (the last test may still be closing).
         QueuePair[] armed = new QueuePair[1];
         Promise<Void>[] dataUp = new Promise[1];
         CompletableFuture<Void> listening = new CompletableFuture<>();
         node.rdma().execute(ctx -> {
             RdmaCm cm = node.rdma().cm();
             cm.listen(port, req -> {
-                if (channel[0] == null && next[0] < list.size()) { // a test's side channel
-                    PerftestRun.Test t = list.get(next[0]++);
-                    PerftestCmChannel ch = new PerftestCmChannel(ctx, cm, node.link().datapath(), true, context);
-                    channel[0] = ch;
-                    dataUp[0] = Promise.promise();
-                    PerftestSession.DataConnector data = new PerftestSession.DataConnector() {
-                        @Override
-                        public void arm(QueuePair qp) {
-                            armed[0] = qp;
-                        }
-
-                        @Override
-                        public Future<Void> connect(QueuePair qp) {
-                            return dataUp[0].future();
-                        }
-                    };
-                    req.accept(ch.qp, new byte[0]); // the peer's first SEND may come before our RTU: the receive is posted
-                    context.runOnContext(v -> new PerftestSession(node, ch, data, t, true, this, System.out::println).run()
-                            .onComplete(ar -> node.rdma().execute(c -> {
-                                channel[0] = null;
-                                armed[0] = null;
-                                context.runOnContext(w -> served(t, ar, next[0] == list.size(), all));
-                            })));
-                } else if (channel[0] != null && armed[0] != null) { // its data connection
+                if (armed[0] != null) { // the running test's data connection
                     QueuePair qp = armed[0];
                     armed[0] = null;
                     Promise<Void> up = dataUp[0];
@@ -248,8 +226,37 @@ final class PerftestCommand implements Callable<Integer> {
                             up.tryComplete();
                         }
                     }));
+                } else if (next[0] < list.size()) { // the next test's side channel
+                    int index = next[0]++;
+                    PerftestRun.Test t = list.get(index);
+                    PerftestCmChannel ch = new PerftestCmChannel(ctx, cm, node.link().datapath(), true, context);
+                    Promise<Void> up = Promise.promise();
+                    QueuePair[] ours = new QueuePair[1];
+                    PerftestSession.DataConnector data = new PerftestSession.DataConnector() {
+                        @Override
+                        public void arm(QueuePair qp) {
+                            dataUp[0] = up;
+                            ours[0] = qp;
+                            armed[0] = qp; // on the datapath, where the listener reads it
+                        }
+
+                        @Override
+                        public Future<Void> connect(QueuePair qp) {
+                            return up.future();
+                        }
+                    };
+                    req.accept(ch.qp, new byte[0]); // the peer's first SEND may come before our RTU: the receive is posted
+                    context.runOnContext(v -> new PerftestSession(node, ch, data, t, true, this, System.out::println).run()
+                            .onComplete(ar -> {
+                                node.rdma().execute(c -> {
+                                    if (armed[0] == ours[0]) {
+                                        armed[0] = null; // a test that ended before its data connection came
+                                    }
+                                });
+                                served(t, ar, index == list.size() - 1, all);
+                            }));
                 } else {
-                    req.reject(new byte[0]); // perftest serves one client at a time
+                    req.reject(new byte[0]); // every test was served
                 }
             });
             listening.complete(null);

@@ -125,7 +125,7 @@ final class PerftestRun implements Datapath.Timer {
         this.size = size;
         this.iterations = iterations;
         this.txDepth = txDepth;
-        this.cqMod = cqMod;
+        this.cqMod = Math.min(cqMod, txDepth); // a completion at least once per window, or the window never moves
         this.psn = psn;
         this.datapath = datapath;
         this.half = (Math.max(size, cycle) + 63) & ~63L;
@@ -155,8 +155,8 @@ final class PerftestRun implements Datapath.Timer {
 
     /** RTR and RTS against the peer, with the attributes perftest gives its own QP. */
     void connect(PerftestWire.Dest peer, int pathMtu) {
-        if (peer.outReads() < 1 && !test.active(server)) {
-            throw new IllegalArgumentException("the perftest peer answers no READs or atomics (out_reads 0)");
+        if (peer.outReads() < 1 && test.active(server) && (test == Test.READ_LAT || test == Test.ATOMIC_LAT)) {
+            throw new IllegalArgumentException("the perftest peer answers no READs or atomics (out_reads 0): run it with -o N, N >= 1");
         }
         qp.modify(new QpAttr().qpState(QpState.RTR).destIp(peer.ipv4Address()).pathMtu(pathMtu).destQpNum(peer.qpn())
                         .rqPsn(peer.psn()).maxDestRdAtomic(OUT_READS).minRnrTimer(12),

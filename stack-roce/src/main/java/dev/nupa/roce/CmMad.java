@@ -244,7 +244,7 @@ final class CmMad {
 
     static int dreqQpn(MemorySegment m, long o) { return m.get(U32, o + DATA + 8) >>> 8; }
 
-    /** Nanoseconds of a CM time value: 4.096 us * 2^t (IBA 12.7.5), capped at 2^31 us. */
+    /** Nanoseconds of a CM time value (a 5-bit field): 4.096 us * 2^t (IBA 12.7.5). */
     static long timeoutNs(int t) {
         return 4096L << Math.min(t, 31);
     }

@@ -403,7 +403,15 @@ public final class RdmaCm implements AutoCloseable {
         s.state = REQ_RECEIVED;
         byComm.put(s.localComm, s);
         byPeerComm.put(key, s);
-        h.handle(s);
+        try {
+            h.handle(s);
+        } catch (RuntimeException e) {
+            // The listener failed on it: the peer hears a reject now rather than MRAs until it gives up.
+            if (s.state == REQ_RECEIVED) {
+                sendRej(s, CmMad.MSG_REQ, CmMad.REJECT_CONSUMER, new byte[0]);
+                forget(s);
+            }
+        }
     }
 
     private void onRep(Peer from, MemorySegment m, long o) {
@@ -444,7 +452,8 @@ public final class RdmaCm implements AutoCloseable {
             return; // IBA 12.6.10: a DREQ for another QP is not for this connection (Linux drops it too)
         }
         if (s != null) {
-            boolean hadQp = s.qp != null && !s.qp.destroyed && s.state != REQ_RECEIVED;
+            // Crossing DREQs: a QP its application disconnected itself is not reported again.
+            boolean hadQp = s.qp != null && !s.qp.destroyed && s.state != REQ_RECEIVED && s.state != DREQ_SENT;
             if (s.promise != null) {
                 s.promise.tryFail(new RdmaException(from + " disconnected before the connection was established"));
             }
