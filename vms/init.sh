@@ -1,6 +1,7 @@
 #!/bin/busybox sh
 # The guest's /init: mounts the kernel's file systems, finds the ivshmem device (vendor 1af4, device 1110),
-# enables it and reads the fabric through its BAR2 with fabric-peek, then powers off.
+# enables it and reads the fabric through its BAR2 with fabric-peek, runs what the kernel's command line asks
+# (nupa.KEY=VALUE: nupa, ip, route, ping, pingpong, rping, perftest; vms/guest.sh lists them), then powers off.
 /bin/busybox --install -s /bin
 mkdir -p /proc /sys /dev /tmp
 mount -t proc proc /proc
