@@ -111,10 +111,6 @@ final class RpingSession implements Datapath.Timer {
         }
     }
 
-    long pings() {
-        return pings;
-    }
-
     @Override
     public long poll(long now) {
         if (!running) {
