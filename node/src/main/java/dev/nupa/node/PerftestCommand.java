@@ -79,6 +79,9 @@ final class PerftestCommand implements Callable<Integer> {
     NodeOptions options;
 
     private int firstPsn;
+    /** Where the test under way stands, for the message when it does not end in time (the tests run one at a time). */
+    private volatile String stage = "starting the node";
+    private volatile String lastTry = "";
 
     @Override
     public Integer call() throws Exception {
@@ -134,6 +137,11 @@ final class PerftestCommand implements Callable<Integer> {
         return firstPsn;
     }
 
+    void stage(String s) {
+        stage = s;
+        lastTry = "";
+    }
+
     private int serve(Vertx vertx, NupaNode node, List<PerftestRun.Test> list) throws Exception {
         CompletableFuture<Void> all = new CompletableFuture<>();
         int[] next = {0};
@@ -150,6 +158,7 @@ final class PerftestCommand implements Callable<Integer> {
                 served(t, ar, next[0] == list.size(), all);
             });
         });
+        stage("waiting for perftest's client");
         server.listen(port, "0.0.0.0").await(10, TimeUnit.SECONDS);
         System.out.println("perftest: serving " + tests + " on " + Ipv4Address.toString(node.ip().address()) + " port " + port);
         System.out.flush();
@@ -163,17 +172,21 @@ final class PerftestCommand implements Callable<Integer> {
     }
 
     private int connect(Vertx vertx, NupaNode node, int peer, List<PerftestRun.Test> list) throws Exception {
-        return runClient(node, vertx.getOrCreateContext(), list, (t, deadline) -> dial(vertx, Ipv4Address.toString(peer), deadline)
-                .compose(sock -> new PerftestSession(node, new PerftestChannel(sock, false), null, t, false, this, System.out::println).run()));
+        return runClient(node, vertx.getOrCreateContext(), list, (t, deadline) -> {
+            stage(t.perftest + ": connecting to " + Ipv4Address.toString(peer) + " port " + port + " over TCP");
+            return dial(vertx, Ipv4Address.toString(peer), deadline)
+                    .compose(sock -> new PerftestSession(node, new PerftestChannel(sock, false), null, t, false, this, System.out::println).run());
+        });
     }
 
     /** A server's test has ended: the run fails with it, or goes on, or (the last) is over. */
-    private static void served(PerftestRun.Test t, io.vertx.core.AsyncResult<Void> ar, boolean last, CompletableFuture<Void> all) {
+    private void served(PerftestRun.Test t, io.vertx.core.AsyncResult<Void> ar, boolean last, CompletableFuture<Void> all) {
         if (ar.failed()) {
             all.completeExceptionally(ar.cause());
             return;
         }
         System.out.println(t.perftest + " server: done");
+        stage("waiting for the next test's client");
         if (last) {
             all.complete(null);
         }
@@ -212,6 +225,7 @@ final class PerftestCommand implements Callable<Integer> {
         QueuePair[] armed = new QueuePair[1];
         Promise<Void>[] dataUp = new Promise[1];
         CompletableFuture<Void> listening = new CompletableFuture<>();
+        stage("waiting for perftest's client");
         node.rdma().execute(ctx -> {
             RdmaCm cm = node.rdma().cm();
             cm.listen(port, req -> {
@@ -288,10 +302,12 @@ final class PerftestCommand implements Callable<Integer> {
                     // perftest's server listens for the data connection only once its answer has left: give it a moment,
                     // and try again while it refuses.
                     Promise<Void> p = Promise.promise();
+                    stage(t.perftest + ": connecting the test's QP through the CM");
                     vertx.setTimer(100, id -> cmConnect(node, context, peer, qp, deadline).onComplete(p));
                     return p.future();
                 }
             };
+            stage(t.perftest + ": connecting the side channel to " + Ipv4Address.toString(peer) + " port " + port + " through the CM");
             return openCmChannel(node, context, peer, deadline)
                     .compose(ch -> new PerftestSession(node, ch, data, t, false, this, System.out::println).run());
         });
@@ -306,6 +322,7 @@ final class PerftestCommand implements Callable<Integer> {
             if (System.nanoTime() > deadline) {
                 return Future.failedFuture(e);
             }
+            lastTry = "; the last try: " + e.getMessage();
             Promise<PerftestSideChannel> p = Promise.promise();
             node.vertx().setTimer(200, id -> openCmChannel(node, context, peer, deadline).onComplete(p));
             return p.future();
@@ -319,6 +336,7 @@ final class PerftestCommand implements Callable<Integer> {
             if (ar.succeeded()) {
                 p.complete();
             } else if (ar.cause().getMessage().contains("connection refused") && System.nanoTime() < deadline) {
+                lastTry = "; the last try: " + ar.cause().getMessage();
                 node.vertx().setTimer(100, id -> cmConnect(node, context, peer, qp, deadline).onComplete(p));
             } else {
                 p.fail(ar.cause());
@@ -341,11 +359,12 @@ final class PerftestCommand implements Callable<Integer> {
         });
     }
 
-    private static void await(CompletableFuture<Void> f, long seconds, String what) throws Exception {
+    private void await(CompletableFuture<Void> f, long seconds, String what) throws Exception {
         try {
             f.get(seconds, TimeUnit.SECONDS);
         } catch (TimeoutException e) {
-            throw new IllegalStateException(what + " did not end within " + seconds + " s: is the perftest peer running the same tests?");
+            throw new IllegalStateException(what + " did not end within " + seconds + " s (it was " + stage + lastTry
+                    + "): is the perftest peer up and running the same tests?");
         } catch (java.util.concurrent.ExecutionException e) {
             Throwable c = e.getCause();
             throw c instanceof Exception x ? x : new IllegalStateException(c);

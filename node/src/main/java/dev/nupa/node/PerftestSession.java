@@ -60,6 +60,7 @@ final class PerftestSession {
 
     /** Runs the test to its end; the future carries the failure, if any. The QP and region are given back either way. */
     Future<Void> run() {
+        cmd.stage(test.perftest + ": exchanging version, sizes and path MTU on the side channel");
         return ch.exchange(PerftestWire.version())
                 .compose(v -> {
                     PerftestWire.version(v);
@@ -84,6 +85,7 @@ final class PerftestSession {
                 })
                 .compose(dest -> {
                     localDest = dest;
+                    cmd.stage(test.perftest + ": exchanging QP details on the side channel");
                     return ch.rdmaCm() ? connectThroughCm() : firstHandshake().compose(v -> handshakes(test.handshakesBefore() - 1));
                 })
                 .compose(v -> loop())
@@ -108,7 +110,10 @@ final class PerftestSession {
     private Future<Void> connectThroughCm() {
         return handshakes(1)
                 .compose(v -> data.connect(run.qp))
-                .compose(v -> handshakes(1 + test.handshakesBefore()))
+                .compose(v -> {
+                    cmd.stage(test.perftest + ": exchanging QP details after the test's connection");
+                    return handshakes(1 + test.handshakesBefore());
+                })
                 .compose(v -> {
                     out.accept(String.format("%s %s over rdma_cm: peer vaddr 0x%x rkey 0x%08x; local qpn 0x%06x", test.perftest,
                             server ? "server" : "client", peer.vaddr(), peer.rkey(), run.qp.qpNum()));
@@ -148,12 +153,14 @@ final class PerftestSession {
 
     /** This side's loop; its result lines (empty for a side that only answers). */
     private Future<String> loop() {
+        cmd.stage(test.perftest + ": running its loop");
         Promise<String> done = Promise.promise();
         node.rdma().execute(ctx -> run.start(done));
         return onContext(done.future());
     }
 
     private Future<Void> end(String result) {
+        cmd.stage(test.perftest + ": ending it on the side channel");
         if (!result.isEmpty()) {
             out.accept(result);
         }

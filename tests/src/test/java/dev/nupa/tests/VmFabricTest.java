@@ -8,6 +8,7 @@ import dev.nupa.node.Main;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
@@ -241,7 +242,13 @@ class VmFabricTest {
             } else {
                 System.out.println("tshark is absent (apt-get install tshark): the run goes without the capture check");
             }
-            outcome.check(guest.output(), ours, captured ? pcap : null);
+            try {
+                outcome.check(guest.output(), ours, captured ? pcap : null);
+            } catch (AssertionError e) { // the guest's side of a failure, in the report itself
+                String[] lines = guest.output().split("\n");
+                String tail = String.join("\n", Arrays.copyOfRange(lines, Math.max(0, lines.length - 40), lines.length));
+                throw new AssertionError(e.getMessage() + "\nthe guest's console, its last 40 lines:\n" + tail, e);
+            }
             System.out.println("VmFabricTest: the fabric node's side:\n" + ours.output());
         } finally {
             if (capture != null) {
