@@ -313,7 +313,10 @@ final class PerftestCommand implements Callable<Integer> {
         });
     }
 
-    /** A side channel to the peer's port through the CM; again with a fresh QP every 200 ms while refused, until the deadline. */
+    /**
+     * A side channel to the peer's port through the CM; after a rejection other than a refusal, again with a fresh QP
+     * every 200 ms (the peer may still hold the last one), until the deadline.
+     */
     private Future<PerftestSideChannel> openCmChannel(NupaNode node, Context context, int peer, long deadline) {
         Promise<PerftestCmChannel> made = Promise.promise();
         node.rdma().execute(ctx -> made.complete(new PerftestCmChannel(ctx, node.rdma().cm(), node.link().datapath(), false, context)));
@@ -329,10 +332,10 @@ final class PerftestCommand implements Callable<Integer> {
         }));
     }
 
-    /** Connects {@code qp} to the peer's port through the CM, again every 100 ms while refused, until the deadline. */
+    /** Connects {@code qp} to the peer's port through the CM, its REQ resent while unanswered and again every 100 ms while refused, until the deadline. */
     private Future<Void> cmConnect(NupaNode node, Context context, int peer, QueuePair qp, long deadline) {
         Promise<Void> p = Promise.promise();
-        node.rdma().execute(ctx -> node.rdma().cm().connect(peer, port, qp, new byte[0]).onComplete(ar -> context.runOnContext(v -> {
+        node.rdma().execute(ctx -> node.rdma().cm().connect(peer, port, qp, new byte[0], deadline - System.nanoTime()).onComplete(ar -> context.runOnContext(v -> {
             if (ar.succeeded()) {
                 p.complete();
             } else if (ar.cause().getMessage().contains("connection refused") && System.nanoTime() < deadline) {

@@ -65,13 +65,13 @@ final class RpingCommand implements Callable<Integer> {
     NodeOptions options;
 
     /**
-     * Connects, and again every half second while refused or unanswered until {@code deadline}, each time with a
-     * fresh QP (a peer may still hold the last try's QP: a REQ from it would collide as a stale connection); on the
-     * datapath thread.
+     * Connects, its REQ resent while unanswered until {@code deadline}, and again every half second while refused,
+     * each time with a fresh QP (a peer may still hold the last try's QP: a REQ from it would collide as a stale
+     * connection); on the datapath thread.
      */
     private void connect(NupaNode node, RdmaCm cm, RpingSession[] session, int peer, long deadline, Promise<Long> done) {
         RpingSession s = session[0];
-        cm.connect(peer, port, s.qp, new byte[0]).onComplete(ar -> {
+        cm.connect(peer, port, s.qp, new byte[0], deadline - System.nanoTime()).onComplete(ar -> {
             if (ar.succeeded()) {
                 s.start(done);
             } else if (System.nanoTime() - deadline < 0) {

@@ -124,6 +124,7 @@ public final class RdmaCm implements AutoCloseable {
         Promise<Connection> promise;
         long deadline;
         int tries;
+        long giveUpAt; // a REQ is resent until then even past its count of resends
 
         Session(int localComm, Peer peer, int port) {
             this.localComm = localComm;
@@ -241,6 +242,16 @@ public final class RdmaCm implements AutoCloseable {
      * unknown address, refused (no listener), rejected, or timed out.
      */
     public Future<Connection> connect(int ipv4, int port, QueuePair qp, byte[] privateData) {
+        return connect(ipv4, port, qp, privateData, 0);
+    }
+
+    /**
+     * As {@link #connect(int, int, QueuePair, byte[])}, with the REQ resent for up to {@code waitNs} while nothing
+     * answers it (at least the CM's own count of resends): for a peer that is still starting. Trying again with a
+     * fresh REQ instead would race with the peer's answer to the last one: a REP that comes after we gave up finds no
+     * session, and the peer's application waits on it until its own resends run out.
+     */
+    public Future<Connection> connect(int ipv4, int port, QueuePair qp, byte[] privateData, long waitNs) {
         try {
             checkPort(port);
             checkQp(qp);
@@ -262,6 +273,7 @@ public final class RdmaCm implements AutoCloseable {
         s.promise = Promise.promise();
         s.state = REQ_SENT;
         s.tid = newTid();
+        s.giveUpAt = ctx.clock.getAsLong() + Math.max(0, waitNs);
         toInit(qp);
         byComm.put(s.localComm, s);
         byQp.put(qp, s);
@@ -598,7 +610,7 @@ public final class RdmaCm implements AutoCloseable {
                 continue;
             }
             if (now - s.deadline >= 0) {
-                if (++s.tries > resends(s)) {
+                if (++s.tries > resends(s) && (s.state != REQ_SENT || now - s.giveUpAt >= 0)) {
                     (expired == null ? expired = new ArrayList<>() : expired).add(s);
                     continue;
                 }
@@ -620,7 +632,7 @@ public final class RdmaCm implements AutoCloseable {
                 forget(s);
                 if (s.promise != null && s.state != DREQ_SENT) {
                     s.promise.tryFail(new RdmaException("connection to " + s.peer + " port " + s.port + " timed out: no "
-                            + (s.state == REQ_SENT ? "REP" : "RTU") + " after " + resends(s) + " resends"));
+                            + (s.state == REQ_SENT ? "REP" : "RTU") + " after " + (s.tries - 1) + " resends"));
                 }
             }
         }

@@ -143,6 +143,44 @@ class RdmaCmTest {
     }
 
     @Test
+    void aRequestGivenTimeIsResentPastItsCountUntilAPeerThatStartsLateAnswers() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            Side a = side(fx, 1, IP_A, d -> d);
+            Side b = side(fx, 2, IP_B, d -> d);
+            b.cm.close(); // node 2 is starting: no CM answers yet
+            QueuePair qa = a.qp();
+            Future<RdmaCm.Connection> f = a.cm.connect(IP_B, PORT, qa, new byte[0], 300 * MS);
+            for (int i = 0; i < 20; i++) {
+                fx.advance(5 * MS);
+            }
+            assertTrue(!f.isComplete(), "past the 5 resends of 10 ms, the REQ is still resent within its 300 ms");
+            RdmaCm late = RdmaCm.create(b.ctx, new NeighborDirectory(b.ctx.link().device())::lookup,
+                    RdmaCm.Options.defaults().withResend(10 * MS, 5));
+            AtomicReference<QueuePair> accepted = new AtomicReference<>();
+            late.listen(PORT, req -> {
+                accepted.set(b.qp());
+                req.accept(accepted.get(), new byte[0]);
+            });
+            RdmaCm.Connection c = await(fx, f);
+            assertEquals(accepted.get().qpNum(), c.peerQpn());
+            exchangeASend(fx, a, qa, b, accepted.get());
+
+            late.close(); // and one that never answers gives up once the time is spent, not before
+            Future<RdmaCm.Connection> g = a.cm.connect(IP_B, PORT, a.qp(), new byte[0], 300 * MS);
+            for (int i = 0; i < 50; i++) {
+                fx.advance(5 * MS);
+            }
+            assertTrue(!g.isComplete(), "within its 300 ms");
+            for (int i = 0; i < 40 && !g.isComplete(); i++) {
+                fx.advance(5 * MS);
+            }
+            assertTrue(g.failed());
+            var m = java.util.regex.Pattern.compile("timed out: no REP after (\\d+) resends").matcher(g.cause().getMessage());
+            assertTrue(m.find() && Integer.parseInt(m.group(1)) > 5, "resent past its count of 5: " + g.cause().getMessage());
+        }
+    }
+
+    @Test
     void aDisconnectMovesBothQpsToErrAndTellsThePeer() {
         try (RdmaFixture fx = new RdmaFixture()) {
             Side a = side(fx, 1, IP_A, d -> d);
