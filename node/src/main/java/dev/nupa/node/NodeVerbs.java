@@ -26,7 +26,7 @@ import dev.nupa.roce.ProtectionDomain;
 import dev.nupa.roce.QpInitAttr;
 import dev.nupa.roce.QpState;
 import dev.nupa.roce.QueuePair;
-import dev.nupa.roce.RdmaCm;
+import dev.nupa.roce.cm.RdmaCm;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.RdmaException;
 import dev.nupa.roce.RecvWorkRequest;

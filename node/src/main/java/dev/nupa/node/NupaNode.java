@@ -9,7 +9,7 @@ import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.PcapWriter;
-import dev.nupa.roce.RoceVerticle;
+import dev.nupa.roce.vertx.RoceVerticle;
 import dev.nupa.tcp.TcpLayer;
 import dev.nupa.transport.FabricStack;
 import dev.nupa.transport.NupaVertx;

@@ -10,7 +10,7 @@ import java.util.concurrent.TimeoutException;
 
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.roce.QueuePair;
-import dev.nupa.roce.RdmaCm;
+import dev.nupa.roce.cm.RdmaCm;
 import dev.nupa.roce.RdmaCounter;
 import io.vertx.core.Context;
 import io.vertx.core.Future;

@@ -8,7 +8,7 @@ import java.util.zip.CRC32;
 
 /**
  * RoCEv2 framing that more than one layer needs: the constants of {@code IPv4 | UDP 4791 | BTH | ... |
- * ICRC} and the Invariant CRC. The gateway (through {@code dev.nupa.roce.Icrc}) and the pcap writer
+ * ICRC} and the Invariant CRC. The gateway (through {@code dev.nupa.roce.wire.Icrc}) and the pcap writer
  * ({@link PcapWriter}, which shows fabric RDMA frames as RoCEv2) share this one implementation; it
  * lives here, below both, because imports point down only.
  *

@@ -12,7 +12,7 @@ import java.util.zip.CRC32;
 import org.junit.jupiter.api.Test;
 
 /**
- * The RoCEv2 ICRC ({@link RoceV2}) against packets that carry one. (dev.nupa.roce.Icrc delegates here;
+ * The RoCEv2 ICRC ({@link RoceV2}) against packets that carry one. (dev.nupa.roce.wire.Icrc delegates here;
  * its IcrcTest checks that it does.)
  *
  * <p>{@link #CNP_CONNECTX4} is a RoCEv2 congestion notification packet captured from a Mellanox

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Bytes;
 import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricWindow;
 import java.lang.foreign.MemorySegment;

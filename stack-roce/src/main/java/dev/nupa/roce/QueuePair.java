@@ -1,5 +1,7 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Icrc;
+import dev.nupa.roce.wire.Psn;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.device.Trace;
 import static dev.nupa.roce.QpAttrMask.*;
@@ -59,6 +61,16 @@ public final class QueuePair implements AutoCloseable {
 
     public int qpNum() {
         return qpn;
+    }
+
+    /** The context the QP belongs to (ibv_qp's context). */
+    public RdmaContext context() {
+        return ctx;
+    }
+
+    /** Whether {@code destroy} was called on it (or its context closed). */
+    public boolean isDestroyed() {
+        return destroyed;
     }
 
     public QpType type() {

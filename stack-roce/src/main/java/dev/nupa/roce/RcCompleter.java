@@ -1,5 +1,10 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Aeth;
+import dev.nupa.roce.wire.AtomicAckEth;
+import dev.nupa.roce.wire.Opcode;
+import dev.nupa.roce.wire.Psn;
+import dev.nupa.roce.wire.RocePacket;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 

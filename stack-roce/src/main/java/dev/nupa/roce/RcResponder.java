@@ -1,5 +1,16 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Aeth;
+import dev.nupa.roce.wire.AtomicAckEth;
+import dev.nupa.roce.wire.AtomicEth;
+import dev.nupa.roce.wire.Bth;
+import dev.nupa.roce.wire.Bytes;
+import dev.nupa.roce.wire.Deth;
+import dev.nupa.roce.wire.ImmDt;
+import dev.nupa.roce.wire.Opcode;
+import dev.nupa.roce.wire.Psn;
+import dev.nupa.roce.wire.Reth;
+import dev.nupa.roce.wire.RocePacket;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;

@@ -1,5 +1,9 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Icrc;
+import dev.nupa.roce.wire.Opcode;
+import dev.nupa.roce.wire.Psn;
+import dev.nupa.roce.wire.RocePacket;
 import dev.nupa.device.Trace;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
@@ -35,6 +39,10 @@ import java.util.function.LongSupplier;
 public final class RdmaContext implements AutoCloseable {
     public static final int DEFAULT_MAX_QPS = 1024;
     public static final int DEFAULT_MAX_MRS = 4096;
+    /** QP 1, the general services interface (IBA 10.2.4): the CM's datagrams go to and from it. */
+    public static final int GSI_QPN = 1;
+    /** READs and atomics a QP answers at once at most (ibv_device_attr's max_qp_rd_atom). */
+    public static final int MAX_QP_RD_ATOM = RcResponder.MAX_RD_ATOMIC;
 
     final Link link;
     final LongSupplier clock;
@@ -70,7 +78,7 @@ public final class RdmaContext implements AutoCloseable {
     final MemorySegment scratch8 = Arena.ofAuto().allocate(8, 8);
     final MemorySegment zeros = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
     private boolean closed;
-    private volatile RdmaCm cm; // attached from a deploying thread while the datapath may run
+    private volatile Gsi gsi; // attached from a deploying thread while the datapath may run
     /** Told of signaled posts and send completions; null (the default): nothing is called. */
     RdmaObserver observer;
 
@@ -359,8 +367,9 @@ public final class RdmaContext implements AutoCloseable {
             return;
         }
         int qpn = pkt.destQp();
-        if (qpn == RdmaCm.CM_QPN && cm != null && (pkt.flags() & Opcode.DETH) != 0) {
-            cm.onMessage(sourceNode, sourceIp, pkt);
+        Gsi g = gsi;
+        if (qpn == GSI_QPN && g != null && (pkt.flags() & Opcode.DETH) != 0) {
+            g.agent().onMessage(sourceNode, sourceIp, pkt);
             return;
         }
         QueuePair qp = qpn < qps.length ? qps[qpn] : null;
@@ -398,7 +407,8 @@ public final class RdmaContext implements AutoCloseable {
         if (ipTxPending) {
             flushIp();
         }
-        long next = cm == null ? Long.MAX_VALUE : cm.poll(now);
+        Gsi g = gsi;
+        long next = g == null ? Long.MAX_VALUE : g.agent().poll(now);
         QueuePair[] a = active;
         for (QueuePair qp : a) {
             next = Math.min(next, qp.poll(now));
@@ -501,12 +511,20 @@ public final class RdmaContext implements AutoCloseable {
         return counters.snapshot();
     }
 
-    /** Sets (or, with null, removes) the connection manager that takes QP 1's messages. */
-    void attach(RdmaCm manager) {
-        if (manager != null && cm != null) {
-            throw new RdmaException("node " + link.address() + " already has a connection manager; close it first");
+    /** Attaches the agent (the connection manager) that takes QP 1's messages; {@link Gsi#detach} removes it. */
+    public Gsi attachGsi(GsiAgent agent) {
+        if (gsi != null) {
+            throw new RdmaException("node " + link.address() + " already has a connection manager on QP 1; close it first");
         }
-        cm = manager;
+        Gsi g = new Gsi(this, agent);
+        gsi = g;
+        return g;
+    }
+
+    void detach(Gsi g) {
+        if (gsi == g) {
+            gsi = null;
+        }
     }
 
     private void checkPd(ProtectionDomain pd) {

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Psn;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Bytes;
 import java.lang.foreign.MemorySegment;
 
 /** Copies between a scatter/gather list (held in a queue's arrays) and a run of bytes, checking each region. */

@@ -1,29 +1,29 @@
 package dev.nupa.roce;
 
 /** Two nodes with one connected RC QP each and a 64 KiB window-backed region on each side. */
-final class RcPair implements AutoCloseable {
-    static final int ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC;
-    final RdmaFixture fx;
-    final RdmaContext a;
-    final RdmaContext b;
-    final ProtectionDomain pdA;
-    final ProtectionDomain pdB;
-    final CompletionQueue cqA;
-    final CompletionQueue cqB;
-    final QueuePair qa;
-    final QueuePair qb;
-    final MemoryRegion mrA;
-    final MemoryRegion mrB;
+public final class RcPair implements AutoCloseable {
+    public static final int ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC;
+    public final RdmaFixture fx;
+    public final RdmaContext a;
+    public final RdmaContext b;
+    public final ProtectionDomain pdA;
+    public final ProtectionDomain pdB;
+    public final CompletionQueue cqA;
+    public final CompletionQueue cqB;
+    public final QueuePair qa;
+    public final QueuePair qb;
+    public final MemoryRegion mrA;
+    public final MemoryRegion mrB;
 
-    RcPair(TransferMode mode, int mtu) {
+    public RcPair(TransferMode mode, int mtu) {
         this(new RdmaFixture(), mode, mtu);
     }
 
-    RcPair(RdmaFixture fx, TransferMode mode, int mtu) {
+    public RcPair(RdmaFixture fx, TransferMode mode, int mtu) {
         this(fx, mode, mtu, 7, 7);
     }
 
-    RcPair(RdmaFixture fx, TransferMode mode, int mtu, int retry, int rnrRetry) {
+    public RcPair(RdmaFixture fx, TransferMode mode, int mtu, int retry, int rnrRetry) {
         this.fx = fx;
         a = fx.node(1);
         b = fx.node(2);

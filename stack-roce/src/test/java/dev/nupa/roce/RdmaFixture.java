@@ -26,35 +26,35 @@ import java.util.function.UnaryOperator;
  * Verbs contexts on one shm fabric, driven in one thread on virtual time: {@link #pump} polls every
  * link and context until nothing moves, {@link #advance} moves the clock and runs the timers.
  */
-final class RdmaFixture implements AutoCloseable {
-    static final long MS = 1_000_000L;
-    final Path path = Path.of("/dev/shm/nupa-roce-test-" + UUID.randomUUID());
-    final Fabric fabric;
-    final List<RdmaContext> contexts = new ArrayList<>();
-    final List<Link> links = new ArrayList<>();
-    final List<FabricDevice> devices = new ArrayList<>();
+public final class RdmaFixture implements AutoCloseable {
+    public static final long MS = 1_000_000L;
+    public final Path path = Path.of("/dev/shm/nupa-roce-test-" + UUID.randomUUID());
+    public final Fabric fabric;
+    public final List<RdmaContext> contexts = new ArrayList<>();
+    public final List<Link> links = new ArrayList<>();
+    public final List<FabricDevice> devices = new ArrayList<>();
     private final List<Ipv4Stack> stacks = new ArrayList<>();
     private final Deque<AutoCloseable> open = new ArrayDeque<>();
-    long now = 1_000 * MS;
+    public long now = 1_000 * MS;
 
-    RdmaFixture() {
+    public RdmaFixture() {
         this(64);
     }
 
-    RdmaFixture(int slots) {
+    public RdmaFixture(int slots) {
         fabric = ShmFabric.create(path, new FabricGeometry(4, 1, slots, 9216, 64, 16L << 20, 10 * MS, 100 * MS, 10_000 * MS));
         open.push(fabric);
     }
 
-    RdmaContext node(int address) {
+    public RdmaContext node(int address) {
         return node(address, d -> d);
     }
 
-    RdmaContext node(int address, UnaryOperator<FabricDevice> wrap) {
+    public RdmaContext node(int address, UnaryOperator<FabricDevice> wrap) {
         return node(address, wrap, Link.DEFAULT_MTU);
     }
 
-    RdmaContext node(int address, UnaryOperator<FabricDevice> wrap, int mtu) {
+    public RdmaContext node(int address, UnaryOperator<FabricDevice> wrap, int mtu) {
         FabricDevice dev = wrap.apply(fabric.attach(address));
         open.push(dev);
         Link link = new Link(dev, mtu);
@@ -67,17 +67,17 @@ final class RdmaFixture implements AutoCloseable {
     }
 
     /** The IPv4 address {@link #ipNode} gives node {@code address}: 10.0.0.(address + 1). */
-    static int ip(int address) {
+    public static int ip(int address) {
         return Ipv4Address.of(10, 0, 0, address + 1);
     }
 
     /** A node with an IP layer (10.0.0.0/24) that its context speaks RoCEv2 through. */
-    RdmaContext ipNode(int address) {
+    public RdmaContext ipNode(int address) {
         return ipNode(address, Link.DEFAULT_MTU);
     }
 
     /** The same with a link MTU of its own. */
-    RdmaContext ipNode(int address, int mtu) {
+    public RdmaContext ipNode(int address, int mtu) {
         RdmaContext ctx = node(address, d -> d, mtu);
         Link link = links.get(links.size() - 1);
         NeighborDirectory nd = new NeighborDirectory(devices.get(devices.size() - 1));
@@ -89,12 +89,12 @@ final class RdmaFixture implements AutoCloseable {
     }
 
     /** The IP layer of the {@code i}th node made by {@link #ipNode}. */
-    Ipv4Stack stack(int i) {
+    public Ipv4Stack stack(int i) {
         return stacks.get(i);
     }
 
     /** Polls every node until a whole round finds nothing to do; returns the frames taken. */
-    int pump() {
+    public int pump() {
         int total = 0;
         for (int round = 0; round < 1_000_000; round++) {
             int n = 0;
@@ -111,13 +111,13 @@ final class RdmaFixture implements AutoCloseable {
     }
 
     /** Moves virtual time on, runs the timers, and pumps. */
-    void advance(long ns) {
+    public void advance(long ns) {
         now += ns;
         pump();
     }
 
     /** Pumps and advances time in {@code step} until {@code cq} holds {@code n} completions (or gives up). */
-    void await(CompletionQueue cq, int n, long step) {
+    public void await(CompletionQueue cq, int n, long step) {
         for (int i = 0; i < 100_000 && cq.size() < n; i++) {
             pump();
             if (cq.size() < n) {
@@ -128,15 +128,15 @@ final class RdmaFixture implements AutoCloseable {
     }
 
     /** An RC pair: qa on a, qb on b, connected and in RTS, each with every remote access. */
-    static void connect(QueuePair qa, QueuePair qb, int mtu) {
+    public static void connect(QueuePair qa, QueuePair qb, int mtu) {
         connect(qa, qb, mtu, 0x100, 0xFFFFF0);
     }
 
-    static void connect(QueuePair qa, QueuePair qb, int mtu, int psnA, int psnB) {
+    public static void connect(QueuePair qa, QueuePair qb, int mtu, int psnA, int psnB) {
         connect(qa, qb, mtu, psnA, psnB, 7, 7);
     }
 
-    static void connect(QueuePair qa, QueuePair qb, int mtu, int psnA, int psnB, int retry, int rnrRetry) {
+    public static void connect(QueuePair qa, QueuePair qb, int mtu, int psnA, int psnB, int retry, int rnrRetry) {
         int access = Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC;
         for (QueuePair q : List.of(qa, qb)) {
             q.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qpAccessFlags(access),
@@ -148,33 +148,33 @@ final class RdmaFixture implements AutoCloseable {
         rts(qb, psnB, 8, retry, rnrRetry);
     }
 
-    static void rtr(QueuePair q, QueuePair peer, int mtu, int peerPsn) {
+    public static void rtr(QueuePair q, QueuePair peer, int mtu, int peerPsn) {
         q.modify(new QpAttr().qpState(QpState.RTR).destNode(peer.ctx.node()).pathMtu(mtu).destQpNum(peer.qpNum())
                 .rqPsn(peerPsn).maxDestRdAtomic(4).minRnrTimer(1),
                 QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
                         | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
     }
 
-    static void rts(QueuePair q, int psn, int timeout, int retry, int rnrRetry) {
+    public static void rts(QueuePair q, int psn, int timeout, int retry, int rnrRetry) {
         q.modify(new QpAttr().qpState(QpState.RTS).sqPsn(psn).timeout(timeout).retryCnt(retry).rnrRetry(rnrRetry)
                 .maxRdAtomic(4), QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT
                 | QpAttrMask.RNR_RETRY | QpAttrMask.MAX_QP_RD_ATOMIC);
     }
 
-    static void fill(MemorySegment m, long seed) {
+    public static void fill(MemorySegment m, long seed) {
         java.util.Random r = new java.util.Random(seed);
         for (long i = 0; i < m.byteSize(); i++) {
             m.set(java.lang.foreign.ValueLayout.JAVA_BYTE, i, (byte) r.nextInt());
         }
     }
 
-    static WorkCompletion poll(CompletionQueue cq) {
+    public static WorkCompletion poll(CompletionQueue cq) {
         WorkCompletion wc = new WorkCompletion();
         assertTrue(cq.poll(wc), "a completion");
         return wc;
     }
 
-    static void assertStatus(int expected, WorkCompletion wc) {
+    public static void assertStatus(int expected, WorkCompletion wc) {
         assertEquals(WcStatus.name(expected), WcStatus.name(wc.status), wc.toString());
     }
 

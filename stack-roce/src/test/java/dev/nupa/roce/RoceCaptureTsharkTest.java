@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Opcode;
 import static dev.nupa.roce.RdmaFixture.assertStatus;
 import static dev.nupa.roce.RdmaFixture.fill;
 import static dev.nupa.roce.RdmaFixture.poll;

@@ -1,5 +1,8 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.wire.Bth;
+import dev.nupa.roce.wire.Icrc;
+import dev.nupa.roce.wire.Opcode;
 import static dev.nupa.roce.RdmaFixture.assertStatus;
 import static dev.nupa.roce.RdmaFixture.fill;
 import static dev.nupa.roce.RdmaFixture.poll;
