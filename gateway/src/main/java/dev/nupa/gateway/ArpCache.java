@@ -23,7 +23,7 @@ import java.lang.foreign.MemorySegment;
  * </ul>
  * Nothing here allocates after construction.
  */
-final class ArpCache {
+public final class ArpCache {
     /** How many datagrams may wait for one address (as Linux's unres_qlen, in datagrams). */
     static final int QUEUE_PER_ENTRY = 3;
     private static final byte FREE = 0;
@@ -65,7 +65,7 @@ final class ArpCache {
     /** Moves whenever an address becomes known, changes MAC or is forgotten: when {@link #known} would differ. */
     private long version;
 
-    ArpCache(int capacity, int pendingSlots, int slotBytes, long reachableNs, long retryNs, int retries) {
+    public ArpCache(int capacity, int pendingSlots, int slotBytes, long reachableNs, long retryNs, int retries) {
         if (capacity < 1 || pendingSlots < 1) {
             throw new IllegalArgumentException("ARP cache of " + capacity + " entries and " + pendingSlots
                     + " waiting datagrams: both must be at least 1");

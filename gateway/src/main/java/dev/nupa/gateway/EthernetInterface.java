@@ -4,9 +4,9 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.EnumMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import dev.nupa.ip.Checksum;
 import dev.nupa.ip.IpInterface;
@@ -167,7 +167,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
     }
 
     /** The watcher's call: frames wait on the TAP. {@code rearm} tells the watcher to watch again once they are read. */
-    void frameArrived(Runnable rearm) {
+    public void frameArrived(Runnable rearm) {
         this.rearm = rearm;
         watcherWaits = true;
         readable = true;

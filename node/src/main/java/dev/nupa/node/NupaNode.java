@@ -4,7 +4,7 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.TimeUnit;
 
-import dev.nupa.gateway.GatewayVerticle;
+import dev.nupa.gateway.vertx.GatewayVerticle;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.Link;
@@ -14,11 +14,11 @@ import dev.nupa.tcp.TcpLayer;
 import dev.nupa.transport.FabricStack;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
+import io.opentelemetry.api.OpenTelemetry;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
 import io.vertx.tracing.opentelemetry.OpenTelemetryTracingFactory;
-import io.opentelemetry.api.OpenTelemetry;
 
 /**
  * A node, assembled: a Vert.x instance whose event loop is the node's datapath (the Vert.x transport,

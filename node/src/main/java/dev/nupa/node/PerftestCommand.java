@@ -10,8 +10,8 @@ import java.util.concurrent.TimeoutException;
 
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.roce.QueuePair;
-import dev.nupa.roce.cm.RdmaCm;
 import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.cm.RdmaCm;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;

@@ -13,7 +13,6 @@ import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.ProtectionDomain;
 import dev.nupa.roce.QpInitAttr;
 import dev.nupa.roce.QueuePair;
-import dev.nupa.roce.cm.RdmaCm;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.RecvWorkRequest;
 import dev.nupa.roce.SendFlags;
@@ -23,6 +22,7 @@ import dev.nupa.roce.WcOpcode;
 import dev.nupa.roce.WcStatus;
 import dev.nupa.roce.WorkCompletion;
 import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.cm.RdmaCm;
 import io.vertx.core.Promise;
 
 /**

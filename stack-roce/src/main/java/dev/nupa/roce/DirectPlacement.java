@@ -1,8 +1,8 @@
 package dev.nupa.roce;
 
-import dev.nupa.roce.wire.Bytes;
 import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricWindow;
+import dev.nupa.roce.wire.Bytes;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;

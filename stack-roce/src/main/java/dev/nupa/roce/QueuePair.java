@@ -1,9 +1,9 @@
 package dev.nupa.roce;
 
+import dev.nupa.device.Trace;
+import dev.nupa.ip.Ipv4Address;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Psn;
-import dev.nupa.ip.Ipv4Address;
-import dev.nupa.device.Trace;
 import static dev.nupa.roce.QpAttrMask.*;
 
 /**

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.ip.Ipv4Address;
 import dev.nupa.roce.wire.AtomicEth;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.Bytes;
@@ -8,7 +9,6 @@ import dev.nupa.roce.wire.ImmDt;
 import dev.nupa.roce.wire.Opcode;
 import dev.nupa.roce.wire.Psn;
 import dev.nupa.roce.wire.Reth;
-import dev.nupa.ip.Ipv4Address;
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -1,19 +1,19 @@
 package dev.nupa.roce;
 
-import dev.nupa.roce.wire.Icrc;
-import dev.nupa.roce.wire.Opcode;
-import dev.nupa.roce.wire.Psn;
-import dev.nupa.roce.wire.RocePacket;
-import dev.nupa.device.Trace;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
-import dev.nupa.l2.EtherType;
-import dev.nupa.l2.Link;
-import dev.nupa.l2.LinkClaim;
+import dev.nupa.device.Trace;
 import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.UdpReceiver;
+import dev.nupa.l2.EtherType;
+import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkClaim;
+import dev.nupa.roce.wire.Icrc;
+import dev.nupa.roce.wire.Opcode;
+import dev.nupa.roce.wire.Psn;
+import dev.nupa.roce.wire.RocePacket;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;

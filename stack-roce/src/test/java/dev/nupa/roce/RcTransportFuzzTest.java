@@ -1,11 +1,11 @@
 package dev.nupa.roce;
 
-import dev.nupa.roce.wire.CmMad;
 import dev.nupa.roce.cm.RdmaCm;
 import dev.nupa.roce.wire.Aeth;
 import dev.nupa.roce.wire.AtomicAckEth;
 import dev.nupa.roce.wire.AtomicEth;
 import dev.nupa.roce.wire.Bth;
+import dev.nupa.roce.wire.CmMad;
 import dev.nupa.roce.wire.Deth;
 import dev.nupa.roce.wire.ImmDt;
 import dev.nupa.roce.wire.Opcode;

@@ -1,11 +1,11 @@
 package dev.nupa.roce.vertx;
 
-import dev.nupa.roce.RdmaContext;
-import dev.nupa.roce.cm.RdmaCm;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
+import dev.nupa.roce.RdmaContext;
+import dev.nupa.roce.cm.RdmaCm;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.Promise;

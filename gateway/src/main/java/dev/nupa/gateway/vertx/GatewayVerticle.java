@@ -1,7 +1,12 @@
-package dev.nupa.gateway;
+package dev.nupa.gateway.vertx;
 
 import dev.nupa.device.CounterTable;
 import dev.nupa.device.FabricWindow;
+import dev.nupa.gateway.ArpCache;
+import dev.nupa.gateway.EthernetInterface;
+import dev.nupa.gateway.GatewayConfig;
+import dev.nupa.gateway.GatewayCounter;
+import dev.nupa.gateway.Tap;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.Route;
