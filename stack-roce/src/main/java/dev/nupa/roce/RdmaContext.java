@@ -10,6 +10,7 @@ import dev.nupa.ip.UdpReceiver;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkClaim;
+import dev.nupa.roce.wire.Deth;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Opcode;
 import dev.nupa.roce.wire.Psn;
@@ -369,7 +370,7 @@ public final class RdmaContext implements AutoCloseable {
         int qpn = pkt.destQp();
         Gsi g = gsi;
         if (qpn == GSI_QPN && g != null && (pkt.flags() & Opcode.DETH) != 0) {
-            g.agent().onMessage(sourceNode, sourceIp, pkt);
+            g.agent().onMessage(sourceNode, sourceIp, Deth.qkey(pkt.segment(), pkt.deth()), pkt.segment(), pkt.payload(), pkt.payloadLength());
             return;
         }
         QueuePair qp = qpn < qps.length ? qps[qpn] : null;

@@ -15,7 +15,6 @@ import dev.nupa.roce.wire.CmMad;
 import dev.nupa.roce.wire.Deth;
 import dev.nupa.roce.wire.Opcode;
 import dev.nupa.roce.wire.Psn;
-import dev.nupa.roce.wire.RocePacket;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.Promise;
@@ -235,8 +234,8 @@ public final class RdmaCm implements AutoCloseable {
         RdmaCm cm = new RdmaCm(ctx, resolve, options);
         cm.gsi = ctx.attachGsi(new GsiAgent() {
             @Override
-            public void onMessage(int srcNode, int srcIp, RocePacket pkt) {
-                cm.onMessage(srcNode, srcIp, pkt);
+            public void onMessage(int srcNode, int srcIp, int qkey, MemorySegment m, long offset, int length) {
+                cm.onMessage(srcNode, srcIp, qkey, m, offset, length);
             }
 
             @Override
@@ -345,11 +344,9 @@ public final class RdmaCm implements AutoCloseable {
 
     // ---- receiving ------------------------------------------------------------------------
 
-    /** A UD SEND to QP 1 from fabric node {@code srcNode}, or (node -1) from IP peer {@code srcIp}. */
-    void onMessage(int srcNode, int srcIp, RocePacket pkt) {
-        MemorySegment m = pkt.segment();
-        long o = pkt.payload();
-        if (closed || Deth.qkey(m, pkt.deth()) != CmMad.GSI_QKEY || !CmMad.valid(m, o, pkt.payloadLength())) {
+    /** A UD SEND to QP 1 from fabric node {@code srcNode}, or (node -1) from IP peer {@code srcIp}: its payload at {@code o}. */
+    private void onMessage(int srcNode, int srcIp, int qkey, MemorySegment m, long o, int length) {
+        if (closed || qkey != CmMad.GSI_QKEY || !CmMad.valid(m, o, length)) {
             gsi.malformed();
             return;
         }

@@ -1,0 +1,6 @@
+/** IPv4, ICMP and UDP over the link layer. */
+module dev.nupa.ip {
+    requires transitive dev.nupa.l2;
+
+    exports dev.nupa.ip;
+}

@@ -1,0 +1,13 @@
+/**
+ * RDMA over the fabric and RoCEv2: the verbs and the transport behind them, the connection manager, the Vert.x and
+ * RxJava adapters. The wire formats are the module's own.
+ */
+module dev.nupa.roce {
+    requires transitive dev.nupa.ip;
+    requires transitive io.vertx.core;
+    requires transitive io.reactivex.rxjava3;
+
+    exports dev.nupa.roce;
+    exports dev.nupa.roce.cm;
+    exports dev.nupa.roce.vertx;
+}

@@ -1,0 +1,10 @@
+/** The stack as a Vert.x 5 transport: the event loop's IoHandler over a node's datapath, Netty channels over TCP and UDP. */
+module dev.nupa.transport {
+    requires transitive dev.nupa.tcp;
+    requires transitive io.vertx.core;
+    requires transitive io.netty.transport;
+    requires transitive io.netty.buffer;
+    requires transitive io.netty.common;
+
+    exports dev.nupa.transport;
+}
