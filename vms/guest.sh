@@ -5,14 +5,18 @@
 #   vms/guest.sh build DIR [--java]   kernel and initramfs into DIR (kept: a second build reuses the kernel);
 #                                     --java: also a second initramfs with a trimmed Java runtime (jlink) and the
 #                                     node's jars from node/target (./nupa build first), for `run --java`
-#   vms/guest.sh many DIR FABRIC N [run's options and KEY=VALUE ...]
+#   vms/guest.sh many DIR FABRIC N [--doorbells] [run's options and KEY=VALUE ...]
 #                                     boots N guests at once, each line of their consoles prefixed "guestK: ";
 #                                     GUEST in a KEY=VALUE stands for K (0..N-1), K:KEY=VALUE is guest K's alone,
-#                                     and each NIC gets its own MAC;
+#                                     and each NIC gets its own MAC; --doorbells: an ivshmem server for their
+#                                     run --doorbell while they run;
 #                                     returns when all have powered off, non-zero if one failed
-#   vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [KEY=VALUE ...]
+#   vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [--doorbell SOCKET] [KEY=VALUE ...]
 #                                     boots one guest whose ivshmem-plain device is backed by the fabric file
 #                                     FABRIC, prints the guest's console, and returns when the guest powers off.
+#                                     --doorbell: an ivshmem-doorbell device instead, from the ivshmem server on
+#                                     SOCKET, on a q35 machine with an IOMMU, bound to vfio-pci in the guest
+#                                     (nupa's --device vfio:BDF: interrupts between guests);
 #                                     --bridge: a virtio-net NIC whose TAP joins bridge BR (in this namespace);
 #                                     KEY=VALUE pairs reach the guest's /init as nupa.KEY=VALUE on the kernel's
 #                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST, and
@@ -20,13 +24,17 @@
 #                                     perftest=RUN;RUN... (perftest's ib_* tools over Soft-RoCE) and
 #                                     rping=ARG,ARG... (rdma_cm's rping), nupa=ARG,ARG... (the nupa command, with
 #                                     --java; vms/init.sh). --java: the Java initramfs too, and 1 GiB of memory
+#   vms/guest.sh server DIR SOCKET FABRIC
+#                                     the ivshmem server (vms/ivshmem-server.c, built into DIR): hands FABRIC and
+#                                     an eventfd a guest to each ivshmem-doorbell device that connects to SOCKET
 #
 # Needs qemu-system-x86, busybox-static, cpio, gcc and apt-get download (Debian bookworm).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # The guest's network: virtio over PCI (the kernel has neither built in); Linux Soft-RoCE, with the CRC-32
 # the ICRC needs (its crypto driver is asked for by name, not a module dependency); rdma_cm's user access.
-MODULES="virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm"
+# VFIO for an ivshmem-doorbell device (run --doorbell).
+MODULES="virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm vfio_iommu_type1 vfio_pci"
 # RDMA's user side, where the host has it (apt-get install ibverbs-utils ibverbs-providers iproute2).
 RDMA_BINARIES="/usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/bin/rdma"
 RDMA_PROVIDER=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so
@@ -59,6 +67,7 @@ build() {
   file "$root/bin/busybox" 2>/dev/null | grep -q "statically linked" || [ ! -x /usr/bin/file ] \
     || die "busybox is not statically linked: apt-get install busybox-static"
   gcc -O2 -static -o "$root/bin/fabric-peek" "$here/fabric-peek.c"
+  gcc -O2 -o "$dir/ivshmem-server" "$here/ivshmem-server.c"
   # The modules the guest loads, with what they depend on, in load order (read from each .ko's .modinfo: no kmod).
   mkdir -p "$root/lib/modules"
   python3 - "$dir/modules" "$root/lib/modules" $MODULES <<'PY'
@@ -150,11 +159,12 @@ build_java() {
 run() {
   local dir=$1 fabric=$2
   shift 2
-  local nic=(-nic none) args="" bridge="" initrd="$dir/initramfs.cpio.gz" memory=256 mac=52:54:00:12:34:56
+  local nic=(-nic none) args="" bridge="" initrd="$dir/initramfs.cpio.gz" memory=256 mac=52:54:00:12:34:56 doorbell=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --bridge) bridge=$2; shift 2 ;;
       --mac) mac=$2; shift 2 ;;
+      --doorbell) doorbell=$2; shift 2 ;;
       --java)
         [ -f "$dir/initrd-java.cpio.gz" ] || die "no Java in $dir: vms/guest.sh build $dir --java first"
         initrd="$dir/initrd-java.cpio.gz"; memory=1024; shift ;;
@@ -178,17 +188,43 @@ run() {
   size=$(stat -c %s "$fabric")
   size=$(python3 -c "import sys; n = int(sys.argv[1]); print(n if n & (n - 1) == 0 else 1 << n.bit_length())" "$size")
   truncate -s "$size" "$fabric"
-  timeout "${GUEST_TIMEOUT:-120}" qemu-system-x86_64 -accel tcg -cpu max -m "$memory" -smp 1 -nographic -no-reboot "${nic[@]}" \
-    -kernel "$dir/vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet loglevel=3$args" \
-    -object "memory-backend-file,id=fabric,mem-path=$fabric,size=$size,share=on" \
-    -device ivshmem-plain,memdev=fabric
+  local machine=(-machine pc) ivshmem=(-object "memory-backend-file,id=fabric,mem-path=$fabric,size=$size,share=on"
+    -device ivshmem-plain,memdev=fabric,addr=04.0)
+  if [ -n "$doorbell" ]; then
+    # VFIO needs an IOMMU: q35's intel-iommu (first, before the devices it translates), without interrupt
+    # remapping (the guest loads vfio_iommu_type1 with allow_unsafe_interrupts). The server hands QEMU the file.
+    [ -S "$doorbell" ] || die "no ivshmem server at $doorbell (vms/guest.sh server DIR SOCKET FABRIC)"
+    machine=(-machine q35 -device intel-iommu)
+    ivshmem=(-chardev "socket,path=$doorbell,id=ivs" -device ivshmem-doorbell,chardev=ivs,vectors=1,addr=04.0)
+    args="$args intel_iommu=on nupa.vfio=1"
+  fi
+  timeout "${GUEST_TIMEOUT:-120}" qemu-system-x86_64 -accel tcg -cpu max "${machine[@]}" -m "$memory" -smp 1 -nographic -no-reboot \
+    "${nic[@]}" -kernel "$dir/vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet loglevel=3$args" "${ivshmem[@]}"
+}
+
+server() {
+  local dir=$1 socket=$2 fabric=$3
+  [ -x "$dir/ivshmem-server" ] || die "no ivshmem server in $dir: vms/guest.sh build $dir first"
+  [ -f "$fabric" ] || die "no fabric file $fabric"
+  exec "$dir/ivshmem-server" "$socket" "$fabric"
 }
 
 many() {
-  local dir=$1 fabric=$2 n=$3 k status=0
+  local dir=$1 fabric=$2 n=$3 k status=0 server_pid=""
   shift 3
   [ "$n" -ge 1 ] 2>/dev/null || die "many: N must be a number of guests, 1 or more"
-  local pids=()
+  local pids=() extra=()
+  if [ "${1:-}" = --doorbells ]; then
+    shift
+    [ -x "$dir/ivshmem-server" ] || die "no ivshmem server in $dir: vms/guest.sh build $dir first"
+    local socket
+    socket=$(mktemp -u "${TMPDIR:-/tmp}/nupa-ivshmem-XXXXXX")
+    "$dir/ivshmem-server" "$socket" "$fabric" &
+    server_pid=$!
+    for ((k = 0; k < 50; k++)); do [ -S "$socket" ] && break; sleep 0.1; done
+    [ -S "$socket" ] || { kill "$server_pid" 2>/dev/null; die "the ivshmem server did not come up on $socket"; }
+    extra=(--doorbell "$socket")
+  fi
   for ((k = 0; k < n; k++)); do
     local a=() x
     for x in "$@"; do
@@ -198,16 +234,20 @@ many() {
         a+=("${x//GUEST/$k}")
       fi
     done
-    (set -o pipefail; run "$dir" "$fabric" --mac "$(printf '52:54:00:4e:50:%02x' "$k")" "${a[@]}" 2>&1 | sed -u "s/^/guest$k: /") &
+    (set -o pipefail; run "$dir" "$fabric" --mac "$(printf '52:54:00:4e:50:%02x' "$k")" "${extra[@]}" "${a[@]}" 2>&1 \
+      | sed -u "s/^/guest$k: /") &
     pids+=($!)
   done
   for k in "${pids[@]}"; do wait "$k" || status=1; done
+  [ -z "$server_pid" ] || { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
   return $status
 }
 
 case "${1:-}" in
   build) [ $# -eq 2 ] || [ $# -eq 3 ] && [ "${3:---java}" = --java ] || die "usage: vms/guest.sh build DIR [--java]"; build "$2" "${3:-}" ;;
-  run) [ $# -ge 3 ] || die "usage: vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [KEY=VALUE ...]"; shift; run "$@" ;;
-  many) [ $# -ge 4 ] || die "usage: vms/guest.sh many DIR FABRIC N [run's options] [KEY=VALUE ...]"; shift; many "$@" ;;
-  *) die "usage: vms/guest.sh build DIR [--java] | run DIR FABRIC ... | many DIR FABRIC N ..." ;;
+  run) [ $# -ge 3 ] || die "usage: vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [--doorbell SOCKET] [KEY=VALUE ...]"
+    shift; run "$@" ;;
+  many) [ $# -ge 4 ] || die "usage: vms/guest.sh many DIR FABRIC N [--doorbells] [run's options] [KEY=VALUE ...]"; shift; many "$@" ;;
+  server) [ $# -eq 4 ] || die "usage: vms/guest.sh server DIR SOCKET FABRIC"; shift; server "$@" ;;
+  *) die "usage: vms/guest.sh build DIR [--java] | run DIR FABRIC ... | many DIR FABRIC N ... | server DIR SOCKET FABRIC" ;;
 esac

@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # The guest's /init: mounts the kernel's file systems, finds the ivshmem device (vendor 1af4, device 1110),
 # enables it and reads the fabric through its BAR2 with fabric-peek, runs what the kernel's command line asks
-# (nupa.KEY=VALUE: nupa, ip, route, ping, pingpong, rping, perftest; vms/guest.sh lists them), then powers off.
+# (nupa.KEY=VALUE: nupa, vfio, ip, route, ping, pingpong, rping, perftest; vms/guest.sh lists them), then powers off.
 /bin/busybox --install -s /bin
 mkdir -p /proc /sys /dev /tmp
 mount -t proc proc /proc
@@ -9,7 +9,11 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 echo "nupa-guest: up, kernel $(uname -r)"
 ip link set lo up
-for m in $(cat /lib/modules/order); do insmod "/lib/modules/$m.ko" || echo "nupa-guest: insmod $m failed"; done
+# vfio_iommu_type1 without interrupt remapping (QEMU's intel-iommu here has none) needs allow_unsafe_interrupts.
+for m in $(cat /lib/modules/order); do
+  opt=""; [ "$m" = vfio_iommu_type1 ] && opt=allow_unsafe_interrupts=1
+  insmod "/lib/modules/$m.ko" $opt || echo "nupa-guest: insmod $m failed"
+done
 arg() { tr ' ' '\n' < /proc/cmdline | sed -n "s/^nupa\.$1=//p"; }
 found=0
 for d in /sys/bus/pci/devices/*; do
@@ -19,6 +23,16 @@ for d in /sys/bus/pci/devices/*; do
     bdf=$(basename "$d")
     echo "nupa-guest: ivshmem at $bdf"
     /bin/fabric-peek "$d/resource2"
+    # An ivshmem-doorbell device (run --doorbell) goes to vfio-pci, for nupa's --device vfio:BDF.
+    if [ "$(arg vfio)" = 1 ]; then
+      echo vfio-pci > "$d/driver_override"
+      echo "$bdf" > /sys/bus/pci/drivers_probe
+      if [ -e "$d/iommu_group" ] && [ "$(basename "$(readlink "$d/driver")")" = vfio-pci ]; then
+        echo "nupa-guest: $bdf on vfio-pci, IOMMU group $(basename "$(readlink "$d/iommu_group")")"
+      else
+        echo "nupa-guest: $bdf could not be bound to vfio-pci"
+      fi
+    fi
   fi
 done
 [ "$found" = 1 ] || echo "nupa-guest: no ivshmem device"

@@ -38,13 +38,20 @@ public final class Fabric implements AutoCloseable {
 
     /** True where the fabric is a device's memory (a PCI BAR) rather than a file: its doorbells are polled ({@link Doorbell}). */
     final boolean polled;
+    /** The ivshmem-doorbell device whose BAR this is, driven through VFIO (interrupts), or null. */
+    final VfioDevice vfio;
 
     Fabric(MemorySegment mem, Arena arena, String name, boolean writable) {
-        this(mem, arena, name, writable, false);
+        this(mem, arena, name, writable, false, null);
     }
 
     Fabric(MemorySegment mem, Arena arena, String name, boolean writable, boolean polled) {
+        this(mem, arena, name, writable, polled, null);
+    }
+
+    Fabric(MemorySegment mem, Arena arena, String name, boolean writable, boolean polled, VfioDevice vfio) {
         this.polled = polled;
+        this.vfio = vfio;
         this.mem = mem;
         this.arena = arena;
         this.name = name;
@@ -69,6 +76,13 @@ public final class Fabric implements AutoCloseable {
     /** Whether this fabric is a PCI BAR whose doorbells are polled, not a file whose doorbells are futexes. */
     public boolean polled() {
         return polled;
+    }
+
+    /** How this mapping's nodes sleep and are woken: a futex, polling, or ivshmem-doorbell interrupts (with the peer ID). */
+    public String doorbells() {
+        return !polled ? "futex" : vfio == null ? "polled every " + Doorbell.POLL_NS / 1000 + " us"
+                : "MSI-X interrupts of " + vfio.bdf() + " through VFIO (ivshmem peer " + vfio.peerId() + "), and a look every "
+                + Doorbell.POLL_NS / 1000 + " us";
     }
 
     public long createdMillis() {
@@ -446,7 +460,8 @@ public final class Fabric implements AutoCloseable {
         long n = nodeOffset(address);
         return new FabricCounters(c(n + N_FRAMES_SENT), c(n + N_BYTES_SENT), c(n + N_BACK_PRESSURED), c(n + N_PEER_DOWN),
                 c(n + N_LATE_DROPS), c(n + N_FRAMES_RECEIVED), c(n + N_BYTES_RECEIVED), c(n + N_STALL_SKIPS),
-                c(n + N_WAKEUPS), c(n + N_DISCARDED), c(n + N_HANDLER_ERRORS), c(n + N_CORRUPT));
+                c(n + N_WAKEUPS), c(n + N_DISCARDED), c(n + N_HANDLER_ERRORS), c(n + N_CORRUPT), c(n + N_INTERRUPTS_SENT),
+                c(n + N_INTERRUPTS_RECEIVED));
     }
 
     private long c(long offset) {
@@ -497,6 +512,9 @@ public final class Fabric implements AutoCloseable {
     public void close() {
         if (arena != null) {
             arena.close();
+        }
+        if (vfio != null) {
+            vfio.close();
         }
     }
 }

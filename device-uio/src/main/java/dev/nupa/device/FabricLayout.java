@@ -55,11 +55,14 @@ public final class FabricLayout {
     public static final long N_HEARTBEAT = 64;
     public static final long N_ARMED = 128;
     public static final long N_DOORBELL = 132;
+    /** u32: the node's ivshmem peer ID + 1 where it sleeps on an ivshmem-doorbell interrupt (VFIO), else 0. */
+    public static final long N_IVSHMEM_PEER = 136;
     public static final long N_FRAMES_SENT = 192;
     public static final long N_BYTES_SENT = 200;
     public static final long N_BACK_PRESSURED = 208;
     public static final long N_PEER_DOWN = 216;
     public static final long N_LATE_DROPS = 224;
+    public static final long N_INTERRUPTS_SENT = 232;
     public static final long N_FRAMES_RECEIVED = 256;
     public static final long N_BYTES_RECEIVED = 264;
     public static final long N_STALL_SKIPS = 272;
@@ -67,6 +70,7 @@ public final class FabricLayout {
     public static final long N_DISCARDED = 288;
     public static final long N_HANDLER_ERRORS = 296;
     public static final long N_CORRUPT = 304;
+    public static final long N_INTERRUPTS_RECEIVED = 312;
     public static final long N_ATTR_VERSION = 320;
     public static final long N_ATTRS = 328;
     public static final int ATTR_BYTES = NODE_BYTES - (int) N_ATTRS;

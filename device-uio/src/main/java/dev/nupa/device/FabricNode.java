@@ -31,7 +31,7 @@ public final class FabricNode implements FabricDevice {
 
     FabricNode(Fabric fabric, int address, int generation) {
         this.fabric = fabric;
-        this.doorbell = new Doorbell(fabric.polled);
+        this.doorbell = new Doorbell(fabric.polled, fabric.vfio);
         this.mem = fabric.mem;
         this.address = address;
         this.generation = generation;
@@ -46,6 +46,7 @@ public final class FabricNode implements FabricDevice {
         mem.set(ValueLayout.JAVA_LONG, self + N_JOINED_MILLIS, System.currentTimeMillis());
         mem.asSlice(self + N_FRAMES_SENT, N_ATTRS - N_FRAMES_SENT).fill((byte) 0);
         INT.setRelease(mem, self + N_ARMED, 0);
+        INT.setRelease(mem, self + N_IVSHMEM_PEER, fabric.vfio != null ? fabric.vfio.peerId() + 1 : 0);
         long discarded = 0;
         this.in = new Ring[ringsPerNode];
         for (int r = 0; r < ringsPerNode; r++) {
@@ -284,7 +285,9 @@ public final class FabricNode implements FabricDevice {
             claimPending |= r.checkStall(now); // a stalled claim at the head is noticed even while idle
         }
         long wait = claimPending ? Math.min(timeoutNs, fabric.geometry.stallTimeoutNs() / 4 + 1) : timeoutNs;
-        doorbell.await(mem.address() + self + N_DOORBELL, seen, wait);
+        if (doorbell.await(mem.address() + self + N_DOORBELL, seen, wait)) {
+            LONG.setOpaque(mem, self + N_INTERRUPTS_RECEIVED, (long) LONG.getOpaque(mem, self + N_INTERRUPTS_RECEIVED) + 1);
+        }
         INT.setVolatile(mem, self + N_ARMED, 0);
         boolean ready = anyReady();
         if (ready) {
@@ -296,6 +299,21 @@ public final class FabricNode implements FabricDevice {
     /** Rings the doorbell of the node at {@code node} if it sleeps armed: one wake per sleep, however many ring. */
     private void ring(long node) {
         if (doorbell.polled()) {
+            VfioDevice vfio = doorbell.vfio();
+            int peer = vfio != null ? (int) INT.getVolatile(mem, node + N_IVSHMEM_PEER) : 0;
+            if (peer != 0) {
+                // Both ends are ivshmem-doorbell devices: one interrupt a sleep, as a futex wake is.
+                if (INT.compareAndSet(mem, node + N_ARMED, 1, 0)) {
+                    INT.getAndAdd(mem, node + N_DOORBELL, 1);
+                    if (node == self) {
+                        vfio.wakeSelf();
+                    } else {
+                        vfio.ring(peer - 1);
+                        LONG.getAndAdd(mem, self + N_INTERRUPTS_SENT, 1L);
+                    }
+                }
+                return;
+            }
             // No wake can cross from a BAR: leave the sleeper armed, so the rings of its own kernel's nodes still wake it.
             INT.getAndAdd(mem, node + N_DOORBELL, 1);
             return;
@@ -472,6 +490,10 @@ public final class FabricNode implements FabricDevice {
             // Wake our own sleepers first; once reclaimed, the doorbell may belong to the next holder.
             INT.getAndAdd(mem, self + N_DOORBELL, 1);
             doorbell.wake(mem.address() + self + N_DOORBELL, Integer.MAX_VALUE);
+            if (doorbell.vfio() != null) {
+                INT.setRelease(mem, self + N_IVSHMEM_PEER, 0); // our device's ID may go to another guest
+                doorbell.vfio().wakeSelf();
+            }
             fabric.reclaim(address, Fabric.word(STATE_UP, generation));
         }
         if (closeFabric) {

@@ -35,6 +35,15 @@ public final class ShmFabric {
         return Path.of("/sys/bus/pci/devices", bdf.toLowerCase(java.util.Locale.ROOT), "resource2");
     }
 
+    /**
+     * An ivshmem-doorbell device at PCI address {@code bdf}, bound to vfio-pci: its BAR2 mapped through VFIO, its
+     * Doorbell register and MSI-X interrupts as the nodes' doorbells ({@link VfioDevice}). Named by the device's sysfs
+     * directory.
+     */
+    public static Path vfioDevice(String bdf) {
+        return pciBar(bdf).getParent();
+    }
+
     /** Whether {@code path} is a device's memory in sysfs (a PCI BAR), whose doorbells are polled, not a file. */
     public static boolean isDevice(Path path) {
         return path.toAbsolutePath().startsWith("/sys/");
@@ -143,6 +152,20 @@ public final class ShmFabric {
         }
     }
 
+    private static Fabric mapVfio(Path dir) {
+        VfioDevice vfio = VfioDevice.open(dir);
+        try {
+            if (vfio.bar2().get(ValueLayout.JAVA_LONG, FabricLayout.H_MAGIC) == 0) {
+                throw new FabricException("the memory of ivshmem device " + vfio.bdf() + " holds no fabric: create it on the host"
+                        + " (nupa fabric create) before the ivshmem server hands it to QEMU");
+            }
+            return new Fabric(vfio.bar2(), null, "vfio:" + vfio.bdf(), true, true, vfio);
+        } catch (RuntimeException e) {
+            vfio.close();
+            throw e;
+        }
+    }
+
     private static boolean isZero(MemorySegment mem, long bytes) {
         for (long i = 0; i < bytes; i += 8) {
             if (mem.get(ValueLayout.JAVA_LONG, i) != 0) {
@@ -153,6 +176,9 @@ public final class ShmFabric {
     }
 
     private static Fabric map(Path path, boolean writable) {
+        if (isDevice(path) && Files.isDirectory(path)) {
+            return mapVfio(path);
+        }
         boolean device = isDevice(path);
         if (device) {
             enable(path);

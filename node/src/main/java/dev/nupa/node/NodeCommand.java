@@ -9,6 +9,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import dev.nupa.device.FabricNode;
 import dev.nupa.gateway.GatewayConfig;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.IpCounter;
@@ -222,6 +223,8 @@ final class NodeCommand implements Callable<Integer> {
                     .listen(tcpEcho, "0.0.0.0").await(5, TimeUnit.SECONDS);
         }
         System.out.println("nupa node: " + node + " on " + config.fabric()
+                + (node.link().device() instanceof FabricNode fn && fn.fabric().polled() ? " (doorbells: " + fn.fabric().doorbells() + ")"
+                        : "")
                 + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")
                 + (tcpEcho != null ? ", TCP echo on port " + tcpEcho + " (" + sockets.describe(echoConfig) + ")" : "")
                 + (gateway != null ? ", gateway to " + node.gateway().iface() + (gateway.queues() > 1 ? " (" + gateway.queues()
@@ -332,6 +335,11 @@ final class NodeCommand implements Callable<Integer> {
             }
         });
         System.out.println(sb);
+        if (node.link().device() instanceof FabricNode fn) {
+            var f = fn.counters();
+            System.out.println("nupa node: fabric frames out=" + f.framesSent() + " in=" + f.framesReceived() + " wakeups=" + f.wakeups()
+                    + " interrupts out=" + f.interruptsSent() + " in=" + f.interruptsReceived());
+        }
         StringBuilder t = new StringBuilder("nupa node: tcp connections open=" + node.tcp().connections() + " "
                 + node.tcp().states() + "; counters:");
         node.tcp().counters().forEach((k, v) -> {

@@ -20,9 +20,10 @@ final class NodeOptions {
             description = "Fabric file; created if missing (default: ${DEFAULT-VALUE}).")
     Path fabric;
 
-    @Option(names = "--device", paramLabel = "shm:PATH|pci:BDF",
-            description = "The fabric's device: shm:PATH, a shared-memory file (as --fabric), or pci:BDF, an ivshmem device's BAR2 inside a"
-                    + " QEMU guest (as pci:0000:00:04.0; through sysfs, doorbells polled) backed by the host's fabric file.")
+    @Option(names = "--device", paramLabel = "shm:PATH|pci:BDF|vfio:BDF",
+            description = "The fabric's device: shm:PATH, a shared-memory file (as --fabric); pci:BDF, an ivshmem device's BAR2 inside a"
+                    + " QEMU guest (as pci:0000:00:04.0; through sysfs, doorbells polled) backed by the host's fabric file; or vfio:BDF,"
+                    + " an ivshmem-doorbell device bound to vfio-pci (BAR2 through VFIO, doorbells as MSI-X interrupts between guests).")
     String device;
 
     @Option(names = "--address", paramLabel = "N", defaultValue = "-1",
@@ -80,12 +81,14 @@ final class NodeOptions {
         if (device.startsWith("pci:")) {
             return ShmFabric.pciBar(device.substring(4));
         }
-        if (device.startsWith("uio:") || device.startsWith("vfio:")) {
-            throw new IllegalArgumentException("--device " + device + ": " + (device.startsWith("uio:")
-                    ? "uio_pci_generic does not export ivshmem's BAR2 (a 64-bit BAR); give pci:BDF, which maps it through sysfs"
-                    : "the vfio backend (ivshmem-doorbell with MSI-X) is not built yet; give pci:BDF (polled doorbells)"));
+        if (device.startsWith("vfio:")) {
+            return ShmFabric.vfioDevice(device.substring(5));
         }
-        throw new IllegalArgumentException("--device is shm:PATH or pci:BDF, not " + device);
+        if (device.startsWith("uio:")) {
+            throw new IllegalArgumentException("--device " + device + ": uio_pci_generic does not export ivshmem's BAR2 (a 64-bit BAR);"
+                    + " give pci:BDF, which maps it through sysfs, or vfio:BDF");
+        }
+        throw new IllegalArgumentException("--device is shm:PATH, pci:BDF or vfio:BDF, not " + device);
     }
 
     NodeConfig config() {

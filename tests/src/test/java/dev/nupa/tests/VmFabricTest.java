@@ -95,6 +95,49 @@ class VmFabricTest {
         }
     }
 
+    /**
+     * Two guests whose ivshmem-doorbell devices got the host's fabric file from an ivshmem server (vms/ivshmem-server.c),
+     * on q35 machines with an IOMMU, each device bound to vfio-pci: their nodes ({@code --device vfio:BDF}) map BAR2
+     * through VFIO and wake each other with the devices' interrupts (a Doorbell register write in one guest, MSI-X on an
+     * eventfd in the other). Guest 0 runs a node with UDP echo; guest 1 pings it 20 times, 100 ms apart (so that guest
+     * 0's node sleeps between them), and runs 100 UDP echoes, each checked.
+     * Guest 0's node, stopping, reports interrupts both raised and received.
+     */
+    @Test
+    void guestsOnIvshmemDoorbellsThroughVfioWakeEachOtherWithInterrupts() throws Exception {
+        guestWithJava();
+        Path fabric = ChildJvm.newFabricPath();
+        try {
+            NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
+                    "60000", "--stall-ms", "60000");
+            assertEquals(0, made.status(), made.err());
+            String device = ",--device,vfio:IVSHMEM,--address,1GUEST"; // guest 0 at address 10 (10.0.0.11), guest 1 at 11
+            Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
+                    fabric.toString(), "2", "--doorbells", "--java",
+                    "0:nupa=node" + device + ",--udp-echo,7,--run-for,70",
+                    "1:nupa=ping" + device + ",-c,20,-i,0.1,-w,90,10.0.0.11"
+                            + ";udp-check" + device + ",--count,100,--max-size,4000,10.0.0.11");
+            System.out.println("VmFabricTest: the guests' consoles:\n" + guests.output());
+            String out = guests.output();
+            assertEquals(0, guests.status(), out);
+            assertTrue(Pattern.compile("(?m)^guest0: nupa-guest: 0000:00:04.0 on vfio-pci, IOMMU group \\d+").matcher(out).find(),
+                    "the device went to vfio-pci: " + out);
+            assertTrue(out.contains("(doorbells: MSI-X interrupts of 0000:00:04.0 through VFIO"), "the node sleeps on interrupts: " + out);
+            assertTrue(out.contains("guest0: nupa-guest: nupa node exit 0"), "guest 0's node ran its time: " + out);
+            for (String c : List.of("ping", "udp-check")) {
+                assertTrue(Pattern.compile("(?m)^guest1: nupa-guest: nupa " + c + " exit 0").matcher(out).find(), c + " in guest 1: " + out);
+            }
+            assertTrue(out.contains("100 echoed intact"), "UDP between the guests: " + out);
+            var m = Pattern.compile("(?m)^guest0: nupa node: fabric frames out=\\d+ in=\\d+ wakeups=\\d+ interrupts out=(\\d+) in=(\\d+)")
+                    .matcher(out);
+            assertTrue(m.find(), "guest 0's node reported its fabric counters: " + out);
+            assertTrue(Long.parseLong(m.group(1)) > 0, "guest 0 interrupted guest 1: " + m.group());
+            assertTrue(Long.parseLong(m.group(2)) > 0, "guest 1 interrupted guest 0: " + m.group());
+        } finally {
+            Files.deleteIfExists(fabric);
+        }
+    }
+
     /** The TAP's address moves to a bridge br0 in the rig's namespace, which the guest's NIC joins too. */
     private static void bridge(GatewayRig rig) throws Exception {
             rig.run(10, "ip", "addr", "flush", "dev", rig.tap());
