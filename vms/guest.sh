@@ -23,7 +23,9 @@
 #                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong) and
 #                                     perftest=RUN;RUN... (perftest's ib_* tools over Soft-RoCE) and
 #                                     rping=ARG,ARG... (rdma_cm's rping), nupa=ARG,ARG... (the nupa command, with
-#                                     --java; vms/init.sh). --java: the Java initramfs too, and 1 GiB of memory
+#                                     --java; vms/init.sh), uio=1 (the ivshmem device to uio_pci_generic, UIO
+#                                     standing for its /dev/uioN in nupa=). --java: the Java initramfs too, and 1 GiB
+#                                     of memory
 #   vms/guest.sh server DIR SOCKET FABRIC
 #                                     the ivshmem server (vms/ivshmem-server.c, built into DIR): hands FABRIC and
 #                                     an eventfd a guest to each ivshmem-doorbell device that connects to SOCKET
@@ -33,8 +35,8 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # The guest's network: virtio over PCI (the kernel has neither built in); Linux Soft-RoCE, with the CRC-32
 # the ICRC needs (its crypto driver is asked for by name, not a module dependency); rdma_cm's user access.
-# VFIO for an ivshmem-doorbell device (run --doorbell).
-MODULES="virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm vfio_iommu_type1 vfio_pci"
+# VFIO for an ivshmem-doorbell device (run --doorbell), UIO for an ivshmem-plain one (uio=1).
+MODULES="virtio_pci virtio_net crc32_generic rdma_rxe ib_uverbs rdma_ucm vfio_iommu_type1 vfio_pci uio_pci_generic"
 # RDMA's user side, where the host has it (apt-get install ibverbs-utils ibverbs-providers iproute2).
 RDMA_BINARIES="/usr/bin/ibv_rc_pingpong /usr/bin/ibv_devinfo /usr/bin/rdma"
 RDMA_PROVIDER=/usr/lib/x86_64-linux-gnu/libibverbs/librxe-rdmav34.so

@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # The guest's /init: mounts the kernel's file systems, finds the ivshmem device (vendor 1af4, device 1110),
 # enables it and reads the fabric through its BAR2 with fabric-peek, runs what the kernel's command line asks
-# (nupa.KEY=VALUE: nupa, vfio, ip, route, ping, pingpong, rping, perftest; vms/guest.sh lists them), then powers off.
+# (nupa.KEY=VALUE: nupa, uio, vfio, ip, route, ping, pingpong, rping, perftest; vms/guest.sh lists them), then powers off.
 /bin/busybox --install -s /bin
 mkdir -p /proc /sys /dev /tmp
 mount -t proc proc /proc
@@ -23,6 +23,17 @@ for d in /sys/bus/pci/devices/*; do
     bdf=$(basename "$d")
     echo "nupa-guest: ivshmem at $bdf"
     /bin/fabric-peek "$d/resource2"
+    # uio=1: the device goes to uio_pci_generic, for nupa's --device uio:/dev/uioN.
+    if [ "$(arg uio)" = 1 ]; then
+      echo uio_pci_generic > "$d/driver_override"
+      echo "$bdf" > /sys/bus/pci/drivers_probe
+      uio=$(ls "$d/uio" 2>/dev/null | head -n 1)
+      if [ -n "$uio" ]; then
+        echo "nupa-guest: $bdf on uio_pci_generic as /dev/$uio"
+      else
+        echo "nupa-guest: $bdf could not be bound to uio_pci_generic"
+      fi
+    fi
     # An ivshmem-doorbell device (run --doorbell) goes to vfio-pci, for nupa's --device vfio:BDF.
     if [ "$(arg vfio)" = 1 ]; then
       echo vfio-pci > "$d/driver_override"
@@ -37,9 +48,9 @@ for d in /sys/bus/pci/devices/*; do
 done
 [ "$found" = 1 ] || echo "nupa-guest: no ivshmem device"
 # The nupa command on Java (run --java), one run after another: nupa=RUN;RUN..., each RUN its arguments joined by
-# commas, IVSHMEM standing for the device's PCI address: ping,--device,pci:IVSHMEM,... is a fabric node in the
-# guest, on the BAR the host's file backs.
-np=$(arg nupa | sed "s/IVSHMEM/$bdf/g")
+# commas, IVSHMEM standing for the device's PCI address and UIO for its /dev/uioN (uio=1): ping,--device,pci:IVSHMEM,...
+# is a fabric node in the guest, on the BAR the host's file backs.
+np=$(arg nupa | sed "s/IVSHMEM/$bdf/g; s|UIO|/dev/$uio|g")
 if [ -n "$np" ]; then
   echo "$np" | tr ';' '\n' | while read -r run; do
     set -f; set -- $(echo "$run" | tr ',' ' '); set +f # split on the commas alone, no globbing

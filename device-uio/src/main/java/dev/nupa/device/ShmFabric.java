@@ -36,6 +36,22 @@ public final class ShmFabric {
     }
 
     /**
+     * The BAR2 of the PCI device that UIO device {@code dev} (as /dev/uio0) drives: uio_pci_generic maps no BARs
+     * itself, so the memory is mapped through sysfs as for {@link #pciBar}, its doorbells polled.
+     */
+    public static Path uioBar(Path dev) {
+        String name = dev.getFileName() == null ? "" : dev.getFileName().toString();
+        if (!name.matches("uio[0-9]+")) {
+            throw new FabricException("UIO device " + dev + " is not /dev/uioN (ls /sys/class/uio lists them)");
+        }
+        Path device = Path.of("/sys/class/uio", name, "device");
+        if (!Files.exists(device)) {
+            throw new FabricException("no UIO device " + name + " (ls /sys/class/uio; bind the ivshmem device to uio_pci_generic first)");
+        }
+        return device.resolve("resource2");
+    }
+
+    /**
      * An ivshmem-doorbell device at PCI address {@code bdf}, bound to vfio-pci: its BAR2 mapped through VFIO, its
      * Doorbell register and MSI-X interrupts as the nodes' doorbells ({@link VfioDevice}). Named by the device's sysfs
      * directory.

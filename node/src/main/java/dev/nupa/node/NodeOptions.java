@@ -20,10 +20,11 @@ final class NodeOptions {
             description = "Fabric file; created if missing (default: ${DEFAULT-VALUE}).")
     Path fabric;
 
-    @Option(names = "--device", paramLabel = "shm:PATH|pci:BDF|vfio:BDF",
+    @Option(names = "--device", paramLabel = "shm:PATH|pci:BDF|uio:/dev/uioN|vfio:BDF",
             description = "The fabric's device: shm:PATH, a shared-memory file (as --fabric); pci:BDF, an ivshmem device's BAR2 inside a"
-                    + " QEMU guest (as pci:0000:00:04.0; through sysfs, doorbells polled) backed by the host's fabric file; or vfio:BDF,"
-                    + " an ivshmem-doorbell device bound to vfio-pci (BAR2 through VFIO, doorbells as MSI-X interrupts between guests).")
+                    + " QEMU guest (as pci:0000:00:04.0; through sysfs, doorbells polled) backed by the host's fabric file; uio:/dev/uioN,"
+                    + " the same for the device uio_pci_generic holds; or vfio:BDF, an ivshmem-doorbell device bound to vfio-pci (BAR2"
+                    + " through VFIO, doorbells as MSI-X interrupts between guests).")
     String device;
 
     @Option(names = "--address", paramLabel = "N", defaultValue = "-1",
@@ -85,10 +86,9 @@ final class NodeOptions {
             return ShmFabric.vfioDevice(device.substring(5));
         }
         if (device.startsWith("uio:")) {
-            throw new IllegalArgumentException("--device " + device + ": uio_pci_generic does not export ivshmem's BAR2 (a 64-bit BAR);"
-                    + " give pci:BDF, which maps it through sysfs, or vfio:BDF");
+            return ShmFabric.uioBar(Path.of(device.substring(4)));
         }
-        throw new IllegalArgumentException("--device is shm:PATH, pci:BDF or vfio:BDF, not " + device);
+        throw new IllegalArgumentException("--device is shm:PATH, pci:BDF, uio:/dev/uioN or vfio:BDF, not " + device);
     }
 
     NodeConfig config() {

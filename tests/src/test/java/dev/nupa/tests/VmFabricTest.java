@@ -47,8 +47,9 @@ class VmFabricTest {
 
     /**
      * Fabric nodes inside two guests at once and on the host, all on one fabric file: each guest's JVM (a jlink'd
-     * runtime from the second initramfs) runs `nupa` on its ivshmem device's BAR2 ({@code --device pci:BDF}: sysfs,
-     * doorbells polled), which the host's file backs. Guest 0 runs a node with UDP and TCP echo; guest 1 pings it
+     * runtime from the second initramfs) runs `nupa` on its ivshmem device's BAR2 (guest 0 {@code --device pci:BDF},
+     * guest 1 {@code --device uio:/dev/uio0} with the device bound to uio_pci_generic: sysfs either way, doorbells
+     * polled), which the host's file backs. Guest 0 runs a node with UDP and TCP echo; guest 1 pings it
      * (waiting for it to come up), runs a UDP echo of 100 datagrams up to 4,000 bytes and a TCP echo of two
      * connections against it, each byte checked, then pings a node on the host and runs rping through the CM
      * against a `nupa rping -s` on the host (READs and WRITEs through the rings). The fabric has long liveness
@@ -67,10 +68,14 @@ class VmFabricTest {
                          fabric, "--address", "4")) {
                 node.awaitLine("nupa node:", 60_000);
                 rping.awaitLine("rping: listening", 60_000);
-                String device = ",--device,pci:IVSHMEM,--address,1GUEST"; // guest 0 at address 10 (10.0.0.11), guest 1 at 11
+                // Guest 0 at address 10 (10.0.0.11) maps the BAR through sysfs; guest 1, at 11, through the device that
+                // uio_pci_generic holds in it.
+                String device0 = ",--device,pci:IVSHMEM,--address,10";
+                String device = ",--device,uio:UIO,--address,11";
                 Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
                         fabric.toString(), "2", "--java",
-                        "0:nupa=node" + device + ",--udp-echo,7,--tcp-echo,7,--run-for,100",
+                        "0:nupa=node" + device0 + ",--udp-echo,7,--tcp-echo,7,--run-for,100",
+                        "1:uio=1",
                         "1:nupa=ping" + device + ",-c,3,-w,90,10.0.0.11"
                                 + ";udp-check" + device + ",--count,100,--max-size,4000,10.0.0.11"
                                 + ";tcp-check" + device + ",--connections,2,--bytes,100000,10.0.0.11"
@@ -80,6 +85,7 @@ class VmFabricTest {
                 String out = guests.output();
                 assertEquals(0, guests.status(), out);
                 assertTrue(out.contains("guest0: nupa-guest: nupa node exit 0"), "guest 0's node ran its time: " + out);
+                assertTrue(out.contains("guest1: nupa-guest: 0000:00:04.0 on uio_pci_generic as /dev/uio0"), out);
                 for (String c : List.of("ping", "udp-check", "tcp-check", "rping")) {
                     assertTrue(Pattern.compile("(?m)^guest1: nupa-guest: nupa " + c + " exit 0").matcher(out).find(), c + " in guest 1: " + out);
                 }
