@@ -208,6 +208,27 @@ class ShmFabricTest {
         assertTrue(e.getMessage().contains("no PCI device memory at " + bar), e.getMessage());
         try (Fabric f = ShmFabric.create(fx.path, FabricFixture.small())) {
             assertFalse(f.polled(), "a file's doorbells are futexes");
+            assertEquals("futex", f.doorbells());
+        }
+    }
+
+    /** uio:/dev/uioN and vfio:BDF name the device, and a host without it hears which step is missing. */
+    @Test
+    void uioAndVfioDevicesAreNamedAndTheirAbsenceExplained() {
+        FabricException e = assertThrows(FabricException.class, () -> ShmFabric.uioBar(Path.of("/dev/sda")));
+        assertTrue(e.getMessage().contains("is not /dev/uioN"), e.getMessage());
+        if (!Files.exists(Path.of("/sys/class/uio/uio97"))) {
+            e = assertThrows(FabricException.class, () -> ShmFabric.uioBar(Path.of("/dev/uio97")));
+            assertTrue(e.getMessage().contains("no UIO device uio97") && e.getMessage().contains("uio_pci_generic"), e.getMessage());
+        }
+        Path vfio = ShmFabric.vfioDevice("0000:ff:1f.7");
+        assertEquals(Path.of("/sys/bus/pci/devices/0000:ff:1f.7"), vfio);
+        assertTrue(ShmFabric.isDevice(vfio));
+        e = assertThrows(FabricException.class, () -> ShmFabric.create(vfio, FabricGeometry.defaults()));
+        assertTrue(e.getMessage().contains("created on the host"), e.getMessage());
+        if (!Files.exists(vfio)) {
+            e = assertThrows(FabricException.class, () -> ShmFabric.join(vfio));
+            assertTrue(e.getMessage().contains("no PCI device memory at"), e.getMessage());
         }
     }
 }
