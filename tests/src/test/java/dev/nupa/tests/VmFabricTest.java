@@ -105,8 +105,9 @@ class VmFabricTest {
      * Two guests whose ivshmem-doorbell devices got the host's fabric file from an ivshmem server (vms/ivshmem-server.c),
      * on q35 machines with an IOMMU, each device bound to vfio-pci: their nodes ({@code --device vfio:BDF}) map BAR2
      * through VFIO and wake each other with the devices' interrupts (a Doorbell register write in one guest, MSI-X on an
-     * eventfd in the other). Guest 0 runs a node with UDP echo; guest 1 pings it 20 times, 100 ms apart (so that guest
-     * 0's node sleeps between them), and runs 100 UDP echoes, each checked.
+     * eventfd in the other). Guest 0 serves rping (RDMA through the CM: SENDs, READs and WRITEs), then runs a node with
+     * UDP echo; guest 1 runs rping's 10 pings against it, pings it 20 times, 100 ms apart (so that guest 0's node sleeps
+     * between them), and runs 100 UDP echoes, each checked.
      * Guest 0's node, stopping, reports interrupts both raised and received.
      */
     @Test
@@ -120,8 +121,9 @@ class VmFabricTest {
             String device = ",--device,vfio:IVSHMEM,--address,1GUEST"; // guest 0 at address 10 (10.0.0.11), guest 1 at 11
             Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
                     fabric.toString(), "2", "--doorbells", "--java",
-                    "0:nupa=node" + device + ",--udp-echo,7,--run-for,70",
-                    "1:nupa=ping" + device + ",-c,20,-i,0.1,-w,90,10.0.0.11"
+                    "0:nupa=rping" + device + ",-s,-v,--timeout,300;node" + device + ",--udp-echo,7,--run-for,70",
+                    "1:nupa=rping" + device + ",-c,-a,10.0.0.11,-C,10,-V,--wait,150"
+                            + ";ping" + device + ",-c,20,-i,0.1,-w,90,10.0.0.11"
                             + ";udp-check" + device + ",--count,100,--max-size,4000,10.0.0.11");
             System.out.println("VmFabricTest: the guests' consoles:\n" + guests.output());
             String out = guests.output();
@@ -130,9 +132,12 @@ class VmFabricTest {
                     "the device went to vfio-pci: " + out);
             assertTrue(out.contains("(doorbells: MSI-X interrupts of 0000:00:04.0 through VFIO"), "the node sleeps on interrupts: " + out);
             assertTrue(out.contains("guest0: nupa-guest: nupa node exit 0"), "guest 0's node ran its time: " + out);
-            for (String c : List.of("ping", "udp-check")) {
+            assertTrue(out.contains("guest0: nupa-guest: nupa rping exit 0"), "guest 0's rping server: " + out);
+            for (String c : List.of("rping", "ping", "udp-check")) {
                 assertTrue(Pattern.compile("(?m)^guest1: nupa-guest: nupa " + c + " exit 0").matcher(out).find(), c + " in guest 1: " + out);
             }
+            assertTrue(out.contains("guest1: rping: 10 pings done"), "RDMA between the guests: " + out);
+            assertTrue(out.contains("guest0: server ping data: rdma-ping-9: "), "the server saw the last ping's data: " + out);
             assertTrue(out.contains("100 echoed intact"), "UDP between the guests: " + out);
             var m = Pattern.compile("(?m)^guest0: nupa node: fabric frames out=\\d+ in=\\d+ wakeups=\\d+ interrupts out=(\\d+) in=(\\d+)")
                     .matcher(out);
