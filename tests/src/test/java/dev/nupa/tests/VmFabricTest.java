@@ -45,6 +45,15 @@ class VmFabricTest {
         Assumptions.assumeTrue(builtJava.status() == 0, () -> "skipping the test: no guest with Java could be built: " + builtJava.output());
     }
 
+    /** A new fabric whose liveness timeouts a JVM under software emulation meets: it may stand still for seconds. */
+    private static Path slowFabric() throws Exception {
+        Path fabric = ChildJvm.newFabricPath();
+        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
+                "60000", "--stall-ms", "60000");
+        assertEquals(0, made.status(), made.err());
+        return fabric;
+    }
+
     /**
      * Fabric nodes inside two guests at once and on the host, all on one fabric file: each guest's JVM (a jlink'd
      * runtime from the second initramfs) runs `nupa` on its ivshmem device's BAR2 (guest 0 {@code --device pci:BDF},
@@ -58,11 +67,8 @@ class VmFabricTest {
     @Test
     void nodesInTwoGuestsAndOnTheHostAreFabricPeersThroughTheSharedBar() throws Exception {
         guestWithJava();
-        Path fabric = ChildJvm.newFabricPath();
+        Path fabric = slowFabric();
         try {
-            NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
-                    "60000", "--stall-ms", "60000");
-            assertEquals(0, made.status(), made.err());
             try (ChildJvm node = ChildJvm.start("vm-host-node", Main.class, "node", "--fabric", fabric, "--address", "3");
                  ChildJvm rping = ChildJvm.start("vm-host-rping", Main.class, "rping", "-s", "-v", "--timeout", "600", "--fabric",
                          fabric, "--address", "4")) {
@@ -113,11 +119,8 @@ class VmFabricTest {
     @Test
     void guestsOnIvshmemDoorbellsThroughVfioWakeEachOtherWithInterrupts() throws Exception {
         guestWithJava();
-        Path fabric = ChildJvm.newFabricPath();
+        Path fabric = slowFabric();
         try {
-            NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
-                    "60000", "--stall-ms", "60000");
-            assertEquals(0, made.status(), made.err());
             String device = ",--device,vfio:IVSHMEM,--address,1GUEST"; // guest 0 at address 10 (10.0.0.11), guest 1 at 11
             Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
                     fabric.toString(), "2", "--doorbells", "--java",
