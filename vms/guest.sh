@@ -212,7 +212,7 @@ server() {
 }
 
 many() {
-  local dir=$1 fabric=$2 n=$3 k status=0 server_pid=""
+  local dir=$1 fabric=$2 n=$3 k status=0
   shift 3
   [ "$n" -ge 1 ] 2>/dev/null || die "many: N must be a number of guests, 1 or more"
   local pids=() extra=()
@@ -222,9 +222,11 @@ many() {
     local socket
     socket=$(mktemp -u "${TMPDIR:-/tmp}/nupa-ivshmem-XXXXXX")
     "$dir/ivshmem-server" "$socket" "$fabric" &
-    server_pid=$!
+    ivshmem_pid=$!
+    trap '[ -z "${ivshmem_pid:-}" ] || kill "$ivshmem_pid" 2>/dev/null' EXIT # also when many is stopped before its guests end
+    trap 'exit 143' TERM INT
     for ((k = 0; k < 50; k++)); do [ -S "$socket" ] && break; sleep 0.1; done
-    [ -S "$socket" ] || { kill "$server_pid" 2>/dev/null; die "the ivshmem server did not come up on $socket"; }
+    [ -S "$socket" ] || die "the ivshmem server did not come up on $socket"
     extra=(--doorbell "$socket")
   fi
   for ((k = 0; k < n; k++)); do
@@ -241,7 +243,7 @@ many() {
     pids+=($!)
   done
   for k in "${pids[@]}"; do wait "$k" || status=1; done
-  [ -z "$server_pid" ] || { kill "$server_pid" 2>/dev/null; wait "$server_pid" 2>/dev/null; }
+  [ -z "${ivshmem_pid:-}" ] || { kill "$ivshmem_pid" 2>/dev/null; wait "$ivshmem_pid" 2>/dev/null; ivshmem_pid=""; }
   return $status
 }
 

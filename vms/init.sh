@@ -110,5 +110,7 @@ if [ -n "$(arg ip)" ]; then
     done
   fi
 fi
+# The device's interrupts as the kernel counted them (vfio-msix: peers' rings through the ivshmem server).
+[ "$(arg vfio)" = 1 ] && grep -i vfio /proc/interrupts | sed 's/^/nupa-guest: irq /'
 echo "nupa-guest: done"
 poweroff -f

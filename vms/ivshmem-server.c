@@ -8,7 +8,7 @@
  * file's descriptor, then for every other client its ID once per vector with that vector's eventfd, then
  * its own ID once per vector with its own eventfds. The others hear of it the same way, and of its leaving
  * by its ID alone. Every message is one little-endian int64, with at most one descriptor (SCM_RIGHTS).
- * Runs until SIGTERM or SIGINT, then removes SOCKET.
+ * Runs until SIGTERM or SIGINT, or until the process that started it ends, then removes SOCKET.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -167,9 +168,17 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ivshmem-server: cannot listen on %s: %s\n", argv[1], strerror(errno));
         return 1;
     }
+    /* The signals stay blocked but inside ppoll, so one that comes between the check of stop and the wait
+       still ends the wait. */
     struct sigaction sa = {.sa_handler = on_signal};
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
+    sigset_t blocked, waiting;
+    sigemptyset(&blocked);
+    sigaddset(&blocked, SIGTERM);
+    sigaddset(&blocked, SIGINT);
+    sigprocmask(SIG_BLOCK, &blocked, &waiting);
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* ends with whatever started it, even one killed outright */
     for (int i = 0; i < MAX_CLIENTS; i++) {
         clients[i].sock = -1;
     }
@@ -188,7 +197,7 @@ int main(int argc, char **argv) {
                 who[n++] = &clients[i];
             }
         }
-        if (poll(p, n, -1) < 0) {
+        if (ppoll(p, n, NULL, &waiting) < 0) {
             if (errno == EINTR) {
                 continue;
             }

@@ -30,6 +30,9 @@ public final class FabricNode implements FabricDevice {
     private boolean closeFabric;
 
     FabricNode(Fabric fabric, int address, int generation) {
+        if (fabric.vfio != null) {
+            fabric.vfio.claim(address);
+        }
         this.fabric = fabric;
         this.doorbell = new Doorbell(fabric.polled, fabric.vfio);
         this.mem = fabric.mem;
@@ -275,9 +278,10 @@ public final class FabricNode implements FabricDevice {
             return false;
         }
         INT.setVolatile(mem, self + N_ARMED, 1);
-        if (anyReady()) {
+        // Off a futex nothing compares the doorbell with seen for us: a wakeup or a ring that came since is a reason not to sleep.
+        if (anyReady() || (doorbell.polled() && (int) INT.getVolatile(mem, self + N_DOORBELL) != seen)) {
             INT.setVolatile(mem, self + N_ARMED, 0);
-            return true;
+            return anyReady();
         }
         long now = System.nanoTime();
         boolean claimPending = false;
@@ -495,6 +499,9 @@ public final class FabricNode implements FabricDevice {
                 doorbell.vfio().wakeSelf();
             }
             fabric.reclaim(address, Fabric.word(STATE_UP, generation));
+        }
+        if (doorbell.vfio() != null) {
+            doorbell.vfio().release();
         }
         if (closeFabric) {
             fabric.close();

@@ -11,6 +11,7 @@ import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * An ivshmem-doorbell device inside a Linux guest, driven through VFIO (the kernel's docs/driver-api/vfio.rst):
@@ -38,6 +39,9 @@ final class VfioDevice implements AutoCloseable {
     private static final int VFIO_PCI_MSIX_IRQ_INDEX = 2;
     private static final int BAR0 = 0;
     private static final int BAR2 = 2;
+    private static final int VFIO_PCI_CONFIG_REGION_INDEX = 7;
+    private static final long PCI_COMMAND = 4;
+    private static final short PCI_COMMAND_MASTER = 0x4;
     // The ivshmem device's registers in BAR0 (QEMU's docs/specs/ivshmem-spec.txt).
     private static final long IV_POSITION = 8;
     private static final long DOORBELL = 12;
@@ -89,34 +93,47 @@ final class VfioDevice implements AutoCloseable {
     }
 
     private final String bdf;
-    private final Arena arena = Arena.ofShared();
+    /** Owns the mapping of BAR2 and the scratch below: closing it unmaps, and a late access fails instead of faulting. */
+    private final Arena arena;
     private final int container;
     private final int group;
     private final int device;
-    private final int eventfd;
+    private final int irqFd; // MSI-X vector 0: a peer's ring
+    private final int selfFd; // a wake from this node's own threads, apart so that only peers' rings count as interrupts
     private final long bar0Offset;
     private final MemorySegment bar2;
     private final int peerId;
     // Scratch for the sleeper (one thread) and for rings (any thread of the node: one at a time, see ring).
-    private final MemorySegment pollFd = arena.allocate(8, 8);
-    private final MemorySegment timespec = arena.allocate(16, 8);
-    private final MemorySegment drain = arena.allocate(8, 8);
-    private final MemorySegment value = arena.allocate(8, 8);
-    private final MemorySegment one = arena.allocate(8, 8);
-    private final MemorySegment ringErr = arena.allocate(ERRNO);
+    private final MemorySegment pollFds;
+    private final MemorySegment timespec;
+    private final MemorySegment drain;
+    private final MemorySegment value;
+    private final MemorySegment one;
+    private final MemorySegment ringErr;
+    private boolean claimed;
 
-    private VfioDevice(String bdf, int container, int group, int device, int eventfd, long bar0Offset, MemorySegment bar2) {
+    private VfioDevice(String bdf, Arena arena, int[] fds, long bar0Offset, MemorySegment bar2, int peerId) {
         this.bdf = bdf;
-        this.container = container;
-        this.group = group;
-        this.device = device;
-        this.eventfd = eventfd;
+        this.arena = arena;
+        this.container = fds[0];
+        this.group = fds[1];
+        this.device = fds[2];
+        this.irqFd = fds[3];
+        this.selfFd = fds[4];
         this.bar0Offset = bar0Offset;
         this.bar2 = bar2;
-        pollFd.set(ValueLayout.JAVA_INT, 0, eventfd);
-        pollFd.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
+        this.peerId = peerId;
+        pollFds = arena.allocate(16, 8);
+        timespec = arena.allocate(16, 8);
+        drain = arena.allocate(8, 8);
+        value = arena.allocate(8, 8);
+        one = arena.allocate(8, 8);
+        ringErr = arena.allocate(ERRNO);
+        pollFds.set(ValueLayout.JAVA_INT, 0, irqFd);
+        pollFds.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
+        pollFds.set(ValueLayout.JAVA_INT, 8, selfFd);
+        pollFds.set(ValueLayout.JAVA_SHORT, 12, POLLIN);
         one.set(ValueLayout.JAVA_LONG, 0, 1L);
-        this.peerId = readRegister(IV_POSITION);
     }
 
     /** Opens the ivshmem-doorbell device at {@code dir} ({@code /sys/bus/pci/devices/BDF}), bound to vfio-pci. */
@@ -151,13 +168,17 @@ final class VfioDevice implements AutoCloseable {
             int group = -1;
             int device = -1;
             int efd = -1;
-            MemorySegment bar2 = null;
+            int selfFd = -1;
+            Arena arena = null;
+            MemorySegment mapped = null;
             try {
                 container = check(open(a, err, "/dev/vfio/vfio"), err, "open /dev/vfio/vfio (is the vfio module loaded?)");
-                check((int) IOCTL_LONG.invokeExact(err, container, VFIO_GET_API_VERSION, 0L) == VFIO_API_VERSION ? 0 : -1, err,
-                        "VFIO's API version");
-                check((int) IOCTL_LONG.invokeExact(err, container, VFIO_CHECK_EXTENSION, VFIO_TYPE1_IOMMU) == 1 ? 0 : -1, err,
-                        "VFIO's type 1 IOMMU (is vfio_iommu_type1 loaded?)");
+                if ((int) IOCTL_LONG.invokeExact(err, container, VFIO_GET_API_VERSION, 0L) != VFIO_API_VERSION) {
+                    throw new FabricException("this kernel's VFIO API is not version " + VFIO_API_VERSION);
+                }
+                if ((int) IOCTL_LONG.invokeExact(err, container, VFIO_CHECK_EXTENSION, VFIO_TYPE1_IOMMU) != 1) {
+                    throw new FabricException("VFIO has no type 1 IOMMU here: load vfio_iommu_type1, and boot with an IOMMU");
+                }
                 group = check(open(a, err, "/dev/vfio/" + groupNumber), err, "open /dev/vfio/" + groupNumber);
                 MemorySegment status = a.allocate(8, 4);
                 status.set(ValueLayout.JAVA_INT, 0, 8);
@@ -184,8 +205,9 @@ final class VfioDevice implements AutoCloseable {
                 if (at.address() == -1L) {
                     check(-1, err, "mmap of BAR2");
                 }
-                bar2 = at.reinterpret(bar2Info[0]);
+                mapped = at.reinterpret(bar2Info[0]);
                 efd = check((int) EVENTFD.invokeExact(err, 0, EFD_CLOEXEC | EFD_NONBLOCK), err, "eventfd");
+                selfFd = check((int) EVENTFD.invokeExact(err, 0, EFD_CLOEXEC | EFD_NONBLOCK), err, "eventfd");
                 MemorySegment irqs = a.allocate(24, 4);
                 irqs.set(ValueLayout.JAVA_INT, 0, 24);
                 irqs.set(ValueLayout.JAVA_INT, 4, VFIO_IRQ_SET_DATA_EVENTFD | VFIO_IRQ_SET_ACTION_TRIGGER);
@@ -195,12 +217,29 @@ final class VfioDevice implements AutoCloseable {
                 irqs.set(ValueLayout.JAVA_INT, 20, efd);
                 check((int) IOCTL_PTR.invokeExact(err, device, VFIO_DEVICE_SET_IRQS, irqs), err,
                         "VFIO_DEVICE_SET_IRQS (MSI-X vector 0 to an eventfd; is the device ivshmem-doorbell with vectors=1 or more?)");
-                return new VfioDevice(bdf, container, group, device, efd, bar0[1], bar2);
-            } catch (Throwable t) {
-                if (bar2 != null) {
-                    unmap(bar2);
+                // An MSI-X message is a write by the device: with bus mastering off (vfio-pci leaves it so), it goes nowhere.
+                long config = region(a, err, device, VFIO_PCI_CONFIG_REGION_INDEX)[1];
+                MemorySegment command = a.allocate(2, 2);
+                if ((long) PREAD.invokeExact(err, device, command, 2L, config + PCI_COMMAND) != 2) {
+                    check(-1, err, "reading the PCI command register of " + bdf);
                 }
-                for (int f : new int[] {efd, device, group, container}) {
+                command.set(ValueLayout.JAVA_SHORT, 0, (short) (command.get(ValueLayout.JAVA_SHORT, 0) | PCI_COMMAND_MASTER));
+                if ((long) PWRITE.invokeExact(err, device, command, 2L, config + PCI_COMMAND) != 2) {
+                    check(-1, err, "enabling bus mastering on " + bdf);
+                }
+                int peer = readRegister(a, err, device, bar0[1] + IV_POSITION, bdf);
+                arena = Arena.ofShared();
+                MemorySegment bar2 = mapped.reinterpret(arena, VfioDevice::unmap); // unmapped when the arena closes
+                mapped = null;
+                return new VfioDevice(bdf, arena, new int[] {container, group, device, efd, selfFd}, bar0[1], bar2, peer);
+            } catch (Throwable t) {
+                if (arena != null) {
+                    arena.close();
+                }
+                if (mapped != null) {
+                    unmap(mapped);
+                }
+                for (int f : new int[] {selfFd, efd, device, group, container}) {
                     closeFd(f);
                 }
                 if (t instanceof FabricException e) {
@@ -228,7 +267,7 @@ final class VfioDevice implements AutoCloseable {
         if (rc < 0) {
             int e = (int) ERRNO_VALUE.get(err, 0L);
             throw new FabricException(what + " failed: errno " + e + (e == 1 || e == 13 ? " (permission: run as root)" : e == 2
-                    ? " (no such file)" : e == 16 ? " (busy: another process holds the device)" : e == 22 ? " (invalid argument)" : ""));
+                    ? " (no such file)" : e == 16 ? " (busy: the device is open already, in this process or another; VFIO opens it once)" : e == 22 ? " (invalid argument)" : ""));
         }
         return rc;
     }
@@ -262,48 +301,64 @@ final class VfioDevice implements AutoCloseable {
         }
     }
 
-    /** Wakes this device's own sleeper, as a peer's interrupt would (its eventfd, in this kernel). */
+    /** Wakes this device's own sleeper from another of the node's threads (an eventfd of its own, in this kernel). */
     void wakeSelf() {
         try {
-            long n = (long) WRITE.invokeExact(eventfd, one, 8L);
+            long n = (long) WRITE.invokeExact(selfFd, one, 8L);
         } catch (Throwable t) {
             throw new FabricException("eventfd write failed: " + t, t);
         }
     }
 
     /**
-     * Sleeps until an interrupt (or {@link #wakeSelf}) or {@code timeoutNs}; true if one came. One thread sleeps at a
-     * time (the node's consumer).
+     * Sleeps until a peer's interrupt, a {@link #wakeSelf}, or {@code timeoutNs}; true if a peer's interrupt came. One
+     * thread sleeps at a time (the node's consumer).
      */
     boolean await(long timeoutNs) {
         timespec.set(ValueLayout.JAVA_LONG, 0, timeoutNs / 1_000_000_000L);
         timespec.set(ValueLayout.JAVA_LONG, 8, timeoutNs % 1_000_000_000L);
+        pollFds.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
+        pollFds.set(ValueLayout.JAVA_SHORT, 14, (short) 0);
         try {
-            int n = (int) PPOLL.invokeExact(pollFd, 1L, timespec, MemorySegment.NULL);
-            if (n > 0) {
-                long ignored = (long) READ.invokeExact(eventfd, drain, 8L); // the counter back to 0 (non-blocking)
-                return true;
+            int n = (int) PPOLL.invokeExact(pollFds, 2L, timespec, MemorySegment.NULL);
+            if (n <= 0) {
+                return false;
             }
-            return false;
+            boolean interrupted = (pollFds.get(ValueLayout.JAVA_SHORT, 6) & POLLIN) != 0;
+            if (interrupted) {
+                long ignored = (long) READ.invokeExact(irqFd, drain, 8L); // the counter back to 0 (non-blocking)
+            }
+            if ((pollFds.get(ValueLayout.JAVA_SHORT, 14) & POLLIN) != 0) {
+                long ignored = (long) READ.invokeExact(selfFd, drain, 8L);
+            }
+            return interrupted;
         } catch (Throwable t) {
             throw new FabricException("waiting on the MSI-X eventfd of " + bdf + " failed: " + t, t);
         }
     }
 
-    private int readRegister(long offset) {
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment err = a.allocate(ERRNO);
-            MemorySegment v = a.allocate(4, 4);
-            long n = (long) PREAD.invokeExact(err, device, v, 4L, bar0Offset + offset);
-            if (n != 4) {
-                check(-1, err, "reading BAR0 of " + bdf);
-            }
-            return v.get(ValueLayout.JAVA_INT, 0);
-        } catch (FabricException e) {
-            throw e;
-        } catch (Throwable t) {
-            throw new FabricException("reading BAR0 of " + bdf + " failed: " + t, t);
+    /**
+     * Takes the device for one node: its interrupts wake one sleeper, so a second node on the same device would steal
+     * the first one's wakes.
+     */
+    synchronized void claim(int address) {
+        if (claimed) {
+            throw new FabricException("ivshmem-doorbell device " + bdf + " serves a node of this process already: one node a device"
+                    + " (run one event loop, or attach further nodes through --device pci:" + bdf + ")");
         }
+        claimed = true;
+    }
+
+    synchronized void release() {
+        claimed = false;
+    }
+
+    private static int readRegister(Arena a, MemorySegment err, int device, long at, String bdf) throws Throwable {
+        MemorySegment v = a.allocate(4, 4);
+        if ((long) PREAD.invokeExact(err, device, v, 4L, at) != 4) {
+            check(-1, err, "reading BAR0 of " + bdf);
+        }
+        return v.get(ValueLayout.JAVA_INT, 0);
     }
 
     private static void unmap(MemorySegment m) {
@@ -324,13 +379,22 @@ final class VfioDevice implements AutoCloseable {
         }
     }
 
+    /** Unmaps BAR2 (a thread still in a call that uses this device's memory is waited for) and closes the files. */
     @Override
     public void close() {
-        unmap(bar2);
-        closeFd(eventfd);
-        closeFd(device);
-        closeFd(group);
-        closeFd(container);
-        arena.close();
+        for (int i = 0; ; i++) {
+            try {
+                arena.close();
+                break;
+            } catch (IllegalStateException e) { // a sleeper's ppoll or a ring holds the scratch for a moment
+                if (i == 1000) {
+                    throw new FabricException("the memory of " + bdf + " is still in use; it stays mapped", e);
+                }
+                LockSupport.parkNanos(1_000_000L);
+            }
+        }
+        for (int f : new int[] {selfFd, irqFd, device, group, container}) {
+            closeFd(f);
+        }
     }
 }

@@ -124,7 +124,7 @@ class VmFabricTest {
             String device = ",--device,vfio:IVSHMEM,--address,1GUEST"; // guest 0 at address 10 (10.0.0.11), guest 1 at 11
             Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
                     fabric.toString(), "2", "--doorbells", "--java",
-                    "0:nupa=rping" + device + ",-s,-v,--timeout,300;node" + device + ",--udp-echo,7,--run-for,70",
+                    "0:nupa=rping" + device + ",-s,-v,--timeout,300;node" + device + ",--udp-echo,7,--run-for,100",
                     "1:nupa=rping" + device + ",-c,-a,10.0.0.11,-C,10,-V,--wait,150"
                             + ";ping" + device + ",-c,20,-i,0.1,-w,90,10.0.0.11"
                             + ";udp-check" + device + ",--count,100,--max-size,4000,10.0.0.11");
