@@ -110,7 +110,7 @@ final class VfioDevice implements AutoCloseable {
     private final MemorySegment value;
     private final MemorySegment one;
     private final MemorySegment ringErr;
-    private boolean claimed;
+    private int claimedBy = -1; // the node whose sleeps this device's interrupts end
 
     private VfioDevice(String bdf, Arena arena, int[] fds, long bar0Offset, MemorySegment bar2, int peerId) {
         this.bdf = bdf;
@@ -342,15 +342,16 @@ final class VfioDevice implements AutoCloseable {
      * the first one's wakes.
      */
     synchronized void claim(int address) {
-        if (claimed) {
-            throw new FabricException("ivshmem-doorbell device " + bdf + " serves a node of this process already: one node a device"
-                    + " (run one event loop, or attach further nodes through --device pci:" + bdf + ")");
+        if (claimedBy >= 0) {
+            throw new FabricException("ivshmem-doorbell device " + bdf + " serves node " + claimedBy + " of this process already, so node "
+                    + address + " cannot have it: one node a device (run one event loop, or attach further nodes through --device pci:"
+                    + bdf + ")");
         }
-        claimed = true;
+        claimedBy = address;
     }
 
     synchronized void release() {
-        claimed = false;
+        claimedBy = -1;
     }
 
     private static int readRegister(Arena a, MemorySegment err, int device, long at, String bdf) throws Throwable {
