@@ -11,6 +11,7 @@ import java.util.concurrent.TimeoutException;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.cm.ConnectionRejected;
 import dev.nupa.roce.cm.RdmaCm;
 import io.vertx.core.Context;
 import io.vertx.core.Future;
@@ -338,7 +339,7 @@ final class PerftestCommand implements Callable<Integer> {
         node.rdma().execute(ctx -> node.rdma().cm().connect(peer, port, qp, new byte[0], deadline - System.nanoTime()).onComplete(ar -> context.runOnContext(v -> {
             if (ar.succeeded()) {
                 p.complete();
-            } else if (ar.cause().getMessage().contains("connection refused") && System.nanoTime() < deadline) {
+            } else if (ar.cause() instanceof ConnectionRejected r && r.refused() && System.nanoTime() < deadline) {
                 lastTry = "; the last try: " + ar.cause().getMessage();
                 node.vertx().setTimer(100, id -> cmConnect(node, context, peer, qp, deadline).onComplete(p));
             } else {

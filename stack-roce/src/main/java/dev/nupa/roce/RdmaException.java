@@ -1,7 +1,10 @@
 package dev.nupa.roce;
 
-/** Misuse of the verbs API (the libibverbs call would return EINVAL, ENOMEM, ...); the message names the remedy. */
-public final class RdmaException extends RuntimeException {
+/**
+ * Misuse of the verbs API (the libibverbs call would return EINVAL, ENOMEM, ...), or a failure the peer reported;
+ * the message names the remedy.
+ */
+public class RdmaException extends RuntimeException {
     public RdmaException(String message) {
         super(message);
     }

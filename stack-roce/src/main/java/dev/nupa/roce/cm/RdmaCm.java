@@ -369,9 +369,9 @@ public final class RdmaCm implements AutoCloseable {
                         s.qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
                     }
                     forget(s);
-                    s.promise.tryFail(new RdmaException(reason == CmMad.REJECT_INVALID_SERVICE_ID
+                    s.promise.tryFail(new ConnectionRejected(reason == CmMad.REJECT_INVALID_SERVICE_ID
                             ? "connection refused: " + from + " has no listener on port " + s.port
-                            : "connection rejected by " + from + " (IBA reason " + reason + ")"));
+                            : "connection rejected by " + from + " (IBA reason " + reason + ")", reason));
                 }
             }
             case CmMad.MRA -> {

@@ -136,6 +136,7 @@ class RdmaCmTest {
             }
             assertTrue(f.failed());
             assertTrue(f.cause().getMessage().contains("connection refused: node 2 has no listener on port 4000"), f.cause().getMessage());
+            assertTrue(f.cause() instanceof ConnectionRejected r && r.refused() && r.reason() == 8, "a refusal, REJ reason 8: " + f.cause());
             Future<RdmaCm.Connection> g = a.cm.connect(0x0A0000FE, PORT, a.qp(), new byte[0]);
             assertTrue(g.failed());
             assertTrue(g.cause().getMessage().contains("no fabric node holds 10.0.0.254"), g.cause().getMessage());
