@@ -29,6 +29,7 @@ import io.vertx.grpc.common.GrpcStatus;
 import io.vertx.grpc.common.ServiceMethod;
 import io.vertx.grpc.common.ServiceName;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
@@ -64,8 +65,8 @@ final class CaptureCommand implements Callable<Integer> {
     @Option(names = "--grpc-token-file", paramLabel = "FILE", description = "With --grpc: the endpoint's bearer token.")
     Path grpcTokenFile;
 
-    @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric", description = "Fabric file (default: ${DEFAULT-VALUE}).")
-    Path fabric;
+    @Mixin
+    FabricOptions where;
 
     @Option(names = "--node", paramLabel = "N", description = "Fabric address of a node to watch; repeatable (default: every node up now).")
     List<Integer> nodes = new ArrayList<>();
@@ -89,7 +90,7 @@ final class CaptureCommand implements Callable<Integer> {
         if (!protocol.isEmpty() || !filterHost.isEmpty() || filterPort != 0 || grpcTokenFile != null) {
             throw new IllegalArgumentException("--protocol, --filter-host, --filter-port and --grpc-token-file go with --grpc HOST:PORT");
         }
-        try (Fabric f = ShmFabric.join(fabric); FabricNode self = f.attachAny()) {
+        try (Fabric f = ShmFabric.join(where.path()); FabricNode self = f.attachAny()) {
             List<Integer> targets = nodes.isEmpty() ? upNodes(self) : nodes;
             try (PcapWriter pcap = PcapWriter.open(file)) {
                 capture(self, targets, pcap);

@@ -13,6 +13,7 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 @Command(name = "fabric", mixinStandardHelpOptions = true, description = "Create, inspect and remove fabric files.",
@@ -66,12 +67,12 @@ final class FabricCommand {
 
     @Command(name = "info", mixinStandardHelpOptions = true, description = "Show a fabric's geometry, nodes, rings, windows and counters.")
     static final class Info implements Callable<Integer> {
-        @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric", description = "Fabric file (default: ${DEFAULT-VALUE}).")
-        Path path;
+        @Mixin
+        FabricOptions where;
 
         @Override
         public Integer call() {
-            try (Fabric f = ShmFabric.inspect(path)) {
+            try (Fabric f = ShmFabric.inspect(where.path())) {
                 print(f);
             }
             return 0;

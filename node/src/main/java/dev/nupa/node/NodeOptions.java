@@ -5,27 +5,19 @@ import java.util.ArrayList;
 import java.util.List;
 
 import dev.nupa.device.FabricGeometry;
-import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkFaults;
 import dev.nupa.tcp.TcpConfig;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /** The options that say how a node joins the fabric: shared by `nupa node`, `ping`, and the demo's nodes. */
 final class NodeOptions {
-    @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric",
-            description = "Fabric file; created if missing (default: ${DEFAULT-VALUE}).")
-    Path fabric;
-
-    @Option(names = "--device", paramLabel = "shm:PATH|pci:BDF|uio:/dev/uioN|vfio:BDF",
-            description = "The fabric's device: shm:PATH, a shared-memory file (as --fabric); pci:BDF, an ivshmem device's BAR2 inside a"
-                    + " QEMU guest (as pci:0000:00:04.0; through sysfs, doorbells polled) backed by the host's fabric file; uio:/dev/uioN,"
-                    + " the same for the device uio_pci_generic holds; or vfio:BDF, an ivshmem-doorbell device bound to vfio-pci (BAR2"
-                    + " through VFIO, doorbells as MSI-X interrupts between guests).")
-    String device;
+    @Mixin
+    FabricOptions where;
 
     @Option(names = "--address", paramLabel = "N", defaultValue = "-1",
             description = "Fabric address of this node (default: the first free one).")
@@ -73,22 +65,7 @@ final class NodeOptions {
 
     /** The fabric's path: --fabric, or what --device names. */
     Path fabricPath() {
-        if (device == null) {
-            return fabric;
-        }
-        if (device.startsWith("shm:")) {
-            return Path.of(device.substring(4));
-        }
-        if (device.startsWith("pci:")) {
-            return ShmFabric.pciBar(device.substring(4));
-        }
-        if (device.startsWith("vfio:")) {
-            return ShmFabric.vfioDevice(device.substring(5));
-        }
-        if (device.startsWith("uio:")) {
-            return ShmFabric.uioBar(Path.of(device.substring(4)));
-        }
-        throw new IllegalArgumentException("--device is shm:PATH, pci:BDF, uio:/dev/uioN or vfio:BDF, not " + device);
+        return where.path();
     }
 
     NodeConfig config() {
