@@ -1,0 +1,80 @@
+/*
+ * libnupa: a node of a NUPA fabric in C, following docs/fabric-layout.md (the shared memory: header,
+ * node table, rings, doorbells, liveness) and docs/link-layer.md (link frames, the neighbor directory).
+ *
+ * A node maps the fabric file, joins an address (section 5.3.1), heartbeats on a thread of its own
+ * (section 8), sends link frames into peers' rings (6.3) and takes frames from its own (6.4), sleeping
+ * on its doorbell when idle (section 7). One thread polls and waits; any thread may send.
+ */
+#ifndef NUPA_H
+#define NUPA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Link protocols (EtherTypes, docs/link-layer.md section 1). */
+#define NUPA_PROTO_IPV4 0x0800
+#define NUPA_PROTO_RDMA 0x8915
+#define NUPA_LINK_HEADER 8
+
+/* nupa_send's results. */
+#define NUPA_OK 0
+#define NUPA_BACK_PRESSURED -1 /* the peer's ring is full: try again later */
+#define NUPA_PEER_DOWN -2      /* no node is UP at that address */
+#define NUPA_LATE -3           /* the consumer skipped the claim as stalled: the frame is lost */
+#define NUPA_TOO_BIG -4        /* the frame does not fit the fabric's max_frame */
+#define NUPA_BAD_ADDRESS -5    /* the address is outside the fabric */
+#define NUPA_EVICTED -6        /* this node no longer holds its address */
+
+typedef struct nupa_node nupa_node;
+
+/* A frame taken from a ring: the link header's source and protocol and the payload, valid during the call only. */
+typedef void (*nupa_frame_fn)(void *ctx, int source, uint16_t protocol, const uint8_t *payload, uint32_t length);
+
+/*
+ * Maps the fabric file at path and joins address (or, with -1, the lowest FREE one). Returns NULL with a
+ * one-line reason in err (errlen bytes) if the file is not a fabric, the address is held, or the system
+ * refuses a step.
+ */
+nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen);
+
+/* Leaves: stops the heartbeat, wakes the node's own sleeper, reclaims the address (5.3.2), unmaps. */
+void nupa_leave(nupa_node *node);
+
+int nupa_address(const nupa_node *node);
+uint32_t nupa_generation(const nupa_node *node);
+int nupa_max_nodes(const nupa_node *node);
+uint32_t nupa_max_frame(const nupa_node *node);
+
+/* Sends [link header][payload] to ring 0 of node dest; NUPA_OK or one of the results above. */
+int nupa_send(nupa_node *node, int dest, uint16_t protocol, const void *payload, uint32_t length);
+
+/*
+ * Hands at most limit frames from the node's rings to fn; returns how many. Frames whose link header is
+ * short, names another destination or another source than the slot, or overruns the slot are dropped.
+ */
+int nupa_poll(nupa_node *node, nupa_frame_fn fn, void *ctx, int limit);
+
+/* Sleeps on the doorbell until a frame may be ready or timeout_ns passes; returns 1 if frames are ready. */
+int nupa_wait(nupa_node *node, long timeout_ns);
+
+/*
+ * Publishes this node's IPv4 address (host order) and prefix length in its entry's attributes, as the neighbor
+ * directory reads them (docs/link-layer.md section 2). Returns 0, or -1 if the node was evicted.
+ */
+int nupa_publish_ipv4(nupa_node *node, uint32_t address, int prefix_length);
+
+/* The fabric address of the UP node that published IPv4 address (host order), or -1. */
+int nupa_lookup_ipv4(nupa_node *node, uint32_t address);
+
+/* Whether the node still holds its address (0 once another node judged it dead and reclaimed it). */
+int nupa_is_up(const nupa_node *node);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,95 @@
+package dev.nupa.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.nupa.node.Main;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * libnupa (native/, C) against the Java nodes on one fabric file: nupa-cnode, built on the library alone, joins
+ * as a node, publishes its IPv4 address in the neighbor directory and exchanges hand-built IPv4 with a Java node
+ * both ways: its ICMP echo requests and a UDP datagram of every size from 0 to 8,972 bytes (link frames of 36 to
+ * 9,008 bytes, up to the 9,000-byte MTU) against `nupa node --udp-echo 7`, each echo checked; then `nupa ping` and
+ * `nupa udp-check` against it. Afterwards its address is FREE again: it left as docs/fabric-layout.md says.
+ */
+class CNodeConformanceTest {
+    private static final Path NATIVE = Path.of(System.getProperty("user.dir")).getParent().resolve("native");
+    private static final Path CNODE = NATIVE.resolve("build/nupa-cnode");
+
+    @BeforeAll
+    static void build() throws Exception {
+        String missing = Linux.missing("make", "cc");
+        Assumptions.assumeTrue(missing == null, () -> "skipping the test: no " + missing + " to build libnupa (apt-get install build-essential)");
+        Linux.Result made = Linux.run(120, "make", "-C", NATIVE.toString());
+        assertEquals(0, made.status(), "make -C native: " + made.output());
+    }
+
+    @Test
+    void aCNodePingsAndUdpEchoesAJavaNodeWithFramesOfEverySize() throws Exception {
+        Path fabric = ChildJvm.newFabricPath();
+        try (ChildJvm java = ChildJvm.start("java-node", Main.class, "node", "--fabric", fabric, "--address", "1", "--udp-echo", "7")) {
+            java.awaitLine("nupa node:", 60_000);
+            Linux.Result ping = Linux.run(60, CNODE.toString(), fabric.toString(), "5", "10.0.0.6/24", "ping", "10.0.0.2", "5");
+            assertEquals(0, ping.status(), ping.output());
+            assertTrue(ping.output().contains("nupa-cnode: ping 10.0.0.2: 5 of 5 echo replies"), ping.output());
+            Linux.Result udp = Linux.run(120, CNODE.toString(), fabric.toString(), "5", "10.0.0.6/24", "udp", "10.0.0.2", "7", "0", "8972");
+            assertEquals(0, udp.status(), udp.output());
+            assertTrue(udp.output().contains("8973 of 8973 datagrams of 0..8972 bytes echoed intact"), udp.output());
+            System.out.println("CNodeConformanceTest: " + ping.output().strip() + "; " + udp.output().strip());
+            assertNodeFree(fabric, 5);
+        } finally {
+            Files.deleteIfExists(fabric);
+        }
+    }
+
+    @Test
+    void javaNodesPingAndUdpEchoThroughACNode() throws Exception {
+        Path fabric = ChildJvm.newFabricPath();
+        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString());
+        assertEquals(0, made.status(), made.err());
+        Process c = new ProcessBuilder(CNODE.toString(), fabric.toString(), "5", "10.0.0.6/24", "serve", "120").redirectErrorStream(true).start();
+        try {
+            c.getOutputStream().close();
+            var lines = new java.io.BufferedReader(new java.io.InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8));
+            String first = lines.readLine();
+            assertTrue(first != null && first.startsWith("nupa-cnode: node 5 serving"), "the C node serves: " + first);
+            NupaCommandLineTest.Run ping = NupaCommandLineTest.nupa("ping", "--fabric", fabric.toString(), "-c", "3", "10.0.0.6");
+            assertEquals(0, ping.status(), ping.out() + ping.err());
+            assertTrue(ping.out().contains("3 packets transmitted, 3 received"), ping.out());
+            NupaCommandLineTest.Run udp = NupaCommandLineTest.nupa("udp-check", "--fabric", fabric.toString(), "--count", "200", "--max-size",
+                    "8000", "10.0.0.6");
+            assertEquals(0, udp.status(), udp.out() + udp.err());
+            assertTrue(udp.out().contains("200 echoed intact"), udp.out());
+            Linux.ok("kill", "-TERM", Long.toString(c.pid())); // it leaves the fabric and reports (destroy would close its output)
+            StringBuilder rest = new StringBuilder();
+            for (String line; (line = lines.readLine()) != null; ) {
+                rest.append(line).append('\n');
+            }
+            assertTrue(c.waitFor(30, TimeUnit.SECONDS), "the C node stopped");
+            assertTrue(rest.toString().contains("nupa-cnode: served 3 echo requests and 200 UDP datagrams"), rest.toString());
+            assertEquals(0, c.exitValue(), rest.toString());
+            System.out.println("CNodeConformanceTest: " + ping.out().strip().lines().reduce((a, b) -> b).orElse("") + "; " + udp.lastLine()
+                    + "; " + rest.toString().strip());
+            assertNodeFree(fabric, 5);
+        } finally {
+            c.destroyForcibly();
+            Files.deleteIfExists(fabric);
+        }
+    }
+
+    /** `nupa fabric info` shows the address FREE again (the C node's leave reclaimed it) or not at all. */
+    private static void assertNodeFree(Path fabric, int address) throws IOException, InterruptedException {
+        NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString());
+        assertEquals(0, info.status(), info.err());
+        assertTrue(!java.util.regex.Pattern.compile("(?m)^\\s+" + address + " (UP|JOINING|RECLAIMING) ").matcher(info.out()).find(),
+                "node " + address + " left: " + info.out());
+    }
+}
