@@ -2,8 +2,8 @@
  * libnupa: a node of a NUPA fabric in C, following docs/fabric-layout.md (the shared memory: header,
  * node table, rings, doorbells, liveness) and docs/link-layer.md (link frames, the neighbor directory).
  *
- * A node maps the fabric file, joins an address (section 5.3.1), heartbeats on a thread of its own
- * (section 8), sends link frames into peers' rings (6.3) and takes frames from its own (6.4), sleeping
+ * A node maps the fabric file, joins an address (section 5.3.1), heartbeats on a thread of its own, which
+ * also watches the other addresses and reclaims a dead holder's (section 8), sends link frames into peers' rings (6.3) and takes frames from its own (6.4), sleeping
  * on its doorbell when idle (section 7). One thread polls and waits; any thread may send.
  */
 #ifndef NUPA_H

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,9 +27,12 @@
 #define H_RING_SLOTS 32
 #define H_SLOT_BYTES 36
 #define H_MAX_FRAME 40
+#define H_MAX_WINDOWS 44
 #define H_NODE_TABLE 56
 #define H_RINGS 64
+#define H_WINDOW_TABLE 72
 #define H_HEARTBEAT_PERIOD 88
+#define H_HEARTBEAT_TIMEOUT 96
 #define H_STALL_TIMEOUT 104
 #define H_NODE_BYTES 120
 #define H_RING_BYTES 128
@@ -67,6 +71,12 @@
 #define R_SLOTS 256
 #define PADDING 1
 #define SKIPPED 2
+/* Window table entry (9.1). */
+#define W_STATE 0
+#define W_OWNER 4
+#define W_OWNER_GEN 8
+#define W_KEY 12
+#define W_ACTIVE 1
 /* The neighbor directory's record (docs/link-layer.md section 2). */
 #define DIR_MAGIC 0x4E42
 
@@ -77,7 +87,11 @@ struct nupa_node {
     int address;
     uint32_t generation;
     uint32_t max_nodes, rings_per_node, ring_slots, slot_bytes, max_frame;
-    uint64_t node_table, rings, ring_bytes, heartbeat_period_ns, stall_timeout_ns;
+    uint64_t node_table, rings, ring_bytes, window_table, heartbeat_period_ns, heartbeat_timeout_ns, stall_timeout_ns;
+    uint32_t max_windows;
+    uint64_t host_id;
+    /* What the heartbeat thread last saw of each address (section 8): the state word, the heartbeat, and when either moved. */
+    uint64_t *watched_word, *watched_beat, *watched_since;
     uint64_t *heads;          /* the consumer's own copy of each ring's head */
     uint64_t *stall_position; /* the head whose claim a stall timer runs for, per ring (UINT64_MAX: none) */
     uint64_t *stall_since;
@@ -148,6 +162,77 @@ static uint64_t drain(nupa_node *n, uint64_t r) {
     return t > h ? t - h : 0;
 }
 
+/* Provably dead / alive (5.5): same host, a pid, and whether that process exists. */
+static int same_host_pid(nupa_node *n, uint64_t e, pid_t *pid) {
+    uint64_t host = atomic_load_explicit(u64(n, e + N_HOST_ID), memory_order_acquire);
+    *pid = (pid_t) atomic_load_explicit(u64(n, e + N_PID), memory_order_acquire);
+    return n->host_id != 0 && host == n->host_id && *pid > 0;
+}
+static int provably_dead(nupa_node *n, uint64_t e) {
+    pid_t pid;
+    return same_host_pid(n, e, &pid) && kill(pid, 0) < 0 && errno == ESRCH;
+}
+static int provably_alive(nupa_node *n, uint64_t e) {
+    pid_t pid;
+    return same_host_pid(n, e, &pid) && (kill(pid, 0) == 0 || errno == EPERM);
+}
+
+/* Reclaiming address a from the word w read (5.3.2); nothing unless the CAS to RECLAIMING is won. */
+static void reclaim(nupa_node *n, int a, uint64_t w) {
+    uint64_t e = entry(n, a);
+    uint32_t g = (uint32_t) (w >> 32);
+    uint64_t reclaiming = word(RECLAIMING, g);
+    if (!atomic_compare_exchange_strong(u64(n, e + N_STATE), &w, reclaiming)) {
+        return;
+    }
+    uint64_t dropped = 0;
+    for (uint32_t r = 0; r < n->rings_per_node; r++) {
+        dropped += drain(n, ring(n, a, (int) r));
+    }
+    atomic_fetch_add(u64(n, e + N_DISCARDED), dropped);
+    for (uint32_t i = 0; i < n->max_windows; i++) {
+        uint64_t we = n->window_table + (uint64_t) i * 64;
+        if (atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) == W_ACTIVE
+            && *(uint32_t *) (n->mem + we + W_OWNER) == (uint32_t) a && *(uint32_t *) (n->mem + we + W_OWNER_GEN) == g) {
+            *(uint32_t *) (n->mem + we + W_KEY) = 0;
+            atomic_store_explicit(u32(n, we + W_STATE), 0, memory_order_release);
+        }
+    }
+    uint64_t held = ((uint64_t) g << 32) | (uint64_t) (a + 1);
+    atomic_compare_exchange_strong(u64(n, H_LOCK), &held, 0);
+    atomic_store_explicit(u64(n, e + N_ATTR_VERSION), 0, memory_order_release);
+    atomic_store_explicit(u32(n, e + N_ARMED), 0, memory_order_release);
+    atomic_compare_exchange_strong(u64(n, e + N_STATE), &reclaiming, word(FREE, g));
+}
+
+/* Section 8 step 3: every other address, timed by this node's own clock; a dead holder is reclaimed. */
+static void watch(nupa_node *n) {
+    uint64_t now = now_ns();
+    for (int a = 0; a < (int) n->max_nodes; a++) {
+        if (a == n->address) {
+            continue;
+        }
+        uint64_t e = entry(n, a);
+        uint64_t w = atomic_load(u64(n, e + N_STATE));
+        if ((uint32_t) w == FREE) {
+            n->watched_word[a] = w;
+            continue;
+        }
+        uint64_t b = atomic_load_explicit(u64(n, e + N_HEARTBEAT), memory_order_acquire);
+        if (w != n->watched_word[a] || b != n->watched_beat[a]) {
+            n->watched_word[a] = w;
+            n->watched_beat[a] = b;
+            n->watched_since[a] = now;
+            continue;
+        }
+        uint64_t still = now - n->watched_since[a];
+        if ((still > 2 * n->heartbeat_period_ns && (uint32_t) w != RECLAIMING && provably_dead(n, e))
+            || (still > n->heartbeat_timeout_ns && !provably_alive(n, e))) {
+            reclaim(n, a, w);
+        }
+    }
+}
+
 static void *heartbeat(void *arg) {
     nupa_node *n = arg;
     struct timespec period = {(time_t) (n->heartbeat_period_ns / 1000000000ULL), (long) (n->heartbeat_period_ns % 1000000000ULL)};
@@ -159,6 +244,7 @@ static void *heartbeat(void *arg) {
             atomic_store(&n->evicted, 1);
             break;
         }
+        watch(n);
         nanosleep(&period, NULL);
     }
     return NULL;
@@ -217,6 +303,9 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     n->rings = *(uint64_t *) (mem + H_RINGS);
     n->ring_bytes = *(uint64_t *) (mem + H_RING_BYTES);
     n->heartbeat_period_ns = *(uint64_t *) (mem + H_HEARTBEAT_PERIOD);
+    n->heartbeat_timeout_ns = *(uint64_t *) (mem + H_HEARTBEAT_TIMEOUT);
+    n->window_table = *(uint64_t *) (mem + H_WINDOW_TABLE);
+    n->max_windows = *(uint32_t *) (mem + H_MAX_WINDOWS);
     n->stall_timeout_ns = *(uint64_t *) (mem + H_STALL_TIMEOUT);
     if (address < -1 || address >= (int) n->max_nodes) {
         fail(err, errlen, "address %d is outside 0..%u of this fabric", address, n->max_nodes - 1);
@@ -241,7 +330,8 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     /* Holding JOINING(g): the entry (5.3.1 step 4). */
     uint64_t self = entry(n, address);
     *(uint64_t *) (mem + self + N_PID) = (uint64_t) getpid();
-    *(uint64_t *) (mem + self + N_HOST_ID) = host_id();
+    n->host_id = host_id();
+    *(uint64_t *) (mem + self + N_HOST_ID) = n->host_id;
     struct timespec wall;
     clock_gettime(CLOCK_REALTIME, &wall);
     *(uint64_t *) (mem + self + N_JOINED_MILLIS) = (uint64_t) wall.tv_sec * 1000 + (uint64_t) wall.tv_nsec / 1000000;
@@ -251,6 +341,9 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     n->heads = calloc(n->rings_per_node, sizeof(uint64_t));
     n->stall_position = calloc(n->rings_per_node, sizeof(uint64_t));
     n->stall_since = calloc(n->rings_per_node, sizeof(uint64_t));
+    n->watched_word = calloc(n->max_nodes, sizeof(uint64_t));
+    n->watched_beat = calloc(n->max_nodes, sizeof(uint64_t));
+    n->watched_since = calloc(n->max_nodes, sizeof(uint64_t));
     uint64_t discarded = 0;
     for (uint32_t r = 0; r < n->rings_per_node; r++) {
         discarded += drain(n, ring(n, address, (int) r));
@@ -307,6 +400,9 @@ void nupa_leave(nupa_node *n) {
     free(n->heads);
     free(n->stall_position);
     free(n->stall_since);
+    free(n->watched_word);
+    free(n->watched_beat);
+    free(n->watched_since);
     free(n);
 }
 

@@ -18,7 +18,8 @@ import org.junit.jupiter.api.Test;
  * as a node, publishes its IPv4 address in the neighbor directory and exchanges hand-built IPv4 with a Java node
  * both ways: its ICMP echo requests and a UDP datagram of every size from 0 to 8,972 bytes (link frames of 36 to
  * 9,008 bytes, up to the 9,000-byte MTU) against `nupa node --udp-echo 7`, each echo checked; then `nupa ping` and
- * `nupa udp-check` against it. Afterwards its address is FREE again: it left as docs/fabric-layout.md says.
+ * `nupa udp-check` against it. Afterwards its address is FREE again: it left as docs/fabric-layout.md says. And it
+ * reclaims a Java node that died.
  */
 class CNodeConformanceTest {
     private static final Path NATIVE = Path.of(System.getProperty("user.dir")).getParent().resolve("native");
@@ -82,6 +83,43 @@ class CNodeConformanceTest {
         } finally {
             c.destroyForcibly();
             Files.deleteIfExists(fabric);
+        }
+    }
+
+    /**
+     * The C node watches its peers as section 8 of docs/fabric-layout.md says: a Java node killed with SIGKILL
+     * (its process gone from this host, its heartbeat still) is reclaimed by the C node, the only other node
+     * (`nupa fabric info` only looks).
+     */
+    @Test
+    void aCNodeReclaimsAJavaNodeThatDied() throws Exception {
+        Path fabric = ChildJvm.newFabricPath();
+        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString());
+        assertEquals(0, made.status(), made.err());
+        Process c = null;
+        try (ChildJvm java = ChildJvm.start("java-node", Main.class, "node", "--fabric", fabric, "--address", "1")) {
+            java.awaitLine("nupa node:", 60_000);
+            c = new ProcessBuilder(CNODE.toString(), fabric.toString(), "5", "10.0.0.6/24", "serve", "120").redirectErrorStream(true)
+                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            ChildJvm.waitUntil("the C node to be up", 30_000, () -> nodeState(fabric, 5).equals("UP"));
+            java.kill();
+            ChildJvm.waitUntil("the C node to reclaim node 1", 30_000, () -> nodeState(fabric, 1).equals("FREE"));
+        } finally {
+            if (c != null) {
+                c.destroyForcibly();
+            }
+            Files.deleteIfExists(fabric);
+        }
+    }
+
+    /** Address a's state as `nupa fabric info` prints it ("FREE" when it lists no such line). */
+    private static String nodeState(Path fabric, int address) {
+        try {
+            var m = java.util.regex.Pattern.compile("(?m)^\\s+" + address + " (\\w+) ")
+                    .matcher(NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString()).out());
+            return m.find() ? m.group(1) : "FREE";
+        } catch (IOException | InterruptedException e) {
+            throw new IllegalStateException(e);
         }
     }
 
