@@ -53,10 +53,8 @@ class CNodeConformanceTest {
 
     @Test
     void javaNodesPingAndUdpEchoThroughACNode() throws Exception {
-        Path fabric = ChildJvm.newFabricPath();
-        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString());
-        assertEquals(0, made.status(), made.err());
-        Process c = new ProcessBuilder(CNODE.toString(), fabric.toString(), "5", "10.0.0.6/24", "serve", "120").redirectErrorStream(true).start();
+        Path fabric = createdFabric();
+        Process c = serving(fabric);
         try {
             c.getOutputStream().close();
             var lines = new java.io.BufferedReader(new java.io.InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8));
@@ -93,14 +91,11 @@ class CNodeConformanceTest {
      */
     @Test
     void aCNodeReclaimsAJavaNodeThatDied() throws Exception {
-        Path fabric = ChildJvm.newFabricPath();
-        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString());
-        assertEquals(0, made.status(), made.err());
+        Path fabric = createdFabric();
         Process c = null;
         try (ChildJvm java = ChildJvm.start("java-node", Main.class, "node", "--fabric", fabric, "--address", "1")) {
             java.awaitLine("nupa node:", 60_000);
-            c = new ProcessBuilder(CNODE.toString(), fabric.toString(), "5", "10.0.0.6/24", "serve", "120").redirectErrorStream(true)
-                    .redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+            c = serving(fabric); // its two lines of output wait in the pipe
             ChildJvm.waitUntil("the C node to be up", 30_000, () -> nodeState(fabric, 5).equals("UP"));
             java.kill();
             ChildJvm.waitUntil("the C node to reclaim node 1", 30_000, () -> nodeState(fabric, 1).equals("FREE"));
@@ -110,6 +105,18 @@ class CNodeConformanceTest {
             }
             Files.deleteIfExists(fabric);
         }
+    }
+
+    private static Path createdFabric() throws IOException, InterruptedException {
+        Path fabric = ChildJvm.newFabricPath();
+        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString());
+        assertEquals(0, made.status(), made.err());
+        return fabric;
+    }
+
+    /** nupa-cnode serving ICMP and UDP echo as node 5, 10.0.0.6, for at most 120 s; its output on the process's stream. */
+    private static Process serving(Path fabric) throws IOException {
+        return new ProcessBuilder(CNODE.toString(), fabric.toString(), "5", "10.0.0.6/24", "serve", "120").redirectErrorStream(true).start();
     }
 
     /** Address a's state as `nupa fabric info` prints it ("FREE" when it lists no such line). */
