@@ -49,7 +49,7 @@ public final class Gsi {
      * RoCEv2 to IP peer {@code ip}; false when the ring is full (nothing was sent: the agent's timer resends).
      */
     public boolean send(int node, int ip, int length, Writer writer) {
-        long o = ctx.claim(node, node >= 0 ? 0 : ip, 1, length);
+        long o = ctx.claim(node, node >= 0 ? 0 : ip, RdmaContext.GSI_QPN, length);
         if (o < 0) {
             return false;
         }

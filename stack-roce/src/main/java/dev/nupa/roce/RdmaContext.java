@@ -514,6 +514,9 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Attaches the agent (the connection manager) that takes QP 1's messages; {@link Gsi#detach} removes it. */
     public Gsi attachGsi(GsiAgent agent) {
+        if (agent == null) {
+            throw new RdmaException("attachGsi needs an agent; to detach one, call detach() on the Gsi it returned");
+        }
         if (gsi != null) {
             throw new RdmaException("node " + link.address() + " already has a connection manager on QP 1; close it first");
         }
