@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "nupa_wqe.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -73,6 +75,22 @@ int nupa_lookup_ipv4(nupa_node *node, uint32_t address);
 
 /* Whether the node still holds its address (0 once another node judged it dead and reclaimed it). */
 int nupa_is_up(const nupa_node *node);
+
+/*
+ * Opens work ring index of the proxy at address owner (docs/work-rings.md): finds its WORK_RING window (section 9.4)
+ * and views it in *ring. Returns 0, or -1 with a one-line reason in err.
+ */
+int nupa_ring_open(nupa_node *node, int owner, int index, struct nupa_wr *ring, char *err, size_t errlen);
+
+/*
+ * Whether the proxy still serves the ring: its window is still exported under the same key by the same incarnation
+ * of a node that is UP (section 9.4), and the ring is not CLOSED. A poster that finds no completion checks this, so
+ * that a proxy's death ends its wait instead of hanging it.
+ */
+int nupa_ring_served(nupa_node *node, const struct nupa_wr *ring);
+
+/* The mapped fabric: for registering it with a GPU (cudaHostRegister) so that kernels post into rings. */
+void *nupa_fabric_memory(nupa_node *node, size_t *size);
 
 #ifdef __cplusplus
 }

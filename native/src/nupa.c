@@ -76,7 +76,12 @@
 #define W_OWNER 4
 #define W_OWNER_GEN 8
 #define W_KEY 12
+#define W_OFFSET 16
+#define W_LENGTH 24
+#define W_ACCESS 32
 #define W_ACTIVE 1
+#define W_WORK_RING 16
+#define H_WINDOW_AREA 80
 /* The neighbor directory's record (docs/link-layer.md section 2). */
 #define DIR_MAGIC 0x4E42
 
@@ -89,6 +94,7 @@ struct nupa_node {
     uint32_t max_nodes, rings_per_node, ring_slots, slot_bytes, max_frame;
     uint64_t node_table, rings, ring_bytes, window_table, heartbeat_period_ns, heartbeat_timeout_ns, stall_timeout_ns;
     uint32_t max_windows;
+    uint64_t window_area;
     uint64_t host_id;
     /* What the heartbeat thread last saw of each address (section 8): the state word, the heartbeat, and when either moved. */
     uint64_t *watched_word, *watched_beat, *watched_since;
@@ -306,6 +312,7 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     n->heartbeat_timeout_ns = *(uint64_t *) (mem + H_HEARTBEAT_TIMEOUT);
     n->window_table = *(uint64_t *) (mem + H_WINDOW_TABLE);
     n->max_windows = *(uint32_t *) (mem + H_MAX_WINDOWS);
+    n->window_area = *(uint64_t *) (mem + H_WINDOW_AREA);
     n->stall_timeout_ns = *(uint64_t *) (mem + H_STALL_TIMEOUT);
     if (address < -1 || address >= (int) n->max_nodes) {
         fail(err, errlen, "address %d is outside 0..%u of this fabric", address, n->max_nodes - 1);
@@ -655,4 +662,54 @@ int nupa_lookup_ipv4(nupa_node *n, uint32_t address) {
         }
     }
     return -1;
+}
+
+/* ---- work rings (docs/work-rings.md), found as windows (section 9.4) ---- */
+
+int nupa_ring_open(nupa_node *n, int owner, int index, struct nupa_wr *r, char *err, size_t errlen) {
+    if (owner < 0 || owner >= (int) n->max_nodes) {
+        fail(err, errlen, "address %d is outside 0..%u of this fabric", owner, n->max_nodes - 1);
+        return -1;
+    }
+    uint64_t owner_word = atomic_load_explicit(u64(n, entry(n, owner) + N_STATE), memory_order_acquire);
+    int rings = 0;
+    for (uint32_t i = 0; i < n->max_windows; i++) {
+        uint64_t we = n->window_table + (uint64_t) i * 64;
+        if (atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) != W_ACTIVE
+            || *(uint32_t *) (n->mem + we + W_OWNER) != (uint32_t) owner
+            || owner_word != word(UP, *(uint32_t *) (n->mem + we + W_OWNER_GEN))
+            || (*(uint32_t *) (n->mem + we + W_ACCESS) & W_WORK_RING) == 0) {
+            continue;
+        }
+        uint64_t off = *(uint64_t *) (n->mem + we + W_OFFSET), len = *(uint64_t *) (n->mem + we + W_LENGTH);
+        if (len < 512 || n->window_area + off + len > n->size || nupa_wr_view(r, n->mem + n->window_area + off) != 0) {
+            continue;
+        }
+        rings++;
+        if (r->h->ring_index == (uint32_t) index) {
+            r->window_id = i;
+            r->window_key = *(uint32_t *) (n->mem + we + W_KEY);
+            r->owner = (uint32_t) owner;
+            r->owner_gen = *(uint32_t *) (n->mem + we + W_OWNER_GEN);
+            return 0;
+        }
+    }
+    fail(err, errlen, "node %d serves no work ring %d (it serves %d); start a proxy there (nupa node --proxy A.B.C.D:PORT)", owner,
+        index, rings);
+    return -1;
+}
+
+int nupa_ring_served(nupa_node *n, const struct nupa_wr *r) {
+    uint64_t we = n->window_table + (uint64_t) r->window_id * 64;
+    return atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) == W_ACTIVE
+        && *(uint32_t *) (n->mem + we + W_KEY) == r->window_key
+        && atomic_load_explicit(u64(n, entry(n, (int) r->owner) + N_STATE), memory_order_acquire) == word(UP, r->owner_gen)
+        && nupa_wr_load32(&r->h->state) != NUPA_WR_CLOSED;
+}
+
+void *nupa_fabric_memory(nupa_node *n, size_t *size) {
+    if (size != NULL) {
+        *size = n->size;
+    }
+    return n->mem;
 }

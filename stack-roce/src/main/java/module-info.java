@@ -9,5 +9,6 @@ module dev.nupa.roce {
 
     exports dev.nupa.roce;
     exports dev.nupa.roce.cm;
+    exports dev.nupa.roce.ring;
     exports dev.nupa.roce.vertx;
 }

@@ -272,9 +272,10 @@ public final class Fabric implements AutoCloseable {
         if (bytes <= 0) {
             throw new FabricException("window size must be positive, was " + bytes);
         }
-        if ((access & ~(FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE | FabricWindow.DIRECTORY | FabricWindow.COUNTERS)) != 0) {
+        if ((access & ~(FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE | FabricWindow.DIRECTORY | FabricWindow.COUNTERS
+                | FabricWindow.WORK_RING)) != 0) {
             throw new FabricException("window access flags 0x" + Integer.toHexString(access)
-                    + " are unknown; use FabricWindow.REMOTE_READ, REMOTE_WRITE, DIRECTORY and/or COUNTERS");
+                    + " are unknown; use FabricWindow.REMOTE_READ, REMOTE_WRITE, DIRECTORY, COUNTERS and/or WORK_RING");
         }
         long size = align(bytes, PAGE);
         lock(owner, ownerGen);
@@ -374,6 +375,29 @@ public final class Fabric implements AutoCloseable {
         } catch (FabricException e) {
             return null; // withdrawn between the scan and the open
         }
+    }
+
+    /**
+     * Opens every active window of {@code owner}'s current generation whose access has all of {@code access}'s bits, in
+     * id order (how peers find windows of a kind that a node may export several of, such as work rings).
+     */
+    List<FabricWindow> openWindowsOf(int owner, int access) {
+        checkAddress(owner);
+        long state = stateWord(owner);
+        List<FabricWindow> out = new ArrayList<>();
+        for (int id = 0; id < geometry.maxWindows(); id++) {
+            long e = windowEntry(id);
+            if ((int) INT.getAcquire(mem, e + W_STATE) == WINDOW_ACTIVE && mem.get(ValueLayout.JAVA_INT, e + W_OWNER) == owner
+                    && (mem.get(ValueLayout.JAVA_INT, e + W_ACCESS) & access) == access
+                    && state == word(STATE_UP, mem.get(ValueLayout.JAVA_INT, e + W_OWNER_GEN))) {
+                try {
+                    out.add(openWindow(id, mem.get(ValueLayout.JAVA_INT, e + W_KEY)));
+                } catch (FabricException gone) {
+                    // withdrawn between the scan and the open
+                }
+            }
+        }
+        return out;
     }
 
     boolean windowValid(int id, int key, int owner) {

@@ -97,6 +97,9 @@ public interface FabricDevice extends AutoCloseable {
     /** Opens the {@link FabricWindow#DIRECTORY} window that {@code owner} exports, or returns null if it exports none. */
     FabricWindow openDirectory(int owner);
 
+    /** Opens every window {@code owner} exports with all of {@code access}'s bits (an empty list: none). */
+    java.util.List<FabricWindow> openWindowsOf(int owner, int access);
+
     /** Publishes up to {@link FabricLayout#ATTR_BYTES} bytes that travel with this node's table entry (e.g. its IP address). */
     void publishAttributes(MemorySegment attributes);
 

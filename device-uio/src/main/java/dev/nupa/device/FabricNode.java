@@ -366,6 +366,12 @@ public final class FabricNode implements FabricDevice {
     }
 
     @Override
+    public java.util.List<FabricWindow> openWindowsOf(int owner, int access) {
+        requireAttached();
+        return fabric.openWindowsOf(owner, access);
+    }
+
+    @Override
     public void publishAttributes(MemorySegment attributes) {
         requireAttached();
         if (attributes.byteSize() > ATTR_BYTES) {

@@ -18,6 +18,8 @@ public final class FabricWindow implements AutoCloseable {
     public static final int DIRECTORY = 4;
     /** Holds a {@link CounterTable} its owner publishes for tools that read the fabric ({@link Fabric#publishedCounters}). */
     public static final int COUNTERS = 8;
+    /** Holds a work ring (docs/work-rings.md): a proxy's submission and completion rings for one of its QPs. */
+    public static final int WORK_RING = 16;
 
     private final Fabric fabric;
     private final int id;

@@ -129,6 +129,9 @@ final class NodeCommand implements Callable<Integer> {
     @Mixin
     TcpSocketOptions sockets;
 
+    @Mixin
+    WorkRingOptions workRings;
+
     @Override
     public Integer call() throws Exception {
         GatewayConfig gateway = gateway();
@@ -222,6 +225,13 @@ final class NodeCommand implements Callable<Integer> {
                     .connectHandler(s -> s.pipeTo(s)) // ends (FIN, or RST with --linger 0) when the client ends
                     .listen(tcpEcho, "0.0.0.0").await(5, TimeUnit.SECONDS);
         }
+        List<String> ringLines;
+        try {
+            ringLines = workRings.deploy(node);
+        } catch (RuntimeException e) {
+            node.closeAndWait();
+            throw e;
+        }
         System.out.println("nupa node: " + node + " on " + config.fabric()
                 + (node.link().device() instanceof FabricNode fn && fn.fabric().polled() ? " (doorbells: " + fn.fabric().doorbells() + ")"
                         : "")
@@ -236,6 +246,7 @@ final class NodeCommand implements Callable<Integer> {
                         + (grpcFabricPort >= 0 ? " and " + Ipv4Address.toString(node.ip().address()) + ":" + grpcFabricPort : "")
                         + (token != null ? " (bearer token)" : "") + (tls != null ? " (mutual TLS)" : "") : "")
                 + "; Ctrl-C to stop");
+        ringLines.forEach(l -> System.out.println("nupa node: " + l));
         System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
         GrpcEndpoint ep = endpoint;
@@ -251,6 +262,7 @@ final class NodeCommand implements Callable<Integer> {
                     System.out.println("nupa node: the gRPC endpoint did not close in 5 s: " + e);
                 }
             }
+            workRings.stopLines().forEach(l -> System.out.println("nupa node: " + l));
             stop(node);
             if (spans != null) {
                 spans.close(); // exports the spans still batched

@@ -409,6 +409,11 @@ public final class FaultyDevice implements FabricDevice {
     }
 
     @Override
+    public java.util.List<FabricWindow> openWindowsOf(int owner, int access) {
+        return inner.openWindowsOf(owner, access);
+    }
+
+    @Override
     public void publishAttributes(MemorySegment attributes) {
         inner.publishAttributes(attributes);
     }

@@ -1,0 +1,223 @@
+/*
+ * nupa-wr: posts RDMA work through a proxy's work ring (docs/work-rings.md) from C, on libnupa alone.
+ *
+ *   nupa-wr FABRIC PROXY RING write BYTES CHUNK   WRITEs BYTES in all, CHUNK bytes a WQE, from the ring's data area
+ *                                                  into the target's region (wrapping around it), every one signaled;
+ *                                                  prints the FNV-1a 64 the target's region must then hold
+ *   nupa-wr FABRIC PROXY RING bad-offset           a WRITE from outside the data area (IBV_WC_LOC_PROT_ERR), then a
+ *                                                  good one, which must still succeed
+ *   nupa-wr FABRIC PROXY RING bad-key              a WRITE under a wrong rkey (IBV_WC_REM_ACCESS_ERR from the target),
+ *                                                  then one that must complete flushed, the ring in ERROR
+ *   nupa-wr FABRIC PROXY RING full                 posts without polling until the ring says full, then takes every
+ *                                                  completion
+ *   nupa-wr FABRIC PROXY RING stream SECONDS       posts and polls until the proxy stops serving the ring (exit 0)
+ *                                                  or SECONDS pass (exit 1)
+ *
+ * The poster joins the fabric as a node (the lowest free address), so its heartbeat thread watches the proxy and
+ * reclaims it if it dies. Prints one result line; exits 0 when everything came back as expected.
+ */
+#define _GNU_SOURCE
+#include "nupa.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static nupa_node *node;
+static struct nupa_wr ring;
+
+static uint64_t now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t) t.tv_sec * 1000 + (uint64_t) t.tv_nsec / 1000000;
+}
+
+/* The byte a WRITE stream carries at stream offset i. */
+static uint8_t pattern(uint64_t i) { return (uint8_t) ((i >> 8) * 31 + i); }
+
+static const char *status_name(int s) {
+    switch (s) {
+    case NUPA_WC_SUCCESS: return "IBV_WC_SUCCESS";
+    case NUPA_WC_LOC_QP_OP_ERR: return "IBV_WC_LOC_QP_OP_ERR";
+    case NUPA_WC_LOC_PROT_ERR: return "IBV_WC_LOC_PROT_ERR";
+    case NUPA_WC_WR_FLUSH_ERR: return "IBV_WC_WR_FLUSH_ERR";
+    case NUPA_WC_REM_ACCESS_ERR: return "IBV_WC_REM_ACCESS_ERR";
+    default: return "another status";
+    }
+}
+
+/* Waits up to ms for the next completion; 1 with it in *c, 0 when the proxy stopped serving, -1 on time out. */
+static int next_completion(struct nupa_cqe *c, uint64_t ms) {
+    uint64_t end = now_ms() + ms;
+    for (unsigned spins = 0;; spins++) {
+        if (nupa_wr_poll(&ring, c) == 1) {
+            return 1;
+        }
+        if ((spins & 1023) == 0) {
+            if (!nupa_ring_served(node, &ring)) {
+                return nupa_wr_poll(&ring, c) == 1 ? 1 : 0;
+            }
+            if (now_ms() > end) {
+                return -1;
+            }
+        }
+    }
+}
+
+static int write_stream(uint64_t total, uint32_t chunk) {
+    uint64_t data = ring.h->data_length, region = ring.h->remote_length;
+    if (chunk == 0 || chunk > data || chunk > region || region % chunk != 0) {
+        fprintf(stderr, "nupa-wr: CHUNK must divide the target's %llu bytes and fit the ring's %llu data bytes\n",
+            (unsigned long long) region, (unsigned long long) data);
+        return 2;
+    }
+    uint32_t slots = (uint32_t) (data / chunk);
+    if (slots > ring.h->sq_entries) {
+        slots = ring.h->sq_entries;
+    }
+    uint64_t wqes = (total + chunk - 1) / chunk, posted = 0, done = 0, t0 = now_ms();
+    struct nupa_cqe c;
+    while (done < wqes) {
+        while (posted < wqes && posted - done < slots) {
+            uint64_t at = posted * chunk;
+            uint32_t len = (uint32_t) (total - at < chunk ? total - at : chunk);
+            uint8_t *src = ring.data + (posted % slots) * chunk;
+            for (uint32_t i = 0; i < len; i++) {
+                src[i] = pattern(at + i);
+            }
+            if (nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, posted, (posted % slots) * chunk, len, at % region, 0) < 0) {
+                break;
+            }
+            posted++;
+        }
+        int got = next_completion(&c, 10000);
+        if (got != 1) {
+            printf("nupa-wr: %s after %llu of %llu WRITEs completed\n", got == 0 ? "the proxy stopped serving the ring" : "no completion in 10 s",
+                (unsigned long long) done, (unsigned long long) wqes);
+            return 1;
+        }
+        if (c.status != NUPA_WC_SUCCESS || c.wr_id != done) {
+            printf("nupa-wr: WRITE %llu completed with %s (wr_id %llu)\n", (unsigned long long) done, status_name(c.status),
+                (unsigned long long) c.wr_id);
+            return 1;
+        }
+        done++;
+    }
+    uint64_t ms = now_ms() - t0;
+    /* The region holds, at r, the last byte the stream wrote there. */
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (uint64_t r = 0; r < region; r++) {
+        uint8_t b = 0;
+        if (r < total) {
+            b = pattern(r + region * ((total - 1 - r) / region));
+        }
+        h = (h ^ b) * 0x100000001b3ULL;
+    }
+    printf("nupa-wr: wrote %llu bytes in %llu WRITEs of %u through ring %u in %llu ms; target fnv1a64=0x%llx over %llu bytes\n",
+        (unsigned long long) total, (unsigned long long) wqes, chunk, ring.h->ring_index, (unsigned long long) ms, (unsigned long long) h,
+        (unsigned long long) region);
+    return 0;
+}
+
+/* Posts one WQE and reports its completion's status, or -1. */
+static int one(uint8_t op, uint64_t wr_id, uint64_t local_offset, uint32_t len, uint64_t remote_offset) {
+    if (nupa_wr_post(&ring, op, NUPA_WQE_SIGNALED, wr_id, local_offset, len, remote_offset, 0) < 0) {
+        return -1;
+    }
+    struct nupa_cqe c;
+    if (next_completion(&c, 10000) != 1 || c.wr_id != wr_id) {
+        return -1;
+    }
+    return c.status;
+}
+
+/* Posts a WRITE whose rkey is not the target's. */
+static int64_t post_bad_key(uint64_t wr_id) {
+    int64_t p = nupa_wr_claim(&ring, 1);
+    if (p < 0) {
+        return p;
+    }
+    struct nupa_wqe *w = &ring.sq[(uint64_t) p & (ring.h->sq_entries - 1)];
+    w->version = NUPA_WR_VERSION;
+    w->opcode = NUPA_OP_WRITE;
+    w->flags = NUPA_WQE_SIGNALED;
+    w->wr_id = wr_id;
+    w->local_window = ring.h->window_id;
+    w->local_key = ring.h->window_key;
+    w->local_offset = ring.h->data_offset;
+    w->length = 64;
+    w->imm = 0;
+    w->remote_addr = ring.h->remote_addr;
+    w->remote_key = ring.h->remote_key ^ 0x100;
+    nupa_wr_store32(&w->seq, (uint32_t) (p + 1));
+    return p;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 5) {
+        fprintf(stderr, "usage: nupa-wr FABRIC PROXY RING write BYTES CHUNK | bad-offset | bad-key | full | stream SECONDS\n");
+        return 2;
+    }
+    char err[256];
+    node = nupa_join(argv[1], -1, err, sizeof err);
+    if (node == NULL) {
+        fprintf(stderr, "nupa-wr: %s\n", err);
+        return 2;
+    }
+    int status = 2;
+    if (nupa_ring_open(node, atoi(argv[2]), atoi(argv[3]), &ring, err, sizeof err) != 0) {
+        fprintf(stderr, "nupa-wr: %s\n", err);
+    } else if (strcmp(argv[4], "write") == 0 && argc == 7) {
+        status = write_stream(strtoull(argv[5], NULL, 0), (uint32_t) strtoul(argv[6], NULL, 0));
+    } else if (strcmp(argv[4], "bad-offset") == 0) {
+        int a = one(NUPA_OP_WRITE, 1, ring.h->data_length - 32, 64, 0);
+        int b = one(NUPA_OP_WRITE, 2, 0, 64, 0);
+        printf("nupa-wr: out of range %s, then %s; ring state %u\n", status_name(a), status_name(b), nupa_wr_load32(&ring.h->state));
+        status = a == NUPA_WC_LOC_PROT_ERR && b == NUPA_WC_SUCCESS && ring.h->state == NUPA_WR_READY ? 0 : 1;
+    } else if (strcmp(argv[4], "bad-key") == 0) {
+        struct nupa_cqe c1, c2;
+        int ok = post_bad_key(1) >= 0 && next_completion(&c1, 10000) == 1;
+        ok = ok && nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, 2, 0, 64, 0, 0) >= 0 && next_completion(&c2, 10000) == 1;
+        printf("nupa-wr: bad key %s, then %s; ring state %u\n", ok ? status_name(c1.status) : "-", ok ? status_name(c2.status) : "-",
+            nupa_wr_load32(&ring.h->state));
+        status = ok && c1.status == NUPA_WC_REM_ACCESS_ERR && c2.status == NUPA_WC_WR_FLUSH_ERR && ring.h->state == NUPA_WR_ERROR ? 0 : 1;
+    } else if (strcmp(argv[4], "full") == 0) {
+        uint64_t posted = 0;
+        uint64_t end = now_ms() + 10000;
+        while (now_ms() < end && nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, posted, 0, 8, 0, 0) >= 0) {
+            posted++;
+        }
+        uint64_t got = 0;
+        struct nupa_cqe c;
+        while (got < posted && next_completion(&c, 10000) == 1 && c.status == NUPA_WC_SUCCESS && c.wr_id == got) {
+            got++;
+        }
+        printf("nupa-wr: the ring took %llu WQEs before it said full (%u entries); %llu completed in order\n", (unsigned long long) posted,
+            ring.h->sq_entries, (unsigned long long) got);
+        status = posted >= ring.h->sq_entries && got == posted ? 0 : 1;
+    } else if (strcmp(argv[4], "stream") == 0 && argc == 6) {
+        uint64_t end = now_ms() + (uint64_t) atoi(argv[5]) * 1000, posted = 0, done = 0;
+        struct nupa_cqe c;
+        int got = 1;
+        status = 1;
+        while (now_ms() < end) {
+            if (posted - done < 16 && nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, posted, 0, 4096, 0, 0) >= 0) {
+                posted++;
+            }
+            got = next_completion(&c, 200);
+            if (got == 1) {
+                done++;
+            } else if (got == 0) {
+                status = 0;
+                break;
+            }
+        }
+        printf("nupa-wr: %s after %llu completions (%llu posted)\n", status == 0 ? "the proxy stopped serving the ring" : "still served",
+            (unsigned long long) done, (unsigned long long) posted);
+    } else {
+        fprintf(stderr, "nupa-wr: unknown mode or arguments: %s\n", argv[4]);
+    }
+    nupa_leave(node);
+    return status;
+}
