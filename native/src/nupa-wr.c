@@ -13,12 +13,16 @@
  *   nupa-wr FABRIC PROXY RING stream SECONDS       posts and polls until the proxy stops serving the ring (exit 0)
  *                                                  or SECONDS pass (exit 1)
  *
+ *   nupa-wr --layout                                prints the offsets of nupa_wqe.h's fields, NAME=OFFSET, for the test
+ *                                                  that checks them against the Java flyweight's
+ *
  * The poster joins the fabric as a node (the lowest free address), so its heartbeat thread watches the proxy and
  * reclaims it if it dies. Prints one result line; exits 0 when everything came back as expected.
  */
 #define _GNU_SOURCE
 #include "nupa.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,7 +158,35 @@ static int64_t post_bad_key(uint64_t wr_id) {
     return p;
 }
 
+#define FIELD(prefix, type, field) printf("%s%s=%zu\n", prefix, #field, offsetof(struct type, field))
+
+static void layout(void) {
+    FIELD("H_", nupa_wr_header, magic); FIELD("H_", nupa_wr_header, version); FIELD("H_", nupa_wr_header, wqe_size);
+    FIELD("H_", nupa_wr_header, cqe_size); FIELD("H_", nupa_wr_header, ring_index); FIELD("H_", nupa_wr_header, sq_entries);
+    FIELD("H_", nupa_wr_header, cq_entries); FIELD("H_", nupa_wr_header, state); FIELD("H_", nupa_wr_header, data_offset);
+    FIELD("H_", nupa_wr_header, data_length); FIELD("H_", nupa_wr_header, remote_addr); FIELD("H_", nupa_wr_header, remote_length);
+    FIELD("H_", nupa_wr_header, remote_key); FIELD("H_", nupa_wr_header, qpn); FIELD("H_", nupa_wr_header, peer_node);
+    FIELD("H_", nupa_wr_header, peer_qpn); FIELD("H_", nupa_wr_header, window_id); FIELD("H_", nupa_wr_header, window_key);
+    FIELD("H_", nupa_wr_header, sq_claim); FIELD("H_", nupa_wr_header, sq_head); FIELD("H_", nupa_wr_header, executed);
+    FIELD("H_", nupa_wr_header, failed); FIELD("H_", nupa_wr_header, cq_head); FIELD("H_", nupa_wr_header, cq_tail);
+    FIELD("W_", nupa_wqe, seq); FIELD("W_", nupa_wqe, version); FIELD("W_", nupa_wqe, opcode); FIELD("W_", nupa_wqe, flags);
+    FIELD("W_", nupa_wqe, wr_id); FIELD("W_", nupa_wqe, local_window); FIELD("W_", nupa_wqe, local_key);
+    FIELD("W_", nupa_wqe, local_offset); FIELD("W_", nupa_wqe, length); FIELD("W_", nupa_wqe, imm); FIELD("W_", nupa_wqe, remote_addr);
+    FIELD("W_", nupa_wqe, remote_key);
+    FIELD("C_", nupa_cqe, seq); FIELD("C_", nupa_cqe, status); FIELD("C_", nupa_cqe, opcode); FIELD("C_", nupa_cqe, wr_id);
+    FIELD("C_", nupa_cqe, byte_len); FIELD("C_", nupa_cqe, sq_position);
+    printf("HEADER_BYTES=%zu\nWQE_BYTES=%zu\nCQE_BYTES=%zu\nMAGIC=%u\nVERSION=%d\n", sizeof(struct nupa_wr_header),
+        sizeof(struct nupa_wqe), sizeof(struct nupa_cqe), NUPA_WR_MAGIC, NUPA_WR_VERSION);
+    printf("OP_WRITE=%d\nOP_WRITE_WITH_IMM=%d\nOP_SEND=%d\nOP_SEND_WITH_IMM=%d\nOP_READ=%d\nF_SIGNALED=%d\nF_SOLICITED=%d\n", NUPA_OP_WRITE,
+        NUPA_OP_WRITE_WITH_IMM, NUPA_OP_SEND, NUPA_OP_SEND_WITH_IMM, NUPA_OP_READ, NUPA_WQE_SIGNALED, NUPA_WQE_SOLICITED);
+    printf("READY=%d\nERROR=%d\nCLOSED=%d\n", NUPA_WR_READY, NUPA_WR_ERROR, NUPA_WR_CLOSED);
+}
+
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--layout") == 0) {
+        layout();
+        return 0;
+    }
     if (argc < 5) {
         fprintf(stderr, "usage: nupa-wr FABRIC PROXY RING write BYTES CHUNK | bad-offset | bad-key | full | stream SECONDS\n");
         return 2;

@@ -694,7 +694,7 @@ int nupa_ring_open(nupa_node *n, int owner, int index, struct nupa_wr *r, char *
             return 0;
         }
     }
-    fail(err, errlen, "node %d serves no work ring %d (it serves %d); start a proxy there (nupa node --proxy A.B.C.D:PORT)", owner,
+    fail(err, errlen, "node %d serves no work ring %d (it serves %d rings); start a proxy there (nupa node --proxy A.B.C.D:PORT)", owner,
         index, rings);
     return -1;
 }

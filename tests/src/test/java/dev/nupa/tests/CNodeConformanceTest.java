@@ -107,6 +107,26 @@ class CNodeConformanceTest {
         }
     }
 
+    /**
+     * The work rings' C header (nupa_wqe.h) and the Java flyweight (WorkRingLayout) describe the same bytes: every
+     * field's offset, the sizes and the constants.
+     */
+    @Test
+    void theCHeaderAndTheJavaFlyweightAgreeOnEveryOffset() throws Exception {
+        Linux.Result layout = Linux.run(30, NATIVE.resolve("build/nupa-wr").toString(), "--layout");
+        assertEquals(0, layout.status(), layout.output());
+        int checked = 0;
+        for (String line : layout.output().strip().split("\n")) {
+            String[] kv = line.split("=");
+            String name = kv[0].toUpperCase();
+            long c = Long.parseLong(kv[1]);
+            long java = ((Number) dev.nupa.roce.ring.WorkRingLayout.class.getField(name).get(null)).longValue() & 0xFFFFFFFFL;
+            assertEquals(c, java, name + " in nupa_wqe.h and WorkRingLayout");
+            checked++;
+        }
+        assertTrue(checked >= 55, "checked " + checked + " names");
+    }
+
     private static Path createdFabric() throws IOException, InterruptedException {
         Path fabric = ChildJvm.newFabricPath();
         NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString());
