@@ -154,6 +154,8 @@ struct nupa_wr {
     uint8_t *data;
     /* Set by nupa_ring_open: which window and which incarnation of its owner the ring was found in. */
     uint32_t window_id, window_key, owner, owner_gen;
+    /* The proxy's sq_head as this poster last read it: a lower bound, read again only when the ring looks full. */
+    uint64_t known_head;
 };
 
 /* Views the ring whose window starts at base; returns 0, or -1 if base holds no version-1 work ring. */
@@ -165,6 +167,7 @@ NUPA_HD int nupa_wr_view(struct nupa_wr *r, void *base) {
     r->sq = (struct nupa_wqe *) ((uint8_t *) base + 512);
     r->cq = (struct nupa_cqe *) ((uint8_t *) base + 512 + (uint64_t) r->h->sq_entries * 64);
     r->data = (uint8_t *) base + r->h->data_offset;
+    r->known_head = 0;
     return 0;
 }
 
@@ -172,8 +175,11 @@ NUPA_HD int nupa_wr_view(struct nupa_wr *r, void *base) {
 NUPA_HD int64_t nupa_wr_claim(struct nupa_wr *r, uint32_t n) {
     for (;;) {
         uint64_t c = nupa_wr_load64(&r->h->sq_claim);
-        if (c + n - nupa_wr_load64(&r->h->sq_head) > r->h->sq_entries) {
-            return NUPA_RING_FULL;
+        if (c + n - r->known_head > r->h->sq_entries) {
+            r->known_head = nupa_wr_load64(&r->h->sq_head); /* across PCIe or another CPU's cache: only when needed */
+            if (c + n - r->known_head > r->h->sq_entries) {
+                return NUPA_RING_FULL;
+            }
         }
         if (nupa_wr_cas64(&r->h->sq_claim, c, c + n)) {
             return (int64_t) c;

@@ -28,6 +28,8 @@ public final class WorkRing implements AutoCloseable {
     private final long cqOffset;
     private final long dataOffset;
     private final long dataLength;
+    /** The proxy's sq_head as last read: a lower bound, so a claim below it plus the ring's size fits. */
+    private long knownHead;
 
     private WorkRing(FabricWindow window) {
         this.window = window;
@@ -136,9 +138,13 @@ public final class WorkRing implements AutoCloseable {
         long c;
         do {
             c = (long) LONG.getVolatile(mem, (long) H_SQ_CLAIM);
-            if (c - (long) LONG.getAcquire(mem, (long) H_SQ_HEAD) >= sqEntries) {
-                requireServed();
-                return -1;
+            if (c - knownHead >= sqEntries) {
+                // Only when the ring looks full is the proxy's line read: each read moves it between CPUs.
+                knownHead = (long) LONG.getAcquire(mem, (long) H_SQ_HEAD);
+                if (c - knownHead >= sqEntries) {
+                    requireServed();
+                    return -1;
+                }
             }
         } while (!LONG.compareAndSet(mem, (long) H_SQ_CLAIM, c, c + 1));
         long e = sqOffset() + (c & (sqEntries - 1)) * WQE_BYTES;

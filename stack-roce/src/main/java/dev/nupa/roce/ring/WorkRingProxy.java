@@ -192,8 +192,10 @@ public final class WorkRingProxy implements AutoCloseable {
                 inFlight++;
             }
             sqHead++;
-            LONG.setRelease(mem, (long) H_SQ_HEAD, sqHead); // the slot may be written again
             n++;
+        }
+        if (n > 0) {
+            LONG.setRelease(mem, (long) H_SQ_HEAD, sqHead); // the slots may be written again; once a batch, one line to move
         }
         return n;
     }
@@ -270,6 +272,10 @@ public final class WorkRingProxy implements AutoCloseable {
     /** Writes the completions of the oldest WQEs that are done, in posting order. */
     private void drain() {
         long taken = sqHead;
+        if (drained == taken) {
+            return;
+        }
+        long tail = cqTail;
         while (drained < taken) {
             int s = (int) (drained & sqMask);
             int st = status[s];
@@ -286,8 +292,11 @@ public final class WorkRingProxy implements AutoCloseable {
             }
             drained++;
         }
-        LONG.setOpaque(mem, (long) H_EXECUTED, executed);
-        LONG.setOpaque(mem, (long) H_FAILED, failed);
+        if (cqTail != tail) {
+            LONG.setRelease(mem, (long) H_CQ_TAIL, cqTail);
+            LONG.setOpaque(mem, (long) H_EXECUTED, executed);
+            LONG.setOpaque(mem, (long) H_FAILED, failed);
+        }
     }
 
     private void complete(int s, int st) {
@@ -299,7 +308,6 @@ public final class WorkRingProxy implements AutoCloseable {
         mem.set(ValueLayout.JAVA_INT, e + C_SQ_POSITION, (int) drained);
         INT.setRelease(mem, e + C_SEQ, (int) (cqTail + 1));
         cqTail++;
-        LONG.setRelease(mem, (long) H_CQ_TAIL, cqTail);
     }
 
     /**
