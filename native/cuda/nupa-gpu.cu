@@ -625,9 +625,11 @@ static int lat(uint32_t n) {
 }
 
 /*
- * The runs below assume the ring to themselves: every completion is theirs. A run that died earlier may have left
- * completions nobody took; with nothing in flight they are stale and are taken here. Returns 0, or 2 if the ring is
- * not READY or another poster's WQEs are in flight.
+ * The runs below assume the ring to themselves: every completion is theirs. First, without taking anything (a live
+ * poster is the ring's one consumer), wait up to 2 s for 50 ms in which no one claims a slot or takes a completion.
+ * Then every WQE claimed must have been taken (else a poster died holding a slot it never filled, which stops the ring
+ * until the proxy restarts). Last, completions a dead poster left are taken until none came for 50 ms. Returns 0, or
+ * 2 if the ring is not READY or busy.
  */
 static int ring_idle(void) {
     uint32_t state = nupa_wr_load32(&ring.h->state);
@@ -636,18 +638,34 @@ static int ring_idle(void) {
             state == NUPA_WR_SETUP ? "not served yet (SETUP)" : state == NUPA_WR_ERROR ? "in ERROR after a failed WQE" : "CLOSED");
         return 2;
     }
-    uint64_t claim = nupa_wr_load64(&ring.h->sq_claim), head = nupa_wr_load64(&ring.h->sq_head);
-    uint64_t finished = nupa_wr_load64(&ring.h->executed) + nupa_wr_load64(&ring.h->failed);
-    if (claim != head || head != finished) {
-        fprintf(stderr, "nupa-gpu: ring %d has %llu WQEs in flight from another poster (claimed %llu, taken %llu, finished %llu);"
-            " nupa-gpu needs the ring to itself\n", ring_index, (unsigned long long) (claim - finished), (unsigned long long) claim,
-            (unsigned long long) head, (unsigned long long) finished);
+    uint64_t claim = nupa_wr_load64(&ring.h->sq_claim), taken = nupa_wr_load64(&ring.h->cq_head);
+    for (int i = 0;; i++) {
+        usleep(50000);
+        uint64_t c2 = nupa_wr_load64(&ring.h->sq_claim), t2 = nupa_wr_load64(&ring.h->cq_head);
+        if (c2 == claim && t2 == taken) {
+            break;
+        }
+        if (i == 40) {
+            fprintf(stderr, "nupa-gpu: another poster is using ring %d (it claims slots and takes completions); nupa-gpu needs the ring"
+                " to itself\n", ring_index);
+            return 2;
+        }
+        claim = c2;
+        taken = t2;
+    }
+    if (claim != nupa_wr_load64(&ring.h->sq_head)) {
+        fprintf(stderr, "nupa-gpu: ring %d is stuck: a poster died holding a slot it never filled; restart the proxy\n", ring_index);
         return 2;
     }
     struct nupa_cqe c;
-    uint64_t stale = 0;
-    while (nupa_wr_poll(&ring, &c) == 1) {
-        stale++;
+    uint64_t stale = 0, quiet = now_ns();
+    while (now_ns() - quiet < 50000000) {
+        if (nupa_wr_poll(&ring, &c) == 1) {
+            stale++;
+            quiet = now_ns();
+        } else {
+            usleep(100);
+        }
     }
     if (stale > 0) {
         fprintf(stderr, "nupa-gpu: took %llu stale completions an earlier poster left in ring %d\n", (unsigned long long) stale, ring_index);

@@ -15,8 +15,9 @@
  *  - The completion ring has one consumer: one thread of the whole grid polls it (nupa_poll_cq, nupa_wait_cq).
  *  - Nothing here waits without a bound: a kernel cannot see whether the proxy is alive (the host can, with
  *    nupa_ring_served), so nupa_wait_cq takes a timeout and a kernel gives up when it passes.
- *  - sq_claim is claimed with atomicCAS_system. GPU threads among themselves are always safe; a CPU poster on the
- *    same ring at the same time needs a link with native host atomics (cudaDevAttrHostNativeAtomicSupported).
+ *  - sq_claim is claimed with atomicCAS_system on host memory, atomic among the threads of one GPU; a CPU poster or
+ *    another GPU on the same ring at the same time needs a link with native host atomics
+ *    (cudaDevAttrHostNativeAtomicSupported; PCIe hosts usually lack them).
  */
 #ifndef NUPA_CUDA_CUH
 #define NUPA_CUDA_CUH

@@ -147,27 +147,49 @@ NUPA_HD int nupa_wr_cas64(uint64_t *p, uint64_t expect, uint64_t v) {
 #endif
 
 /* ---- a ring as a poster sees it ---- */
+/*
+ * The header's constant words are copied here when the ring is viewed: a post then reads nothing back from the ring
+ * but the sequence words, which matters where every read crosses PCIe (a GPU) or another CPU's cache.
+ */
 struct nupa_wr {
     struct nupa_wr_header *h;
     struct nupa_wqe *sq;
     struct nupa_cqe *cq;
     uint8_t *data;
-    /* Set by nupa_ring_open: which window and which incarnation of its owner the ring was found in. */
+    uint32_t sq_entries, cq_entries;
+    uint64_t data_offset, data_length;
+    uint64_t remote_addr, remote_length;
+    uint32_t remote_key;
+    /* The ring's own window (the local window of WQEs whose data lies in the data area); nupa_ring_open also sets
+     * which incarnation of its owner the ring was found in. */
     uint32_t window_id, window_key, owner, owner_gen;
     /* The proxy's sq_head as this poster last read it: a lower bound, read again only when the ring looks full. */
     uint64_t known_head;
+    /* The completion consumer's position (it alone writes cq_head), so that a poll reads only the CQE. */
+    uint64_t cq_next;
 };
 
 /* Views the ring whose window starts at base; returns 0, or -1 if base holds no version-1 work ring. */
 NUPA_HD int nupa_wr_view(struct nupa_wr *r, void *base) {
-    r->h = (struct nupa_wr_header *) base;
-    if (nupa_wr_load32(&r->h->magic) != NUPA_WR_MAGIC || r->h->version != NUPA_WR_VERSION || r->h->wqe_size != 64 || r->h->cqe_size != 32) {
+    struct nupa_wr_header *h = (struct nupa_wr_header *) base;
+    r->h = h;
+    if (nupa_wr_load32(&h->magic) != NUPA_WR_MAGIC || h->version != NUPA_WR_VERSION || h->wqe_size != 64 || h->cqe_size != 32) {
         return -1;
     }
+    r->sq_entries = h->sq_entries;
+    r->cq_entries = h->cq_entries;
+    r->data_offset = h->data_offset;
+    r->data_length = h->data_length;
+    r->remote_addr = h->remote_addr;
+    r->remote_length = h->remote_length;
+    r->remote_key = h->remote_key;
+    r->window_id = h->window_id;
+    r->window_key = h->window_key;
     r->sq = (struct nupa_wqe *) ((uint8_t *) base + 512);
-    r->cq = (struct nupa_cqe *) ((uint8_t *) base + 512 + (uint64_t) r->h->sq_entries * 64);
-    r->data = (uint8_t *) base + r->h->data_offset;
+    r->cq = (struct nupa_cqe *) ((uint8_t *) base + 512 + (uint64_t) r->sq_entries * 64);
+    r->data = (uint8_t *) base + r->data_offset;
     r->known_head = 0;
+    r->cq_next = nupa_wr_load64(&h->cq_head);
     return 0;
 }
 
@@ -175,9 +197,9 @@ NUPA_HD int nupa_wr_view(struct nupa_wr *r, void *base) {
 NUPA_HD int64_t nupa_wr_claim(struct nupa_wr *r, uint32_t n) {
     for (;;) {
         uint64_t c = nupa_wr_load64(&r->h->sq_claim);
-        if (c + n - r->known_head > r->h->sq_entries) {
-            r->known_head = nupa_wr_load64(&r->h->sq_head); /* across PCIe or another CPU's cache: only when needed */
-            if (c + n - r->known_head > r->h->sq_entries) {
+        if (c + n - r->known_head > r->sq_entries) {
+            r->known_head = nupa_wr_load64(&r->h->sq_head); /* the proxy's line: read only when needed */
+            if (c + n - r->known_head > r->sq_entries) {
                 return NUPA_RING_FULL;
             }
         }
@@ -190,18 +212,18 @@ NUPA_HD int64_t nupa_wr_claim(struct nupa_wr *r, uint32_t n) {
 /* Fills the slot at position p and publishes it (the sequence word last). */
 NUPA_HD void nupa_wr_fill(struct nupa_wr *r, uint64_t p, uint8_t opcode, uint16_t flags, uint64_t wr_id, uint64_t local_offset,
         uint32_t length, uint64_t remote_offset, uint32_t imm) {
-    struct nupa_wqe *w = &r->sq[p & (r->h->sq_entries - 1)];
+    struct nupa_wqe *w = &r->sq[p & (r->sq_entries - 1)];
     w->version = NUPA_WR_VERSION;
     w->opcode = opcode;
     w->flags = flags;
     w->wr_id = wr_id;
-    w->local_window = r->h->window_id;
-    w->local_key = r->h->window_key;
-    w->local_offset = r->h->data_offset + local_offset;
+    w->local_window = r->window_id;
+    w->local_key = r->window_key;
+    w->local_offset = r->data_offset + local_offset;
     w->length = length;
     w->imm = imm;
-    w->remote_addr = r->h->remote_addr + remote_offset;
-    w->remote_key = r->h->remote_key;
+    w->remote_addr = r->remote_addr + remote_offset;
+    w->remote_key = r->remote_key;
     nupa_wr_store32(&w->seq, (uint32_t) (p + 1));
 }
 
@@ -218,14 +240,15 @@ NUPA_HD int64_t nupa_wr_post(struct nupa_wr *r, uint8_t opcode, uint16_t flags, 
     return p;
 }
 
-/* Takes the next completion into *c: 1, or NUPA_RING_EMPTY. One consumer at a time. */
+/* Takes the next completion into *c: 1, or NUPA_RING_EMPTY. One consumer at a time, through one struct nupa_wr. */
 NUPA_HD int nupa_wr_poll(struct nupa_wr *r, struct nupa_cqe *c) {
-    uint64_t h = nupa_wr_load64(&r->h->cq_head);
-    struct nupa_cqe *e = &r->cq[h & (r->h->cq_entries - 1)];
+    uint64_t h = r->cq_next;
+    struct nupa_cqe *e = &r->cq[h & (r->cq_entries - 1)];
     if (nupa_wr_load32(&e->seq) != (uint32_t) (h + 1)) {
         return NUPA_RING_EMPTY;
     }
     *c = *e;
+    r->cq_next = h + 1;
     nupa_wr_store64(&r->h->cq_head, h + 1);
     return 1;
 }
