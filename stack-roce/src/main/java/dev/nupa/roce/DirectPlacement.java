@@ -175,7 +175,7 @@ final class DirectPlacement {
             return FALLBACK; // a bad local key: the queued path reports LOC_PROT_ERR
         }
         MemorySegment src = local.memory;
-        long srcOff = sg.addr[0] - local.addr;
+        long srcOff = sg.addr(0) - local.addr;
         MemorySegment dst = w.memory();
         long dstOff = va - t.base;
         // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
@@ -382,7 +382,7 @@ final class DirectPlacement {
         }
         SendTarget t = qp.sendTarget;
         if (len > 0) {
-            Bytes.copy(local.memory, sg.addr[0] - local.addr, t.dst, t.dstOff, len);
+            Bytes.copy(local.memory, sg.addr(0) - local.addr, t.dst, t.dstOff, len);
         }
         sendEnd(qp, len, wr.opcode == WrOpcode.SEND_WITH_IMM, wr.immData, (wr.sendFlags & SendFlags.SOLICITED) != 0);
         return DONE;
@@ -393,8 +393,8 @@ final class DirectPlacement {
      * it is unsound (no such key, another protection domain, out of range): the queued path reports that.
      */
     private MemoryRegion source(QueuePair qp, ScatterGather sg, int len) {
-        MemoryRegion local = ctx.region(sg.lkey[0]);
-        return local != null && local.pd == qp.pd && local.covers(sg.addr[0], len) ? local : null;
+        MemoryRegion local = ctx.region(sg.lkey(0));
+        return local != null && local.pd == qp.pd && local.covers(sg.addr(0), len) ? local : null;
     }
 
     /**

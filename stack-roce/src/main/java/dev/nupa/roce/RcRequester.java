@@ -98,8 +98,8 @@ final class RcRequester {
         if (qp.type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM) {
             throw new RdmaException(WrOpcode.name(op) + " is not available on a UD QP; UD carries SEND and SEND_WITH_IMM only");
         }
-        if (wr.sg.count > sq.maxSge) {
-            throw new RdmaException("send request has " + wr.sg.count + " gather entries; QP " + qp.qpn + " takes at most " + sq.maxSge);
+        if (wr.sg.count() > sq.maxSge) {
+            throw new RdmaException("send request has " + wr.sg.count() + " gather entries; QP " + qp.qpn + " takes at most " + sq.maxSge);
         }
         long length = wr.sg.totalLength();
         if (length > Integer.MAX_VALUE) {
@@ -131,11 +131,11 @@ final class RcRequester {
         sq.wrId[s] = wr.wrId;
         sq.opcode[s] = op;
         sq.flags[s] = wr.sendFlags;
-        sq.numSge[s] = wr.sg.count;
-        for (int i = 0, b = s * sq.maxSge; i < wr.sg.count; i++) { // lists are short: cheaper than three arraycopy calls
-            sq.sgAddr[b + i] = wr.sg.addr[i];
-            sq.sgLength[b + i] = wr.sg.length[i];
-            sq.sgLkey[b + i] = wr.sg.lkey[i];
+        sq.numSge[s] = wr.sg.count();
+        for (int i = 0, b = s * sq.maxSge; i < wr.sg.count(); i++) { // lists are short: cheaper than three arraycopy calls
+            sq.sgAddr[b + i] = wr.sg.addr(i);
+            sq.sgLength[b + i] = wr.sg.length(i);
+            sq.sgLkey[b + i] = wr.sg.lkey(i);
         }
         sq.length[s] = length;
         // Only the fields the operation reads later (the queue is walked per message on the hot path).
@@ -188,10 +188,10 @@ final class RcRequester {
      */
     private boolean postDirect(SendWorkRequest wr, int op) {
         ScatterGather sg = wr.sg;
-        if (sg.count > 1 || sq.head != sq.tail || qp.state != QpState.RTS || rnrUntil != 0 || qp.type != QpType.RC) {
+        if (sg.count() > 1 || sq.head != sq.tail || qp.state != QpState.RTS || rnrUntil != 0 || qp.type != QpType.RC) {
             return false;
         }
-        int len = sg.count == 0 ? 0 : sg.length[0];
+        int len = sg.count() == 0 ? 0 : sg.length(0);
         if (len < 0 || ((wr.sendFlags & SendFlags.INLINE) != 0 && len > sq.maxInline)) {
             return false;
         }

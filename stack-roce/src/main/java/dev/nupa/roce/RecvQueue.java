@@ -39,16 +39,16 @@ final class RecvQueue {
         if (tail - head == capacity) {
             throw new RdmaException(name(owner) + " receive queue is full (" + capacity + " requests); poll completions or create it larger");
         }
-        if (wr.sg.count > maxSge) {
-            throw new RdmaException("receive request has " + wr.sg.count + " scatter entries; " + name(owner) + " takes at most " + maxSge);
+        if (wr.sg.count() > maxSge) {
+            throw new RdmaException("receive request has " + wr.sg.count() + " scatter entries; " + name(owner) + " takes at most " + maxSge);
         }
         int s = (int) tail & mask;
         wrId[s] = wr.wrId;
-        numSge[s] = wr.sg.count;
-        for (int i = 0, b = s * maxSge; i < wr.sg.count; i++) { // lists are short: cheaper than three arraycopy calls
-            sgAddr[b + i] = wr.sg.addr[i];
-            sgLength[b + i] = wr.sg.length[i];
-            sgLkey[b + i] = wr.sg.lkey[i];
+        numSge[s] = wr.sg.count();
+        for (int i = 0, b = s * maxSge; i < wr.sg.count(); i++) { // lists are short: cheaper than three arraycopy calls
+            sgAddr[b + i] = wr.sg.addr(i);
+            sgLength[b + i] = wr.sg.length(i);
+            sgLkey[b + i] = wr.sg.lkey(i);
         }
         tail++;
     }
