@@ -1,8 +1,10 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricWindow;
+import dev.nupa.roce.RecvWorkRequest;
+import dev.nupa.roce.TransferMode;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
