@@ -1,6 +1,7 @@
 /**
- * RDMA over the fabric and RoCEv2: the verbs and the transport behind them, the connection manager, the Vert.x and
- * RxJava adapters. The wire formats are the module's own.
+ * RDMA over the fabric and RoCEv2: the verbs ({@code dev.nupa.roce}), the connection manager, the Vert.x and RxJava
+ * adapters. The RC/UD transport behind the verbs ({@code dev.nupa.roce.transport}) and the wire formats
+ * ({@code dev.nupa.roce.wire}) are the module's own.
  */
 module dev.nupa.roce {
     requires transitive dev.nupa.ip;

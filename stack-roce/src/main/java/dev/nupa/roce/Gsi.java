@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.transport.RdmaDevice;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -14,16 +15,14 @@ public final class Gsi {
     }
 
     private final RdmaContext ctx;
-    private final GsiAgent agent;
 
-    Gsi(RdmaContext ctx, GsiAgent agent) {
+    Gsi(RdmaContext ctx) {
         this.ctx = ctx;
-        this.agent = agent;
     }
 
     /** The context's clock, in nanoseconds. */
     public long now() {
-        return ctx.clock.getAsLong();
+        return ctx.device.clock.getAsLong();
     }
 
     /** This node's IPv4 address, or 0 when the context has no IP layer (no RoCEv2 peers). */
@@ -41,7 +40,7 @@ public final class Gsi {
 
     /** A message the agent could not take: counted as {@link RdmaCounter#MALFORMED}. */
     public void malformed() {
-        ctx.counters.add(RdmaCounter.MALFORMED, 1);
+        ctx.device.counters.add(RdmaCounter.MALFORMED, 1);
     }
 
     /**
@@ -49,21 +48,18 @@ public final class Gsi {
      * RoCEv2 to IP peer {@code ip}; false when the ring is full (nothing was sent: the agent's timer resends).
      */
     public boolean send(int node, int ip, int length, Writer writer) {
-        long o = ctx.claim(node, node >= 0 ? 0 : ip, RdmaContext.GSI_QPN, length);
+        RdmaDevice d = ctx.device;
+        long o = d.claim(node, node >= 0 ? 0 : ip, RdmaContext.GSI_QPN, length);
         if (o < 0) {
             return false;
         }
-        writer.write(ctx.txMemory(), o);
-        ctx.publish();
+        writer.write(d.txMemory(), o);
+        d.publish();
         return true;
     }
 
     /** Detaches the agent: QP 1's messages are counted as for an unknown QP again. */
     public void detach() {
         ctx.detach(this);
-    }
-
-    GsiAgent agent() {
-        return agent;
     }
 }

@@ -1,6 +1,6 @@
 package dev.nupa.roce;
 
-import dev.nupa.device.FabricWindow;
+import dev.nupa.roce.transport.Region;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -12,47 +12,37 @@ import java.lang.foreign.MemorySegment;
  */
 public final class MemoryRegion implements AutoCloseable {
     final ProtectionDomain pd;
-    final int index;
-    final int key;
-    final int access;
-    final MemorySegment memory;
-    final long addr;
-    final FabricWindow window;
-    boolean closed;
+    /** What the transport checks and copies through. */
+    final Region region;
 
-    MemoryRegion(ProtectionDomain pd, int index, int key, int access, MemorySegment memory, FabricWindow window) {
+    MemoryRegion(ProtectionDomain pd, Region region) {
         this.pd = pd;
-        this.index = index;
-        this.key = key;
-        this.access = access;
-        this.memory = memory;
-        this.addr = memory.address();
-        this.window = window;
+        this.region = region;
     }
 
     public int lkey() {
-        return key;
+        return region.key;
     }
 
     public int rkey() {
-        return key;
+        return region.key;
     }
 
     /** The region's first address: what a peer puts in {@code remoteAddr}, and local scatter/gather entries use. */
     public long addr() {
-        return addr;
+        return region.addr;
     }
 
     public long length() {
-        return memory.byteSize();
+        return region.memory.byteSize();
     }
 
     public int access() {
-        return access;
+        return region.access;
     }
 
     public MemorySegment memory() {
-        return memory;
+        return region.memory;
     }
 
     public ProtectionDomain pd() {
@@ -61,12 +51,7 @@ public final class MemoryRegion implements AutoCloseable {
 
     /** Whether the region lives in a fabric window (direct placement reaches it). */
     public boolean inWindow() {
-        return window != null;
-    }
-
-    /** Whether {@code [va, va + length)} lies inside the region. */
-    boolean covers(long va, long length) {
-        return va >= addr && length >= 0 && va - addr <= memory.byteSize() - length;
+        return region.window != null;
     }
 
     @Override
@@ -76,7 +61,7 @@ public final class MemoryRegion implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "mr{lkey=0x" + Integer.toHexString(key) + ", addr=0x" + Long.toHexString(addr) + ", length=" + length()
-                + ", access=" + Access.describe(access) + (window != null ? ", window=" + window.id() : "") + "}";
+        return "mr{lkey=0x" + Integer.toHexString(region.key) + ", addr=0x" + Long.toHexString(region.addr) + ", length=" + length()
+                + ", access=" + Access.describe(region.access) + (region.window != null ? ", window=" + region.window.id() : "") + "}";
     }
 }

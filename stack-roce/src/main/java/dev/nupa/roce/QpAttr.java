@@ -29,7 +29,7 @@ public final class QpAttr {
     public int maxRdAtomic = 1;
     /** READ/atomic requests this QP accepts outstanding as a responder (responder resources). */
     public int maxDestRdAtomic = 1;
-    /** RNR NAK timer code this responder asks for (0..31, {@link RnrTimer}). */
+    /** RNR NAK timer code this responder asks for (0..31, IBA 9.7.5.2.8 table 45: 12 is 0.64 ms, 0 is 655.36 ms). */
     public int minRnrTimer = 12;
     /** Local ACK timeout: 4.096 us * 2^timeout; 0 waits forever (IBA 9.7.6.1.3). */
     public int timeout = 14;

@@ -1,24 +1,14 @@
 package dev.nupa.roce;
 
-import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
-import dev.nupa.device.Trace;
-import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
-import dev.nupa.ip.SendStatus;
-import dev.nupa.ip.UdpReceiver;
-import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
-import dev.nupa.l2.LinkClaim;
-import dev.nupa.roce.wire.Deth;
-import dev.nupa.roce.wire.Icrc;
-import dev.nupa.roce.wire.Opcode;
+import dev.nupa.roce.transport.RcResponder;
+import dev.nupa.roce.transport.RdmaDevice;
+import dev.nupa.roce.transport.Region;
 import dev.nupa.roce.wire.Psn;
-import dev.nupa.roce.wire.RocePacket;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
-import java.util.SplittableRandom;
 import java.util.function.LongSupplier;
 
 /**
@@ -36,6 +26,9 @@ import java.util.function.LongSupplier;
  * <p><b>Time.</b> The transport reads no clock of its own: {@link #poll} is given {@code now} and
  * says when it wants to run again; posts take the time from the context's clock (System.nanoTime
  * unless a test supplies virtual time).
+ *
+ * <p>This handle checks the verbs calls and owns the verbs objects; the device behind it
+ * ({@code dev.nupa.roce.transport.RdmaDevice}) takes the frames and runs the transport.
  */
 public final class RdmaContext implements AutoCloseable {
     public static final int DEFAULT_MAX_QPS = 1024;
@@ -45,62 +38,21 @@ public final class RdmaContext implements AutoCloseable {
     /** READs and atomics a QP answers at once at most (ibv_device_attr's max_qp_rd_atom). */
     public static final int MAX_QP_RD_ATOM = RcResponder.MAX_RD_ATOMIC;
 
-    final Link link;
-    final LongSupplier clock;
-    final RdmaCounters counters = new RdmaCounters();
-    final FabricWindow directoryWindow;
-    final VerbsDirectory directory;
-    final DirectPlacement direct;
+    final RdmaDevice device;
     private final MemoryRegion[] regions;
-    private final int[] regionTags;
     private final QueuePair[] qps;
-    private QueuePair[] active = new QueuePair[0];
     private int nextQpn = 2; // 0 and 1 are the special QPs of IBA 10.2.4
     private int nextPd = 1;
-    private final SplittableRandom random = new SplittableRandom();
-    private final RocePacket rx = new RocePacket();
-    private final LinkClaim claim = new LinkClaim();
-    private final MemorySegment lost;
-    private MemorySegment tx;
-    private boolean txClaimed;
-    /** The IP layer RoCEv2 goes through; null until {@link #attachIp}. */
-    private Ipv4Stack ip;
-    private final RoceV2Receiver roceV2 = new RoceV2Receiver();
-    /** A packet to an IP peer is built here and sent, with its headers and ICRC, by {@link #publish}. */
-    private final MemorySegment ipTx;
-    private int ipTxDest;
-    private int ipTxPort;
-    private int ipTxLength;
-    private boolean ipTxClaimed;
-    /** A published packet to an IP peer that a full ring held back: sent before any other, never dropped for that. */
-    private boolean ipTxPending;
-    /** The GRH of a UD datagram from an IP peer: 20 zero bytes, then its IPv4 header (as RoCEv2 NICs deliver it). */
-    private final MemorySegment ipGrh = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
-    final MemorySegment scratch8 = Arena.ofAuto().allocate(8, 8);
-    final MemorySegment zeros = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
     private boolean closed;
-    private volatile Gsi gsi; // attached from a deploying thread while the datapath may run
-    /** Told of signaled posts and send completions; null (the default): nothing is called. */
-    RdmaObserver observer;
+    private volatile Gsi gsi; // the attached agent's handle (the device holds the agent); attached from a deploying thread
 
     private RdmaContext(Link link, int maxQps, int maxMrs, LongSupplier clock) {
         if (maxQps < 4 || maxQps > Psn.MASK || maxMrs < 1 || maxMrs > (1 << 24)) {
             throw new RdmaException("a context holds 4..2^24 QPs and 1..2^24 memory regions, not " + maxQps + " and " + maxMrs);
         }
-        this.link = link;
-        this.clock = clock;
         this.regions = new MemoryRegion[maxMrs];
-        this.regionTags = new int[maxMrs];
         this.qps = new QueuePair[maxQps];
-        this.lost = Arena.ofAuto().allocate(link.mtu());
-        this.ipTx = Arena.ofAuto().allocate(link.mtu());
-        FabricDevice device = link.device();
-        this.directoryWindow = device.exportWindow(VerbsDirectory.bytes(maxQps, maxMrs),
-                FabricWindow.REMOTE_READ | FabricWindow.DIRECTORY);
-        this.directory = new VerbsDirectory(directoryWindow.memory(), maxQps, maxMrs);
-        directory.format();
-        this.direct = new DirectPlacement(this, device.geometry().maxNodes());
-        link.register(EtherType.NUPA_RDMA, this::onPacket);
+        this.device = new RdmaDevice(link, maxQps, maxMrs, clock);
     }
 
     /** Opens a context on {@code link} with default limits and the system clock. */
@@ -119,28 +71,28 @@ public final class RdmaContext implements AutoCloseable {
      */
     public void attachIp(Ipv4Stack stack) {
         requireOpen();
+        Ipv4Stack ip = device.ip();
         if (ip != null) {
-            throw new RdmaException("node " + link.address() + " already speaks RoCEv2 through " + ip + "; attach one IP layer");
+            throw new RdmaException("node " + node() + " already speaks RoCEv2 through " + ip + "; attach one IP layer");
         }
-        if (stack.link() != link) {
+        if (stack.link() != device.link) {
             throw new RdmaException("the IP layer " + stack + " runs on another link than this context's; attach the node's own");
         }
-        stack.bindUdp(Icrc.UDP_PORT, roceV2);
-        ip = stack;
+        device.attachIp(stack);
     }
 
     /** The IP layer RoCEv2 goes through, or null. */
     Ipv4Stack ip() {
-        return ip;
+        return device.ip();
     }
 
     /** This node's fabric address (what peers put in an address vector). */
     public int node() {
-        return link.address();
+        return device.node();
     }
 
     public Link link() {
-        return link;
+        return device.link;
     }
 
     public ProtectionDomain allocPd() {
@@ -191,12 +143,6 @@ public final class RdmaContext implements AutoCloseable {
         }
         int qpn = allocQpn();
         QueuePair qp = new QueuePair(this, pd, qpn, init);
-        // The path MTU a UD QP uses (RC sets it on INIT->RTR): the largest IB MTU the link carries.
-        int mtu = 4096;
-        while (mtu > 256 && mtu + RcRequester.MAX_HEADERS > link.mtu()) {
-            mtu >>= 1;
-        }
-        qp.attr.pathMtu = mtu;
         qps[qpn] = qp;
         pd.users++;
         init.sendCq().users++;
@@ -204,7 +150,7 @@ public final class RdmaContext implements AutoCloseable {
         if (init.srq() != null) {
             init.srq().users++;
         }
-        qp.publish();
+        device.add(qp.transport);
         return qp;
     }
 
@@ -220,16 +166,13 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     void destroy(QueuePair qp) {
-        qp.destroyed = true;
-        qp.state = QpState.RESET;
-        directory.publishQp(qp.qpn, null, 0, 0, qp.type, null, -1, -1);
-        qps[qp.qpn] = null;
-        if (qp.mirror != null) {
-            qp.mirror.close(); // a requester that checked before the epoch moved fails its claim
-            qp.recvCq.removeDirect(qp);
-            qp.mirror.window.close();
-        }
-        active = QueuePair.without(active, qp);
+        qp.transport.destroy();
+        release(qp);
+    }
+
+    /** Lets go of what a destroyed QP used. */
+    private void release(QueuePair qp) {
+        qps[qp.qpNum()] = null;
         qp.pd.users--;
         qp.sendCq.users--;
         qp.recvCq.users--;
@@ -240,7 +183,7 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Sets (or, with null, removes) the observer of signaled posts and send completions. On the context's thread. */
     public void setObserver(RdmaObserver o) {
-        this.observer = o;
+        device.observe(o);
     }
 
     /** The live queue pairs, by QP number (a snapshot; for tools, not the datapath). */
@@ -252,11 +195,6 @@ public final class RdmaContext implements AutoCloseable {
             }
         }
         return live;
-    }
-
-    /** Puts a QP on the list {@link #poll} serves (it has a send side now). */
-    void activate(QueuePair qp) {
-        active = QueuePair.with(active, qp);
     }
 
     // ---- memory regions ---------------------------------------------------------------------
@@ -275,7 +213,7 @@ public final class RdmaContext implements AutoCloseable {
         // Peers write the window for remote writes and atomics, and for direct SENDs into receives (LOCAL_WRITE).
         int windowAccess = FabricWindow.REMOTE_READ
                 | ((access & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC | Access.LOCAL_WRITE)) != 0 ? FabricWindow.REMOTE_WRITE : 0);
-        FabricWindow w = link.device().exportWindow(length, windowAccess);
+        FabricWindow w = device.link.device().exportWindow(length, windowAccess);
         try {
             return add(pd, w.memory().asSlice(0, length), access, w);
         } catch (RuntimeException e) {
@@ -285,119 +223,23 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     private MemoryRegion add(ProtectionDomain pd, MemorySegment memory, int access, FabricWindow w) {
-        int index = -1;
-        for (int i = 1; i < regions.length; i++) { // index 0 stays empty so no key is 0
-            if (regions[i] == null) {
-                index = i;
-                break;
-            }
-        }
-        if (index < 0) {
-            throw new RdmaException("all " + (regions.length - 1) + " memory region slots are in use; close regions or open the context with more");
-        }
-        // The low byte changes with each reuse of a slot, so a stale key never matches (IBA 10.6.3.3's key byte).
-        int tag = (regionTags[index] + 1 + random.nextInt(255)) & 0xFF;
-        regionTags[index] = tag;
-        MemoryRegion mr = new MemoryRegion(pd, index, (index << 8) | tag, access, memory, w);
-        regions[index] = mr;
+        Region r = device.addRegion(pd.id, memory, access, w);
+        MemoryRegion mr = new MemoryRegion(pd, r);
+        regions[r.index] = mr;
         pd.users++;
-        directory.publishMr(mr);
         return mr;
     }
 
     void deregister(MemoryRegion mr) {
-        if (mr.closed) {
+        if (mr.region.closed()) {
             return;
         }
-        mr.closed = true;
-        directory.withdrawMr(mr.index);
-        regions[mr.index] = null;
+        device.removeRegion(mr.region);
+        regions[mr.region.index] = null;
         mr.pd.users--;
-        if (mr.window != null) {
-            mr.window.close();
-        }
-    }
-
-    /** The live region with key {@code key}, or null. */
-    MemoryRegion region(int key) {
-        int index = key >>> 8;
-        if (index >= regions.length) {
-            return null;
-        }
-        MemoryRegion mr = regions[index];
-        return mr != null && mr.key == key ? mr : null;
     }
 
     // ---- the datapath -------------------------------------------------------------------------
-
-    private void onPacket(int sourceNode, MemorySegment memory, long offset, int length) {
-        receive(sourceNode, 0, zeros, memory, offset, length);
-    }
-
-    /** RoCEv2 from an IP peer: the ICRC is checked over the whole datagram, then the packet goes the fabric's way. */
-    private final class RoceV2Receiver implements UdpReceiver {
-        @Override
-        public void onDatagram(int sourceAddress, int sourcePort, int destinationAddress, MemorySegment data, long offset, int length) {
-            counters.add(RdmaCounter.BAD_ICRC, 1); // the IP layer always gives the header; without it nothing can be checked
-        }
-
-        @Override
-        public void onDatagram(Ipv4Header h, int sourcePort, MemorySegment data, long offset, int length) {
-            if (length < Icrc.LENGTH || !Icrc.verify(h.segment(), h.offset(), h.totalLength() - Icrc.LENGTH)) {
-                counters.add(RdmaCounter.BAD_ICRC, 1);
-                return;
-            }
-            counters.add(RdmaCounter.ROCEV2_RECEIVED, 1);
-            MemorySegment.copy(h.segment(), h.offset(), ipGrh, RcResponder.GRH_BYTES - Ipv4Header.MIN_HEADER, Ipv4Header.MIN_HEADER);
-            receive(-1, h.sourceAddress(), ipGrh, data, offset, length - Icrc.LENGTH);
-        }
-    }
-
-    /**
-     * One transport packet from fabric node {@code sourceNode}, or (node -1) from IP peer {@code sourceIp}, whose
-     * UD receives get {@code grh} as their first 40 bytes.
-     */
-    private void receive(int sourceNode, int sourceIp, MemorySegment grh, MemorySegment memory, long offset, int length) {
-        if (Trace.ENABLED) {
-            Trace.mark(Trace.RDMA_IN);
-        }
-        counters.add(RdmaCounter.PACKETS_RECEIVED, 1);
-        RocePacket pkt = rx;
-        if (closed || pkt.wrap(memory, offset, length) != RocePacket.OK) {
-            counters.add(RdmaCounter.MALFORMED, 1);
-            return;
-        }
-        int qpn = pkt.destQp();
-        Gsi g = gsi;
-        if (qpn == GSI_QPN && g != null && (pkt.flags() & Opcode.DETH) != 0) {
-            g.agent().onMessage(sourceNode, sourceIp, Deth.qkey(pkt.segment(), pkt.deth()), pkt.segment(), pkt.payload(), pkt.payloadLength());
-            return;
-        }
-        QueuePair qp = qpn < qps.length ? qps[qpn] : null;
-        if (qp == null) {
-            counters.add(RdmaCounter.UNKNOWN_QP, 1);
-            return;
-        }
-        long now = link.now();
-        int flags = pkt.flags();
-        if (qp.type == QpType.UD) {
-            if ((flags & Opcode.DETH) == 0) {
-                counters.add(RdmaCounter.MALFORMED, 1);
-                return;
-            }
-            qp.responder.onDatagram(pkt, sourceNode, grh);
-            return;
-        }
-        if ((flags & Opcode.DETH) != 0 || sourceNode != qp.attr.destNode || sourceIp != qp.attr.destIp) {
-            counters.add(RdmaCounter.UNKNOWN_QP, 1); // RC packets come only from the connected peer
-            return;
-        }
-        if ((flags & Opcode.RESPONSE) != 0) {
-            qp.completer.onResponse(pkt, now);
-        } else {
-            qp.responder.onRequest(pkt, now);
-        }
-    }
 
     /**
      * Runs timers and transmissions that wait (retries, RNR waits, coalesced ACKs, READ responses a full
@@ -405,111 +247,17 @@ public final class RdmaContext implements AutoCloseable {
      * the link delivered, and at that time. Registered as a {@code Datapath.Timer} in a node.
      */
     public long poll(long now) {
-        if (ipTxPending) {
-            flushIp();
-        }
-        Gsi g = gsi;
-        long next = g == null ? Long.MAX_VALUE : g.agent().poll(now);
-        QueuePair[] a = active;
-        for (QueuePair qp : a) {
-            next = Math.min(next, qp.poll(now));
-        }
-        return next;
-    }
-
-    /** {@link #claim(int, int, int, int)} to the peer of RC QP {@code qp}. */
-    long claim(QueuePair qp, int length) {
-        return claim(qp.attr.destNode, qp.attr.destIp, qp.qpn, length);
-    }
-
-    /**
-     * Claims a frame of {@code length} payload bytes to fabric node {@code node}, or, with node -1, a RoCEv2
-     * datagram to IP peer {@code destIp} from QP {@code srcQpn}; returns where to write the packet in
-     * {@link #txMemory()}, or -1 when the ring is full (try again later). A frame to a node that is down
-     * is written to a scratch buffer and lost, as on a wire with nobody at the end: the retry timer decides.
-     */
-    long claim(int node, int destIp, int srcQpn, int length) {
-        if (txClaimed || ipTxClaimed) {
-            abort(); // an earlier frame threw while being written: never leave its slot claimed
-        }
-        if (node < 0 && destIp != 0) {
-            if (ipTxPending && !flushIp()) {
-                counters.add(RdmaCounter.BACK_PRESSURED, 1);
-                return -1;
-            }
-            // IBA A17.4.2: the source port carries a flow's entropy; one per QP keeps a QP's packets on one path.
-            ipTxDest = destIp;
-            ipTxPort = 0xC000 | (srcQpn & 0x3FFF);
-            ipTxLength = length;
-            ipTxClaimed = true;
-            tx = ipTx;
-            return 0;
-        }
-        int rc = link.tryClaim(node, EtherType.NUPA_RDMA, length, claim);
-        if (rc == FabricDevice.OK) {
-            tx = claim.memory();
-            txClaimed = true;
-            return claim.payloadOffset();
-        }
-        if (rc == FabricDevice.BACK_PRESSURED) {
-            counters.add(RdmaCounter.BACK_PRESSURED, 1);
-            return -1;
-        }
-        tx = lost;
-        txClaimed = false;
-        return 0;
-    }
-
-    MemorySegment txMemory() {
-        return tx;
-    }
-
-    void publish() {
-        if (ipTxClaimed) {
-            ipTxClaimed = false;
-            ipTxPending = true;
-            flushIp(); // counts the packet once it has left (or was lost), not while a full ring holds it
-            return;
-        }
-        if (txClaimed) {
-            txClaimed = false;
-            claim.publish();
-        }
-        counters.add(RdmaCounter.PACKETS_SENT, 1);
-    }
-
-    /**
-     * Sends the pending packet to its IP peer without waiting; false while the ring to the next hop is full (it
-     * stays pending, and claims to IP peers answer -1 meanwhile, as a full ring does). Any other failure (no route,
-     * too big for the way) drops it, as a wire would, for the retry timer to resend.
-     */
-    private boolean flushIp() {
-        int rc = ip.sendRoceV2(ipTxPort, ipTxDest, ipTx, 0, ipTxLength, 0);
-        if (rc == FabricDevice.BACK_PRESSURED) {
-            return false;
-        }
-        ipTxPending = false;
-        counters.add(RdmaCounter.PACKETS_SENT, 1);
-        counters.add(rc == SendStatus.OK ? RdmaCounter.ROCEV2_SENT : RdmaCounter.ROCEV2_SEND_FAILED, 1);
-        return true;
-    }
-
-    void abort() {
-        ipTxClaimed = false;
-        if (txClaimed) {
-            txClaimed = false;
-            claim.abort();
-        }
+        return device.poll(now);
     }
 
     // ---- observation, lifecycle -------------------------------------------------------------
 
     public long counter(RdmaCounter c) {
-        return counters.get(c);
+        return device.counters.get(c);
     }
 
     public Map<RdmaCounter, Long> counters() {
-        return counters.snapshot();
+        return device.counters.snapshot();
     }
 
     /** Attaches the agent (the connection manager) that takes QP 1's messages; {@link Gsi#detach} removes it. */
@@ -518,16 +266,18 @@ public final class RdmaContext implements AutoCloseable {
             throw new RdmaException("attachGsi needs an agent; to detach one, call detach() on the Gsi it returned");
         }
         if (gsi != null) {
-            throw new RdmaException("node " + link.address() + " already has a connection manager on QP 1; close it first");
+            throw new RdmaException("node " + node() + " already has a connection manager on QP 1; close it first");
         }
-        Gsi g = new Gsi(this, agent);
+        Gsi g = new Gsi(this);
         gsi = g;
+        device.attachGsi(agent);
         return g;
     }
 
     void detach(Gsi g) {
         if (gsi == g) {
             gsi = null;
+            device.attachGsi(null);
         }
     }
 
@@ -539,7 +289,7 @@ public final class RdmaContext implements AutoCloseable {
 
     private void requireOpen() {
         if (closed) {
-            throw new RdmaException("RDMA context of node " + link.address() + " is closed");
+            throw new RdmaException("RDMA context of node " + node() + " is closed");
         }
     }
 
@@ -550,20 +300,17 @@ public final class RdmaContext implements AutoCloseable {
             return;
         }
         closed = true;
-        link.unregister(EtherType.NUPA_RDMA);
-        if (ip != null) {
-            ip.unbindUdp(Icrc.UDP_PORT, roceV2);
-        }
+        device.close();
         for (QueuePair qp : qps) {
             if (qp != null) {
-                destroy(qp);
+                release(qp);
             }
         }
         for (MemoryRegion mr : regions) {
             if (mr != null) {
-                deregister(mr);
+                mr.pd.users--;
             }
         }
-        directoryWindow.close();
+        java.util.Arrays.fill(regions, null);
     }
 }

@@ -43,7 +43,5 @@ public enum RdmaCounter {
     /** RoCEv2 datagrams dropped because their ICRC did not match (IBA annex A17.4.3, 7.8.1). */
     BAD_ICRC,
     /** RoCEv2 datagrams the IP layer could not send (no route, full ring, too big for the way); the retry timer resends. */
-    ROCEV2_SEND_FAILED;
-
-    static final RdmaCounter[] ALL = values();
+    ROCEV2_SEND_FAILED
 }

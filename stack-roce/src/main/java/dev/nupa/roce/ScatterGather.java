@@ -63,7 +63,27 @@ public final class ScatterGather {
         return count;
     }
 
-    long totalLength() {
-        return Sgl.length(length, 0, count);
+    /** Entry {@code i}'s address ({@code i < count()}). */
+    public long addr(int i) {
+        return addr[i];
+    }
+
+    /** Entry {@code i}'s length in bytes. */
+    public int length(int i) {
+        return length[i];
+    }
+
+    /** Entry {@code i}'s lkey. */
+    public int lkey(int i) {
+        return lkey[i];
+    }
+
+    /** The bytes the entries add up to. */
+    public long totalLength() {
+        long n = 0;
+        for (int i = 0; i < count; i++) {
+            n += length[i];
+        }
+        return n;
     }
 }

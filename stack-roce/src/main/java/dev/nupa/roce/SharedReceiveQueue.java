@@ -1,5 +1,7 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.transport.RecvQueue;
+
 /** A shared receive queue ({@code ibv_srq}): receive requests that any QP attached to it may consume. */
 public final class SharedReceiveQueue implements AutoCloseable {
     final ProtectionDomain pd;

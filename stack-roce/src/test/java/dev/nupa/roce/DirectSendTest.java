@@ -8,12 +8,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.nupa.roce.transport.QpTransport;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 
 /**
- * SENDs on {@link TransferMode#DIRECT} QPs: placed in the receive the peer posted next ({@link RecvMirror}),
+ * SENDs on {@link TransferMode#DIRECT} QPs: placed in the receive the peer posted next (its receive mirror),
  * completed on both sides as the packet path completes them, and sent as packets whenever the receiver
  * would have to refuse or scatter them, so that errors and RNR waits stay the responder's.
  */
@@ -172,11 +173,11 @@ class DirectSendTest {
             p.cqB.onEvent(events::incrementAndGet);
             p.cqB.requestNotify(false);
             // A direct SEND sends no frame that would wake a node's datapath: the context's deadline does.
-            assertEquals(now + QueuePair.DIRECT_RECV_POLL_NS, p.b.poll(now));
+            assertEquals(now + QpTransport.DIRECT_RECV_POLL_NS, p.b.poll(now));
             p.qa.postSend(send(1).local(p.mrA, 0, 10));
             assertEquals(1, p.a.counter(RdmaCounter.DIRECT_SENDS));
             assertEquals(0, events.get());
-            assertEquals(Long.MAX_VALUE, p.b.poll(now + QueuePair.DIRECT_RECV_POLL_NS), "the event fired: no longer armed");
+            assertEquals(Long.MAX_VALUE, p.b.poll(now + QpTransport.DIRECT_RECV_POLL_NS), "the event fired: no longer armed");
             assertEquals(1, events.get());
             assertEquals(1, poll(p.cqB).wrId);
         }
@@ -225,34 +226,6 @@ class DirectSendTest {
             WorkCompletion wc = poll(p.cqB);
             assertEquals(7, wc.wrId);
             assertEquals(20, wc.byteLen, "the receive holds qc's message");
-        }
-    }
-
-    @Test
-    void theMirrorWordsLetEachReceiveGoToOneMessageAndNoStampOutliveARestart() {
-        try (RdmaFixture fx = new RdmaFixture()) {
-            RdmaContext c = fx.node(1);
-            RecvMirror m = RecvMirror.export(c.link.device(), 8, 1);
-            RecvWorkRequest wr = new RecvWorkRequest().local(c.allocPd().allocMr(4096, Access.LOCAL_WRITE), 0, 64);
-            m.post(0, wr);
-            m.post(1, wr);
-            long n = m.next();
-            assertTrue(m.posted(RecvMirror.incarnationOf(n), 0));
-            assertTrue(m.claim(n), "a requester claims receive 0");
-            assertFalse(m.takeForPacket(0), "a packet cannot take a claimed receive");
-            assertFalse(m.claim(n), "nor can a second claim");
-            assertTrue(m.takeForPacket(1), "the next one goes to a packet");
-            m.stamp(RecvMirror.incarnationOf(n), 0, 5, 0, 0);
-            assertTrue(m.placed(0));
-            // A requester that read the word before a restart claims nothing after it, and its stamp matches nothing.
-            long stale = m.next();
-            m.restart();
-            m.post(0, wr);
-            assertFalse(m.claim(stale));
-            m.stamp(RecvMirror.incarnationOf(stale), 0, 5, 0, 0);
-            assertFalse(m.placed(0), "a stamp of the old incarnation completes no receive of the new one");
-            m.close();
-            assertFalse(m.claim(m.next()), "closed: no claim");
         }
     }
 

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.l2.FaultPlan;
 import dev.nupa.l2.FaultyDevice;
+import dev.nupa.roce.transport.RcRequester;
+import dev.nupa.roce.transport.SendQueue;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
@@ -148,14 +150,14 @@ class LossyRcTest {
                 if (completed == before) {
                     fx.advance(MS / 4); // let the ACK timer (timeout 8: ~1 ms) or an RNR wait run out
                     if (++idle > 20_000) {
-                        RcRequester rq = qa.requester;
-                        SendQueue q = qa.sq;
+                        RcRequester rq = qa.transport.requester;
+                        SendQueue q = qa.transport.sq;
                         int hs = q.slot(q.head);
                         throw new AssertionError("stuck: completed " + completed + " head " + q.head + " next " + q.next + " tail " + q.tail
                                 + " psn " + rq.psn + " acked " + rq.ackedPsn + " deadline " + rq.ackDeadline + " now " + fx.now
                                 + " rdOut " + rq.rdOutstanding + " sendOffset " + rq.sendOffset + " head op " + q.opcode[hs]
                                 + " state " + q.state[hs] + " first " + q.firstPsn[hs] + " npsn " + q.npsn[hs] + " recv " + q.received[hs]
-                                + " responder ePsn " + qb.responder.ePsn + " qa " + qa.state() + " qb " + qb.state());
+                                + " responder ePsn " + qb.transport.responder.ePsn + " qa " + qa.state() + " qb " + qb.state());
                     }
                 } else {
                     idle = 0;

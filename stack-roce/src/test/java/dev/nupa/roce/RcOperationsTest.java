@@ -296,7 +296,7 @@ class RcOperationsTest {
                 assertEquals(1000L + i, p.mrB.memory().get(ValueLayout.JAVA_LONG, 8L * i));
             }
             assertEquals(10, p.a.counter(RdmaCounter.DIRECT_OPS));
-            assertEquals(1, p.qa.sq.tail, "placed at post time: no send-queue entry after the first");
+            assertEquals(1, p.qa.transport.sq.tail, "placed at post time: no send-queue entry after the first");
             w.sg.clear().add(p.mrA.addr(), 8, p.mrA.lkey() ^ 0x5);
             p.qa.postSend(w.wrId(99).sendFlags(0));
             WorkCompletion bad = poll(p.cqA);

@@ -42,9 +42,9 @@ class ReadStormTest {
             int completed = 0;
             for (int round = 0; completed < 3000; round++) {
                 if (round > 5_000_000) {
-                    throw new AssertionError("stuck at " + completed + ": psn " + qa.requester.psn + " acked " + qa.requester.ackedPsn
-                            + " head " + qa.sq.head + " next " + qa.sq.next + " tail " + qa.sq.tail + " rdOut " + qa.requester.rdOutstanding
-                            + " deadline " + qa.requester.ackDeadline + " now " + fx.now + " ePsn " + qb.responder.ePsn + " " + a.counters()
+                    throw new AssertionError("stuck at " + completed + ": psn " + qa.transport.requester.psn + " acked " + qa.transport.requester.ackedPsn
+                            + " head " + qa.transport.sq.head + " next " + qa.transport.sq.next + " tail " + qa.transport.sq.tail + " rdOut " + qa.transport.requester.rdOutstanding
+                            + " deadline " + qa.transport.requester.ackDeadline + " now " + fx.now + " ePsn " + qb.transport.responder.ePsn + " " + a.counters()
                             + " " + b.counters());
                 }
                 while (posted < 3000 && posted - completed < 128) {

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.transport.RcRequester;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Opcode;

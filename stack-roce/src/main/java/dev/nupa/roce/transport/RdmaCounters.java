@@ -1,27 +1,29 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
+import dev.nupa.roce.RdmaCounter;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.EnumMap;
 import java.util.Map;
 
 /** The context's counters: one writer (the context's thread), read from any thread. */
-final class RdmaCounters {
+public final class RdmaCounters {
     private static final VarHandle LONGS = MethodHandles.arrayElementVarHandle(long[].class);
-    private final long[] values = new long[RdmaCounter.ALL.length];
+    private static final RdmaCounter[] ALL = RdmaCounter.values();
+    private final long[] values = new long[ALL.length];
 
-    void add(RdmaCounter c, long n) {
+    public void add(RdmaCounter c, long n) {
         int i = c.ordinal();
         LONGS.setOpaque(values, i, (long) LONGS.getOpaque(values, i) + n);
     }
 
-    long get(RdmaCounter c) {
+    public long get(RdmaCounter c) {
         return (long) LONGS.getOpaque(values, c.ordinal());
     }
 
-    Map<RdmaCounter, Long> snapshot() {
+    public Map<RdmaCounter, Long> snapshot() {
         Map<RdmaCounter, Long> m = new EnumMap<>(RdmaCounter.class);
-        for (RdmaCounter c : RdmaCounter.ALL) {
+        for (RdmaCounter c : ALL) {
             m.put(c, get(c));
         }
         return m;

@@ -1,5 +1,11 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
+import dev.nupa.roce.Access;
+import dev.nupa.roce.QpState;
+import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.WcOpcode;
+import dev.nupa.roce.WcStatus;
+import dev.nupa.roce.WorkCompletion;
 import dev.nupa.roce.wire.Aeth;
 import dev.nupa.roce.wire.AtomicAckEth;
 import dev.nupa.roce.wire.AtomicEth;
@@ -22,8 +28,8 @@ import java.lang.invoke.VarHandle;
  * max_dest_rd_atomic resources, so a duplicate is answered from them: a READ is read again, an atomic's
  * saved original value is sent again, never executed twice (IBA 9.7.5.1.4). A UD QP's receives land here too.
  */
-final class RcResponder {
-    static final int MAX_RD_ATOMIC = 16;
+public final class RcResponder {
+    public static final int MAX_RD_ATOMIC = 16;
     /**
      * Most AckReq requests one coalesced ACK covers: owed ACKs normally go out once per poll, but a
      * caller that polls the link far more often than the context must not starve the requester.
@@ -33,10 +39,10 @@ final class RcResponder {
     static final int GRH_BYTES = 40;
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
-    private final QueuePair qp;
-    private final RdmaContext ctx;
+    private final QpTransport qp;
+    private final RdmaDevice device;
     /** Expected PSN. */
-    int ePsn;
+    public int ePsn;
     private int msn;
     /** A sequence-error NAK went out for the current ePSN: send no more until it moves (IBA 9.7.5.2.2). */
     private boolean nakSent;
@@ -54,7 +60,7 @@ final class RcResponder {
     private final long[] recvAddr;
     private final int[] recvLength;
     private final int[] recvLkey;
-    private MemoryRegion writeMr;
+    private Region writeMr;
     private long writeVa;
     private long writeLength;
 
@@ -82,10 +88,10 @@ final class RcResponder {
     private int pendingNak = -1; // syndrome of a NAK the ring refused, or -1
     private int pendingNakPsn;
 
-    RcResponder(QueuePair qp) {
+    RcResponder(QpTransport qp) {
         this.qp = qp;
-        this.ctx = qp.ctx;
-        int sge = qp.srq != null ? qp.srq.queue.maxSge : qp.rq.maxSge;
+        this.device = qp.device;
+        int sge = qp.srq != null ? qp.srq.maxSge : qp.rq.maxSge;
         recvAddr = new long[sge];
         recvLength = new int[sge];
         recvLkey = new int[sge];
@@ -119,14 +125,14 @@ final class RcResponder {
     void onRequest(RocePacket pkt, long now) {
         QpState st = qp.state;
         if (st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) {
-            ctx.counters.add(RdmaCounter.WRONG_STATE, 1);
+            device.counters.add(RdmaCounter.WRONG_STATE, 1);
             return;
         }
         MemorySegment m = pkt.segment();
         int p = pkt.psn();
         int d = Psn.diff(p, ePsn);
         if (d > 0) {
-            ctx.counters.add(RdmaCounter.SEQUENCE_ERRORS, 1);
+            device.counters.add(RdmaCounter.SEQUENCE_ERRORS, 1);
             if (!nakSent) {
                 nakSent = true;
                 nak(Aeth.nak(Aeth.NAK_PSN_SEQUENCE_ERROR), ePsn);
@@ -194,7 +200,7 @@ final class RcResponder {
             classC(Aeth.NAK_INVALID_REQUEST, p);
             return;
         }
-        if (n > 0 && !Sgl.copy(ctx, qp.pd.id, recvAddr, recvLength, recvLkey, 0, recvCount, msgOffset, pkt.segment(),
+        if (n > 0 && !Sgl.copy(device, qp.pdId, recvAddr, recvLength, recvLkey, 0, recvCount, msgOffset, pkt.segment(),
                 pkt.payload(), n, true)) {
             recvHeld = false;
             qp.completeRecv(recvWrId, WcStatus.LOC_PROT_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
@@ -228,7 +234,7 @@ final class RcResponder {
             long va = Reth.va(m, pkt.reth());
             int rkey = Reth.rkey(m, pkt.reth());
             long len = Integer.toUnsignedLong(Reth.dmaLength(m, pkt.reth()));
-            MemoryRegion mr = null;
+            Region mr = null;
             if (len > 0) { // IBA 9.4.4: a zero-length RDMA checks no key
                 mr = remoteRegion(rkey, va, len, Access.REMOTE_WRITE);
                 if (mr == null) {
@@ -307,7 +313,7 @@ final class RcResponder {
             classC(Aeth.NAK_INVALID_REQUEST, p); // IBA 9.4.5: atomics need 8-byte alignment
             return;
         }
-        MemoryRegion mr = remoteRegion(rkey, va, 8, Access.REMOTE_ATOMIC);
+        Region mr = remoteRegion(rkey, va, 8, Access.REMOTE_ATOMIC);
         if (mr == null) {
             classC(Aeth.NAK_REMOTE_ACCESS_ERROR, p);
             return;
@@ -349,9 +355,9 @@ final class RcResponder {
     }
 
     /** The region {@code rkey} names, if it belongs to this QP's domain, grants {@code access} and holds the range. */
-    private MemoryRegion remoteRegion(int rkey, long va, long len, int access) {
-        MemoryRegion mr = ctx.region(rkey);
-        if (mr == null || mr.pd != qp.pd || (mr.access & access) == 0 || !mr.covers(va, len)) {
+    private Region remoteRegion(int rkey, long va, long len, int access) {
+        Region mr = device.region(rkey);
+        if (mr == null || mr.pdId != qp.pdId || (mr.access & access) == 0 || !mr.covers(va, len)) {
             return null;
         }
         return mr;
@@ -365,12 +371,12 @@ final class RcResponder {
                 return false;
             }
         }
-        RecvQueue q = qp.srq != null ? qp.srq.queue : qp.rq;
+        RecvQueue q = qp.srq != null ? qp.srq : qp.rq;
         int s = q.peek();
         // With a mirror the receive is taken by moving its shared position: a requester's claim of it (a
         // direct SEND not yet stamped) wins, and this packet waits like one that found no receive.
         if (s < 0 || (qp.mirror != null && !qp.mirror.takeForPacket(q.head))) {
-            ctx.counters.add(RdmaCounter.RNR_NAKS_SENT, 1);
+            device.counters.add(RdmaCounter.RNR_NAKS_SENT, 1);
             nak(Aeth.rnrNak(qp.attr.minRnrTimer), p);
             return false;
         }
@@ -404,7 +410,7 @@ final class RcResponder {
     }
 
     private void duplicate(RocePacket pkt, int p) {
-        ctx.counters.add(RdmaCounter.DUPLICATES, 1);
+        device.counters.add(RdmaCounter.DUPLICATES, 1);
         int opcode = pkt.opcode();
         if (opcode == Opcode.RC_RDMA_READ_REQUEST || (pkt.flags() & Opcode.ATOMIC_ETH) != 0) {
             boolean atomic = opcode != Opcode.RC_RDMA_READ_REQUEST;
@@ -452,15 +458,15 @@ final class RcResponder {
             return;
         }
         if (ackPending) {
-            long o = ctx.claim(qp, Bth.LENGTH + Aeth.LENGTH);
+            long o = device.claim(qp, Bth.LENGTH + Aeth.LENGTH);
             if (o < 0) {
                 return;
             }
-            MemorySegment m = ctx.txMemory();
+            MemorySegment m = device.txMemory();
             Bth.write(m, o, Opcode.RC_ACKNOWLEDGE, false, 0, Bth.DEFAULT_PKEY, qp.attr.destQpNum, false, Psn.add(ePsn, -1));
             Aeth.write(m, o + Bth.LENGTH, Aeth.ack(Aeth.CREDITS_INVALID), msn);
-            ctx.publish();
-            ctx.counters.add(RdmaCounter.ACKS_SENT, 1);
+            device.publish();
+            device.counters.add(RdmaCounter.ACKS_SENT, 1);
             ackPending = false;
             acksOwed = 0;
         }
@@ -470,19 +476,19 @@ final class RcResponder {
     private boolean respond(int r, int i) {
         int dqp = qp.attr.destQpNum;
         if (resAtomic[r]) {
-            long o = ctx.claim(qp, Bth.LENGTH + Aeth.LENGTH + AtomicAckEth.LENGTH);
+            long o = device.claim(qp, Bth.LENGTH + Aeth.LENGTH + AtomicAckEth.LENGTH);
             if (o < 0) {
                 return false;
             }
-            MemorySegment m = ctx.txMemory();
+            MemorySegment m = device.txMemory();
             Bth.write(m, o, Opcode.RC_ATOMIC_ACKNOWLEDGE, false, 0, Bth.DEFAULT_PKEY, dqp, false, resPsn[r]);
             Aeth.write(m, o + Bth.LENGTH, Aeth.ack(Aeth.CREDITS_INVALID), resMsn[r]);
             AtomicAckEth.write(m, o + Bth.LENGTH + Aeth.LENGTH, resOriginal[r]);
-            ctx.publish();
+            device.publish();
             return true;
         }
-        MemoryRegion mr = resLength[r] > 0 ? ctx.region(resRkey[r]) : null;
-        if (resLength[r] > 0 && (mr == null || mr.pd != qp.pd || (mr.access & Access.REMOTE_READ) == 0
+        Region mr = resLength[r] > 0 ? device.region(resRkey[r]) : null;
+        if (resLength[r] > 0 && (mr == null || mr.pdId != qp.pdId || (mr.access & Access.REMOTE_READ) == 0
                 || !mr.covers(resVa[r], resLength[r]))) {
             return true; // deregistered since: nothing to send, the requester's timer decides
         }
@@ -499,12 +505,12 @@ final class RcResponder {
                     : k == last ? Opcode.RC_RDMA_READ_RESPONSE_LAST : Opcode.RC_RDMA_READ_RESPONSE_MIDDLE;
             int pad = (-n) & 3;
             int hdr = Bth.LENGTH + Opcode.extLength(opc);
-            long o = ctx.claim(qp, hdr + n + pad);
+            long o = device.claim(qp, hdr + n + pad);
             if (o < 0) {
                 servePsn[i] = Psn.add(resPsn[r], k);
                 return false;
             }
-            MemorySegment m = ctx.txMemory();
+            MemorySegment m = device.txMemory();
             Bth.write(m, o, opc, false, pad, Bth.DEFAULT_PKEY, dqp, false, Psn.add(resPsn[r], k));
             if ((Opcode.flags(opc) & Opcode.AETH) != 0) {
                 Aeth.write(m, o + Bth.LENGTH, Aeth.ack(Aeth.CREDITS_INVALID), resMsn[r]);
@@ -515,24 +521,24 @@ final class RcResponder {
             for (int b = 0; b < pad; b++) {
                 m.set(ValueLayout.JAVA_BYTE, o + hdr + n + b, (byte) 0);
             }
-            ctx.publish();
+            device.publish();
         }
         return true;
     }
 
     private void nak(int syndrome, int p) {
-        long o = serveHead < serveTail ? -1 : ctx.claim(qp, Bth.LENGTH + Aeth.LENGTH);
+        long o = serveHead < serveTail ? -1 : device.claim(qp, Bth.LENGTH + Aeth.LENGTH);
         if (o < 0) { // the ring is full, or READ responses it must follow still wait: it goes out in flush()
             pendingNak = syndrome;
             pendingNakPsn = p;
             return;
         }
-        MemorySegment m = ctx.txMemory();
+        MemorySegment m = device.txMemory();
         Bth.write(m, o, Opcode.RC_ACKNOWLEDGE, false, 0, Bth.DEFAULT_PKEY, qp.attr.destQpNum, false, p);
         Aeth.write(m, o + Bth.LENGTH, syndrome, msn);
-        ctx.publish();
+        device.publish();
         if (Aeth.type(syndrome) == Aeth.TYPE_NAK) {
-            ctx.counters.add(RdmaCounter.NAKS_SENT, 1);
+            device.counters.add(RdmaCounter.NAKS_SENT, 1);
         }
     }
 
@@ -555,20 +561,20 @@ final class RcResponder {
 
     void onDatagram(RocePacket pkt, int srcNode, MemorySegment grh) {
         if (qp.state != QpState.RTR && qp.state != QpState.RTS && qp.state != QpState.SQD) {
-            ctx.counters.add(RdmaCounter.WRONG_STATE, 1);
+            device.counters.add(RdmaCounter.WRONG_STATE, 1);
             return;
         }
         MemorySegment m = pkt.segment();
         if (Deth.qkey(m, pkt.deth()) != qp.attr.qkey) {
-            ctx.counters.add(RdmaCounter.UD_DROPS, 1); // IBA 10.2.5: a datagram with the wrong Q_Key is dropped silently
+            device.counters.add(RdmaCounter.UD_DROPS, 1); // IBA 10.2.5: a datagram with the wrong Q_Key is dropped silently
             return;
         }
-        RecvQueue q = qp.srq != null ? qp.srq.queue : qp.rq;
+        RecvQueue q = qp.srq != null ? qp.srq : qp.rq;
         int s = q.peek();
         // With a mirror the receive is taken by moving its shared position: a requester's claim of it (a
         // direct SEND not yet stamped) wins, and this packet waits like one that found no receive.
         if (s < 0 || (qp.mirror != null && !qp.mirror.takeForPacket(q.head))) {
-            ctx.counters.add(RdmaCounter.UD_DROPS, 1); // UD has no RNR: no receive, no delivery (IBA 9.8.3)
+            device.counters.add(RdmaCounter.UD_DROPS, 1); // UD has no RNR: no receive, no delivery (IBA 9.8.3)
             return;
         }
         q.pop();
@@ -582,8 +588,8 @@ final class RcResponder {
             qp.completeRecv(q.wrId[s], WcStatus.LOC_LEN_ERR, WcOpcode.RECV, 0, 0, 0, srcQp, srcNode, se);
             return;
         }
-        boolean ok = Sgl.copy(ctx, qp.pd.id, q.sgAddr, q.sgLength, q.sgLkey, s * q.maxSge, q.numSge[s], 0, grh, 0, GRH_BYTES, true)
-                && (n == 0 || Sgl.copy(ctx, qp.pd.id, q.sgAddr, q.sgLength, q.sgLkey, s * q.maxSge, q.numSge[s], GRH_BYTES, m,
+        boolean ok = Sgl.copy(device, qp.pdId, q.sgAddr, q.sgLength, q.sgLkey, s * q.maxSge, q.numSge[s], 0, grh, 0, GRH_BYTES, true)
+                && (n == 0 || Sgl.copy(device, qp.pdId, q.sgAddr, q.sgLength, q.sgLkey, s * q.maxSge, q.numSge[s], GRH_BYTES, m,
                         pkt.payload(), n, true));
         qp.completeRecv(q.wrId[s], ok ? WcStatus.SUCCESS : WcStatus.LOC_PROT_ERR, WcOpcode.RECV, ok ? GRH_BYTES + n : 0,
                 immData, WorkCompletion.GRH | (imm ? WorkCompletion.WITH_IMM : 0), srcQp, srcNode, se);

@@ -1,8 +1,10 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricWindow;
+import dev.nupa.roce.RecvWorkRequest;
+import dev.nupa.roce.TransferMode;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -126,11 +128,11 @@ final class RecvMirror {
     /** Publishes the receive posted at {@code position}. */
     void post(long position, RecvWorkRequest wr) {
         long s = slot(position);
-        mem.set(ValueLayout.JAVA_INT, s + NUM_SGE, wr.sg.count);
-        for (int i = 0; i < wr.sg.count; i++) {
+        mem.set(ValueLayout.JAVA_INT, s + NUM_SGE, wr.sg.count());
+        for (int i = 0; i < wr.sg.count(); i++) {
             long e = s + ENTRIES + 16L * i;
-            mem.set(ValueLayout.JAVA_LONG, e, wr.sg.addr[i]);
-            mem.set(ValueLayout.JAVA_LONG, e + 8, pair(wr.sg.length[i], wr.sg.lkey[i])); // length and lkey in one store
+            mem.set(ValueLayout.JAVA_LONG, e, wr.sg.addr(i));
+            mem.set(ValueLayout.JAVA_LONG, e + 8, pair(wr.sg.length(i), wr.sg.lkey(i))); // length and lkey in one store
         }
         LONG.setRelease(mem, s + POSTED, tag(incarnation, position));
     }

@@ -1,5 +1,9 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
+import dev.nupa.roce.QpState;
+import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.WcStatus;
+import dev.nupa.roce.WrOpcode;
 import dev.nupa.roce.wire.Aeth;
 import dev.nupa.roce.wire.AtomicAckEth;
 import dev.nupa.roce.wire.Opcode;
@@ -14,19 +18,19 @@ import java.lang.foreign.ValueLayout;
  * into retries or errors (IBA 9.7.5.2).
  */
 final class RcCompleter {
-    private final QueuePair qp;
+    private final QpTransport qp;
     private final SendQueue sq;
-    private final RdmaContext ctx;
+    private final RdmaDevice device;
 
-    RcCompleter(QueuePair qp) {
+    RcCompleter(QpTransport qp) {
         this.qp = qp;
         this.sq = qp.sq;
-        this.ctx = qp.ctx;
+        this.device = qp.device;
     }
 
     void onResponse(RocePacket pkt, long now) {
         if (qp.state != QpState.RTS && qp.state != QpState.SQD) {
-            ctx.counters.add(RdmaCounter.WRONG_STATE, 1);
+            device.counters.add(RdmaCounter.WRONG_STATE, 1);
             return;
         }
         MemorySegment m = pkt.segment();
@@ -34,7 +38,7 @@ final class RcCompleter {
         RcRequester req = qp.requester;
         // A response for a PSN we never sent is stray (IBA 9.7.5.1.1: ignore it).
         if (Psn.diff(p, req.highestSent) > 0) {
-            ctx.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
+            device.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
             return;
         }
         int opcode = pkt.opcode();
@@ -49,19 +53,19 @@ final class RcCompleter {
                     }
                 }
                 case Aeth.TYPE_NAK -> nak(p, Aeth.value(syndrome), now);
-                default -> ctx.counters.add(RdmaCounter.MALFORMED, 1);
+                default -> device.counters.add(RdmaCounter.MALFORMED, 1);
             }
         } else if (opcode == Opcode.RC_ATOMIC_ACKNOWLEDGE) {
             ackUpTo(Psn.add(p, -1), now);
             int s = req.slotCovering(p);
-            if (s < 0 || !WrOpcode.isAtomic(sq.opcode[s]) || sq.state[s] == SendQueue.DONE || qp.state == QpState.ERR) {
-                ctx.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
+            if (s < 0 || !WrOpcodes.isAtomic(sq.opcode[s]) || sq.state[s] == SendQueue.DONE || qp.state == QpState.ERR) {
+                device.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
                 return;
             }
             long original = AtomicAckEth.originalData(m, pkt.atomicAckEth());
-            MemorySegment tmp = ctx.scratch8;
+            MemorySegment tmp = device.scratch8;
             tmp.set(ValueLayout.JAVA_LONG, 0, original); // host order, as rxe stores it
-            if (!Sgl.copy(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, s * sq.maxSge, sq.numSge[s], 0, tmp, 0, 8, true)) {
+            if (!Sgl.copy(device, qp.pdId, sq.sgAddr, sq.sgLength, sq.sgLkey, s * sq.maxSge, sq.numSge[s], 0, tmp, 0, 8, true)) {
                 qp.fail(s, WcStatus.LOC_PROT_ERR);
                 return;
             }
@@ -84,13 +88,13 @@ final class RcCompleter {
             s = req.slotCovering(p); // acknowledging may have moved the queue on
         }
         if (s < 0 || sq.opcode[s] != WrOpcode.RDMA_READ || sq.state[s] == SendQueue.DONE || qp.state == QpState.ERR) {
-            ctx.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
+            device.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
             return;
         }
         int expected = Psn.add(sq.firstPsn[s], sq.received[s]);
         int d = Psn.diff(p, expected);
         if (d < 0) {
-            ctx.counters.add(RdmaCounter.DUPLICATES, 1);
+            device.counters.add(RdmaCounter.DUPLICATES, 1);
             return;
         }
         if (d > 0) {
@@ -107,7 +111,7 @@ final class RcCompleter {
             qp.fail(s, WcStatus.BAD_RESP_ERR); // IBA 9.7.5.1.4: a response of the wrong length is a bad response
             return;
         }
-        if (n > 0 && !Sgl.copy(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, s * sq.maxSge, sq.numSge[s], off,
+        if (n > 0 && !Sgl.copy(device, qp.pdId, sq.sgAddr, sq.sgLength, sq.sgLkey, s * sq.maxSge, sq.numSge[s], off,
                 pkt.segment(), pkt.payload(), n, true)) {
             qp.fail(s, WcStatus.LOC_PROT_ERR);
             return;
@@ -140,7 +144,7 @@ final class RcCompleter {
             if (Psn.diff(p, sq.firstPsn[s]) < 0) {
                 break; // not reached yet
             }
-            if (WrOpcode.isReadOrAtomic(sq.opcode[s])) {
+            if (WrOpcodes.isReadOrAtomic(sq.opcode[s])) {
                 // An ACK past a READ or atomic whose response never came: the response was lost (IBA 9.7.5.1.3).
                 req.nakRetry(req.firstUnacked(), now);
                 return;
@@ -154,7 +158,7 @@ final class RcCompleter {
     }
 
     private void nak(int p, int code, long now) {
-        ctx.counters.add(RdmaCounter.NAKS_RECEIVED, 1);
+        device.counters.add(RdmaCounter.NAKS_RECEIVED, 1);
         ackUpTo(Psn.add(p, -1), now);
         if (qp.state == QpState.ERR) {
             return;
@@ -168,7 +172,7 @@ final class RcCompleter {
         }
         int s = qp.requester.slotCovering(p);
         if (s < 0) {
-            ctx.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
+            device.counters.add(RdmaCounter.STRAY_RESPONSES, 1);
             return;
         }
         int status = switch (code) {

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
 import dev.nupa.roce.wire.Psn;
 import java.lang.foreign.Arena;
@@ -9,19 +9,19 @@ import java.lang.foreign.MemorySegment;
  * progress on each. Three counters walk it: {@code head} (oldest not yet completed), {@code next}
  * (next to transmit, moved back by a retry) and {@code tail} (next free).
  */
-final class SendQueue {
+public final class SendQueue {
     static final int POSTED = 0;
     static final int SENT = 1; // every packet sent at least once
     static final int DONE = 2; // acknowledged (or failed): ready to complete in order
 
     /** Requests the queue holds (max_send_wr). */
-    final int capacity;
+    public final int capacity;
     /** Slots minus one: the arrays have a power-of-two size so a slot is a mask, not a division. */
     private final int mask;
     final int maxSge;
     final int maxInline;
     final long[] wrId;
-    final int[] opcode;
+    public final int[] opcode;
     final int[] flags;
     final int[] numSge;
     final long[] sgAddr;
@@ -42,15 +42,15 @@ final class SendQueue {
     final MemorySegment inline;
     /** Whether slot s's inline copy has been made (a direct WRITE done at post time never needs it). */
     final boolean[] inlineCopied;
-    final int[] firstPsn;
-    final int[] npsn;
-    final int[] state;
+    public final int[] firstPsn;
+    public final int[] npsn;
+    public final int[] state;
     final int[] status;
     /** READ: response packets received in order so far. */
-    final int[] received;
-    long head;
-    long next;
-    long tail;
+    public final int[] received;
+    public long head;
+    public long next;
+    public long tail;
 
     SendQueue(int capacity, int maxSge, int maxInline) {
         this.capacity = capacity;
@@ -84,7 +84,7 @@ final class SendQueue {
         received = new int[slots];
     }
 
-    int slot(long i) {
+    public int slot(long i) {
         return (int) i & mask;
     }
 

@@ -1,6 +1,17 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
 import dev.nupa.ip.Ipv4Address;
+import dev.nupa.roce.QpState;
+import dev.nupa.roce.QpType;
+import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.RdmaException;
+import dev.nupa.roce.ScatterGather;
+import dev.nupa.roce.SendFlags;
+import dev.nupa.roce.SendWorkRequest;
+import dev.nupa.roce.TransferMode;
+import dev.nupa.roce.WcOpcode;
+import dev.nupa.roce.WcStatus;
+import dev.nupa.roce.WrOpcode;
 import dev.nupa.roce.wire.AtomicEth;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.Bytes;
@@ -16,29 +27,29 @@ import java.lang.foreign.MemorySegment;
  * PSNs, keeps the local ACK timer, and goes back to the first unacknowledged PSN on a timeout, a
  * sequence-error NAK or an RNR NAK (go-back-N, IBA 9.7.4). A UD QP's sends go out here as well.
  */
-final class RcRequester {
+public final class RcRequester {
     /** Most header bytes a packet carries (BTH + AtomicETH) plus pad: the link MTU must leave room. */
-    static final int MAX_HEADERS = 48;
+    public static final int MAX_HEADERS = 48;
     /** Ask for an ACK at least every this many packets of a long message (bounds what a loss costs). */
     static final int PACKETS_PER_ACK = 64;
 
     /** {@link #run}'s {@code now} from a post: the clock is read only if a packet arms the ACK timer. */
     static final long NOW_UNREAD = Long.MIN_VALUE;
 
-    private final QueuePair qp;
+    private final QpTransport qp;
     private final SendQueue sq;
-    private final RdmaContext ctx;
+    private final RdmaDevice device;
     /** Next PSN to send. */
-    int psn;
+    public int psn;
     /** Last PSN the responder acknowledged. */
-    int ackedPsn;
+    public int ackedPsn;
     /** The highest PSN sent so far (for a READ, its last response's): a response beyond it is stray. */
     int highestSent;
     /** Bytes of the request at {@code sq.next} already sent (or, for a READ, already received). */
-    long sendOffset;
-    int rdOutstanding;
+    public long sendOffset;
+    public int rdOutstanding;
     private int packetsSinceAckReq;
-    long ackDeadline;
+    public long ackDeadline;
     private int retriesLeft;
     private int rnrRetriesLeft;
     private long rnrUntil;
@@ -47,10 +58,10 @@ final class RcRequester {
     private boolean retrying;
     private int retryingFrom;
 
-    RcRequester(QueuePair qp) {
+    RcRequester(QpTransport qp) {
         this.qp = qp;
         this.sq = qp.sq;
-        this.ctx = qp.ctx;
+        this.device = qp.device;
     }
 
     void reset(int sqPsn) {
@@ -82,7 +93,7 @@ final class RcRequester {
 
     void post(SendWorkRequest wr) {
         int op = wr.opcode;
-        if (qp.mode != TransferMode.DIRECT || (op != WrOpcode.RDMA_WRITE && !WrOpcode.isSend(op)) || !postDirect(wr, op)) {
+        if (qp.mode != TransferMode.DIRECT || (op != WrOpcode.RDMA_WRITE && !WrOpcodes.isSend(op)) || !postDirect(wr, op)) {
             postQueued(wr, op);
         }
     }
@@ -92,35 +103,35 @@ final class RcRequester {
      * enough for the JIT to inline into the caller's code: a post that completes at once costs no call).
      */
     private void postQueued(SendWorkRequest wr, int op) {
-        if (!WrOpcode.valid(op)) {
+        if (!WrOpcodes.valid(op)) {
             throw new RdmaException("send request opcode " + op + " is unknown; use a WrOpcode constant");
         }
         if (qp.type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM) {
             throw new RdmaException(WrOpcode.name(op) + " is not available on a UD QP; UD carries SEND and SEND_WITH_IMM only");
         }
-        if (wr.sg.count > sq.maxSge) {
-            throw new RdmaException("send request has " + wr.sg.count + " gather entries; QP " + qp.qpn + " takes at most " + sq.maxSge);
+        if (wr.sg.count() > sq.maxSge) {
+            throw new RdmaException("send request has " + wr.sg.count() + " gather entries; QP " + qp.qpn + " takes at most " + sq.maxSge);
         }
         long length = wr.sg.totalLength();
         if (length > Integer.MAX_VALUE) {
             throw new RdmaException("send request of " + length + " bytes exceeds the 2^31-1 bytes a message may hold");
         }
-        if (WrOpcode.isAtomic(op) && length != 8) {
+        if (WrOpcodes.isAtomic(op) && length != 8) {
             throw new RdmaException(WrOpcode.name(op) + " needs one 8-byte local buffer for the original value, not " + length + " bytes");
         }
         if (qp.type == QpType.UD && length > qp.attr.pathMtu) {
             throw new RdmaException("UD message of " + length + " bytes exceeds the path MTU of " + qp.attr.pathMtu);
         }
-        if (qp.type == QpType.UD && wr.udDestIp != 0 && ctx.ip() == null) {
-            throw new RdmaException("UD send names IP peer " + Ipv4Address.toString(wr.udDestIp) + " but node " + ctx.node()
+        if (qp.type == QpType.UD && wr.udDestIp != 0 && device.ip() == null) {
+            throw new RdmaException("UD send names IP peer " + Ipv4Address.toString(wr.udDestIp) + " but node " + device.node()
                     + " has no IP layer for RoCEv2; attach it (RdmaContext.attachIp) or name a fabric node");
         }
-        if (qp.type == QpType.UD && wr.udDestIp == 0 && (wr.udDestNode < 0 || wr.udDestNode >= ctx.link.device().geometry().maxNodes())) {
+        if (qp.type == QpType.UD && wr.udDestIp == 0 && (wr.udDestNode < 0 || wr.udDestNode >= device.link.device().geometry().maxNodes())) {
             throw new RdmaException("UD send names fabric node " + wr.udDestNode + "; set it with SendWorkRequest.ud(node, qpn, qkey)");
         }
         boolean inline = (wr.sendFlags & SendFlags.INLINE) != 0;
-        if (inline && (length > sq.maxInline || WrOpcode.isReadOrAtomic(op))) {
-            throw new RdmaException(WrOpcode.isReadOrAtomic(op) ? "INLINE does not apply to " + WrOpcode.name(op)
+        if (inline && (length > sq.maxInline || WrOpcodes.isReadOrAtomic(op))) {
+            throw new RdmaException(WrOpcodes.isReadOrAtomic(op) ? "INLINE does not apply to " + WrOpcode.name(op)
                     : "inline payload of " + length + " bytes exceeds the QP's max_inline_data of " + sq.maxInline);
         }
         if (sq.tail - sq.head == sq.capacity) {
@@ -131,23 +142,23 @@ final class RcRequester {
         sq.wrId[s] = wr.wrId;
         sq.opcode[s] = op;
         sq.flags[s] = wr.sendFlags;
-        sq.numSge[s] = wr.sg.count;
-        for (int i = 0, b = s * sq.maxSge; i < wr.sg.count; i++) { // lists are short: cheaper than three arraycopy calls
-            sq.sgAddr[b + i] = wr.sg.addr[i];
-            sq.sgLength[b + i] = wr.sg.length[i];
-            sq.sgLkey[b + i] = wr.sg.lkey[i];
+        sq.numSge[s] = wr.sg.count();
+        for (int i = 0, b = s * sq.maxSge; i < wr.sg.count(); i++) { // lists are short: cheaper than three arraycopy calls
+            sq.sgAddr[b + i] = wr.sg.addr(i);
+            sq.sgLength[b + i] = wr.sg.length(i);
+            sq.sgLkey[b + i] = wr.sg.lkey(i);
         }
         sq.length[s] = length;
         // Only the fields the operation reads later (the queue is walked per message on the hot path).
         if (op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM) {
             sq.remoteAddr[s] = wr.remoteAddr;
             sq.rkey[s] = wr.rkey;
-            if (WrOpcode.isAtomic(op)) {
+            if (WrOpcodes.isAtomic(op)) {
                 sq.compareAdd[s] = wr.compareAdd;
                 sq.swap[s] = wr.swap;
             }
         }
-        if (WrOpcode.hasImm(op)) {
+        if (WrOpcodes.hasImm(op)) {
             sq.imm[s] = wr.immData;
         }
         if (qp.type == QpType.UD) {
@@ -188,16 +199,16 @@ final class RcRequester {
      */
     private boolean postDirect(SendWorkRequest wr, int op) {
         ScatterGather sg = wr.sg;
-        if (sg.count > 1 || sq.head != sq.tail || qp.state != QpState.RTS || rnrUntil != 0 || qp.type != QpType.RC) {
+        if (sg.count() > 1 || sq.head != sq.tail || qp.state != QpState.RTS || rnrUntil != 0 || qp.type != QpType.RC) {
             return false;
         }
-        int len = sg.count == 0 ? 0 : sg.length[0];
+        int len = sg.count() == 0 ? 0 : sg.length(0);
         if (len < 0 || ((wr.sendFlags & SendFlags.INLINE) != 0 && len > sq.maxInline)) {
             return false;
         }
         boolean write = op == WrOpcode.RDMA_WRITE;
-        if (write ? len == 0 || ctx.direct.writeNow(qp, wr, len) != DirectPlacement.DONE
-                : ctx.direct.sendNow(qp, wr, len) != DirectPlacement.DONE) {
+        if (write ? len == 0 || device.direct.writeNow(qp, wr, len) != DirectPlacement.DONE
+                : device.direct.sendNow(qp, wr, len) != DirectPlacement.DONE) {
             return false;
         }
         if ((qp.sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0) && !qp.sendCq.push(wr.wrId, WcStatus.SUCCESS,
@@ -268,14 +279,14 @@ final class RcRequester {
                 if ((sq.flags[s] & SendFlags.FENCE) != 0 && rdOutstanding > 0) {
                     return; // IBA 10.8.3.3: wait for earlier READs and atomics
                 }
-                if (WrOpcode.isReadOrAtomic(op) && rdOutstanding >= Math.max(1, qp.attr.maxRdAtomic)) {
+                if (WrOpcodes.isReadOrAtomic(op) && rdOutstanding >= Math.max(1, qp.attr.maxRdAtomic)) {
                     return;
                 }
-                if (qp.mode == TransferMode.DIRECT && WrOpcode.placesDirectly(op) && sq.npsn[s] == 0) {
+                if (qp.mode == TransferMode.DIRECT && WrOpcodes.placesDirectly(op) && sq.npsn[s] == 0) {
                     if (sq.head != sq.next) {
                         return; // keep the order: earlier packet requests first
                     }
-                    int r = ctx.direct.execute(qp, s);
+                    int r = device.direct.execute(qp, s);
                     if (r != DirectPlacement.FALLBACK) {
                         sq.state[s] = SendQueue.DONE;
                         sq.status[s] = r == DirectPlacement.DONE ? WcStatus.SUCCESS : WcStatus.LOC_PROT_ERR;
@@ -292,8 +303,8 @@ final class RcRequester {
                 int mtu = qp.attr.pathMtu;
                 sq.firstPsn[s] = psn;
                 // Path MTUs are powers of two (QueuePair checks): a shift, not a 64-bit division.
-                sq.npsn[s] = WrOpcode.isAtomic(op) ? 1 : (int) Math.max(1, (sq.length[s] + mtu - 1) >>> Integer.numberOfTrailingZeros(mtu));
-                if (WrOpcode.isReadOrAtomic(op)) {
+                sq.npsn[s] = WrOpcodes.isAtomic(op) ? 1 : (int) Math.max(1, (sq.length[s] + mtu - 1) >>> Integer.numberOfTrailingZeros(mtu));
+                if (WrOpcodes.isReadOrAtomic(op)) {
                     rdOutstanding++;
                 }
                 sq.state[s] = SendQueue.SENT; // PSNs assigned; packets follow
@@ -313,14 +324,14 @@ final class RcRequester {
         int mtu = qp.attr.pathMtu;
         long len = sq.length[s];
         int dqp = qp.attr.destQpNum;
-        if (WrOpcode.isReadOrAtomic(op)) {
+        if (WrOpcodes.isReadOrAtomic(op)) {
             int p = Psn.add(sq.firstPsn[s], (int) (sendOffset >>> Integer.numberOfTrailingZeros(mtu)));
             int hdr = op == WrOpcode.RDMA_READ ? Bth.LENGTH + Reth.LENGTH : Bth.LENGTH + AtomicEth.LENGTH;
-            long o = ctx.claim(qp, hdr);
+            long o = device.claim(qp, hdr);
             if (o < 0) {
                 return false;
             }
-            MemorySegment m = ctx.txMemory();
+            MemorySegment m = device.txMemory();
             if (op == WrOpcode.RDMA_READ) {
                 Bth.write(m, o, Opcode.RC_RDMA_READ_REQUEST, false, 0, Bth.DEFAULT_PKEY, dqp, true, p);
                 Reth.write(m, o + Bth.LENGTH, sq.remoteAddr[s] + sendOffset, sq.rkey[s], (int) (len - sendOffset));
@@ -335,7 +346,7 @@ final class RcRequester {
             return true;
         }
         boolean send = op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM;
-        boolean imm = WrOpcode.hasImm(op);
+        boolean imm = WrOpcodes.hasImm(op);
         do {
             boolean first = sendOffset == 0;
             int n = (int) Math.min(mtu, len - sendOffset);
@@ -355,11 +366,11 @@ final class RcRequester {
             int flags = Opcode.flags(opc);
             int pad = (-n) & 3;
             int hdr = Bth.LENGTH + Opcode.extLength(opc);
-            long o = ctx.claim(qp, hdr + n + pad);
+            long o = device.claim(qp, hdr + n + pad);
             if (o < 0) {
                 return false;
             }
-            MemorySegment m = ctx.txMemory();
+            MemorySegment m = device.txMemory();
             int p = Psn.add(sq.firstPsn[s], (int) (sendOffset >>> Integer.numberOfTrailingZeros(mtu)));
             boolean ackReq = last || ++packetsSinceAckReq >= PACKETS_PER_ACK;
             if (ackReq) {
@@ -377,7 +388,7 @@ final class RcRequester {
                 h += ImmDt.LENGTH;
             }
             if (!gather(s, sendOffset, m, h, n, true)) {
-                ctx.abort();
+                device.abort();
                 qp.fail(s, WcStatus.LOC_PROT_ERR);
                 return false;
             }
@@ -396,11 +407,11 @@ final class RcRequester {
         int opc = op == WrOpcode.SEND_WITH_IMM ? Opcode.UD_SEND_ONLY_WITH_IMMEDIATE : Opcode.UD_SEND_ONLY;
         int pad = (-n) & 3;
         int hdr = Bth.LENGTH + Opcode.extLength(opc);
-        long o = ctx.claim(sq.udNode[s], sq.udIp[s], qp.qpn, hdr + n + pad);
+        long o = device.claim(sq.udNode[s], sq.udIp[s], qp.qpn, hdr + n + pad);
         if (o < 0) {
             return false;
         }
-        MemorySegment m = ctx.txMemory();
+        MemorySegment m = device.txMemory();
         Bth.write(m, o, opc, (sq.flags[s] & SendFlags.SOLICITED) != 0, pad, Bth.DEFAULT_PKEY, sq.udQpn[s], false, psn);
         psn = Psn.add(psn, 1);
         Deth.write(m, o + Bth.LENGTH, sq.udQkey[s], qp.qpn);
@@ -410,7 +421,7 @@ final class RcRequester {
             h += ImmDt.LENGTH;
         }
         if (!gather(s, 0, m, h, n, true)) {
-            ctx.abort();
+            device.abort();
             sq.state[s] = SendQueue.DONE;
             qp.fail(s, WcStatus.LOC_PROT_ERR);
             return false;
@@ -418,17 +429,17 @@ final class RcRequester {
         for (int i = 0; i < pad; i++) {
             m.set(java.lang.foreign.ValueLayout.JAVA_BYTE, h + n + i, (byte) 0);
         }
-        ctx.publish();
+        device.publish();
         return true;
     }
 
     private void sent(long now, int p) {
-        ctx.publish();
+        device.publish();
         if (Psn.diff(p, highestSent) > 0) {
             highestSent = p;
         }
         if (ackDeadline == 0 && timeoutNs() != 0) {
-            ackDeadline = (now == NOW_UNREAD ? ctx.clock.getAsLong() : now) + timeoutNs();
+            ackDeadline = (now == NOW_UNREAD ? device.clock.getAsLong() : now) + timeoutNs();
         }
     }
 
@@ -439,7 +450,7 @@ final class RcRequester {
             return true;
         }
         int b = s * sq.maxSge;
-        return Sgl.copy(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], off, dst, dstOff, n, false);
+        return Sgl.copy(device, qp.pdId, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], off, dst, dstOff, n, false);
     }
 
     // ---- acknowledgements, retries --------------------------------------------------------
@@ -468,7 +479,7 @@ final class RcRequester {
     }
 
     private void onTimeout(long now) {
-        ctx.counters.add(RdmaCounter.TIMEOUTS, 1);
+        device.counters.add(RdmaCounter.TIMEOUTS, 1);
         ackDeadline = 0;
         if (sq.head == sq.next && sendOffset == 0) {
             return;
@@ -499,7 +510,7 @@ final class RcRequester {
                 return Psn.add(sq.firstPsn[s], sq.received[s]);
             }
             int a = Psn.add(ackedPsn, 1);
-            return WrOpcode.isAtomic(sq.opcode[s]) || Psn.diff(a, sq.firstPsn[s]) < 0 ? sq.firstPsn[s] : a;
+            return WrOpcodes.isAtomic(sq.opcode[s]) || Psn.diff(a, sq.firstPsn[s]) < 0 ? sq.firstPsn[s] : a;
         }
         return Psn.add(ackedPsn, 1);
     }
@@ -524,7 +535,7 @@ final class RcRequester {
     }
 
     void rnrNak(int p, int timerCode, long now) {
-        ctx.counters.add(RdmaCounter.RNR_NAKS_RECEIVED, 1);
+        device.counters.add(RdmaCounter.RNR_NAKS_RECEIVED, 1);
         if (Psn.diff(p, ackedPsn) <= 0) {
             return; // stale (duplicated or overtaken): what it names is acknowledged already
         }
@@ -543,7 +554,7 @@ final class RcRequester {
         for (long i = sq.head; i < sq.tail && i <= sq.next; i++) {
             int s = sq.slot(i);
             if (sq.state[s] != SendQueue.POSTED && sq.npsn[s] > 0 && sq.covers(s, p)) {
-                ctx.counters.add(RdmaCounter.RETRANSMITS, 1);
+                device.counters.add(RdmaCounter.RETRANSMITS, 1);
                 sq.next = i;
                 sendOffset = (long) Psn.diff(p, sq.firstPsn[s]) * qp.attr.pathMtu;
                 psn = p;

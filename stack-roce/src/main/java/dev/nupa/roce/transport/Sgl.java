@@ -1,5 +1,6 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
+import dev.nupa.roce.Access;
 import dev.nupa.roce.wire.Bytes;
 import java.lang.foreign.MemorySegment;
 
@@ -23,17 +24,17 @@ final class Sgl {
      * Returns false, having copied nothing more, when an entry's lkey is unknown, belongs to another
      * protection domain, lacks LOCAL_WRITE for a write, or lies outside its region, or the list is too short.
      */
-    static boolean copy(RdmaContext ctx, int pd, long[] addr, int[] length, int[] lkey, int base, int count, long off,
+    static boolean copy(RdmaDevice device, int pd, long[] addr, int[] length, int[] lkey, int base, int count, long off,
             MemorySegment data, long dataOff, int n, boolean intoList) {
-        return walk(ctx, pd, addr, length, lkey, base, count, off, data, dataOff, n, intoList, true);
+        return walk(device, pd, addr, length, lkey, base, count, off, data, dataOff, n, intoList, true);
     }
 
     /** Whether {@link #copy} out of the list ({@code intoList} false) would succeed for the first {@code n} bytes; copies nothing. */
-    static boolean check(RdmaContext ctx, int pd, long[] addr, int[] length, int[] lkey, int base, int count, int n) {
-        return walk(ctx, pd, addr, length, lkey, base, count, 0, null, 0, n, false, false);
+    static boolean check(RdmaDevice device, int pd, long[] addr, int[] length, int[] lkey, int base, int count, int n) {
+        return walk(device, pd, addr, length, lkey, base, count, 0, null, 0, n, false, false);
     }
 
-    private static boolean walk(RdmaContext ctx, int pd, long[] addr, int[] length, int[] lkey, int base, int count, long off,
+    private static boolean walk(RdmaDevice device, int pd, long[] addr, int[] length, int[] lkey, int base, int count, long off,
             MemorySegment data, long dataOff, int n, boolean intoList, boolean move) {
         for (int i = base; i < base + count && n > 0; i++) {
             int l = length[i];
@@ -42,9 +43,9 @@ final class Sgl {
                 continue;
             }
             int take = (int) Math.min(l - off, n);
-            MemoryRegion mr = ctx.region(lkey[i]);
+            Region mr = device.region(lkey[i]);
             long va = addr[i] + off;
-            if (mr == null || mr.pd.id != pd || (intoList && (mr.access & Access.LOCAL_WRITE) == 0) || !mr.covers(va, take)) {
+            if (mr == null || mr.pdId != pd || (intoList && (mr.access & Access.LOCAL_WRITE) == 0) || !mr.covers(va, take)) {
                 return false;
             }
             if (move && intoList) {

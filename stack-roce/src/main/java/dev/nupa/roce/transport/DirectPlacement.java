@@ -1,7 +1,16 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
 import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricWindow;
+import dev.nupa.roce.Access;
+import dev.nupa.roce.QpState;
+import dev.nupa.roce.QpType;
+import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.ScatterGather;
+import dev.nupa.roce.SendFlags;
+import dev.nupa.roce.SendWorkRequest;
+import dev.nupa.roce.TransferMode;
+import dev.nupa.roce.WrOpcode;
 import dev.nupa.roce.wire.Bytes;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -66,23 +75,23 @@ final class DirectPlacement {
         }
     }
 
-    private final RdmaContext ctx;
+    private final RdmaDevice device;
     private final Peer[] peers;
 
-    DirectPlacement(RdmaContext ctx, int maxNodes) {
-        this.ctx = ctx;
+    DirectPlacement(RdmaDevice device, int maxNodes) {
+        this.device = device;
         this.peers = new Peer[maxNodes];
     }
 
-    int execute(QueuePair qp, int s) {
+    int execute(QpTransport qp, int s) {
         SendQueue sq = qp.sq;
         int op = sq.opcode[s];
         long len = sq.length[s];
-        if (WrOpcode.isSend(op)) {
+        if (WrOpcodes.isSend(op)) {
             return sendQueued(qp, s);
         }
-        if (len == 0 && !WrOpcode.isAtomic(op)) {
-            ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
+        if (len == 0 && !WrOpcodes.isAtomic(op)) {
+            device.counters.add(RdmaCounter.DIRECT_OPS, 1);
             return DONE; // IBA 9.4.4: nothing to move and no key to check
         }
         VerbsDirectory d = directory(qp.attr.destNode);
@@ -93,7 +102,7 @@ final class DirectPlacement {
         int need = op == WrOpcode.RDMA_WRITE ? Access.REMOTE_WRITE : op == WrOpcode.RDMA_READ ? Access.REMOTE_READ : Access.REMOTE_ATOMIC;
         int rkey = sq.rkey[s];
         long va = sq.remoteAddr[s];
-        long size = WrOpcode.isAtomic(op) ? 8 : len;
+        long size = WrOpcodes.isAtomic(op) ? 8 : len;
         Target t = qp.directTarget;
         long epoch = d.epoch(); // read before the checks: a change after them shows as a new epoch next time
         FabricWindow w;
@@ -112,12 +121,12 @@ final class DirectPlacement {
             w = t.window;
             base = t.base;
         }
-        if (va < base || va - base > t.length - size || (WrOpcode.isAtomic(op) && (va & 7) != 0)) {
+        if (va < base || va - base > t.length - size || (WrOpcodes.isAtomic(op) && (va & 7) != 0)) {
             return fallback();
         }
         MemorySegment mem = w.memory();
         long off = va - base;
-        int pd = qp.pd.id;
+        int pd = qp.pdId;
         int b = s * sq.maxSge;
         int n = sq.numSge[s];
         boolean ok;
@@ -135,22 +144,22 @@ final class DirectPlacement {
                 ok = writeTailLast(pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, mem, off, (int) len);
             }
         } else if (op == WrOpcode.RDMA_READ) {
-            ok = Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, (int) len, true);
+            ok = Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, (int) len, true);
         } else {
             // Check the local buffer first so a failed check never leaves the remote value changed.
-            MemorySegment tmp = ctx.scratch8;
-            if (!Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true)) {
+            MemorySegment tmp = device.scratch8;
+            if (!Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true)) {
                 return LOCAL_ERROR;
             }
             boolean cas = op == WrOpcode.ATOMIC_CMP_AND_SWP;
             long original = RcResponder.execute(mem, off, cas, cas ? sq.swap[s] : sq.compareAdd[s], sq.compareAdd[s]);
             tmp.set(ValueLayout.JAVA_LONG, 0, original);
-            ok = Sgl.copy(ctx, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true);
+            ok = Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true);
         }
         if (!ok) {
             return LOCAL_ERROR;
         }
-        ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
+        device.counters.add(RdmaCounter.DIRECT_OPS, 1);
         return DONE;
     }
 
@@ -160,7 +169,7 @@ final class DirectPlacement {
      * local entry is sound, copy straight from it and return {@link #DONE}; otherwise {@link #FALLBACK}
      * (uncounted), and the request takes the queued path, which checks everything and reports errors.
      */
-    int writeNow(QueuePair qp, SendWorkRequest wr, int len) {
+    int writeNow(QpTransport qp, SendWorkRequest wr, int len) {
         Target t = qp.directTarget;
         FabricWindow w = t.window;
         long va = wr.remoteAddr;
@@ -170,12 +179,12 @@ final class DirectPlacement {
             return FALLBACK;
         }
         ScatterGather sg = wr.sg;
-        MemoryRegion local = source(qp, sg, len);
+        Region local = source(qp, sg, len);
         if (local == null) {
             return FALLBACK; // a bad local key: the queued path reports LOC_PROT_ERR
         }
         MemorySegment src = local.memory;
-        long srcOff = sg.addr[0] - local.addr;
+        long srcOff = sg.addr(0) - local.addr;
         MemorySegment dst = w.memory();
         long dstOff = va - t.base;
         // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
@@ -186,7 +195,7 @@ final class DirectPlacement {
             VarHandle.releaseFence();
         }
         Bytes.copy(src, srcOff + head, dst, dstOff + head, tail);
-        ctx.counters.add(RdmaCounter.DIRECT_OPS, 1);
+        device.counters.add(RdmaCounter.DIRECT_OPS, 1);
         return DONE;
     }
 
@@ -199,7 +208,7 @@ final class DirectPlacement {
      * goes. False (uncounted) sends it as packets, where the responder meets the same case with its answer
      * (RNR NAK, a length error).
      */
-    private boolean sendBegin(QueuePair qp, int len) {
+    private boolean sendBegin(QpTransport qp, int len) {
         SendTarget t = qp.sendTarget;
         int node = qp.attr.destNode;
         VerbsDirectory d = directory(node);
@@ -297,13 +306,13 @@ final class DirectPlacement {
      * The peer QP (re)checked after its directory changed: connected to this QP (packet mode drops RC frames
      * from anyone else), taking requests, its protection domain and its mirror window.
      */
-    private boolean checkReceiver(QueuePair qp, SendTarget t, VerbsDirectory d, int dqp) {
+    private boolean checkReceiver(QpTransport qp, SendTarget t, VerbsDirectory d, int dqp) {
         if (dqp >= d.maxQps) {
             return false;
         }
         QpState st = d.qpState(dqp);
         if ((st != QpState.RTR && st != QpState.RTS && st != QpState.SQD) || d.qpType(dqp) != QpType.RC.ordinal()
-                || d.qpPeerNode(dqp) != ctx.node() || d.qpPeerQpn(dqp) != qp.qpn) {
+                || d.qpPeerNode(dqp) != device.node() || d.qpPeerQpn(dqp) != qp.qpn) {
             return false;
         }
         int id = d.qpMirrorId(dqp);
@@ -314,7 +323,7 @@ final class DirectPlacement {
         RecvMirror m = t.mirror;
         if (m == null || m.window.id() != id || m.window.key() != key || !m.window.ownerUp()) {
             try {
-                m = RecvMirror.open(ctx.link.device().openWindow(id, key));
+                m = RecvMirror.open(device.link.device().openWindow(id, key));
             } catch (FabricException e) {
                 m = null;
             }
@@ -330,7 +339,7 @@ final class DirectPlacement {
     }
 
     /** Stamps the receive {@link #sendBegin} claimed as filled; the peer's responder completes it. */
-    private void sendEnd(QueuePair qp, int len, boolean withImm, int imm, boolean solicited) {
+    private void sendEnd(QpTransport qp, int len, boolean withImm, int imm, boolean solicited) {
         SendTarget t = qp.sendTarget;
         long inc = RecvMirror.incarnationOf(t.next);
         long p = RecvMirror.positionOf(t.next);
@@ -340,21 +349,21 @@ final class DirectPlacement {
         // on its critical path. Measured gain small: send-lat p50 median 0.25 us with it, 0.27 us without,
         // over a few runs each on 2 vCPUs (within the noise of vCPU placement).
         t.nextPosted = t.mirror.posted(inc, p + 1);
-        ctx.counters.add(RdmaCounter.DIRECT_SENDS, 1);
+        device.counters.add(RdmaCounter.DIRECT_SENDS, 1);
     }
 
     /** A queued SEND (or SEND_WITH_IMM) of request {@code s}, placed directly. */
-    private int sendQueued(QueuePair qp, int s) {
+    private int sendQueued(QpTransport qp, int s) {
         SendQueue sq = qp.sq;
         int len = (int) sq.length[s];
         int b = s * sq.maxSge;
         boolean inline = sq.fromInline(s);
         // The local list is checked before a receive is claimed: a claimed receive must be filled.
-        if (len > 0 && !inline && !Sgl.check(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], len)) {
+        if (len > 0 && !inline && !Sgl.check(device, qp.pdId, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], len)) {
             return LOCAL_ERROR;
         }
         if (!sendBegin(qp, len)) {
-            ctx.counters.add(RdmaCounter.DIRECT_SEND_FALLBACKS, 1);
+            device.counters.add(RdmaCounter.DIRECT_SEND_FALLBACKS, 1);
             return FALLBACK;
         }
         SendTarget t = qp.sendTarget;
@@ -362,7 +371,7 @@ final class DirectPlacement {
             if (inline) {
                 Bytes.copy(sq.inline, (long) s * sq.maxInline, t.dst, t.dstOff, len);
             } else {
-                Sgl.copy(ctx, qp.pd.id, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], 0, t.dst, t.dstOff, len, false);
+                Sgl.copy(device, qp.pdId, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], 0, t.dst, t.dstOff, len, false);
             }
         }
         sendEnd(qp, len, sq.opcode[s] == WrOpcode.SEND_WITH_IMM, sq.imm[s], (sq.flags[s] & SendFlags.SOLICITED) != 0);
@@ -373,16 +382,16 @@ final class DirectPlacement {
      * The post-time fast path of a direct SEND of at most one gather entry: {@link #DONE} when placed,
      * else {@link #FALLBACK} (uncounted), and the request takes the queued path, which reports errors.
      */
-    int sendNow(QueuePair qp, SendWorkRequest wr, int len) {
+    int sendNow(QpTransport qp, SendWorkRequest wr, int len) {
         ScatterGather sg = wr.sg;
-        MemoryRegion local = null;
+        Region local = null;
         // The local entry is checked before a receive is claimed: a claimed receive must be filled.
         if ((len > 0 && (local = source(qp, sg, len)) == null) || !sendBegin(qp, len)) {
             return FALLBACK;
         }
         SendTarget t = qp.sendTarget;
         if (len > 0) {
-            Bytes.copy(local.memory, sg.addr[0] - local.addr, t.dst, t.dstOff, len);
+            Bytes.copy(local.memory, sg.addr(0) - local.addr, t.dst, t.dstOff, len);
         }
         sendEnd(qp, len, wr.opcode == WrOpcode.SEND_WITH_IMM, wr.immData, (wr.sendFlags & SendFlags.SOLICITED) != 0);
         return DONE;
@@ -392,9 +401,9 @@ final class DirectPlacement {
      * The region a post-time fast path copies its one gather entry of {@code len} bytes from, or null when
      * it is unsound (no such key, another protection domain, out of range): the queued path reports that.
      */
-    private MemoryRegion source(QueuePair qp, ScatterGather sg, int len) {
-        MemoryRegion local = ctx.region(sg.lkey[0]);
-        return local != null && local.pd == qp.pd && local.covers(sg.addr[0], len) ? local : null;
+    private Region source(QpTransport qp, ScatterGather sg, int len) {
+        Region local = device.region(sg.lkey(0));
+        return local != null && local.pdId == qp.pdId && local.covers(sg.addr(0), len) ? local : null;
     }
 
     /**
@@ -405,13 +414,13 @@ final class DirectPlacement {
             long off, int len) {
         int tail = Math.min(8, len);
         int head = len - tail;
-        boolean ok = head == 0 || Sgl.copy(ctx, pd, addr, length, lkey, base, count, 0, mem, off, head, false);
+        boolean ok = head == 0 || Sgl.copy(device, pd, addr, length, lkey, base, count, 0, mem, off, head, false);
         VarHandle.releaseFence();
-        return ok && Sgl.copy(ctx, pd, addr, length, lkey, base, count, head, mem, off + head, tail, false);
+        return ok && Sgl.copy(device, pd, addr, length, lkey, base, count, head, mem, off + head, tail, false);
     }
 
     private int fallback() {
-        ctx.counters.add(RdmaCounter.DIRECT_FALLBACKS, 1);
+        device.counters.add(RdmaCounter.DIRECT_FALLBACKS, 1);
         return FALLBACK;
     }
 
@@ -427,7 +436,7 @@ final class DirectPlacement {
         }
         FabricWindow w;
         try {
-            w = ctx.link.device().openDirectory(node);
+            w = device.link.device().openDirectory(node);
         } catch (FabricException e) {
             w = null;
         }
@@ -451,7 +460,7 @@ final class DirectPlacement {
             return w;
         }
         try {
-            w = ctx.link.device().openWindow(id, key);
+            w = device.link.device().openWindow(id, key);
         } catch (FabricException e) {
             return null;
         }

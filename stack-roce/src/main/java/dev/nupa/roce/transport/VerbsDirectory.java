@@ -1,6 +1,9 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
 
 import dev.nupa.device.FabricWindow;
+import dev.nupa.roce.QpState;
+import dev.nupa.roce.QpType;
+import dev.nupa.roce.TransferMode;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -150,14 +153,14 @@ final class VerbsDirectory {
 
     // ---- MR entries -------------------------------------------------------------------------
 
-    void publishMr(MemoryRegion mr) {
+    void publishMr(Region mr) {
         long e = mrBase + (long) MR_ENTRY * mr.index;
-        mem.set(ValueLayout.JAVA_INT, e + 4, mr.pd.id);
+        mem.set(ValueLayout.JAVA_INT, e + 4, mr.pdId);
         mem.set(ValueLayout.JAVA_INT, e + 8, mr.access);
         mem.set(ValueLayout.JAVA_INT, e + 12, mr.window == null ? -1 : mr.window.id());
         mem.set(ValueLayout.JAVA_INT, e + 16, mr.window == null ? 0 : mr.window.key());
         mem.set(ValueLayout.JAVA_LONG, e + 24, mr.addr);
-        mem.set(ValueLayout.JAVA_LONG, e + 32, mr.length());
+        mem.set(ValueLayout.JAVA_LONG, e + 32, mr.memory.byteSize());
         INT.setRelease(mem, e, mr.key);
         bump();
     }

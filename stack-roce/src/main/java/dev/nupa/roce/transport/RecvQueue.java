@@ -1,7 +1,10 @@
-package dev.nupa.roce;
+package dev.nupa.roce.transport;
+
+import dev.nupa.roce.RdmaException;
+import dev.nupa.roce.RecvWorkRequest;
 
 /** A ring of posted receive work requests: a QP's own receive queue, or a shared one's. */
-final class RecvQueue {
+public final class RecvQueue {
     final int capacity;
     private final int mask; // power-of-two slots: a slot is a mask, not a division
     final int maxSge;
@@ -13,7 +16,7 @@ final class RecvQueue {
     long head;
     long tail;
 
-    RecvQueue(int capacity, int maxSge) {
+    public RecvQueue(int capacity, int maxSge) {
         this.capacity = capacity;
         int slots = Integer.highestOneBit(Math.max(1, capacity - 1)) << 1;
         this.mask = slots - 1;
@@ -30,25 +33,25 @@ final class RecvQueue {
         return mask + 1;
     }
 
-    int size() {
+    public int size() {
         return (int) (tail - head);
     }
 
     /** Copies {@code wr} in; {@code owner} (a QP number, or -1 for a shared queue) only names it in errors. */
-    void post(RecvWorkRequest wr, int owner) {
+    public void post(RecvWorkRequest wr, int owner) {
         if (tail - head == capacity) {
             throw new RdmaException(name(owner) + " receive queue is full (" + capacity + " requests); poll completions or create it larger");
         }
-        if (wr.sg.count > maxSge) {
-            throw new RdmaException("receive request has " + wr.sg.count + " scatter entries; " + name(owner) + " takes at most " + maxSge);
+        if (wr.sg.count() > maxSge) {
+            throw new RdmaException("receive request has " + wr.sg.count() + " scatter entries; " + name(owner) + " takes at most " + maxSge);
         }
         int s = (int) tail & mask;
         wrId[s] = wr.wrId;
-        numSge[s] = wr.sg.count;
-        for (int i = 0, b = s * maxSge; i < wr.sg.count; i++) { // lists are short: cheaper than three arraycopy calls
-            sgAddr[b + i] = wr.sg.addr[i];
-            sgLength[b + i] = wr.sg.length[i];
-            sgLkey[b + i] = wr.sg.lkey[i];
+        numSge[s] = wr.sg.count();
+        for (int i = 0, b = s * maxSge; i < wr.sg.count(); i++) { // lists are short: cheaper than three arraycopy calls
+            sgAddr[b + i] = wr.sg.addr(i);
+            sgLength[b + i] = wr.sg.length(i);
+            sgLkey[b + i] = wr.sg.lkey(i);
         }
         tail++;
     }

@@ -1,0 +1,383 @@
+package dev.nupa.roce.transport;
+
+import dev.nupa.device.FabricDevice;
+import dev.nupa.device.FabricWindow;
+import dev.nupa.device.Trace;
+import dev.nupa.ip.Ipv4Header;
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.SendStatus;
+import dev.nupa.ip.UdpReceiver;
+import dev.nupa.l2.EtherType;
+import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkClaim;
+import dev.nupa.roce.GsiAgent;
+import dev.nupa.roce.QpType;
+import dev.nupa.roce.RdmaContext;
+import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.RdmaException;
+import dev.nupa.roce.RdmaObserver;
+import dev.nupa.roce.wire.Deth;
+import dev.nupa.roce.wire.Icrc;
+import dev.nupa.roce.wire.Opcode;
+import dev.nupa.roce.wire.RocePacket;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.SplittableRandom;
+import java.util.function.LongSupplier;
+
+/**
+ * The device behind a verbs context ({@code dev.nupa.roce.RdmaContext}), as Soft-RoCE's rxe_dev is behind an
+ * ibv_context: it takes the link's RDMA frames (EtherType 0x8915) and, with an IP layer attached, RoCEv2 datagrams
+ * (UDP 4791, IBA annex A17), and hands each to its QP's transport; it holds the QP and region tables the datapath
+ * looks up, the frame being written, the directory window that DIRECT peers check against, and the counters. The
+ * context checks the verbs calls and owns the handles; this is what runs per packet.
+ */
+public final class RdmaDevice {
+    public final Link link;
+    public final LongSupplier clock;
+    public final RdmaCounters counters = new RdmaCounters();
+    private final FabricWindow directoryWindow;
+    final VerbsDirectory directory;
+    final DirectPlacement direct;
+    private final Region[] regions;
+    private final int[] regionTags;
+    private final QpTransport[] qps;
+    private QpTransport[] active = new QpTransport[0];
+    private final SplittableRandom random = new SplittableRandom();
+    private final RocePacket rx = new RocePacket();
+    private final LinkClaim claim = new LinkClaim();
+    private final MemorySegment lost;
+    private MemorySegment tx;
+    private boolean txClaimed;
+    /** The IP layer RoCEv2 goes through; null until {@link #attachIp}. */
+    private Ipv4Stack ip;
+    private final RoceV2Receiver roceV2 = new RoceV2Receiver();
+    /** A packet to an IP peer is built here and sent, with its headers and ICRC, by {@link #publish}. */
+    private final MemorySegment ipTx;
+    private int ipTxDest;
+    private int ipTxPort;
+    private int ipTxLength;
+    private boolean ipTxClaimed;
+    /** A published packet to an IP peer that a full ring held back: sent before any other, never dropped for that. */
+    private boolean ipTxPending;
+    /** The GRH of a UD datagram from an IP peer: 20 zero bytes, then its IPv4 header (as RoCEv2 NICs deliver it). */
+    private final MemorySegment ipGrh = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
+    final MemorySegment scratch8 = Arena.ofAuto().allocate(8, 8);
+    private final MemorySegment zeros = Arena.ofAuto().allocate(RcResponder.GRH_BYTES);
+    private boolean closed;
+    private volatile GsiAgent gsi; // attached from a deploying thread while the datapath may run
+    /** Told of signaled posts and send completions; null (the default): nothing is called. */
+    RdmaObserver observer;
+
+    /** Opens the device on {@code link} with room for {@code maxQps} QPs and {@code maxMrs} regions (checked by the caller). */
+    public RdmaDevice(Link link, int maxQps, int maxMrs, LongSupplier clock) {
+        this.link = link;
+        this.clock = clock;
+        this.regions = new Region[maxMrs];
+        this.regionTags = new int[maxMrs];
+        this.qps = new QpTransport[maxQps];
+        this.lost = Arena.ofAuto().allocate(link.mtu());
+        this.ipTx = Arena.ofAuto().allocate(link.mtu());
+        FabricDevice device = link.device();
+        this.directoryWindow = device.exportWindow(VerbsDirectory.bytes(maxQps, maxMrs),
+                FabricWindow.REMOTE_READ | FabricWindow.DIRECTORY);
+        this.directory = new VerbsDirectory(directoryWindow.memory(), maxQps, maxMrs);
+        directory.format();
+        this.direct = new DirectPlacement(this, device.geometry().maxNodes());
+        link.register(EtherType.NUPA_RDMA, this::onPacket);
+    }
+
+    /** Takes RoCEv2 from {@code stack} (UDP 4791) and sends it through it; the caller checked that none is attached. */
+    public void attachIp(Ipv4Stack stack) {
+        stack.bindUdp(Icrc.UDP_PORT, roceV2);
+        ip = stack;
+    }
+
+    /** The IP layer RoCEv2 goes through, or null. */
+    public Ipv4Stack ip() {
+        return ip;
+    }
+
+    /** This node's fabric address. */
+    public int node() {
+        return link.address();
+    }
+
+    public RdmaObserver observer() {
+        return observer;
+    }
+
+    public void observe(RdmaObserver o) {
+        observer = o;
+    }
+
+    /** Gives QP 1's messages to {@code agent} (the connection manager); null: they count as for an unknown QP. */
+    public void attachGsi(GsiAgent agent) {
+        gsi = agent;
+    }
+
+    // ---- queue pairs --------------------------------------------------------------------------
+
+    /** Puts a new QP in the table packets are dispatched by, and in the directory. */
+    public void add(QpTransport qp) {
+        qps[qp.qpn] = qp;
+        qp.publish();
+    }
+
+    /** Takes a destroyed QP out of the directory, the table and the list {@link #poll} serves. */
+    void remove(QpTransport qp) {
+        directory.publishQp(qp.qpn, null, 0, 0, qp.type, null, -1, -1);
+        qps[qp.qpn] = null;
+        active = QpTransport.without(active, qp);
+    }
+
+    /** Puts a QP on the list {@link #poll} serves (it has a send side now). */
+    void activate(QpTransport qp) {
+        active = QpTransport.with(active, qp);
+    }
+
+    // ---- memory regions ---------------------------------------------------------------------
+
+    /**
+     * Registers {@code memory} (in fabric window {@code w}, or null) for protection domain {@code pdId} under a fresh key,
+     * and publishes it in the directory; throws when every slot is in use.
+     */
+    public Region addRegion(int pdId, MemorySegment memory, int access, FabricWindow w) {
+        int index = -1;
+        for (int i = 1; i < regions.length; i++) { // index 0 stays empty so no key is 0
+            if (regions[i] == null) {
+                index = i;
+                break;
+            }
+        }
+        if (index < 0) {
+            throw new RdmaException("all " + (regions.length - 1) + " memory region slots are in use; close regions or open the context with more");
+        }
+        // The low byte changes with each reuse of a slot, so a stale key never matches (IBA 10.6.3.3's key byte).
+        int tag = (regionTags[index] + 1 + random.nextInt(255)) & 0xFF;
+        regionTags[index] = tag;
+        Region mr = new Region(pdId, index, (index << 8) | tag, access, memory, w);
+        regions[index] = mr;
+        directory.publishMr(mr);
+        return mr;
+    }
+
+    /** Withdraws a region: its key stops matching and its window, if any, is closed. */
+    public void removeRegion(Region mr) {
+        if (mr.closed) {
+            return;
+        }
+        mr.closed = true;
+        directory.withdrawMr(mr.index);
+        regions[mr.index] = null;
+        if (mr.window != null) {
+            mr.window.close();
+        }
+    }
+
+    /** The live region with key {@code key}, or null. */
+    Region region(int key) {
+        int index = key >>> 8;
+        if (index >= regions.length) {
+            return null;
+        }
+        Region mr = regions[index];
+        return mr != null && mr.key == key ? mr : null;
+    }
+
+    // ---- the datapath -------------------------------------------------------------------------
+
+    private void onPacket(int sourceNode, MemorySegment memory, long offset, int length) {
+        receive(sourceNode, 0, zeros, memory, offset, length);
+    }
+
+    /** RoCEv2 from an IP peer: the ICRC is checked over the whole datagram, then the packet goes the fabric's way. */
+    private final class RoceV2Receiver implements UdpReceiver {
+        @Override
+        public void onDatagram(int sourceAddress, int sourcePort, int destinationAddress, MemorySegment data, long offset, int length) {
+            counters.add(RdmaCounter.BAD_ICRC, 1); // the IP layer always gives the header; without it nothing can be checked
+        }
+
+        @Override
+        public void onDatagram(Ipv4Header h, int sourcePort, MemorySegment data, long offset, int length) {
+            if (length < Icrc.LENGTH || !Icrc.verify(h.segment(), h.offset(), h.totalLength() - Icrc.LENGTH)) {
+                counters.add(RdmaCounter.BAD_ICRC, 1);
+                return;
+            }
+            counters.add(RdmaCounter.ROCEV2_RECEIVED, 1);
+            MemorySegment.copy(h.segment(), h.offset(), ipGrh, RcResponder.GRH_BYTES - Ipv4Header.MIN_HEADER, Ipv4Header.MIN_HEADER);
+            receive(-1, h.sourceAddress(), ipGrh, data, offset, length - Icrc.LENGTH);
+        }
+    }
+
+    /**
+     * One transport packet from fabric node {@code sourceNode}, or (node -1) from IP peer {@code sourceIp}, whose
+     * UD receives get {@code grh} as their first 40 bytes.
+     */
+    private void receive(int sourceNode, int sourceIp, MemorySegment grh, MemorySegment memory, long offset, int length) {
+        if (Trace.ENABLED) {
+            Trace.mark(Trace.RDMA_IN);
+        }
+        counters.add(RdmaCounter.PACKETS_RECEIVED, 1);
+        RocePacket pkt = rx;
+        if (closed || pkt.wrap(memory, offset, length) != RocePacket.OK) {
+            counters.add(RdmaCounter.MALFORMED, 1);
+            return;
+        }
+        int qpn = pkt.destQp();
+        GsiAgent g = gsi;
+        if (qpn == RdmaContext.GSI_QPN && g != null && (pkt.flags() & Opcode.DETH) != 0) {
+            g.onMessage(sourceNode, sourceIp, Deth.qkey(pkt.segment(), pkt.deth()), pkt.segment(), pkt.payload(), pkt.payloadLength());
+            return;
+        }
+        QpTransport qp = qpn < qps.length ? qps[qpn] : null;
+        if (qp == null) {
+            counters.add(RdmaCounter.UNKNOWN_QP, 1);
+            return;
+        }
+        long now = link.now();
+        int flags = pkt.flags();
+        if (qp.type == QpType.UD) {
+            if ((flags & Opcode.DETH) == 0) {
+                counters.add(RdmaCounter.MALFORMED, 1);
+                return;
+            }
+            qp.responder.onDatagram(pkt, sourceNode, grh);
+            return;
+        }
+        if ((flags & Opcode.DETH) != 0 || sourceNode != qp.attr.destNode || sourceIp != qp.attr.destIp) {
+            counters.add(RdmaCounter.UNKNOWN_QP, 1); // RC packets come only from the connected peer
+            return;
+        }
+        if ((flags & Opcode.RESPONSE) != 0) {
+            qp.completer.onResponse(pkt, now);
+        } else {
+            qp.responder.onRequest(pkt, now);
+        }
+    }
+
+    /**
+     * Runs timers and transmissions that wait (retries, RNR waits, coalesced ACKs, READ responses a full
+     * ring held back); returns the earliest time it wants to run again.
+     */
+    public long poll(long now) {
+        if (ipTxPending) {
+            flushIp();
+        }
+        GsiAgent g = gsi;
+        long next = g == null ? Long.MAX_VALUE : g.poll(now);
+        QpTransport[] a = active;
+        for (QpTransport qp : a) {
+            next = Math.min(next, qp.poll(now));
+        }
+        return next;
+    }
+
+    /** {@link #claim(int, int, int, int)} to the peer of RC QP {@code qp}. */
+    long claim(QpTransport qp, int length) {
+        return claim(qp.attr.destNode, qp.attr.destIp, qp.qpn, length);
+    }
+
+    /**
+     * Claims a frame of {@code length} payload bytes to fabric node {@code node}, or, with node -1, a RoCEv2
+     * datagram to IP peer {@code destIp} from QP {@code srcQpn}; returns where to write the packet in
+     * {@link #txMemory()}, or -1 when the ring is full (try again later). A frame to a node that is down
+     * is written to a scratch buffer and lost, as on a wire with nobody at the end: the retry timer decides.
+     */
+    public long claim(int node, int destIp, int srcQpn, int length) {
+        if (txClaimed || ipTxClaimed) {
+            abort(); // an earlier frame threw while being written: never leave its slot claimed
+        }
+        if (node < 0 && destIp != 0) {
+            if (ipTxPending && !flushIp()) {
+                counters.add(RdmaCounter.BACK_PRESSURED, 1);
+                return -1;
+            }
+            // IBA A17.4.2: the source port carries a flow's entropy; one per QP keeps a QP's packets on one path.
+            ipTxDest = destIp;
+            ipTxPort = 0xC000 | (srcQpn & 0x3FFF);
+            ipTxLength = length;
+            ipTxClaimed = true;
+            tx = ipTx;
+            return 0;
+        }
+        int rc = link.tryClaim(node, EtherType.NUPA_RDMA, length, claim);
+        if (rc == FabricDevice.OK) {
+            tx = claim.memory();
+            txClaimed = true;
+            return claim.payloadOffset();
+        }
+        if (rc == FabricDevice.BACK_PRESSURED) {
+            counters.add(RdmaCounter.BACK_PRESSURED, 1);
+            return -1;
+        }
+        tx = lost;
+        txClaimed = false;
+        return 0;
+    }
+
+    public MemorySegment txMemory() {
+        return tx;
+    }
+
+    public void publish() {
+        if (ipTxClaimed) {
+            ipTxClaimed = false;
+            ipTxPending = true;
+            flushIp(); // counts the packet once it has left (or was lost), not while a full ring holds it
+            return;
+        }
+        if (txClaimed) {
+            txClaimed = false;
+            claim.publish();
+        }
+        counters.add(RdmaCounter.PACKETS_SENT, 1);
+    }
+
+    /**
+     * Sends the pending packet to its IP peer without waiting; false while the ring to the next hop is full (it
+     * stays pending, and claims to IP peers answer -1 meanwhile, as a full ring does). Any other failure (no route,
+     * too big for the way) drops it, as a wire would, for the retry timer to resend.
+     */
+    private boolean flushIp() {
+        int rc = ip.sendRoceV2(ipTxPort, ipTxDest, ipTx, 0, ipTxLength, 0);
+        if (rc == FabricDevice.BACK_PRESSURED) {
+            return false;
+        }
+        ipTxPending = false;
+        counters.add(RdmaCounter.PACKETS_SENT, 1);
+        counters.add(rc == SendStatus.OK ? RdmaCounter.ROCEV2_SENT : RdmaCounter.ROCEV2_SEND_FAILED, 1);
+        return true;
+    }
+
+    void abort() {
+        ipTxClaimed = false;
+        if (txClaimed) {
+            txClaimed = false;
+            claim.abort();
+        }
+    }
+
+    /**
+     * Stops taking frames and datagrams, destroys every QP's transport and withdraws every region (their windows
+     * close), then closes the directory window. The context releases its handles after.
+     */
+    public void close() {
+        closed = true;
+        link.unregister(EtherType.NUPA_RDMA);
+        if (ip != null) {
+            ip.unbindUdp(Icrc.UDP_PORT, roceV2);
+        }
+        for (QpTransport qp : qps) {
+            if (qp != null) {
+                qp.destroy();
+            }
+        }
+        for (Region mr : regions) {
+            if (mr != null) {
+                removeRegion(mr);
+            }
+        }
+        directoryWindow.close();
+    }
+}
