@@ -10,7 +10,9 @@ import org.junit.jupiter.params.provider.EnumSource;
 /**
  * Posting and polling allocate nothing. Measured with the JVM's per-thread
  * allocation counter (the whole transport runs on this thread) over rounds of WRITE, READ, SEND and
- * FETCH_AND_ADD with reused work requests and completions, after a warm-up.
+ * FETCH_AND_ADD with reused work requests and completions, after a warm-up. The JVM itself allocates a few bytes on
+ * this thread once in a while (a one-time 128 bytes, some 650 ms after start), so the check is that some round after
+ * the warm-up allocated nothing at all: an allocation per operation would show in every round.
  */
 class VerbsZeroAllocationTest {
 
@@ -30,8 +32,8 @@ class VerbsZeroAllocationTest {
             RecvWorkRequest recv = new RecvWorkRequest().local(p.mrB, 16_384, 64);
             WorkCompletion wc = new WorkCompletion();
             long completions = 0;
-            long allocated = -1;
-            for (int round = 0; round < 5; round++) {
+            long[] allocated = new long[8];
+            for (int round = 0; round < allocated.length; round++) {
                 long before = threads.getCurrentThreadAllocatedBytes();
                 for (int i = 0; i < 5_000; i++) {
                     p.qb.postRecv(recv);
@@ -47,11 +49,13 @@ class VerbsZeroAllocationTest {
                         completions += wc.status == WcStatus.SUCCESS ? 1 : 1_000_000;
                     }
                 }
-                allocated = threads.getCurrentThreadAllocatedBytes() - before;
+                allocated[round] = threads.getCurrentThreadAllocatedBytes() - before;
             }
-            assertEquals(5 * 5_000 * 5, completions, "every request completed with success");
-            assertEquals(0, allocated, "bytes allocated by 5,000 rounds of 4 requests and a receive");
-            assertTrue(p.mrB.memory().get(java.lang.foreign.ValueLayout.JAVA_LONG, 8192) == 25_000);
+            assertEquals(allocated.length * 5_000 * 5, completions, "every request completed with success");
+            long least = java.util.Arrays.stream(allocated, 2, allocated.length).min().orElseThrow();
+            assertEquals(0, least, "bytes allocated by rounds of 5,000 x 4 requests and a receive, after two of warm-up: "
+                    + java.util.Arrays.toString(allocated));
+            assertTrue(p.mrB.memory().get(java.lang.foreign.ValueLayout.JAVA_LONG, 8192) == allocated.length * 5_000L);
         }
     }
 }
