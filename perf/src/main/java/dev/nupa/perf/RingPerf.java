@@ -103,12 +103,17 @@ final class RingPerf implements Callable<Integer> {
             WorkRingProxy proxy = new WorkRingProxy(w, proxyNode, pd, ringQp, ringCq, RING_ENTRIES, 1_000, Long.MAX_VALUE / 4);
             Thread proxyThread = Thread.ofPlatform().name("proxy").start(() -> {
                 pin(cpus, 1);
-                while (!stop) {
+                long ctxNext = 0;
+                long targetNext = 0;
+                while (!stop) { // as a datapath's round: the links always, the contexts when due or fed
                     long now = System.nanoTime();
-                    proxyLink.poll(16, now);
-                    targetLink.poll(16, now);
-                    ctx.poll(now);
-                    target.poll(now);
+                    int work = proxyLink.poll(16, now) + targetLink.poll(16, now);
+                    if (work > 0 || now >= ctxNext) {
+                        ctxNext = ctx.poll(now);
+                    }
+                    if (work > 0 || now >= targetNext) {
+                        targetNext = target.poll(now);
+                    }
                     proxy.poll(now);
                 }
             });
