@@ -128,21 +128,36 @@ NUPA_STATIC_ASSERT(sizeof(struct nupa_cqe) == 32, "a CQE is 32 bytes");
 
 /* ---- the memory-order primitives, for the host and for a GPU ---- */
 #if defined(__CUDA_ARCH__)
-/* Device code: the ring lives in host memory the GPU maps, so ordering must hold at system scope. */
-NUPA_HD uint64_t nupa_wr_load64(const uint64_t *p) { uint64_t v = *(const volatile uint64_t *) p; __threadfence_system(); return v; }
-NUPA_HD uint32_t nupa_wr_load32(const uint32_t *p) { uint32_t v = *(const volatile uint32_t *) p; __threadfence_system(); return v; }
-NUPA_HD void nupa_wr_store32(uint32_t *p, uint32_t v) { __threadfence_system(); *(volatile uint32_t *) p = v; }
-NUPA_HD void nupa_wr_store64(uint64_t *p, uint64_t v) { __threadfence_system(); *(volatile uint64_t *) p = v; }
-NUPA_HD int nupa_wr_cas64(uint64_t *p, uint64_t expect, uint64_t v) {
-    return atomicCAS_system((unsigned long long *) p, (unsigned long long) expect, (unsigned long long) v) == expect;
+/*
+ * Device code: the ring lives in host memory the GPU maps, so ordering must hold at system scope. Acquire loads and
+ * release stores (sm_70 and later) order what they must without the full system fence that a volatile access and
+ * __threadfence_system() would cost on every poll.
+ */
+NUPA_HD uint64_t nupa_wr_load64(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.acquire.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+NUPA_HD uint32_t nupa_wr_load32(const uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+NUPA_HD void nupa_wr_store32(uint32_t *p, uint32_t v) { asm volatile("st.release.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory"); }
+NUPA_HD void nupa_wr_store64(uint64_t *p, uint64_t v) { asm volatile("st.release.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory"); }
+/* Returns the value *p held: expect when the swap happened. */
+NUPA_HD uint64_t nupa_wr_cas64(uint64_t *p, uint64_t expect, uint64_t v) {
+    return (uint64_t) atomicCAS_system((unsigned long long *) p, (unsigned long long) expect, (unsigned long long) v);
 }
 #else
 NUPA_HD uint64_t nupa_wr_load64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 NUPA_HD uint32_t nupa_wr_load32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 NUPA_HD void nupa_wr_store32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 NUPA_HD void nupa_wr_store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-NUPA_HD int nupa_wr_cas64(uint64_t *p, uint64_t expect, uint64_t v) {
-    return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+/* Returns the value *p held: expect when the swap happened. */
+NUPA_HD uint64_t nupa_wr_cas64(uint64_t *p, uint64_t expect, uint64_t v) {
+    __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+    return expect;
 }
 #endif
 
@@ -165,6 +180,9 @@ struct nupa_wr {
     uint32_t window_id, window_key, owner, owner_gen;
     /* The proxy's sq_head as this poster last read it: a lower bound, read again only when the ring looks full. */
     uint64_t known_head;
+    /* What this poster expects sq_claim to hold (its own last claim's end): the CAS is tried with it first, so a
+     * poster alone on its ring claims in one atomic, without reading sq_claim first. */
+    uint64_t claim_guess;
     /* The completion consumer's position (it alone writes cq_head), so that a poll reads only the CQE. */
     uint64_t cq_next;
 };
@@ -189,23 +207,29 @@ NUPA_HD int nupa_wr_view(struct nupa_wr *r, void *base) {
     r->cq = (struct nupa_cqe *) ((uint8_t *) base + 512 + (uint64_t) r->sq_entries * 64);
     r->data = (uint8_t *) base + r->data_offset;
     r->known_head = 0;
+    r->claim_guess = nupa_wr_load64(&h->sq_claim);
     r->cq_next = nupa_wr_load64(&h->cq_head);
     return 0;
 }
 
 /* Claims n consecutive slots; returns the first position, or NUPA_RING_FULL as a position below 0 (cast it). */
 NUPA_HD int64_t nupa_wr_claim(struct nupa_wr *r, uint32_t n) {
+    uint64_t c = r->claim_guess;
     for (;;) {
-        uint64_t c = nupa_wr_load64(&r->h->sq_claim);
-        if (c + n - r->known_head > r->sq_entries) {
+        /* Sums, not differences: a stale guess may lie below the head, and then only the CAS can tell. */
+        if (c + n > r->known_head + r->sq_entries) {
             r->known_head = nupa_wr_load64(&r->h->sq_head); /* the proxy's line: read only when needed */
-            if (c + n - r->known_head > r->sq_entries) {
+            if (c + n > r->known_head + r->sq_entries) {
+                r->claim_guess = c;
                 return NUPA_RING_FULL;
             }
         }
-        if (nupa_wr_cas64(&r->h->sq_claim, c, c + n)) {
+        uint64_t was = nupa_wr_cas64(&r->h->sq_claim, c, c + n);
+        if (was == c) {
+            r->claim_guess = c + n;
             return (int64_t) c;
         }
+        c = was; /* another poster claimed meanwhile: try again from where it left the count */
     }
 }
 
