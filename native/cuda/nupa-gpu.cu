@@ -288,7 +288,7 @@ __global__ void lat_kernel(struct nupa_wr ring_arg, uint32_t warm, uint32_t n, u
     uint32_t i = 0, posted = 0;
     for (; i < warm + n; i++) {
         uint64_t t0 = nupa_globaltimer();
-        while (nupa_post_write(&r, i, 0, 8, 0, NUPA_WQE_SIGNALED) < 0 && err == K_OK) {
+        while (nupa_post_write_exclusive(&r, i, 0, 8, 0, NUPA_WQE_SIGNALED) < 0 && err == K_OK) {
             err = give_up(t0, ctl);
         }
         if (err != K_OK) {

@@ -78,6 +78,15 @@ static __device__ inline int64_t nupa_post_write(struct nupa_wr *r, uint64_t wr_
     return nupa_wr_post(r, NUPA_OP_WRITE, flags, wr_id, local_offset, length, remote_offset, 0);
 }
 
+/*
+ * nupa_post_write for a thread that is its ring's only poster: the claim needs no atomic on host memory, which saves a
+ * PCIe round trip a post (nupa_wr_claim_exclusive).
+ */
+static __device__ inline int64_t nupa_post_write_exclusive(struct nupa_wr *r, uint64_t wr_id, uint64_t local_offset,
+        uint32_t length, uint64_t remote_offset, uint16_t flags) {
+    return nupa_wr_post_exclusive(r, NUPA_OP_WRITE, flags, wr_id, local_offset, length, remote_offset, 0);
+}
+
 /* Posts a SEND of length bytes from local_offset of the data area; as nupa_post_write. */
 static __device__ inline int64_t nupa_post_send(struct nupa_wr *r, uint64_t wr_id, uint64_t local_offset, uint32_t length,
         uint16_t flags) {

@@ -233,6 +233,24 @@ NUPA_HD int64_t nupa_wr_claim(struct nupa_wr *r, uint32_t n) {
     }
 }
 
+/*
+ * Claims n slots for a poster that is its ring's only one (its own thread, or a kernel's one posting thread): no
+ * atomic, so no round trip to where the ring lives. It still stores sq_claim, plainly, so that tools and a later
+ * shared poster see the count. Mixing it with nupa_wr_claim on one ring at the same time corrupts the ring.
+ */
+NUPA_HD int64_t nupa_wr_claim_exclusive(struct nupa_wr *r, uint32_t n) {
+    uint64_t c = r->claim_guess;
+    if (c + n > r->known_head + r->sq_entries) {
+        r->known_head = nupa_wr_load64(&r->h->sq_head);
+        if (c + n > r->known_head + r->sq_entries) {
+            return NUPA_RING_FULL;
+        }
+    }
+    r->claim_guess = c + n;
+    r->h->sq_claim = c + n;
+    return (int64_t) c;
+}
+
 /* Fills the slot at position p and publishes it (the sequence word last). */
 NUPA_HD void nupa_wr_fill(struct nupa_wr *r, uint64_t p, uint8_t opcode, uint16_t flags, uint64_t wr_id, uint64_t local_offset,
         uint32_t length, uint64_t remote_offset, uint32_t imm) {
@@ -258,6 +276,16 @@ NUPA_HD void nupa_wr_fill(struct nupa_wr *r, uint64_t p, uint8_t opcode, uint16_
 NUPA_HD int64_t nupa_wr_post(struct nupa_wr *r, uint8_t opcode, uint16_t flags, uint64_t wr_id, uint64_t local_offset,
         uint32_t length, uint64_t remote_offset, uint32_t imm) {
     int64_t p = nupa_wr_claim(r, 1);
+    if (p >= 0) {
+        nupa_wr_fill(r, (uint64_t) p, opcode, flags, wr_id, local_offset, length, remote_offset, imm);
+    }
+    return p;
+}
+
+/* nupa_wr_post for a ring's only poster (nupa_wr_claim_exclusive). */
+NUPA_HD int64_t nupa_wr_post_exclusive(struct nupa_wr *r, uint8_t opcode, uint16_t flags, uint64_t wr_id, uint64_t local_offset,
+        uint32_t length, uint64_t remote_offset, uint32_t imm) {
+    int64_t p = nupa_wr_claim_exclusive(r, 1);
     if (p >= 0) {
         nupa_wr_fill(r, (uint64_t) p, opcode, flags, wr_id, local_offset, length, remote_offset, imm);
     }
