@@ -188,29 +188,34 @@ __global__ void stream_kernel(struct nupa_wr ring_arg, struct stream_args a, str
         if (threadIdx.x == 0) {
             int err = s_err; /* a poster's failure in the last round */
             while (err == K_OK && low < a.wqes) {
-                struct nupa_cqe c;
+                struct nupa_cqe cs[NUPA_WR_POLL_MAX];
+                int got;
                 if (posted < a.wqes && posted < low + a.slots) {
-                    if (nupa_poll_cq(&r, &c) != 1) {
+                    got = nupa_wr_poll_many(&r, cs, NUPA_WR_POLL_MAX); /* one round trip for a batch */
+                    if (got == 0) {
                         break; /* nothing more now; go post */
                     }
                 } else {
-                    int got = wait_completion(&r, &c, ctl);
+                    got = wait_completion(&r, &cs[0], ctl);
                     if (got != 1) {
                         err = got;
                         break;
                     }
                 }
-                uint64_t *m = &marks[c.wr_id % a.slots];
-                if (c.status != NUPA_WC_SUCCESS) {
-                    err = K_STATUS;
-                    s_bad = c;
-                } else if (c.wr_id < low || c.wr_id >= posted || *m == c.wr_id + 1) {
-                    err = K_WR_ID;
-                    s_bad = c;
-                } else {
-                    *m = c.wr_id + 1;
-                    while (low < posted && marks[low % a.slots] == low + 1) {
-                        low++;
+                for (int i = 0; i < got && err == K_OK; i++) {
+                    const struct nupa_cqe c = cs[i];
+                    uint64_t *m = &marks[c.wr_id % a.slots];
+                    if (c.status != NUPA_WC_SUCCESS) {
+                        err = K_STATUS;
+                        s_bad = c;
+                    } else if (c.wr_id < low || c.wr_id >= posted || *m == c.wr_id + 1) {
+                        err = K_WR_ID;
+                        s_bad = c;
+                    } else {
+                        *m = c.wr_id + 1;
+                        while (low < posted && marks[low % a.slots] == low + 1) {
+                            low++;
+                        }
                     }
                 }
             }

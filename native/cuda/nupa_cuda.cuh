@@ -136,6 +136,11 @@ static __device__ inline int nupa_poll_cq(struct nupa_wr *r, struct nupa_cqe *c)
     return nupa_wr_poll(r, c);
 }
 
+/* Takes up to max completions (NUPA_WR_POLL_MAX at most) with one round trip to the ring: how many. */
+static __device__ inline int nupa_poll_cq_many(struct nupa_wr *r, struct nupa_cqe *c, int max) {
+    return nupa_wr_poll_many(r, c, max);
+}
+
 /*
  * Spins for the next completion: 1 with it in *c; 0 when timeout_ns passed without one; -1 when the proxy closed the
  * ring (state NUPA_WR_CLOSED) and left no completion. A proxy that died without closing leaves the state alone, so

@@ -51,6 +51,7 @@
 /* Results of the poster's calls. */
 #define NUPA_RING_FULL -1 /* no free slot: poll completions and try again */
 #define NUPA_RING_EMPTY 0 /* no completion yet */
+#define NUPA_WR_POLL_MAX 16 /* the most completions nupa_wr_poll_many takes at once */
 
 /* The header: 512 bytes; words each side writes lie on cache lines of their own. */
 struct nupa_wr_header {
@@ -143,6 +144,12 @@ NUPA_HD uint32_t nupa_wr_load32(const uint32_t *p) {
     asm volatile("ld.acquire.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+NUPA_HD uint32_t nupa_wr_load32_relaxed(const uint32_t *p) {
+    uint32_t v;
+    asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+NUPA_HD void nupa_wr_fence_acquire(void) { asm volatile("fence.acq_rel.sys;" : : : "memory"); }
 NUPA_HD void nupa_wr_store32(uint32_t *p, uint32_t v) { asm volatile("st.release.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory"); }
 NUPA_HD void nupa_wr_store64(uint64_t *p, uint64_t v) { asm volatile("st.release.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory"); }
 /* Returns the value *p held: expect when the swap happened. */
@@ -152,6 +159,8 @@ NUPA_HD uint64_t nupa_wr_cas64(uint64_t *p, uint64_t expect, uint64_t v) {
 #else
 NUPA_HD uint64_t nupa_wr_load64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 NUPA_HD uint32_t nupa_wr_load32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+NUPA_HD uint32_t nupa_wr_load32_relaxed(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+NUPA_HD void nupa_wr_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 NUPA_HD void nupa_wr_store32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 NUPA_HD void nupa_wr_store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 /* Returns the value *p held: expect when the swap happened. */
@@ -303,6 +312,33 @@ NUPA_HD int nupa_wr_poll(struct nupa_wr *r, struct nupa_cqe *c) {
     r->cq_next = h + 1;
     nupa_wr_store64(&r->h->cq_head, h + 1);
     return 1;
+}
+
+/*
+ * Takes up to max (at most NUPA_WR_POLL_MAX) completions, in order, into c[]: how many. The sequence words of all of
+ * them are read before one acquire fence, so where the ring is far (a GPU polling host memory) one round trip serves
+ * them all, and the consumer's position is stored once. One consumer at a time, as nupa_wr_poll.
+ */
+NUPA_HD int nupa_wr_poll_many(struct nupa_wr *r, struct nupa_cqe *c, int max) {
+    uint64_t h = r->cq_next;
+    uint32_t seq[NUPA_WR_POLL_MAX];
+    if (max > NUPA_WR_POLL_MAX) {
+        max = NUPA_WR_POLL_MAX;
+    }
+    for (int i = 0; i < max; i++) {
+        seq[i] = nupa_wr_load32_relaxed(&r->cq[(h + i) & (r->cq_entries - 1)].seq);
+    }
+    nupa_wr_fence_acquire();
+    int n = 0;
+    while (n < max && seq[n] == (uint32_t) (h + n + 1)) {
+        c[n] = r->cq[(h + n) & (r->cq_entries - 1)];
+        n++;
+    }
+    if (n > 0) {
+        r->cq_next = h + n;
+        nupa_wr_store64(&r->h->cq_head, h + n);
+    }
+    return n;
 }
 
 #endif
