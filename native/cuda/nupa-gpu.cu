@@ -169,11 +169,14 @@ struct stream_args {
     int vec; /* 16-byte stores: chunk and the data area 16-byte aligned */
 };
 
-__global__ void stream_kernel(struct nupa_wr ring_arg, struct stream_args a, struct control *ctl, uint64_t *marks) {
+/* Up to 1,024 threads a block: the compiler keeps each thread within the registers that allows. */
+__global__ void __launch_bounds__(1024) stream_kernel(struct nupa_wr ring_arg, struct stream_args a, struct control *ctl,
+        uint64_t *marks) {
     struct nupa_wr r = ring_arg;
     __shared__ uint64_t s_low;
     __shared__ int s_err;
     __shared__ struct nupa_cqe s_bad;
+    __shared__ struct nupa_cqe cs[NUPA_WR_POLL_MAX]; /* thread 0's batch of completions: shared, not each thread's registers */
     const uint64_t wraps = a.region / a.chunk;
     uint64_t posted = 0;
     uint64_t low = 0; /* thread 0's */
@@ -188,7 +191,6 @@ __global__ void stream_kernel(struct nupa_wr ring_arg, struct stream_args a, str
         if (threadIdx.x == 0) {
             int err = s_err; /* a poster's failure in the last round */
             while (err == K_OK && low < a.wqes) {
-                struct nupa_cqe cs[NUPA_WR_POLL_MAX];
                 int got;
                 if (posted < a.wqes && posted < low + a.slots) {
                     got = nupa_wr_poll_many(&r, cs, NUPA_WR_POLL_MAX); /* one round trip for a batch */

@@ -35,6 +35,7 @@
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __launch_bounds__(...)
 #define __shared__ static /* one block at a time */
 
 struct dim3 {
