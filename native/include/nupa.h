@@ -76,6 +76,23 @@ int nupa_lookup_ipv4(nupa_node *node, uint32_t address);
 /* Whether the node still holds its address (0 once another node judged it dead and reclaimed it). */
 int nupa_is_up(const nupa_node *node);
 
+/* A window another node exported (docs/fabric-layout.md section 9), as nupa_window_open found it. */
+struct nupa_window {
+    uint8_t *memory; /* length bytes in the fabric mapping; only read it unless access has REMOTE_WRITE (2) */
+    uint64_t length;
+    uint32_t access; /* 1 REMOTE_READ, 2 REMOTE_WRITE, 4 DIRECTORY, 8 COUNTERS, 16 WORK_RING */
+    uint32_t id, key, owner, owner_gen;
+};
+
+/*
+ * Opens window id under key (section 9.4): it must be ACTIVE with that key and grant remote access. Returns 0, or -1
+ * with a one-line reason in err (which may be NULL).
+ */
+int nupa_window_open(nupa_node *node, uint32_t id, uint32_t key, struct nupa_window *window, char *err, size_t errlen);
+
+/* Whether the window is still exported under the same key by the same incarnation of a node that is UP (9.4). */
+int nupa_window_valid(nupa_node *node, const struct nupa_window *window);
+
 /*
  * Opens work ring index of the proxy at address owner (docs/work-rings.md): finds its WORK_RING window (section 9.4)
  * and views it in *ring. Returns 0, or -1 with a one-line reason in err.

@@ -13,6 +13,8 @@
  *   nupa-wr FABRIC PROXY RING stream SECONDS       posts and polls until the proxy stops serving the ring (exit 0)
  *                                                  or SECONDS pass (exit 1)
  *
+ *   nupa-wr FABRIC PROXY RING window ID KEY         opens window ID under KEY (section 9.4 of fabric-layout.md) and
+ *                                                  prints its size, access and owner
  *   nupa-wr --layout                                prints the offsets of nupa_wqe.h's fields, NAME=OFFSET, for the test
  *                                                  that checks them against the Java flyweight's
  *
@@ -188,7 +190,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (argc < 5) {
-        fprintf(stderr, "usage: nupa-wr FABRIC PROXY RING write BYTES CHUNK | bad-offset | bad-key | full | stream SECONDS\n");
+        fprintf(stderr, "usage: nupa-wr FABRIC PROXY RING write BYTES CHUNK | bad-offset | bad-key | full | stream SECONDS | window ID KEY\n");
         return 2;
     }
     char err[256];
@@ -200,6 +202,16 @@ int main(int argc, char **argv) {
     int status = 2;
     if (nupa_ring_open(node, atoi(argv[2]), atoi(argv[3]), &ring, err, sizeof err) != 0) {
         fprintf(stderr, "nupa-wr: %s\n", err);
+    } else if (strcmp(argv[4], "window") == 0 && argc == 7) {
+        struct nupa_window w;
+        if (nupa_window_open(node, (uint32_t) strtoul(argv[5], NULL, 0), (uint32_t) strtoul(argv[6], NULL, 0), &w, err, sizeof err) != 0) {
+            printf("nupa-wr: %s\n", err);
+            status = 1;
+        } else {
+            printf("nupa-wr: window %u: %llu bytes, access %u, owner %u, valid %d\n", w.id, (unsigned long long) w.length, w.access, w.owner,
+                nupa_window_valid(node, &w));
+            status = 0;
+        }
     } else if (strcmp(argv[4], "write") == 0 && argc == 7) {
         status = write_stream(strtoull(argv[5], NULL, 0), (uint32_t) strtoul(argv[6], NULL, 0));
     } else if (strcmp(argv[4], "bad-offset") == 0) {

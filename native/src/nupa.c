@@ -80,6 +80,8 @@
 #define W_LENGTH 24
 #define W_ACCESS 32
 #define W_ACTIVE 1
+#define W_REMOTE_READ 1
+#define W_REMOTE_WRITE 2
 #define W_WORK_RING 16
 #define H_WINDOW_AREA 80
 /* The neighbor directory's record (docs/link-layer.md section 2). */
@@ -666,6 +668,44 @@ int nupa_lookup_ipv4(nupa_node *n, uint32_t address) {
 
 /* ---- work rings (docs/work-rings.md), found as windows (section 9.4) ---- */
 
+int nupa_window_open(nupa_node *n, uint32_t id, uint32_t key, struct nupa_window *w, char *err, size_t errlen) {
+    if (id >= n->max_windows) {
+        fail(err, errlen, "window id %u is outside 0..%u", id, n->max_windows - 1);
+        return -1;
+    }
+    uint64_t we = n->window_table + (uint64_t) id * 64;
+    if (atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) != W_ACTIVE || *(uint32_t *) (n->mem + we + W_KEY) != key
+        || key == 0) {
+        fail(err, errlen, "window %u with key 0x%x is not exported (closed, reclaimed, or a stale key); ask its owner for a fresh id and key",
+            id, key);
+        return -1;
+    }
+    uint32_t access = *(uint32_t *) (n->mem + we + W_ACCESS);
+    uint64_t off = *(uint64_t *) (n->mem + we + W_OFFSET), len = *(uint64_t *) (n->mem + we + W_LENGTH);
+    if ((access & (W_REMOTE_READ | W_REMOTE_WRITE)) == 0) {
+        fail(err, errlen, "window %u grants no remote access; its owner must export it with REMOTE_READ or REMOTE_WRITE", id);
+        return -1;
+    }
+    if (n->window_area + off + len > n->size) {
+        fail(err, errlen, "window %u lies outside the fabric's %zu bytes", id, n->size);
+        return -1;
+    }
+    w->memory = n->mem + n->window_area + off;
+    w->length = len;
+    w->access = access;
+    w->id = id;
+    w->key = key;
+    w->owner = *(uint32_t *) (n->mem + we + W_OWNER);
+    w->owner_gen = *(uint32_t *) (n->mem + we + W_OWNER_GEN);
+    return 0;
+}
+
+int nupa_window_valid(nupa_node *n, const struct nupa_window *w) {
+    uint64_t we = n->window_table + (uint64_t) w->id * 64;
+    return atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) == W_ACTIVE && *(uint32_t *) (n->mem + we + W_KEY) == w->key
+        && atomic_load_explicit(u64(n, entry(n, (int) w->owner) + N_STATE), memory_order_acquire) == word(UP, w->owner_gen);
+}
+
 int nupa_ring_open(nupa_node *n, int owner, int index, struct nupa_wr *r, char *err, size_t errlen) {
     if (owner < 0 || owner >= (int) n->max_nodes) {
         fail(err, errlen, "address %d is outside 0..%u of this fabric", owner, n->max_nodes - 1);
@@ -675,22 +715,21 @@ int nupa_ring_open(nupa_node *n, int owner, int index, struct nupa_wr *r, char *
     int rings = 0;
     for (uint32_t i = 0; i < n->max_windows; i++) {
         uint64_t we = n->window_table + (uint64_t) i * 64;
+        struct nupa_window w;
         if (atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) != W_ACTIVE
             || *(uint32_t *) (n->mem + we + W_OWNER) != (uint32_t) owner
             || owner_word != word(UP, *(uint32_t *) (n->mem + we + W_OWNER_GEN))
-            || (*(uint32_t *) (n->mem + we + W_ACCESS) & W_WORK_RING) == 0) {
-            continue;
-        }
-        uint64_t off = *(uint64_t *) (n->mem + we + W_OFFSET), len = *(uint64_t *) (n->mem + we + W_LENGTH);
-        if (len < 512 || n->window_area + off + len > n->size || nupa_wr_view(r, n->mem + n->window_area + off) != 0) {
+            || (*(uint32_t *) (n->mem + we + W_ACCESS) & W_WORK_RING) == 0
+            || nupa_window_open(n, i, *(uint32_t *) (n->mem + we + W_KEY), &w, NULL, 0) != 0 /* withdrawn meanwhile */
+            || w.length < 512 || nupa_wr_view(r, w.memory) != 0) {
             continue;
         }
         rings++;
         if (r->h->ring_index == (uint32_t) index) {
-            r->window_id = i;
-            r->window_key = *(uint32_t *) (n->mem + we + W_KEY);
-            r->owner = (uint32_t) owner;
-            r->owner_gen = *(uint32_t *) (n->mem + we + W_OWNER_GEN);
+            r->window_id = w.id;
+            r->window_key = w.key;
+            r->owner = w.owner;
+            r->owner_gen = w.owner_gen;
             return 0;
         }
     }
@@ -700,11 +739,8 @@ int nupa_ring_open(nupa_node *n, int owner, int index, struct nupa_wr *r, char *
 }
 
 int nupa_ring_served(nupa_node *n, const struct nupa_wr *r) {
-    uint64_t we = n->window_table + (uint64_t) r->window_id * 64;
-    return atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) == W_ACTIVE
-        && *(uint32_t *) (n->mem + we + W_KEY) == r->window_key
-        && atomic_load_explicit(u64(n, entry(n, (int) r->owner) + N_STATE), memory_order_acquire) == word(UP, r->owner_gen)
-        && nupa_wr_load32(&r->h->state) != NUPA_WR_CLOSED;
+    struct nupa_window w = {.id = r->window_id, .key = r->window_key, .owner = r->owner, .owner_gen = r->owner_gen};
+    return nupa_window_valid(n, &w) && nupa_wr_load32(&r->h->state) != NUPA_WR_CLOSED;
 }
 
 void *nupa_fabric_memory(nupa_node *n, size_t *size) {

@@ -99,6 +99,16 @@ class WorkRingTest {
         assertEquals(2, none.status(), none.output());
         assertTrue(none.output().contains("node 2 serves no work ring 7 (it serves 2 rings)"), none.output());
 
+        // The ring's window as any window (9.4): by the id and key the proxy printed, and refused under another key.
+        Matcher w = Pattern.compile("work ring 0: window (\\d+) key (0x[0-9a-f]+)").matcher(proxy.output());
+        assertTrue(w.find(), proxy.output());
+        Linux.Result open = wr("0", "window", w.group(1), w.group(2));
+        assertEquals(0, open.status(), open.output());
+        assertTrue(open.output().contains("access 19, owner 2, valid 1"), open.output());
+        Linux.Result stale = wr("0", "window", w.group(1), Long.toString(Long.decode(w.group(2)) ^ 2));
+        assertEquals(1, stale.status(), stale.output());
+        assertTrue(stale.output().contains("is not exported (closed, reclaimed, or a stale key)"), stale.output());
+
         Linux.Result write = wr("0", "write", Long.toString(40L << 20), "65536");
         assertEquals(0, write.status(), write.output());
         Matcher m = Pattern.compile("target fnv1a64=(0x[0-9a-f]+) over (\\d+) bytes").matcher(write.output());
