@@ -74,17 +74,6 @@ struct control {
     struct result res;
 };
 
-static const char *status_name(int s) {
-    switch (s) {
-    case NUPA_WC_SUCCESS: return "IBV_WC_SUCCESS";
-    case NUPA_WC_LOC_QP_OP_ERR: return "IBV_WC_LOC_QP_OP_ERR";
-    case NUPA_WC_LOC_PROT_ERR: return "IBV_WC_LOC_PROT_ERR";
-    case NUPA_WC_WR_FLUSH_ERR: return "IBV_WC_WR_FLUSH_ERR";
-    case NUPA_WC_REM_ACCESS_ERR: return "IBV_WC_REM_ACCESS_ERR";
-    default: return "another status";
-    }
-}
-
 /* ---- the kernels ---- */
 
 /* Waits for the next completion in slices, looking at the host's abort flag between them: 1, or a K_* code. */
@@ -415,7 +404,7 @@ static int report(const struct result *res, const char *what) {
     case K_ABORTED: why = "the proxy stopped serving the ring"; break;
     case K_STATUS:
         printf("nupa-gpu: %s: WRITE %llu completed with %s after %llu of them completed\n", what, (unsigned long long) res->wr_id,
-            status_name((int) res->status), (unsigned long long) res->done);
+            nupa_wc_status_str((int) res->status), (unsigned long long) res->done);
         return 1;
     case K_WR_ID:
         printf("nupa-gpu: %s: a completion for wr_id %llu, which this run did not post or had completed (%llu posted); does another"
@@ -541,24 +530,6 @@ static int bw(uint64_t size, uint64_t count) {
     return 0;
 }
 
-/* Waits up to WAIT_NS for the next completion: 1 with it in *c, 0 when the proxy stopped serving, -1 on time out. */
-static int next_completion(struct nupa_cqe *c) {
-    uint64_t end = now_ns() + WAIT_NS;
-    for (unsigned spins = 0;; spins++) {
-        if (nupa_wr_poll(&ring, c) == 1) {
-            return 1;
-        }
-        if ((spins & 1023) == 0) {
-            if (!nupa_ring_served(node, &ring)) {
-                return nupa_wr_poll(&ring, c) == 1 ? 1 : 0;
-            }
-            if (now_ns() > end) {
-                return -1;
-            }
-        }
-    }
-}
-
 static int cpu_bw(uint64_t size, uint64_t count) {
     uint32_t slots;
     if (count == 0 || check_chunk(size, 0, &slots) != 0) {
@@ -576,14 +547,14 @@ static int cpu_bw(uint64_t size, uint64_t count) {
             }
             posted++;
         }
-        int got = next_completion(&c);
+        int got = nupa_ring_wait(node, &ring, &c, (long) WAIT_NS);
         if (got != 1) {
             printf("nupa-gpu: cpu-bw: %s after %llu of %llu WRITEs completed\n", got == 0 ? "the proxy stopped serving the ring" : "no completion in 10 s",
                 (unsigned long long) done, (unsigned long long) count);
             return 1;
         }
         if (c.status != NUPA_WC_SUCCESS || c.wr_id != done) {
-            printf("nupa-gpu: cpu-bw: WRITE %llu completed with %s (wr_id %llu)\n", (unsigned long long) done, status_name(c.status),
+            printf("nupa-gpu: cpu-bw: WRITE %llu completed with %s (wr_id %llu)\n", (unsigned long long) done, nupa_wc_status_str(c.status),
                 (unsigned long long) c.wr_id);
             return 1;
         }

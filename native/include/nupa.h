@@ -106,6 +106,15 @@ int nupa_ring_open(nupa_node *node, int owner, int index, struct nupa_wr *ring, 
  */
 int nupa_ring_served(nupa_node *node, const struct nupa_wr *ring);
 
+/*
+ * Waits up to timeout_ns for the ring's next completion: 1 with it in *c, 0 once the proxy no longer serves the ring
+ * (nupa_ring_served, looked at every 1,024 empty polls), -1 when the time passed. The ring's one consumer only.
+ */
+int nupa_ring_wait(nupa_node *node, struct nupa_wr *ring, struct nupa_cqe *c, long timeout_ns);
+
+/* A completion status's libibverbs name, as ibv_wc_status_str gives it. */
+const char *nupa_wc_status_str(int status);
+
 /* The mapped fabric: for registering it with a GPU (cudaHostRegister) so that kernels post into rings. */
 void *nupa_fabric_memory(nupa_node *node, size_t *size);
 

@@ -43,10 +43,15 @@
 
 /* Completion statuses: the values of enum ibv_wc_status that a ring reports. */
 #define NUPA_WC_SUCCESS 0
+#define NUPA_WC_LOC_LEN_ERR 1
 #define NUPA_WC_LOC_QP_OP_ERR 2 /* a malformed WQE: unknown version or opcode */
 #define NUPA_WC_LOC_PROT_ERR 4  /* the local window, key or range is wrong */
 #define NUPA_WC_WR_FLUSH_ERR 5  /* the ring is in ERROR, or the proxy stopped */
-#define NUPA_WC_REM_ACCESS_ERR 10
+#define NUPA_WC_REM_INV_REQ_ERR 9
+#define NUPA_WC_REM_ACCESS_ERR 10 /* the target refused the rkey or range */
+#define NUPA_WC_REM_OP_ERR 11
+#define NUPA_WC_RETRY_EXC_ERR 12
+#define NUPA_WC_RNR_RETRY_EXC_ERR 13
 
 /* Results of the poster's calls. */
 #define NUPA_RING_FULL -1 /* no free slot: poll completions and try again */

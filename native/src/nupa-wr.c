@@ -30,6 +30,9 @@
 #include <string.h>
 #include <time.h>
 
+/* How long a poster waits for one completion before it calls the run failed. */
+#define WAIT_NS 10000000000L
+
 static nupa_node *node;
 static struct nupa_wr ring;
 
@@ -41,35 +44,6 @@ static uint64_t now_ms(void) {
 
 /* The byte a WRITE stream carries at stream offset i. */
 static uint8_t pattern(uint64_t i) { return (uint8_t) ((i >> 8) * 31 + i); }
-
-static const char *status_name(int s) {
-    switch (s) {
-    case NUPA_WC_SUCCESS: return "IBV_WC_SUCCESS";
-    case NUPA_WC_LOC_QP_OP_ERR: return "IBV_WC_LOC_QP_OP_ERR";
-    case NUPA_WC_LOC_PROT_ERR: return "IBV_WC_LOC_PROT_ERR";
-    case NUPA_WC_WR_FLUSH_ERR: return "IBV_WC_WR_FLUSH_ERR";
-    case NUPA_WC_REM_ACCESS_ERR: return "IBV_WC_REM_ACCESS_ERR";
-    default: return "another status";
-    }
-}
-
-/* Waits up to ms for the next completion; 1 with it in *c, 0 when the proxy stopped serving, -1 on time out. */
-static int next_completion(struct nupa_cqe *c, uint64_t ms) {
-    uint64_t end = now_ms() + ms;
-    for (unsigned spins = 0;; spins++) {
-        if (nupa_wr_poll(&ring, c) == 1) {
-            return 1;
-        }
-        if ((spins & 1023) == 0) {
-            if (!nupa_ring_served(node, &ring)) {
-                return nupa_wr_poll(&ring, c) == 1 ? 1 : 0;
-            }
-            if (now_ms() > end) {
-                return -1;
-            }
-        }
-    }
-}
 
 static int write_stream(uint64_t total, uint32_t chunk) {
     uint64_t data = ring.h->data_length, region = ring.h->remote_length;
@@ -97,14 +71,14 @@ static int write_stream(uint64_t total, uint32_t chunk) {
             }
             posted++;
         }
-        int got = next_completion(&c, 10000);
+        int got = nupa_ring_wait(node, &ring, &c, WAIT_NS);
         if (got != 1) {
             printf("nupa-wr: %s after %llu of %llu WRITEs completed\n", got == 0 ? "the proxy stopped serving the ring" : "no completion in 10 s",
                 (unsigned long long) done, (unsigned long long) wqes);
             return 1;
         }
         if (c.status != NUPA_WC_SUCCESS || c.wr_id != done) {
-            printf("nupa-wr: WRITE %llu completed with %s (wr_id %llu)\n", (unsigned long long) done, status_name(c.status),
+            printf("nupa-wr: WRITE %llu completed with %s (wr_id %llu)\n", (unsigned long long) done, nupa_wc_status_str(c.status),
                 (unsigned long long) c.wr_id);
             return 1;
         }
@@ -132,7 +106,7 @@ static int one(uint8_t op, uint64_t wr_id, uint64_t local_offset, uint32_t len, 
         return -1;
     }
     struct nupa_cqe c;
-    if (next_completion(&c, 10000) != 1 || c.wr_id != wr_id) {
+    if (nupa_ring_wait(node, &ring, &c, WAIT_NS) != 1 || c.wr_id != wr_id) {
         return -1;
     }
     return c.status;
@@ -217,13 +191,13 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[4], "bad-offset") == 0) {
         int a = one(NUPA_OP_WRITE, 1, ring.h->data_length - 32, 64, 0);
         int b = one(NUPA_OP_WRITE, 2, 0, 64, 0);
-        printf("nupa-wr: out of range %s, then %s; ring state %u\n", status_name(a), status_name(b), nupa_wr_load32(&ring.h->state));
+        printf("nupa-wr: out of range %s, then %s; ring state %u\n", nupa_wc_status_str(a), nupa_wc_status_str(b), nupa_wr_load32(&ring.h->state));
         status = a == NUPA_WC_LOC_PROT_ERR && b == NUPA_WC_SUCCESS && ring.h->state == NUPA_WR_READY ? 0 : 1;
     } else if (strcmp(argv[4], "bad-key") == 0) {
         struct nupa_cqe c1, c2;
-        int ok = post_bad_key(1) >= 0 && next_completion(&c1, 10000) == 1;
-        ok = ok && nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, 2, 0, 64, 0, 0) >= 0 && next_completion(&c2, 10000) == 1;
-        printf("nupa-wr: bad key %s, then %s; ring state %u\n", ok ? status_name(c1.status) : "-", ok ? status_name(c2.status) : "-",
+        int ok = post_bad_key(1) >= 0 && nupa_ring_wait(node, &ring, &c1, WAIT_NS) == 1;
+        ok = ok && nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, 2, 0, 64, 0, 0) >= 0 && nupa_ring_wait(node, &ring, &c2, WAIT_NS) == 1;
+        printf("nupa-wr: bad key %s, then %s; ring state %u\n", ok ? nupa_wc_status_str(c1.status) : "-", ok ? nupa_wc_status_str(c2.status) : "-",
             nupa_wr_load32(&ring.h->state));
         status = ok && c1.status == NUPA_WC_REM_ACCESS_ERR && c2.status == NUPA_WC_WR_FLUSH_ERR && ring.h->state == NUPA_WR_ERROR ? 0 : 1;
     } else if (strcmp(argv[4], "full") == 0) {
@@ -234,7 +208,7 @@ int main(int argc, char **argv) {
         }
         uint64_t got = 0;
         struct nupa_cqe c;
-        while (got < posted && next_completion(&c, 10000) == 1 && c.status == NUPA_WC_SUCCESS && c.wr_id == got) {
+        while (got < posted && nupa_ring_wait(node, &ring, &c, WAIT_NS) == 1 && c.status == NUPA_WC_SUCCESS && c.wr_id == got) {
             got++;
         }
         printf("nupa-wr: the ring took %llu WQEs before it said full (%u entries); %llu completed in order\n", (unsigned long long) posted,
@@ -249,7 +223,7 @@ int main(int argc, char **argv) {
             if (posted - done < 16 && nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, posted, 0, 4096, 0, 0) >= 0) {
                 posted++;
             }
-            got = next_completion(&c, 200);
+            got = nupa_ring_wait(node, &ring, &c, 200000000L);
             if (got == 1) {
                 done++;
             } else if (got == 0) {

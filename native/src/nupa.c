@@ -749,3 +749,36 @@ void *nupa_fabric_memory(nupa_node *n, size_t *size) {
     }
     return n->mem;
 }
+
+int nupa_ring_wait(nupa_node *n, struct nupa_wr *r, struct nupa_cqe *c, long timeout_ns) {
+    uint64_t end = now_ns() + (uint64_t) timeout_ns;
+    for (unsigned spins = 0;; spins++) {
+        if (nupa_wr_poll(r, c) == 1) {
+            return 1;
+        }
+        if ((spins & 1023) == 0) { /* the liveness check reads the proxy's lines: not at every empty poll */
+            if (!nupa_ring_served(n, r)) {
+                return nupa_wr_poll(r, c) == 1 ? 1 : 0;
+            }
+            if (now_ns() > end) {
+                return -1;
+            }
+        }
+    }
+}
+
+const char *nupa_wc_status_str(int status) {
+    switch (status) {
+    case NUPA_WC_SUCCESS: return "IBV_WC_SUCCESS";
+    case NUPA_WC_LOC_LEN_ERR: return "IBV_WC_LOC_LEN_ERR";
+    case NUPA_WC_LOC_QP_OP_ERR: return "IBV_WC_LOC_QP_OP_ERR";
+    case NUPA_WC_LOC_PROT_ERR: return "IBV_WC_LOC_PROT_ERR";
+    case NUPA_WC_WR_FLUSH_ERR: return "IBV_WC_WR_FLUSH_ERR";
+    case NUPA_WC_REM_INV_REQ_ERR: return "IBV_WC_REM_INV_REQ_ERR";
+    case NUPA_WC_REM_ACCESS_ERR: return "IBV_WC_REM_ACCESS_ERR";
+    case NUPA_WC_REM_OP_ERR: return "IBV_WC_REM_OP_ERR";
+    case NUPA_WC_RETRY_EXC_ERR: return "IBV_WC_RETRY_EXC_ERR";
+    case NUPA_WC_RNR_RETRY_EXC_ERR: return "IBV_WC_RNR_RETRY_EXC_ERR";
+    default: return "IBV_WC_(another status)";
+    }
+}
