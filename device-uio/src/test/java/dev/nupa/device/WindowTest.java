@@ -162,7 +162,7 @@ class WindowTest {
         start(8, 16L * PAGE);
         assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(0, REMOTE_READ)), "positive");
         assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(-5, REMOTE_READ)), "positive");
-        assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(PAGE, 16)), "access flags 0x10");
+        assertMessage(assertThrows(FabricException.class, () -> a.exportWindow(PAGE, 32)), "access flags 0x20");
         assertTrue(fabric.windows().isEmpty());
     }
 

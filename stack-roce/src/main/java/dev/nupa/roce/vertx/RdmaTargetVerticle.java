@@ -6,6 +6,7 @@ import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.ProtectionDomain;
 import dev.nupa.roce.QpInitAttr;
+import dev.nupa.roce.QpState;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RecvWorkRequest;
 import dev.nupa.roce.SharedReceiveQueue;
@@ -73,6 +74,7 @@ public final class RdmaTargetVerticle extends VerticleBase {
                 }
                 RdmaCm cm = roce.cm();
                 cm.listen(options.port(), req -> {
+                    sweep(cm);
                     QueuePair qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq).withSrq(srq).withMode(TransferMode.DIRECT).withCapacity(16, 1));
                     qps.add(qp);
                     req.accept(qp, new RemoteRegion(region.addr(), region.length(), region.rkey()).toBytes());
@@ -85,6 +87,18 @@ public final class RdmaTargetVerticle extends VerticleBase {
             }
         });
         return done.future();
+    }
+
+    /** Destroys the QPs whose peers disconnected (in ERR), so that proxies that come and go leave nothing behind. */
+    private void sweep(RdmaCm cm) {
+        qps.removeIf(qp -> {
+            if (qp.state() != QpState.ERR) {
+                return false;
+            }
+            cm.release(qp);
+            qp.close();
+            return true;
+        });
     }
 
     private void repost(int i) {
