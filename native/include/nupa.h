@@ -107,8 +107,17 @@ int nupa_ring_open(nupa_node *node, int owner, int index, struct nupa_wr *ring, 
 int nupa_ring_served(nupa_node *node, const struct nupa_wr *ring);
 
 /*
- * Waits up to timeout_ns for the ring's next completion: 1 with it in *c, 0 once the proxy no longer serves the ring
- * (nupa_ring_served, looked at every 1,024 empty polls), -1 when the time passed. The ring's one consumer only.
+ * After posting: wakes the proxy's node if it sleeps (its doorbell, section 7 of fabric-layout.md), so that an idle
+ * proxy takes the WQEs now rather than at its next poll. Cheap when it is awake: one load. A post that races with the
+ * proxy going to sleep waits at most the proxy's poll interval (--proxy-poll-us). Not for GPUs, which cannot wake a
+ * sleeping thread; their proxies poll.
+ */
+void nupa_ring_doorbell(nupa_node *node, const struct nupa_wr *ring);
+
+/*
+ * Rings the proxy's doorbell (nupa_ring_doorbell), then waits up to timeout_ns for the ring's next completion: 1 with
+ * it in *c, 0 once the proxy no longer serves the ring (nupa_ring_served, looked at every 1,024 empty polls), -1 when
+ * the time passed. The ring's one consumer only.
  */
 int nupa_ring_wait(nupa_node *node, struct nupa_wr *ring, struct nupa_cqe *c, long timeout_ns);
 

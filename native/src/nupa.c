@@ -118,6 +118,18 @@ static uint8_t *slot(nupa_node *n, uint64_t ring_off, uint64_t p) {
 }
 static uint64_t word(uint32_t state, uint32_t gen) { return ((uint64_t) gen << 32) | state; }
 
+static void futex_wake(_Atomic uint32_t *word_, int n) { syscall(SYS_futex, word_, FUTEX_WAKE, n, NULL, NULL, 0); }
+
+/* Rings the doorbell of the node whose entry is at peer if it sleeps armed (section 7): one wake per sleep. */
+static void wake(nupa_node *n, uint64_t peer) {
+    _Atomic uint32_t *armed = u32(n, peer + N_ARMED);
+    uint32_t one = 1;
+    if (atomic_load(armed) != 0 && atomic_compare_exchange_strong(armed, &one, 0)) {
+        atomic_fetch_add(u32(n, peer + N_DOORBELL), 1);
+        futex_wake(u32(n, peer + N_DOORBELL), 1);
+    }
+}
+
 static uint64_t now_ns(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -137,7 +149,6 @@ static void fail(char *err, size_t len, const char *fmt, ...) {
     }
 }
 
-static void futex_wake(_Atomic uint32_t *word_, int n) { syscall(SYS_futex, word_, FUTEX_WAKE, n, NULL, NULL, 0); }
 
 /* Host id (5.4): FNV-1a of the boot id, 0 when unknown. */
 static uint64_t host_id(void) {
@@ -467,13 +478,7 @@ int nupa_send(nupa_node *n, int dest, uint16_t protocol, const void *payload, ui
         *(uint16_t *) (s + 14) = (uint16_t) n->generation;
         ok = atomic_compare_exchange_strong(ctrl, &before, (p + 1) << 2);
     }
-    /* Ring the doorbell (step 6), one wake per sleep. */
-    _Atomic uint32_t *armed = u32(n, peer + N_ARMED);
-    uint32_t one = 1;
-    if (atomic_load(armed) != 0 && atomic_compare_exchange_strong(armed, &one, 0)) {
-        atomic_fetch_add(u32(n, peer + N_DOORBELL), 1);
-        futex_wake(u32(n, peer + N_DOORBELL), 1);
-    }
+    wake(n, peer); /* step 6 */
     if (!ok) {
         atomic_fetch_add(u64(n, self + N_LATE_DROPS), 1);
         return NUPA_LATE;
@@ -752,6 +757,7 @@ void *nupa_fabric_memory(nupa_node *n, size_t *size) {
 
 int nupa_ring_wait(nupa_node *n, struct nupa_wr *r, struct nupa_cqe *c, long timeout_ns) {
     uint64_t end = now_ns() + (uint64_t) timeout_ns;
+    nupa_ring_doorbell(n, r); /* what was posted before the wait, if the proxy sleeps */
     for (unsigned spins = 0;; spins++) {
         if (nupa_wr_poll(r, c) == 1) {
             return 1;
@@ -781,4 +787,12 @@ const char *nupa_wc_status_str(int status) {
     case NUPA_WC_RNR_RETRY_EXC_ERR: return "IBV_WC_RNR_RETRY_EXC_ERR";
     default: return "IBV_WC_(another status)";
     }
+}
+
+void nupa_ring_doorbell(nupa_node *n, const struct nupa_wr *r) {
+    /* The add first (after the WQEs, as the seq_cst add orders them): a proxy that took its sleep token before it
+     * does not sleep; one that takes it after looks at its rings before sleeping. Then a wake if it sleeps armed. */
+    uint64_t peer = entry(n, (int) r->owner);
+    atomic_fetch_add(u32(n, peer + N_DOORBELL), 1);
+    wake(n, peer);
 }

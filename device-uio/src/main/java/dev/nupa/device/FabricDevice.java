@@ -85,6 +85,12 @@ public interface FabricDevice extends AutoCloseable {
      */
     void wakeup();
 
+    /**
+     * Rings the doorbell of the node at {@code address} (section 7 of docs/fabric-layout.md) for work it finds outside
+     * its rings (a work ring): an atomic add, and a wake only when it sleeps.
+     */
+    void wake(int address);
+
     /** Whether {@code address} is a node that is up now. */
     boolean isUp(int address);
 

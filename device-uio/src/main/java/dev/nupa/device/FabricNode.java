@@ -342,6 +342,21 @@ public final class FabricNode implements FabricDevice {
     }
 
     @Override
+    public void wake(int address) {
+        fabric.checkAddress(address);
+        if (!attached) {
+            return;
+        }
+        long peer = fabric.nodeOffset(address);
+        // The add first, as wakeup's: a sleeper that took its token before it returns at once; one that takes it
+        // after looks for the work itself (Datapath.addIdleCheck). Only an armed sleep needs the system call.
+        INT.getAndAdd(mem, peer + N_DOORBELL, 1);
+        if ((int) INT.getVolatile(mem, peer + N_ARMED) != 0) {
+            ring(peer);
+        }
+    }
+
+    @Override
     public boolean isUp(int address) {
         fabric.checkAddress(address);
         return Fabric.state(fabric.stateWord(address)) == STATE_UP;

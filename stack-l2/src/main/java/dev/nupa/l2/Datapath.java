@@ -81,6 +81,8 @@ public final class Datapath implements AutoCloseable {
     private final Link link;
     private final Idle idle;
     private volatile Timer[] timers = new Timer[0];
+    /** Looks for work that arrives outside the rings (a work ring's WQEs), made before the loop sleeps. */
+    private volatile BooleanSupplier[] idleChecks = new BooleanSupplier[0];
     private final TaskQueue tasks;
     private volatile boolean tasksPending;
     private volatile boolean stopped;
@@ -133,6 +135,23 @@ public final class Datapath implements AutoCloseable {
                 return;
             }
         }
+    }
+
+    /**
+     * Adds a look for work that others hand over outside the rings and announce by ringing this node's doorbell
+     * ({@link dev.nupa.device.FabricDevice#wake}): a work ring's new WQEs. The loop makes it after taking its sleep
+     * token and before sleeping, so work announced after that look ends the sleep, and work announced before it is
+     * seen by it; when it finds work, every timer is polled on the next round. Cheap: a load or two. Any thread.
+     */
+    public synchronized void addIdleCheck(BooleanSupplier hasWork) {
+        BooleanSupplier[] c = Arrays.copyOf(idleChecks, idleChecks.length + 1);
+        c[c.length - 1] = hasWork;
+        idleChecks = c;
+    }
+
+    /** Removes a look added before. */
+    public synchronized void removeIdleCheck(BooleanSupplier hasWork) {
+        idleChecks = Arrays.stream(idleChecks).filter(c -> c != hasWork).toArray(BooleanSupplier[]::new);
     }
 
     /**
@@ -356,8 +375,18 @@ public final class Datapath implements AutoCloseable {
             // here, and work handed over after the token's read rang the doorbell (the flag is set
             // before the ring), which ends the sleep at once.
             int token = link.prepareSleep();
+            for (BooleanSupplier c : idleChecks) {
+                if (c.getAsBoolean()) {
+                    timersChanged = true; // work outside the rings, which a timer takes: poll every timer now
+                    return;
+                }
+            }
             if (sleep > 0 && running && !tasksPending && !timersChanged && mayBlock.getAsBoolean()) {
-                link.awaitFrames(sleep, token);
+                if (!link.awaitFrames(sleep, token) && System.nanoTime() - now < sleep) {
+                    // Woken early with no frame: someone rang for work outside the rings (a work ring's poster,
+                    // docs/work-rings.md), which a timer finds: poll every timer on the next round.
+                    timersChanged = true;
+                }
             }
         }
     }

@@ -409,6 +409,11 @@ public final class FaultyDevice implements FabricDevice {
     }
 
     @Override
+    public void wake(int address) {
+        inner.wake(address);
+    }
+
+    @Override
     public java.util.List<FabricWindow> openWindowsOf(int owner, int access) {
         return inner.openWindowsOf(owner, access);
     }

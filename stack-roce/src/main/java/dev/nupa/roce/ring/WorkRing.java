@@ -21,6 +21,8 @@ public final class WorkRing implements AutoCloseable {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
 
     private final FabricWindow window;
+    /** The poster's own device, for the proxy's doorbell; null for a ring wrapped with {@link #of}. */
+    private final FabricDevice device;
     private final MemorySegment mem;
     private final int index;
     private final int sqEntries;
@@ -34,8 +36,9 @@ public final class WorkRing implements AutoCloseable {
     /** The proxy's sq_head as last read: a lower bound, so a claim below it plus the ring's size fits. */
     private long knownHead;
 
-    private WorkRing(FabricWindow window) {
+    private WorkRing(FabricWindow window, FabricDevice device) {
         this.window = window;
+        this.device = device;
         this.mem = window.memory();
         if (mem.get(ValueLayout.JAVA_INT, H_MAGIC) != MAGIC || Short.toUnsignedInt(mem.get(ValueLayout.JAVA_SHORT, H_VERSION)) != VERSION) {
             throw new RdmaException("window " + window.id() + " of node " + window.owner() + " is not a version " + VERSION
@@ -51,7 +54,7 @@ public final class WorkRing implements AutoCloseable {
 
     /** Wraps a ring window the caller opened (the proxy's own window, in tests). */
     public static WorkRing of(FabricWindow window) {
-        return new WorkRing(window);
+        return new WorkRing(window, null);
     }
 
     /**
@@ -65,7 +68,7 @@ public final class WorkRing implements AutoCloseable {
         for (FabricWindow w : windows) {
             int i = w.length() >= HEADER_BYTES ? Short.toUnsignedInt(w.memory().get(ValueLayout.JAVA_SHORT, H_RING_INDEX)) : -1;
             if (i == index && found == null) {
-                found = new WorkRing(w);
+                found = new WorkRing(w, device);
             } else {
                 seen.append(seen.isEmpty() ? "" : ", ").append(i);
                 w.close();
@@ -164,6 +167,18 @@ public final class WorkRing implements AutoCloseable {
         mem.set(ValueLayout.JAVA_INT, e + W_REMOTE_KEY, remoteKey);
         INT.setRelease(mem, e + W_SEQ, (int) (c + 1)); // last: the proxy takes the slot once it sees this
         return c;
+    }
+
+    /**
+     * Wakes the proxy's node if it sleeps, so that it takes what was posted now rather than at its next poll
+     * ({@code --proxy-poll-us}); call it after a batch of posts. One load when the proxy is awake. A post that races
+     * with the proxy going to sleep waits at most its poll interval.
+     */
+    public void doorbell() {
+        if (device != null) {
+            VarHandle.fullFence(); // the WQEs' sequence words before the look at the sleeper's armed word
+            device.wake(window.owner());
+        }
     }
 
     /**

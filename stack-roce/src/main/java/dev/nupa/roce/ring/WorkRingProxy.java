@@ -150,6 +150,11 @@ public final class WorkRingProxy implements AutoCloseable {
         return failed;
     }
 
+    /** Whether a WQE waits at the head of the submission ring: the datapath's look before it sleeps. */
+    public boolean hasWork() {
+        return !closed && (int) INT.getAcquire(mem, HEADER_BYTES + (sqHead & sqMask) * (long) WQE_BYTES + W_SEQ) == (int) (sqHead + 1);
+    }
+
     /** Takes completions and new WQEs, writes what completed; returns when to be polled next. */
     public long poll(long now) {
         if (closed) {

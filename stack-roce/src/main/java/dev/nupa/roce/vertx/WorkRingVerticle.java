@@ -52,7 +52,8 @@ public final class WorkRingVerticle extends VerticleBase {
     }
 
     /** What one served ring holds; touched on the datapath thread only. */
-    private record Served(WorkRingProxy proxy, QueuePair qp, CompletionQueue cq, FabricWindow window, Datapath.Timer timer) {
+    private record Served(WorkRingProxy proxy, QueuePair qp, CompletionQueue cq, FabricWindow window, Datapath.Timer timer,
+            java.util.function.BooleanSupplier hasWork) {
     }
 
     /** The most WQEs a ring has on its QP at once (the rest wait in the ring). */
@@ -106,8 +107,10 @@ public final class WorkRingVerticle extends VerticleBase {
                         qp.qpNum(), c.peerNode(), c.peerQpn());
                 WorkRingProxy proxy = new WorkRingProxy(w, device, pd, qp, cq, inFlight, options.pollNs(), options.spinNs());
                 Datapath.Timer timer = proxy::poll;
-                served.add(new Served(proxy, qp, cq, w, timer));
+                java.util.function.BooleanSupplier hasWork = proxy::hasWork;
+                served.add(new Served(proxy, qp, cq, w, timer, hasWork));
                 ctx.link().datapath().addTimer(timer);
+                ctx.link().datapath().addIdleCheck(hasWork); // a poster's doorbell finds the proxy awake or looking
                 connect(ctx, i + 1, done);
             } catch (RuntimeException e) {
                 qp.close();
@@ -147,6 +150,7 @@ public final class WorkRingVerticle extends VerticleBase {
             try {
                 for (Served s : served) {
                     ctx.link().datapath().removeTimer(s.timer());
+                    ctx.link().datapath().removeIdleCheck(s.hasWork());
                     s.proxy().close();
                     roce.cm().release(s.qp());
                     s.qp().close();
