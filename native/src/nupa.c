@@ -1,6 +1,5 @@
 /* libnupa: see include/nupa.h. Section numbers are docs/fabric-layout.md's unless they say otherwise. */
-#define _GNU_SOURCE
-#include "nupa.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -18,129 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-/* Header (section 3). */
-#define MAGIC 0x314241464150554EULL
-#define H_VERSION 8
-#define H_TOTAL_BYTES 16
-#define H_MAX_NODES 24
-#define H_RINGS_PER_NODE 28
-#define H_RING_SLOTS 32
-#define H_SLOT_BYTES 36
-#define H_MAX_FRAME 40
-#define H_MAX_WINDOWS 44
-#define H_NODE_TABLE 56
-#define H_RINGS 64
-#define H_WINDOW_TABLE 72
-#define H_HEARTBEAT_PERIOD 88
-#define H_HEARTBEAT_TIMEOUT 96
-#define H_STALL_TIMEOUT 104
-#define H_NODE_BYTES 120
-#define H_RING_BYTES 128
-#define H_LOCK 192
-/* Node table entry (5.1). */
-#define N_STATE 0
-#define N_PID 8
-#define N_HOST_ID 16
-#define N_JOINED_MILLIS 24
-#define N_HEARTBEAT 64
-#define N_ARMED 128
-#define N_DOORBELL 132
-#define N_IVSHMEM_PEER 136
-#define N_FRAMES_SENT 192
-#define N_BYTES_SENT 200
-#define N_BACK_PRESSURED 208
-#define N_PEER_DOWN 216
-#define N_LATE_DROPS 224
-#define N_FRAMES_RECEIVED 256
-#define N_BYTES_RECEIVED 264
-#define N_STALL_SKIPS 272
-#define N_WAKEUPS 280
-#define N_DISCARDED 288
-#define N_CORRUPT 304
-#define N_ATTR_VERSION 320
-#define N_ATTRS 328
-#define ATTR_BYTES 184
-/* States (5.2). */
-#define FREE 0
-#define JOINING 1
-#define UP 2
-#define RECLAIMING 3
-/* Rings (6.1). */
-#define R_TAIL 0
-#define R_HEAD 64
-#define R_SLOTS 256
-#define PADDING 1
-#define SKIPPED 2
-/* Window table entry (9.1). */
-#define W_STATE 0
-#define W_OWNER 4
-#define W_OWNER_GEN 8
-#define W_KEY 12
-#define W_OFFSET 16
-#define W_LENGTH 24
-#define W_ACCESS 32
-#define W_ACTIVE 1
-#define W_REMOTE_READ 1
-#define W_REMOTE_WRITE 2
-#define W_WORK_RING 16
-#define H_WINDOW_AREA 80
-/* The neighbor directory's record (docs/link-layer.md section 2). */
-#define DIR_MAGIC 0x4E42
-
-struct nupa_node {
-    uint8_t *mem;
-    size_t size;
-    int fd;
-    int address;
-    uint32_t generation;
-    uint32_t max_nodes, rings_per_node, ring_slots, slot_bytes, max_frame;
-    uint64_t node_table, rings, ring_bytes, window_table, heartbeat_period_ns, heartbeat_timeout_ns, stall_timeout_ns;
-    uint32_t max_windows;
-    uint64_t window_area;
-    uint64_t host_id;
-    /* What the heartbeat thread last saw of each address (section 8): the state word, the heartbeat, and when either moved. */
-    uint64_t *watched_word, *watched_beat, *watched_since;
-    uint64_t *heads;          /* the consumer's own copy of each ring's head */
-    uint64_t *stall_position; /* the head whose claim a stall timer runs for, per ring (UINT64_MAX: none) */
-    uint64_t *stall_since;
-    uint64_t frames_received, bytes_received;
-    pthread_t heartbeat;
-    atomic_int stop;
-    atomic_int evicted;
-};
-
-static _Atomic uint64_t *u64(nupa_node *n, uint64_t off) { return (_Atomic uint64_t *) (n->mem + off); }
-static _Atomic uint32_t *u32(nupa_node *n, uint64_t off) { return (_Atomic uint32_t *) (n->mem + off); }
-static uint64_t entry(const nupa_node *n, int a) { return n->node_table + (uint64_t) a * 512; }
-static uint64_t ring(const nupa_node *n, int a, int r) { return n->rings + ((uint64_t) a * n->rings_per_node + r) * n->ring_bytes; }
-static uint8_t *slot(nupa_node *n, uint64_t ring_off, uint64_t p) {
-    return n->mem + ring_off + R_SLOTS + (p & (n->ring_slots - 1)) * (uint64_t) n->slot_bytes;
-}
-static uint64_t word(uint32_t state, uint32_t gen) { return ((uint64_t) gen << 32) | state; }
-
-static void futex_wake(_Atomic uint32_t *word_, int n) { syscall(SYS_futex, word_, FUTEX_WAKE, n, NULL, NULL, 0); }
-
-/* Rings the doorbell of the node whose entry is at peer if it sleeps armed (section 7): one wake per sleep. */
-static void wake(nupa_node *n, uint64_t peer) {
-    _Atomic uint32_t *armed = u32(n, peer + N_ARMED);
-    uint32_t one = 1;
-    if (atomic_load(armed) != 0 && atomic_compare_exchange_strong(armed, &one, 0)) {
-        atomic_fetch_add(u32(n, peer + N_DOORBELL), 1);
-        futex_wake(u32(n, peer + N_DOORBELL), 1);
-    }
-}
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t) t.tv_sec * 1000000000ULL + (uint64_t) t.tv_nsec;
-}
-
 static void be16(uint8_t *p, uint16_t v) { p[0] = (uint8_t) (v >> 8); p[1] = (uint8_t) v; }
 static uint16_t rd16(const uint8_t *p) { return (uint16_t) ((p[0] << 8) | p[1]); }
 static uint32_t rd32(const uint8_t *p) { return ((uint32_t) p[0] << 24) | ((uint32_t) p[1] << 16) | ((uint32_t) p[2] << 8) | p[3]; }
 
-static void fail(char *err, size_t len, const char *fmt, ...) {
+void nupa_fail(char *err, size_t len, const char *fmt, ...) {
     if (err != NULL && len > 0) {
         va_list ap;
         va_start(ap, fmt);
@@ -274,7 +155,7 @@ static int try_join(nupa_node *n, int a, char *err, size_t errlen) {
     for (;;) {
         uint64_t w = atomic_load(state);
         if ((uint32_t) w != FREE) {
-            fail(err, errlen, "address %d of the fabric is held (state %u, generation %u); pick a free one or -1", a, (uint32_t) w,
+            nupa_fail(err, errlen, "address %d of the fabric is held (state %u, generation %u); pick a free one or -1", a, (uint32_t) w,
                  (uint32_t) (w >> 32));
             return 0;
         }
@@ -289,18 +170,18 @@ static int try_join(nupa_node *n, int a, char *err, size_t errlen) {
 nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
-        fail(err, errlen, "cannot open fabric %s: %s (create it with: nupa fabric create --fabric %s)", path, strerror(errno), path);
+        nupa_fail(err, errlen, "cannot open fabric %s: %s (create it with: nupa fabric create --fabric %s)", path, strerror(errno), path);
         return NULL;
     }
     struct stat st;
     if (fstat(fd, &st) < 0 || st.st_size < 4096) {
-        fail(err, errlen, "%s is too small to be a NUPA fabric", path);
+        nupa_fail(err, errlen, "%s is too small to be a NUPA fabric", path);
         close(fd);
         return NULL;
     }
     uint8_t *mem = mmap(NULL, (size_t) st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (mem == MAP_FAILED) {
-        fail(err, errlen, "cannot map %s: %s", path, strerror(errno));
+        nupa_fail(err, errlen, "cannot map %s: %s", path, strerror(errno));
         close(fd);
         return NULL;
     }
@@ -310,7 +191,7 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     n->fd = fd;
     if (atomic_load_explicit(u64(n, 0), memory_order_acquire) != MAGIC || *(uint32_t *) (mem + H_VERSION) != 1
         || *(uint64_t *) (mem + H_NODE_BYTES) != 512 || *(uint64_t *) (mem + H_TOTAL_BYTES) > n->size) {
-        fail(err, errlen, "%s is not a NUPA fabric of layout version 1 (magic, version, entry size or size differ)", path);
+        nupa_fail(err, errlen, "%s is not a NUPA fabric of layout version 1 (magic, version, entry size or size differ)", path);
         goto out;
     }
     n->max_nodes = *(uint32_t *) (mem + H_MAX_NODES);
@@ -328,7 +209,7 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     n->window_area = *(uint64_t *) (mem + H_WINDOW_AREA);
     n->stall_timeout_ns = *(uint64_t *) (mem + H_STALL_TIMEOUT);
     if (address < -1 || address >= (int) n->max_nodes) {
-        fail(err, errlen, "address %d is outside 0..%u of this fabric", address, n->max_nodes - 1);
+        nupa_fail(err, errlen, "address %d is outside 0..%u of this fabric", address, n->max_nodes - 1);
         goto out;
     }
     int joined = 0;
@@ -340,7 +221,7 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
             address = a;
         }
         if (!joined) {
-            fail(err, errlen, "every address of the fabric is held");
+            nupa_fail(err, errlen, "every address of the fabric is held");
         }
     }
     if (!joined) {
@@ -374,7 +255,7 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     atomic_fetch_add(u64(n, self + N_HEARTBEAT), 1);
     atomic_store_explicit(u64(n, self + N_STATE), word(UP, n->generation), memory_order_release);
     if (pthread_create(&n->heartbeat, NULL, heartbeat, n) != 0) {
-        fail(err, errlen, "cannot start the heartbeat thread");
+        nupa_fail(err, errlen, "cannot start the heartbeat thread");
         atomic_store(&n->stop, 1);
         nupa_leave(n);
         return NULL;
@@ -669,130 +550,4 @@ int nupa_lookup_ipv4(nupa_node *n, uint32_t address) {
         }
     }
     return -1;
-}
-
-/* ---- work rings (docs/work-rings.md), found as windows (section 9.4) ---- */
-
-int nupa_window_open(nupa_node *n, uint32_t id, uint32_t key, struct nupa_window *w, char *err, size_t errlen) {
-    if (id >= n->max_windows) {
-        fail(err, errlen, "window id %u is outside 0..%u", id, n->max_windows - 1);
-        return -1;
-    }
-    uint64_t we = n->window_table + (uint64_t) id * 64;
-    if (atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) != W_ACTIVE || *(uint32_t *) (n->mem + we + W_KEY) != key
-        || key == 0) {
-        fail(err, errlen, "window %u with key 0x%x is not exported (closed, reclaimed, or a stale key); ask its owner for a fresh id and key",
-            id, key);
-        return -1;
-    }
-    uint32_t access = *(uint32_t *) (n->mem + we + W_ACCESS);
-    uint64_t off = *(uint64_t *) (n->mem + we + W_OFFSET), len = *(uint64_t *) (n->mem + we + W_LENGTH);
-    if ((access & (W_REMOTE_READ | W_REMOTE_WRITE)) == 0) {
-        fail(err, errlen, "window %u grants no remote access; its owner must export it with REMOTE_READ or REMOTE_WRITE", id);
-        return -1;
-    }
-    if (n->window_area + off + len > n->size) {
-        fail(err, errlen, "window %u lies outside the fabric's %zu bytes", id, n->size);
-        return -1;
-    }
-    w->memory = n->mem + n->window_area + off;
-    w->length = len;
-    w->access = access;
-    w->id = id;
-    w->key = key;
-    w->owner = *(uint32_t *) (n->mem + we + W_OWNER);
-    w->owner_gen = *(uint32_t *) (n->mem + we + W_OWNER_GEN);
-    return 0;
-}
-
-int nupa_window_valid(nupa_node *n, const struct nupa_window *w) {
-    uint64_t we = n->window_table + (uint64_t) w->id * 64;
-    return atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) == W_ACTIVE && *(uint32_t *) (n->mem + we + W_KEY) == w->key
-        && atomic_load_explicit(u64(n, entry(n, (int) w->owner) + N_STATE), memory_order_acquire) == word(UP, w->owner_gen);
-}
-
-int nupa_ring_open(nupa_node *n, int owner, int index, struct nupa_wr *r, char *err, size_t errlen) {
-    if (owner < 0 || owner >= (int) n->max_nodes) {
-        fail(err, errlen, "address %d is outside 0..%u of this fabric", owner, n->max_nodes - 1);
-        return -1;
-    }
-    uint64_t owner_word = atomic_load_explicit(u64(n, entry(n, owner) + N_STATE), memory_order_acquire);
-    int rings = 0;
-    for (uint32_t i = 0; i < n->max_windows; i++) {
-        uint64_t we = n->window_table + (uint64_t) i * 64;
-        struct nupa_window w;
-        if (atomic_load_explicit(u32(n, we + W_STATE), memory_order_acquire) != W_ACTIVE
-            || *(uint32_t *) (n->mem + we + W_OWNER) != (uint32_t) owner
-            || owner_word != word(UP, *(uint32_t *) (n->mem + we + W_OWNER_GEN))
-            || (*(uint32_t *) (n->mem + we + W_ACCESS) & W_WORK_RING) == 0
-            || nupa_window_open(n, i, *(uint32_t *) (n->mem + we + W_KEY), &w, NULL, 0) != 0 /* withdrawn meanwhile */
-            || w.length < 512 || nupa_wr_view(r, w.memory) != 0) {
-            continue;
-        }
-        rings++;
-        if (r->h->ring_index == (uint32_t) index) {
-            r->window_id = w.id;
-            r->window_key = w.key;
-            r->owner = w.owner;
-            r->owner_gen = w.owner_gen;
-            return 0;
-        }
-    }
-    fail(err, errlen, "node %d serves no work ring %d (it serves %d rings); start a proxy there (nupa node --proxy A.B.C.D:PORT)", owner,
-        index, rings);
-    return -1;
-}
-
-int nupa_ring_served(nupa_node *n, const struct nupa_wr *r) {
-    struct nupa_window w = {.id = r->window_id, .key = r->window_key, .owner = r->owner, .owner_gen = r->owner_gen};
-    return nupa_window_valid(n, &w) && nupa_wr_load32(&r->h->state) != NUPA_WR_CLOSED;
-}
-
-void *nupa_fabric_memory(nupa_node *n, size_t *size) {
-    if (size != NULL) {
-        *size = n->size;
-    }
-    return n->mem;
-}
-
-int nupa_ring_wait(nupa_node *n, struct nupa_wr *r, struct nupa_cqe *c, long timeout_ns) {
-    uint64_t end = now_ns() + (uint64_t) timeout_ns;
-    nupa_ring_doorbell(n, r); /* what was posted before the wait, if the proxy sleeps */
-    for (unsigned spins = 0;; spins++) {
-        if (nupa_wr_poll(r, c) == 1) {
-            return 1;
-        }
-        if ((spins & 1023) == 0) { /* the liveness check reads the proxy's lines: not at every empty poll */
-            if (!nupa_ring_served(n, r)) {
-                return nupa_wr_poll(r, c) == 1 ? 1 : 0;
-            }
-            if (now_ns() > end) {
-                return -1;
-            }
-        }
-    }
-}
-
-const char *nupa_wc_status_str(int status) {
-    switch (status) {
-    case NUPA_WC_SUCCESS: return "IBV_WC_SUCCESS";
-    case NUPA_WC_LOC_LEN_ERR: return "IBV_WC_LOC_LEN_ERR";
-    case NUPA_WC_LOC_QP_OP_ERR: return "IBV_WC_LOC_QP_OP_ERR";
-    case NUPA_WC_LOC_PROT_ERR: return "IBV_WC_LOC_PROT_ERR";
-    case NUPA_WC_WR_FLUSH_ERR: return "IBV_WC_WR_FLUSH_ERR";
-    case NUPA_WC_REM_INV_REQ_ERR: return "IBV_WC_REM_INV_REQ_ERR";
-    case NUPA_WC_REM_ACCESS_ERR: return "IBV_WC_REM_ACCESS_ERR";
-    case NUPA_WC_REM_OP_ERR: return "IBV_WC_REM_OP_ERR";
-    case NUPA_WC_RETRY_EXC_ERR: return "IBV_WC_RETRY_EXC_ERR";
-    case NUPA_WC_RNR_RETRY_EXC_ERR: return "IBV_WC_RNR_RETRY_EXC_ERR";
-    default: return "IBV_WC_(another status)";
-    }
-}
-
-void nupa_ring_doorbell(nupa_node *n, const struct nupa_wr *r) {
-    /* The add first (after the WQEs, as the seq_cst add orders them): a proxy that took its sleep token before it
-     * does not sleep; one that takes it after looks at its rings before sleeping. Then a wake if it sleeps armed. */
-    uint64_t peer = entry(n, (int) r->owner);
-    atomic_fetch_add(u32(n, peer + N_DOORBELL), 1);
-    wake(n, peer);
 }
