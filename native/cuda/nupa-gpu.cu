@@ -22,6 +22,7 @@
 
 #include "nupa.h"
 #include "nupa_cuda.cuh"
+#include "wr_stream.h"
 
 #include <algorithm>
 #include <stdio.h>
@@ -538,27 +539,9 @@ static int cpu_bw(uint64_t size, uint64_t count) {
         }
         return 2;
     }
-    uint64_t wraps = ring.h->remote_length / size, posted = 0, done = 0, t0 = now_ns();
-    struct nupa_cqe c;
-    while (done < count) {
-        while (posted < count && posted - done < slots) {
-            if (nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, posted, (posted % slots) * size, (uint32_t) size, (posted % wraps) * size, 0) < 0) {
-                break;
-            }
-            posted++;
-        }
-        int got = nupa_ring_wait(node, &ring, &c, (long) WAIT_NS);
-        if (got != 1) {
-            printf("nupa-gpu: cpu-bw: %s after %llu of %llu WRITEs completed\n", got == 0 ? "the proxy stopped serving the ring" : "no completion in 10 s",
-                (unsigned long long) done, (unsigned long long) count);
-            return 1;
-        }
-        if (c.status != NUPA_WC_SUCCESS || c.wr_id != done) {
-            printf("nupa-gpu: cpu-bw: WRITE %llu completed with %s (wr_id %llu)\n", (unsigned long long) done, nupa_wc_status_str(c.status),
-                (unsigned long long) c.wr_id);
-            return 1;
-        }
-        done++;
+    uint64_t t0 = now_ns();
+    if (nupa_wr_stream(node, &ring, size * count, (uint32_t) size, slots, NULL, (long) WAIT_NS, "nupa-gpu: cpu-bw") != 0) {
+        return 1;
     }
     double s = (now_ns() - t0) / 1e9;
     printf("cpu_write_bw size=%llu count=%llu seconds=%.6f gbps=%.3f\n", (unsigned long long) size, (unsigned long long) count, s,

@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE
 #include "nupa.h"
+#include "wr_stream.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -45,6 +46,12 @@ static uint64_t now_ms(void) {
 /* The byte a WRITE stream carries at stream offset i. */
 static uint8_t pattern(uint64_t i) { return (uint8_t) ((i >> 8) * 31 + i); }
 
+static void fill_pattern(uint8_t *dst, uint64_t at, uint32_t len) {
+    for (uint32_t i = 0; i < len; i++) {
+        dst[i] = pattern(at + i);
+    }
+}
+
 static int write_stream(uint64_t total, uint32_t chunk) {
     uint64_t data = ring.h->data_length, region = ring.h->remote_length;
     if (chunk == 0 || chunk > data || chunk > region || region % chunk != 0) {
@@ -56,33 +63,9 @@ static int write_stream(uint64_t total, uint32_t chunk) {
     if (slots > ring.h->sq_entries) {
         slots = ring.h->sq_entries;
     }
-    uint64_t wqes = (total + chunk - 1) / chunk, posted = 0, done = 0, t0 = now_ms();
-    struct nupa_cqe c;
-    while (done < wqes) {
-        while (posted < wqes && posted - done < slots) {
-            uint64_t at = posted * chunk;
-            uint32_t len = (uint32_t) (total - at < chunk ? total - at : chunk);
-            uint8_t *src = ring.data + (posted % slots) * chunk;
-            for (uint32_t i = 0; i < len; i++) {
-                src[i] = pattern(at + i);
-            }
-            if (nupa_wr_post(&ring, NUPA_OP_WRITE, NUPA_WQE_SIGNALED, posted, (posted % slots) * chunk, len, at % region, 0) < 0) {
-                break;
-            }
-            posted++;
-        }
-        int got = nupa_ring_wait(node, &ring, &c, WAIT_NS);
-        if (got != 1) {
-            printf("nupa-wr: %s after %llu of %llu WRITEs completed\n", got == 0 ? "the proxy stopped serving the ring" : "no completion in 10 s",
-                (unsigned long long) done, (unsigned long long) wqes);
-            return 1;
-        }
-        if (c.status != NUPA_WC_SUCCESS || c.wr_id != done) {
-            printf("nupa-wr: WRITE %llu completed with %s (wr_id %llu)\n", (unsigned long long) done, nupa_wc_status_str(c.status),
-                (unsigned long long) c.wr_id);
-            return 1;
-        }
-        done++;
+    uint64_t wqes = (total + chunk - 1) / chunk, t0 = now_ms();
+    if (nupa_wr_stream(node, &ring, total, chunk, slots, fill_pattern, WAIT_NS, "nupa-wr") != 0) {
+        return 1;
     }
     uint64_t ms = now_ms() - t0;
     /* The region holds, at r, the last byte the stream wrote there. */
