@@ -83,17 +83,32 @@ public final class WorkRingVerticle extends VerticleBase {
         return done.future();
     }
 
-    /** Connects and serves ring {@code i}, then the next; on the datapath thread. */
+    /**
+     * Connects and serves ring {@code i}, then the next; on the datapath thread. A failure releases what this start
+     * set up, the rings served already included, and fails the start.
+     */
     private void connect(RdmaContext ctx, int i, Promise<Void> done) {
         if (i == options.rings()) {
             done.tryComplete();
             return;
         }
         int inFlight = Math.min(MAX_IN_FLIGHT, options.sqEntries());
-        CompletionQueue cq = ctx.createCq(inFlight);
-        QueuePair qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq).withMode(TransferMode.DIRECT).withCapacity(inFlight, 1));
-        RdmaCm cm = roce.cm();
-        cm.connect(options.targetIp(), options.targetPort(), qp, new byte[0], options.connectWaitNs()).onComplete(ar -> {
+        CompletionQueue cq;
+        QueuePair qp;
+        try {
+            cq = ctx.createCq(inFlight);
+            try {
+                qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq).withMode(TransferMode.DIRECT).withCapacity(inFlight, 1));
+            } catch (RuntimeException e) {
+                cq.close();
+                throw e;
+            }
+        } catch (RuntimeException e) {
+            failStart(ctx, done, e);
+            return;
+        }
+        roce.cm().connect(options.targetIp(), options.targetPort(), qp, new byte[0], options.connectWaitNs()).onComplete(ar -> {
+            FabricWindow w = null;
             try {
                 if (ar.failed()) {
                     throw new IllegalStateException("work ring " + i + ": " + ar.cause().getMessage(), ar.cause());
@@ -101,7 +116,7 @@ public final class WorkRingVerticle extends VerticleBase {
                 RdmaCm.Connection c = ar.result();
                 RemoteRegion r = RemoteRegion.parse(c.privateData());
                 FabricDevice device = ctx.link().device();
-                FabricWindow w = device.exportWindow(WorkRingLayout.windowBytes(options.sqEntries(), options.cqEntries(), options.dataBytes()),
+                w = device.exportWindow(WorkRingLayout.windowBytes(options.sqEntries(), options.cqEntries(), options.dataBytes()),
                         FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE | FabricWindow.WORK_RING);
                 WorkRingProxy.format(w, i, options.sqEntries(), options.cqEntries(), options.dataBytes(), r.addr(), r.length(), r.rkey(),
                         qp.qpNum(), c.peerNode(), c.peerQpn());
@@ -111,13 +126,41 @@ public final class WorkRingVerticle extends VerticleBase {
                 served.add(new Served(proxy, qp, cq, w, timer, hasWork));
                 ctx.link().datapath().addTimer(timer);
                 ctx.link().datapath().addIdleCheck(hasWork); // a poster's doorbell finds the proxy awake or looking
-                connect(ctx, i + 1, done);
             } catch (RuntimeException e) {
+                if (w != null) {
+                    w.close();
+                }
+                roce.cm().release(qp);
                 qp.close();
                 cq.close();
-                done.tryFail(e);
+                failStart(ctx, done, e);
+                return;
             }
+            connect(ctx, i + 1, done);
         });
+    }
+
+    private void failStart(RdmaContext ctx, Promise<Void> done, RuntimeException e) {
+        release(ctx);
+        done.tryFail(e);
+    }
+
+    /** Stops serving every ring and gives back what they held; on the datapath thread. */
+    private void release(RdmaContext ctx) {
+        for (Served s : served) {
+            ctx.link().datapath().removeTimer(s.timer());
+            ctx.link().datapath().removeIdleCheck(s.hasWork());
+            s.proxy().close();
+            roce.cm().release(s.qp());
+            s.qp().close();
+            s.cq().close();
+            s.window().close();
+        }
+        served.clear();
+        if (pd != null) {
+            pd.close();
+            pd = null;
+        }
     }
 
     /** The rings served so far: window id, key and QP of each (read on the datapath thread, or after start). */
@@ -148,19 +191,7 @@ public final class WorkRingVerticle extends VerticleBase {
         Promise<Void> done = Promise.promise();
         roce.execute(ctx -> {
             try {
-                for (Served s : served) {
-                    ctx.link().datapath().removeTimer(s.timer());
-                    ctx.link().datapath().removeIdleCheck(s.hasWork());
-                    s.proxy().close();
-                    roce.cm().release(s.qp());
-                    s.qp().close();
-                    s.cq().close();
-                    s.window().close();
-                }
-                served.clear();
-                if (pd != null) {
-                    pd.close();
-                }
+                release(ctx);
             } finally {
                 done.tryComplete();
             }
