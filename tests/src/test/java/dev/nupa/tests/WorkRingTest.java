@@ -183,14 +183,14 @@ class WorkRingTest {
     }
 
     /**
-     * A proxy that polls its ring only every 2 s once idle, and whose node sleeps meanwhile, takes a WQE at once when
-     * its poster rings the doorbell: three posts after 300 ms of quiet each, every one completed within 500 ms (without
-     * the doorbell each would wait a uniform 0..2 s for the proxy's poll).
+     * A proxy that polls its ring only once a minute when idle, and whose node sleeps meanwhile, takes a WQE when its
+     * poster rings the doorbell: three posts after 300 ms of quiet each, every one completed well within the minute
+     * (30 s: a generous bound, as the test is about the wake and not its speed, which it prints).
      */
     @Test
     void theDoorbellWakesAnIdleProxy() throws Exception {
         try (ChildJvm slow = ChildJvm.start("slow-proxy", Main.class, "node", "--fabric", fabric, "--address", "3", "--proxy",
-                "10.0.0.2:4000", "--proxy-poll-us", "2000000", "--proxy-spin-us", "100");
+                "10.0.0.2:4000", "--proxy-poll-us", "60000000", "--proxy-spin-us", "100");
                 FabricNode node = ShmFabric.attach(fabric, 5, null)) {
             slow.awaitLine("nupa node: work ring 0:", 60_000);
             try (WorkRing ring = WorkRing.open(node, 3, 0)) {
@@ -205,8 +205,8 @@ class WorkRingTest {
                     assertEquals(WcStatus.SUCCESS, c.status, c.toString());
                     worst = Math.max(worst, System.nanoTime() - t0);
                 }
-                assertTrue(worst < TimeUnit.MILLISECONDS.toNanos(500), "the slowest post took " + worst / 1_000_000 + " ms");
-                System.out.println("WorkRingTest: an idle proxy (2 s polls) woken by the doorbell: slowest of 3 posts "
+                assertTrue(worst < TimeUnit.SECONDS.toNanos(30), "the slowest post took " + worst / 1_000_000 + " ms");
+                System.out.println("WorkRingTest: an idle proxy (60 s polls) woken by the doorbell: slowest of 3 posts "
                         + worst / 1_000 + " us");
             }
         }
