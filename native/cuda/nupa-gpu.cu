@@ -506,12 +506,24 @@ static int tensor(uint64_t total, uint64_t shard, int threads) {
     return 0;
 }
 
+/* The arguments of bw and cpu-bw: 0 with the staging slots in *slots, else -1 after printing why. */
+static int check_bw(uint64_t size, uint64_t count, uint32_t *slots) {
+    if (count == 0) {
+        fprintf(stderr, "nupa-gpu: COUNT must be positive\n");
+        return -1;
+    }
+    return check_chunk(size, 0, slots);
+}
+
+/* One line of bw or cpu-bw: payload Gbit/s over seconds s. */
+static void print_bw(const char *what, uint64_t size, uint64_t count, double s) {
+    printf("%s size=%llu count=%llu seconds=%.6f gbps=%.3f\n", what, (unsigned long long) size, (unsigned long long) count, s,
+        s > 0 ? (double) size * count * 8 / s / 1e9 : 0.0);
+}
+
 static int bw(uint64_t size, uint64_t count) {
     uint32_t slots;
-    if (count == 0 || check_chunk(size, 0, &slots) != 0) {
-        if (count == 0) {
-            fprintf(stderr, "nupa-gpu: COUNT must be positive\n");
-        }
+    if (check_bw(size, count, &slots) != 0) {
         return 2;
     }
     struct stream_args a = {};
@@ -526,17 +538,13 @@ static int bw(uint64_t size, uint64_t count) {
     if (rc != 0) {
         return rc;
     }
-    printf("gpu_write_bw size=%llu count=%llu seconds=%.6f gbps=%.3f\n", (unsigned long long) size, (unsigned long long) count, s,
-        s > 0 ? (double) size * count * 8 / s / 1e9 : 0.0);
+    print_bw("gpu_write_bw", size, count, s);
     return 0;
 }
 
 static int cpu_bw(uint64_t size, uint64_t count) {
     uint32_t slots;
-    if (count == 0 || check_chunk(size, 0, &slots) != 0) {
-        if (count == 0) {
-            fprintf(stderr, "nupa-gpu: COUNT must be positive\n");
-        }
+    if (check_bw(size, count, &slots) != 0) {
         return 2;
     }
     uint64_t t0 = now_ns();
@@ -544,8 +552,7 @@ static int cpu_bw(uint64_t size, uint64_t count) {
         return 1;
     }
     double s = (now_ns() - t0) / 1e9;
-    printf("cpu_write_bw size=%llu count=%llu seconds=%.6f gbps=%.3f\n", (unsigned long long) size, (unsigned long long) count, s,
-        s > 0 ? (double) size * count * 8 / s / 1e9 : 0.0);
+    print_bw("cpu_write_bw", size, count, s);
     return 0;
 }
 

@@ -73,7 +73,7 @@ final class RingPerf implements Callable<Integer> {
         Path path = Path.of("/dev/shm/nupa-ring-perf-" + UUID.randomUUID());
         long data = (long) depth * BIG;
         long windows = WorkRingLayout.windowBytes(RING_ENTRIES, RING_ENTRIES, data) + 2 * data + (8L << 20);
-        try (Fabric fabric = ShmFabric.create(path, FabricGeometry.defaults().withWindows(64, roundUp(windows, 1L << 20)));
+        try (Fabric fabric = ShmFabric.create(path, FabricGeometry.defaults().withWindows(64, RdmaPerf.roundUp(windows, 1L << 20)));
                 FabricNode targetNode = fabric.attach(1); FabricNode proxyNode = fabric.attach(2)) {
             Link targetLink = new Link(targetNode);
             Link proxyLink = new Link(proxyNode);
@@ -308,9 +308,5 @@ final class RingPerf implements Callable<Integer> {
                 }
             }
         }
-    }
-
-    private static long roundUp(long v, long to) {
-        return (v + to - 1) / to * to;
     }
 }
