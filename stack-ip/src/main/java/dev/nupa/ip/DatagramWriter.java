@@ -18,18 +18,22 @@ import dev.nupa.l2.RoceV2;
 final class DatagramWriter {
     /** The "node" that stands for the external interface where a fabric node number is expected. */
     static final int VIA_EXTERNAL = Integer.MIN_VALUE;
+    /** The "node" that stands for the loopback interface: the node itself, on its own loop. */
+    static final int VIA_LOOPBACK = Integer.MIN_VALUE + 1;
 
     private final Link link;
     private final Counters counters;
     private final LinkClaim[] claims;
     private final Ipv4Header header = new Ipv4Header();
     private IpInterface external;
+    private final LoopbackInterface loopback;
     /** One datagram or fragment on its way to the external interface. */
     private MemorySegment frame;
 
-    DatagramWriter(Link link, Counters counters) {
+    DatagramWriter(Link link, Counters counters, LoopbackInterface loopback) {
         this.link = link;
         this.counters = counters;
+        this.loopback = loopback;
         int per = (link.mtu() - Ipv4Header.MIN_HEADER) & ~7;
         this.claims = new LinkClaim[(Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER + per - 1) / per];
         for (int i = 0; i < claims.length; i++) {
@@ -50,7 +54,7 @@ final class DatagramWriter {
 
     /** The MTU of the way to {@code node} (a fabric node, or {@link #VIA_EXTERNAL}). */
     int mtu(int node) {
-        return node == VIA_EXTERNAL ? external.mtu() : link.mtu();
+        return node == VIA_EXTERNAL ? external.mtu() : node == VIA_LOOPBACK ? LoopbackInterface.MTU : link.mtu();
     }
 
     /**
@@ -98,6 +102,19 @@ final class DatagramWriter {
         if (fragmented && (df || icrc)) {
             counters.inc(IpCounter.FRAG_FAILS);
             return SendStatus.TOO_BIG;
+        }
+        if (node == VIA_LOOPBACK) { // never fragmented: the loopback MTU is IPv4's largest datagram
+            long at = loopback.claim(Ipv4Header.MIN_HEADER + payload);
+            if (at < 0) {
+                return FabricDevice.BACK_PRESSURED;
+            }
+            fill(loopback.memory(), at, src, dst, protocol, ttl, tos, df, id, fragmentBase, finalMore, head, headOff,
+                    headLen, body, bodyOff, bodyLen, 0, payload);
+            if (icrc) {
+                RoceV2.writeIcrc(loopback.memory(), at, Ipv4Header.MIN_HEADER + payload - trailer);
+            }
+            loopback.publish();
+            return SendStatus.OK;
         }
         int per = fragmented ? (mtu - Ipv4Header.MIN_HEADER) & ~7 : payload; // RFC 791: multiples of 8
         int count = fragmented ? (payload + per - 1) / per : 1;

@@ -106,7 +106,7 @@ public record IpConfig(int address, int prefixLength, boolean verifyChecksums, b
      * (through a gateway, from Ethernet) is checked whatever the policy, as Linux checks all but loopback.
      */
     public boolean verifiesFrom(int source) {
-        return verifyChecksums || !inSubnet(source);
+        return !toSelf(source) && (verifyChecksums || !inSubnet(source));
     }
 
     /**
@@ -115,7 +115,16 @@ public record IpConfig(int address, int prefixLength, boolean verifyChecksums, b
      * through a gateway carries them whatever the policy, so a Linux peer finds every checksum right.
      */
     public boolean computesTo(int destination) {
-        return computeChecksums || !inSubnet(destination);
+        return !toSelf(destination) && (computeChecksums || !inSubnet(destination));
+    }
+
+    /**
+     * Whether {@code other} is the node itself (127/8 or its address): such datagrams never leave it (its loopback
+     * interface carries them), so their checksums are neither computed nor checked, as Linux's lo leaves them. The
+     * IP layer drops any from outside that claim such a source (martians).
+     */
+    private boolean toSelf(int other) {
+        return Ipv4Address.isLoopback(other) || other == address;
     }
 
     /** Whether {@code other} lies in this node's subnet. */

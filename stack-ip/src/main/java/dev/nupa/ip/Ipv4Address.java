@@ -32,6 +32,9 @@ public final class Ipv4Address {
         return (address >>> 28) == 0xE;
     }
 
+    /** 127.0.0.1, the loopback interface's address. */
+    public static final int LOCALHOST = 0x7F000001;
+
     /** 127.0.0.0/8. */
     public static boolean isLoopback(int address) {
         return (address >>> 24) == 127;

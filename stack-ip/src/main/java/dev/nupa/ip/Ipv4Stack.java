@@ -68,6 +68,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     // Send side: owned by the same thread (the link's owner, see Link's threading).
     private final DatagramWriter writer;
+    private final LoopbackInterface loopback;
+    /** The loopback queue is one of the datapath's sources (else {@link #poll} drains it: a loop driven by hand). */
+    private boolean loopbackPolled;
     /** The next hop on the external interface that the last {@link #resolve} found. */
     private int externalHop;
     private final IcmpHeader txIcmp = new IcmpHeader();
@@ -104,7 +107,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         this.reassembler = new Reassembler(config.reassemblySlots(), config.reassemblyTimeoutNs(), counters);
         this.icmpErrors = new TokenBucket(config.icmpErrorsPerSecond(), config.icmpErrorBurst());
         this.broadcast = config.subnetBroadcast();
-        this.writer = new DatagramWriter(link, counters);
+        this.loopback = new LoopbackInterface(this::receiveLoopback, LoopbackInterface.DEFAULT_CAPACITY);
+        this.writer = new DatagramWriter(link, counters, loopback);
         int mask = Route.mask(config.prefixLength());
         routes.add(new Route(config.address() & mask, config.prefixLength(), 0));
         link.register(EtherType.IPV4, this);
@@ -125,7 +129,10 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         return loop;
     }
 
-    /** The fabric node that sent the frame being received; valid while an upper protocol handles it. */
+    /**
+     * The fabric node that sent the frame being received (-1: it came through the external interface, -2: through
+     * the loopback interface); valid while an upper protocol handles it.
+     */
     public int receivedFrom() {
         return rxSourceNode;
     }
@@ -217,6 +224,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * node's.
      */
     public int sourceFor(int destination) {
+        if (Ipv4Address.isLoopback(destination)) {
+            return Ipv4Address.LOCALHOST; // lo's address, as Linux chooses it
+        }
         IpInterface x = writer.external();
         if (x != null) {
             long hop = routes.nextHop(destination);
@@ -227,10 +237,13 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         return config.address();
     }
 
-    /** Whether {@code address} is one of the node's own (its fabric address, or its external interface's). */
+    /**
+     * Whether {@code address} is one of the node's own: its fabric address, its external interface's, or one of
+     * 127.0.0.0/8 (its loopback interface's, as Linux's local routes hold the whole block).
+     */
     public boolean isLocal(int address) {
         IpInterface x = writer.external();
-        return address == config.address() || (x != null && address == x.address());
+        return address == config.address() || Ipv4Address.isLoopback(address) || (x != null && address == x.address());
     }
 
     /** Largest UDP payload that leaves in one frame, without fragmentation. */
@@ -245,6 +258,11 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     /** For sockets that drop a datagram because their receive queue is full. */
     public void countReceiveQueueDrop() {
         counters.inc(IpCounter.UDP_RCVBUF_ERRORS);
+    }
+
+    /** A socket that holds the port but is bound to another local address dropped a datagram ({@link IpCounter#UDP_NO_PORTS}). */
+    public void countNoPort() {
+        counters.inc(IpCounter.UDP_NO_PORTS);
     }
 
     public Map<IpCounter, Long> counters() {
@@ -333,7 +351,23 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         if (now - reassemblyDeadline >= 0) {
             reassemblyDeadline = reassembler.poll(now, onReassemblyTimeout);
         }
+        if (!loopbackPolled && loopback.ready()) {
+            loopback.poll(Datapath.BATCH, now);
+            if (loopback.ready()) {
+                return now;
+            }
+        }
         return reassemblyDeadline;
+    }
+
+    /** The node's loopback interface ({@code lo}): its queue and counters. */
+    public LoopbackInterface loopback() {
+        return loopback;
+    }
+
+    /** A datagram the node sent itself, received on its own loop: trusted as Linux trusts {@code lo}. */
+    private void receiveLoopback(MemorySegment mem, long off, int len) {
+        receive(LOOPBACK_SOURCE, mem, off, len, false);
     }
 
     private void reassemblyTimedOut(Ipv4Header first) {
@@ -357,6 +391,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         receive(-1, mem, off, len, true);
     }
 
+    /** {@link #receivedFrom} for a datagram that came through the loopback interface. */
+    private static final int LOOPBACK_SOURCE = -2;
+
     private void receive(int sourceNode, MemorySegment mem, long off, int len, boolean verify) {
         if (Trace.ENABLED) {
             Trace.mark(Trace.IP_IN);
@@ -374,6 +411,13 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         int dst = ip.destinationAddress();
         // RFC 1122 3.2.1.3: silently discard a datagram whose source is broadcast or multicast.
         if (Ipv4Address.isBroadcast(src) || Ipv4Address.isMulticast(src) || (broadcast != 0 && src == broadcast)) {
+            counters.inc(IpCounter.IN_ADDR_ERRORS);
+            return;
+        }
+        // RFC 1122 3.2.1.3: 127/8 never appears outside a host, and a datagram from the wire that claims one of our
+        // own addresses as its source is forged (Linux's martian source): only the node's own loops send such.
+        if (sourceNode != LOOPBACK_SOURCE && (isLocal(src) || Ipv4Address.isLoopback(dst))
+                && !(sourceNode >= 0 && group.isLoop(sourceNode))) {
             counters.inc(IpCounter.IN_ADDR_ERRORS);
             return;
         }
@@ -666,7 +710,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         link.checkOwner();
         if (!isLocal(source)) {
             throw new IllegalArgumentException(Ipv4Address.toString(source) + " is not an address of node " + this
-                    + "; send from its own (its fabric address or its external interface's)");
+                    + "; send from its own (its fabric address, its external interface's, or 127.0.0.0/8)");
         }
         return send(waitNs, via, source, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength,
                 false);
@@ -701,7 +745,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
                      long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen, boolean icrc) {
         counters.inc(IpCounter.OUT_REQUESTS);
         int node = via >= 0 ? via : resolve(destination);
-        if (node < 0 && node != DatagramWriter.VIA_EXTERNAL) {
+        if (node < 0 && node != DatagramWriter.VIA_EXTERNAL && node != DatagramWriter.VIA_LOOPBACK) {
             counters.inc(IpCounter.OUT_NO_ROUTES);
             return node;
         }
@@ -720,11 +764,36 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         return identification;
     }
 
+    /**
+     * Whether a datagram to {@code destination} could leave now: {@link SendStatus#OK}, {@link SendStatus#NO_ROUTE},
+     * {@link SendStatus#NO_NEIGHBOR}, or {@link FabricDevice#PEER_DOWN} when the fabric node holding the next hop is
+     * not up in the node table. A connect asks first, to fail at once as Linux's does without a route
+     * (ENETUNREACH) or a reachable neighbor (EHOSTUNREACH), rather than resend its SYN into nothing.
+     */
+    public int reachability(int destination) {
+        int node = resolve(destination);
+        if (node == DatagramWriter.VIA_EXTERNAL || node == DatagramWriter.VIA_LOOPBACK) {
+            return SendStatus.OK; // the external interface resolves its neighbor itself (ARP); lo is always up
+        }
+        if (node < 0) {
+            return node;
+        }
+        return node == link.address() || link.device().isUp(node) ? SendStatus.OK : FabricDevice.PEER_DOWN;
+    }
+
     /** The fabric node to send to for {@code destination}, or NO_ROUTE / NO_NEIGHBOR. */
     private int resolve(int destination) {
         if (isLocal(destination)) {
-            // To ourselves: through the primary loop's ring (our own, with one loop), which receives for the address.
-            return group.node(0);
+            // To ourselves, as Linux through lo: the primary loop queues it for its own next round; another loop of
+            // the node sends it to the primary's ring, which receives for the node's addresses and hands on.
+            if (loop != 0) {
+                return group.node(0);
+            }
+            if (!loopbackPolled && link.datapath() != null) {
+                link.datapath().addSource(loopback);
+                loopbackPolled = true;
+            }
+            return DatagramWriter.VIA_LOOPBACK;
         }
         long hop = routes.nextHop(destination);
         if (hop == RouteTable.NO_ROUTE) {

@@ -71,6 +71,18 @@ public final class Datapath implements AutoCloseable {
 
     /** Frames taken per poll before timers are looked at again. */
     public static final int BATCH = 64;
+
+    /**
+     * Work the loop takes each round beside its link's ring, on the loop's thread: a loopback interface's queue.
+     * Polled right after the ring, and looked at before the loop sleeps.
+     */
+    public interface Source {
+        /** Handles up to {@code limit} items at {@code now}; returns how many. */
+        int poll(int limit, long now);
+
+        /** Whether items wait; cheap (a load or two). */
+        boolean ready();
+    }
     /** Default bound of tasks handed over and not yet run ({@link #execute}). */
     public static final int DEFAULT_TASK_QUEUE = 16_384;
     /** How long {@link #execute} waits for room in a full task queue before it refuses the task. */
@@ -81,6 +93,7 @@ public final class Datapath implements AutoCloseable {
     private final Link link;
     private final Idle idle;
     private volatile Timer[] timers = new Timer[0];
+    private volatile Source[] sources = new Source[0];
     /** Looks for work that arrives outside the rings (a work ring's WQEs), made before the loop sleeps. */
     private volatile BooleanSupplier[] idleChecks = new BooleanSupplier[0];
     private final TaskQueue tasks;
@@ -121,6 +134,13 @@ public final class Datapath implements AutoCloseable {
         Timer[] t = Arrays.copyOf(timers, timers.length + 1);
         t[t.length - 1] = timer;
         timers = t;
+    }
+
+    /** Adds a source of work the loop polls each round after its ring. Callable from any thread. */
+    public synchronized void addSource(Source source) {
+        Source[] t = Arrays.copyOf(sources, sources.length + 1);
+        t[t.length - 1] = source;
+        sources = t;
     }
 
     /** Removes a timer added before (an undeployed layer's); the loop stops polling it on its next round. */
@@ -322,6 +342,10 @@ public final class Datapath implements AutoCloseable {
         int work;
         try {
             work = link.poll(BATCH, now);
+            Source[] src = sources;
+            for (int i = 0; i < src.length; i++) {
+                work += src[i].poll(BATCH, now);
+            }
         } catch (Throwable e) {
             if (!DatapathErrors.survivable(e)) {
                 throw e;
@@ -375,6 +399,11 @@ public final class Datapath implements AutoCloseable {
             // here, and work handed over after the token's read rang the doorbell (the flag is set
             // before the ring), which ends the sleep at once.
             int token = link.prepareSleep();
+            for (Source src : sources) {
+                if (src.ready()) {
+                    return; // handed work on the loop itself after its last poll (a loopback datagram): no sleep
+                }
+            }
             for (BooleanSupplier c : idleChecks) {
                 if (c.getAsBoolean()) {
                     timersChanged = true; // work outside the rings, which a timer takes: poll every timer now

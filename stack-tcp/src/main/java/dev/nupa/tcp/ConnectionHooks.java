@@ -119,6 +119,10 @@ final class ConnectionHooks implements TcpConnection.Events {
                 : error == null ? TcpCounter.CONNECTIONS_CLOSED : TcpCounter.CONNECTIONS_FAILED);
         if (error == TcpError.FIN_WAIT_2_TIMEOUT) {
             layer.count(TcpCounter.FIN_WAIT_2_TIMEOUTS);
+        } else if (error == TcpError.CLOSED_WITH_UNREAD_DATA) {
+            layer.count(TcpCounter.ABORTS_ON_CLOSE);
+        } else if (error == TcpError.DATA_AFTER_CLOSE) {
+            layer.count(TcpCounter.ABORTS_ON_DATA);
         }
         if (!claimed) {
             c.releaseUnclaimed(); // no application ever had it: the layer lets go for it

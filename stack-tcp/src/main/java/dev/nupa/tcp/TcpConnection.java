@@ -377,6 +377,14 @@ public final class TcpConnection extends TcpInput {
     public void close(long now) {
         appClosed = true;
         appReleased = true;
+        if (recvBuf.size() > 0 && state != TcpState.CLOSED && state != TcpState.TIME_WAIT) {
+            // RFC 1122 4.2.2.13, RFC 9293 3.10.4: a close that leaves received data unread resets the connection,
+            // so the peer learns at once that its data went nowhere (Linux's tcp_close, TCPAbortOnClose).
+            sendRst(sndNxt, 0, false);
+            finish(TcpError.CLOSED_WITH_UNREAD_DATA);
+            announceRelease();
+            return;
+        }
         if (state == TcpState.FIN_WAIT_2) {
             startFinWait2Timer(now);
             poll(now);
@@ -394,6 +402,11 @@ public final class TcpConnection extends TcpInput {
         }
         finish(TcpError.ABORTED);
         announceRelease();
+    }
+
+    /** Ends a connection still opening on a hard ICMP error (RFC 1122 4.2.3.9): no reset, the peer never answered. */
+    void hardError(TcpError why) {
+        finish(why);
     }
 
     /**

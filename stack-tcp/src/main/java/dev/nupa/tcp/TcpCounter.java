@@ -9,6 +9,18 @@ public enum TcpCounter {
     CONNECTIONS_OPENED, CONNECTIONS_ACCEPTED, CONNECTIONS_CLOSED, CONNECTIONS_FAILED,
     /** Connections closed fully by their application and reset after waiting too long in FIN-WAIT-2. */
     FIN_WAIT_2_TIMEOUTS,
+    /** Connections reset because their application closed them with received data unread (Linux's TCPAbortOnClose). */
+    ABORTS_ON_CLOSE,
+    /** Connections reset because data arrived after their application closed them (Linux's TCPAbortOnData). */
+    ABORTS_ON_DATA,
+    /** Connects refused at once: no route, or the next hop's fabric node is not up (ENETUNREACH, EHOSTUNREACH). */
+    CONNECTS_UNREACHABLE,
+    /** Connections still opening that an ICMP destination unreachable ended (RFC 1122 4.2.3.9). */
+    ICMP_ABORTS,
+    /** ICMP errors about no connection of this layer, or soft errors (RFC 1122 4.2.3.9): counted, nothing else. */
+    ICMP_ERRORS_IGNORED,
+    /** ICMP errors quoting a sequence number outside [SND.UNA, SND.NXT] (RFC 5927 4.1; Linux's OutOfWindowIcmps). */
+    ICMP_OUT_OF_WINDOW,
     /** Data segments dropped unacknowledged for want of receive-buffer memory ({@link TcpLayer#bufferMemoryLimit}). */
     BUFFER_SHORTAGES,
     /** Connections opened on the object of one closed earlier, with nothing allocated ({@link TcpLayer#setConnectionPoolLimit}). */

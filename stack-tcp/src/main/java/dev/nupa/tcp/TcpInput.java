@@ -335,7 +335,7 @@ abstract class TcpInput extends TcpOutput {
             // RFC 1122 4.2.2.13: new data for an application that has closed is answered with a reset
             // (nobody will read it), so the sender learns at once that it went nowhere.
             sendRst(sndNxt, 0, false);
-            finish(TcpError.ABORTED);
+            finish(TcpError.DATA_AFTER_CLOSE);
             return;
         }
         int window = recvBuf.free();

@@ -3,17 +3,23 @@ package dev.nupa.tcp;
 import dev.nupa.device.Trace;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.io.UncheckedIOException;
+import java.net.NoRouteToHostException;
+import java.nio.ByteOrder;
 import java.util.ArrayDeque;
 import java.util.EnumMap;
 import java.util.Map;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.ip.Checksum;
+import dev.nupa.ip.IcmpHeader;
 import dev.nupa.ip.IpProtocolHandler;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.LoopGroup;
+import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.WireStatus;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
@@ -48,12 +54,15 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** One listening port. */
     static final class Listener {
         final int port;
+        /** The one local address it accepts on (127.0.0.1, say), or 0 for all of the node's (0.0.0.0). */
+        final int localIp;
         final int backlog;
         final TcpConfig config;
         final Acceptor acceptor;
         int halfOpen;
 
-        Listener(int port, int backlog, TcpConfig config, Acceptor acceptor) {
+        Listener(int localIp, int port, int backlog, TcpConfig config, Acceptor acceptor) {
+            this.localIp = localIp;
             this.port = port;
             this.backlog = backlog;
             this.config = config;
@@ -65,6 +74,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * Closed connections kept for reuse by default; about 2.5 KB each (their buffers are pooled apart). As many as
      * may wait in TIME-WAIT, so churn that comes in bursts finds its connections again after a pause.
      */
+    private static final ValueLayout.OfShort BE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
     public static final int DEFAULT_CONNECTION_POOL_LIMIT = 16_384;
     /** Connections that may wait in TIME-WAIT at once by default (about 2.5 KB each; Linux: tcp_max_tw_buckets). */
     public static final int DEFAULT_TIME_WAIT_LIMIT = 16_384;
@@ -205,7 +217,20 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * answer). Throws IllegalStateException naming the port if it is taken.
      */
     public void listen(int port, int backlog, TcpConfig config, Acceptor acceptor) {
+        listen(0, port, backlog, config, acceptor);
+    }
+
+    /**
+     * As {@link #listen(int, int, TcpConfig, Acceptor)}, accepting only connections to {@code localIp}, one of the
+     * node's addresses (0: all of them), as a socket bound to 127.0.0.1 hears only its node's own connections. One
+     * listener per port: a second address on a port that listens is refused (Linux would take both).
+     */
+    public void listen(int localIp, int port, int backlog, TcpConfig config, Acceptor acceptor) {
         ip.link().checkOwner();
+        if (localIp != 0 && !ip.isLocal(localIp)) {
+            throw new IllegalArgumentException("cannot listen on " + Ipv4Address.toString(localIp) + ": it is not an address"
+                    + " of this node (" + Ipv4Address.toString(ip.address()) + ", 127.0.0.0/8); listen on one of them or on 0.0.0.0");
+        }
         if (port < 1 || port > 65535) {
             throw new IllegalArgumentException("TCP port " + port + " is outside 1..65535");
         }
@@ -220,7 +245,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             throw new IllegalStateException("TCP port " + port + " is already listening on "
                     + Ipv4Address.toString(ip.address()) + "; close that server or choose another port");
         }
-        listeners[port] = new Listener(port, backlog, config, acceptor);
+        listeners[port] = new Listener(localIp, port, backlog, config, acceptor);
         group.setTcpListening(port, true);
     }
 
@@ -283,19 +308,78 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
     }
 
-    /** Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once. */
+    /**
+     * Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once.
+     * Without a route, or when the next hop's fabric node is not up, it fails at once as Linux's connect(2) does
+     * (ENETUNREACH, EHOSTUNREACH): an {@link UncheckedIOException} around the {@link NoRouteToHostException} and
+     * message Java's sockets give.
+     */
     public TcpConnection connect(int remoteIp, int remotePort, TcpConfig config, TcpConnection.Events events, long now) {
+        return connect(0, 0, remoteIp, remotePort, config, events, now);
+    }
+
+    /**
+     * As {@link #connect(int, int, TcpConfig, TcpConnection.Events, long)}, from {@code localIp} (0: the address of
+     * the interface it leaves through) and {@code localPort} (0: an ephemeral one), as after bind(2). A local address
+     * the node does not hold, or a port that listens or has a connection, throws {@link IllegalArgumentException} (see
+     * {@link #checkBindable}).
+     */
+    public TcpConnection connect(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config,
+                                 TcpConnection.Events events, long now) {
         ip.link().checkOwner();
+        if (localIp != 0 || localPort != 0) {
+            checkBindable(localIp, localPort);
+        }
         if (remotePort < 1 || remotePort > 65535) {
             throw new IllegalArgumentException("TCP port " + remotePort + " is outside 1..65535");
         }
-        int local = ephemeralPort(remoteIp, remotePort);
-        int localIp = ip.sourceFor(remoteIp); // RFC 1122 3.3.4.3: the address of the interface it leaves through
+        int reach = ip.reachability(remoteIp);
+        if (reach != SendStatus.OK) {
+            count(TcpCounter.CONNECTS_UNREACHABLE);
+            TcpError why = reach == SendStatus.NO_ROUTE ? TcpError.NETWORK_UNREACHABLE : TcpError.HOST_UNREACHABLE;
+            throw new UncheckedIOException(new NoRouteToHostException(why.message() + ": " + Ipv4Address.toString(remoteIp)
+                    + ":" + remotePort + " (" + SendStatus.describe(reach) + ")"));
+        }
+        int local = localPort != 0 ? localPort : ephemeralPort(remoteIp, remotePort);
+        if (localIp == 0) {
+            localIp = ip.sourceFor(remoteIp); // RFC 1122 3.3.4.3: the address of the interface it leaves through
+        }
         TcpConnection c = newConnection(localIp, local, remoteIp, remotePort, config, null, events);
         table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
         count(TcpCounter.CONNECTIONS_OPENED);
         c.connect(isn.isn(now, localIp, local, remoteIp, remotePort), now); // its timers reach us through its hooks
         return c;
+    }
+
+    /**
+     * Throws {@link IllegalArgumentException} with Linux's words when a connection may not leave from {@code localIp}
+     * (0: any) and {@code localPort} (0: an ephemeral one): the address is not the node's (EADDRNOTAVAIL), the port
+     * listens or has a connection (EADDRINUSE), or, with several loops, the port is not this loop's to receive on.
+     */
+    public void checkBindable(int localIp, int localPort) {
+        if (localIp != 0 && !ip.isLocal(localIp)) {
+            throw new IllegalArgumentException("Cannot assign requested address: " + Ipv4Address.toString(localIp)
+                    + " is not an address of this node (" + Ipv4Address.toString(ip.address()) + ", 127.0.0.0/8)");
+        }
+        if (localPort == 0) {
+            return;
+        }
+        if (localPort < 1 || localPort > 65535) {
+            throw new IllegalArgumentException("TCP port " + localPort + " is outside 0..65535");
+        }
+        if (ip.loop() != 0 && group.ephemeralOwner(localPort) != ip.loop()) {
+            throw new IllegalArgumentException("Address already in use: port " + localPort + " belongs to another event loop"
+                    + " of this node (each takes its own share of ports); bind port 0 or use one loop");
+        }
+        if (listeners[localPort] != null) {
+            throw new IllegalArgumentException("Address already in use: TCP port " + localPort + " listens on this node");
+        }
+        for (TcpConnection c : table.all()) {
+            if (c.localPort() == localPort) {
+                throw new IllegalArgumentException("Address already in use: TCP port " + localPort + " has a connection ("
+                        + c + ")");
+            }
+        }
     }
 
     /** A connection in CLOSED for the 4-tuple: a pooled one when there is one, else a new one. */
@@ -483,6 +567,38 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         receive(ipHeader, now);
     }
 
+    /**
+     * An ICMP error about a segment this layer sent (RFC 1122 4.2.3.9, RFC 5927): a hard error ends a connection
+     * still opening (SYN-SENT, SYN-RECEIVED) with the matching error, as Linux's tcp_v4_err does; for a synchronized
+     * connection it is only counted (a soft error: the retransmission timer decides). The quoted sequence number
+     * must lie in [SND.UNA, SND.NXT], or the error is counted and ignored (RFC 5927 4.1: a blind attack).
+     */
+    @Override
+    public void onIcmpError(int type, int code, int info, Ipv4Header quoted, long now) {
+        MemorySegment s = quoted.segment();
+        long p = quoted.payloadOffset();
+        int localPort = s.get(BE_SHORT, p) & 0xFFFF;
+        int remotePort = s.get(BE_SHORT, p + 2) & 0xFFFF;
+        int seq = s.get(BE_INT, p + 4);
+        TcpConnection c = table.get(ConnectionTable.key(quoted.destinationAddress(), remotePort, localPort));
+        if (c == null || c.localIp() != quoted.sourceAddress()) {
+            count(TcpCounter.ICMP_ERRORS_IGNORED);
+            return;
+        }
+        if (Seq.lt(seq, c.sndUna()) || Seq.gt(seq, c.sndNxt())) {
+            count(TcpCounter.ICMP_OUT_OF_WINDOW);
+            return;
+        }
+        TcpError error = type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE ? TcpError.forUnreachable(code) : null;
+        TcpState st = c.state();
+        if (error == null || st != TcpState.SYN_SENT && st != TcpState.SYN_RECEIVED) {
+            count(TcpCounter.ICMP_ERRORS_IGNORED);
+            return;
+        }
+        count(TcpCounter.ICMP_ABORTS);
+        c.hardError(error);
+    }
+
     private void receive(Ipv4Header iph, long now) {
         if (Trace.ENABLED) {
             Trace.mark(Trace.TCP_IN);
@@ -535,6 +651,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         long key = ConnectionTable.key(remoteIp, remotePort, localPort);
         TcpConnection c = table.get(key);
         Listener l = listeners[localPort];
+        if (l != null && l.localIp != 0 && l.localIp != iph.destinationAddress()) {
+            l = null; // bound to another of the node's addresses: as if nothing listened here (a reset answers a SYN)
+        }
         int from = ip.receivedFrom();
         s.fromNode = c != null && from == c.via() || learnable(from) ? from : -1;
         if (c == null && group.loops() > 1 && ip.loop() == 0) {

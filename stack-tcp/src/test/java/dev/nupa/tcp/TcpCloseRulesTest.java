@@ -53,6 +53,41 @@ class TcpCloseRulesTest {
         assertSame(TcpState.CLOSED, s.state(), "the closed end answered the data with a reset");
         assertSame(TcpState.CLOSED, c.state());
         assertSame(TcpError.RESET, c.error(), "the writer learns that its data went nowhere");
+        assertEquals(1, server.counter(TcpCounter.ABORTS_ON_DATA));
+    }
+
+    @Test
+    void rfc9293_3_10_4_aCloseThatLeavesReceivedDataUnreadResetsTheConnection() {
+        TcpConnection[] p = connected();
+        TcpConnection c = p[0];
+        TcpConnection s = p[1];
+        assertEquals(100, c.write(MemorySegment.ofArray(new byte[100]), 0, 100, wire.now));
+        wire.pump();
+        assertEquals(100, s.readable());
+        long resets = server.counter(TcpCounter.RESETS_SENT);
+        s.close(wire.now); // as Linux's tcp_close: unread data was tossed, zap the connection
+        assertSame(TcpState.CLOSED, s.state(), "no FIN-WAIT: the closing end is gone at once");
+        assertSame(TcpError.CLOSED_WITH_UNREAD_DATA, s.error());
+        assertEquals(1, server.counter(TcpCounter.ABORTS_ON_CLOSE));
+        wire.pump();
+        assertSame(TcpState.CLOSED, c.state(), "the peer got a reset, not a FIN");
+        assertSame(TcpError.RESET, c.error());
+        assertEquals(0, server.connections());
+        assertEquals(resets, server.counter(TcpCounter.RESETS_SENT), "a connection's own reset is not the layer's answer");
+    }
+
+    @Test
+    void aCloseAfterEveryByteWasReadSendsAFin() {
+        TcpConnection[] p = connected();
+        TcpConnection c = p[0];
+        TcpConnection s = p[1];
+        assertEquals(100, c.write(MemorySegment.ofArray(new byte[100]), 0, 100, wire.now));
+        wire.pump();
+        assertEquals(100, s.read(MemorySegment.ofArray(new byte[100]), 0, 100, wire.now));
+        s.close(wire.now);
+        wire.pump();
+        assertSame(TcpState.CLOSE_WAIT, c.state(), "an orderly FIN");
+        assertEquals(0, server.counter(TcpCounter.ABORTS_ON_CLOSE));
     }
 
     @Test

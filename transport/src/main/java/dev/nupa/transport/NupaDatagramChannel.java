@@ -3,6 +3,7 @@ package dev.nupa.transport;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.SocketAddress;
@@ -128,23 +129,28 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
     }
 
     @Override
-    protected void doBind(SocketAddress localAddress) {
+    protected void doBind(SocketAddress localAddress) throws BindException {
         InetSocketAddress a = Addresses.check(localAddress);
         Ipv4Stack ip = stack.ip();
         int addr = Addresses.ipv4(a);
-        if (addr != 0 && addr != ip.address()) {
-            throw new IllegalArgumentException("cannot bind " + a.getAddress().getHostAddress() + ": this node is "
-                    + Addresses.inet(ip.address(), 0).getAddress().getHostAddress() + "; bind to it or to 0.0.0.0");
+        if (addr != 0 && !ip.isLocal(addr)) {
+            throw new BindException("Cannot assign requested address: " + a.getAddress().getHostAddress() + " is not an"
+                    + " address of this node (" + Addresses.inet(ip.address(), 0).getAddress().getHostAddress()
+                    + ", 127.0.0.0/8); bind to one of them or to 0.0.0.0");
         }
+        boundIp = addr;
         bind(a.getPort());
     }
+
+    /** The one local address the socket receives on (127.0.0.1: only what the node sends itself), or 0 for all. */
+    private int boundIp;
 
     private void bind(int wanted) {
         if (port >= 0) {
             throw new IllegalStateException("UDP channel is already bound to port " + port);
         }
         port = stack.ip().bindUdp(wanted, receiver);
-        local = Addresses.inet(stack.ip().address(), port);
+        local = Addresses.inet(boundIp != 0 ? boundIp : stack.ip().address(), port);
     }
 
     @Override
@@ -251,6 +257,10 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
         public void onDatagram(int sourceAddress, int sourcePort, int destinationAddress, MemorySegment data, long offset,
                                int length) {
             if (!open) {
+                return;
+            }
+            if (boundIp != 0 && destinationAddress != boundIp) {
+                stack.ip().countNoPort(); // bound to another of the node's addresses: no socket here, as on Linux
                 return;
             }
             if (!readRequested && waitingBytes + length > config.getReceiveBufferSize()) {

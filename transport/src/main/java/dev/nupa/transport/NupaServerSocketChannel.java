@@ -1,5 +1,6 @@
 package dev.nupa.transport;
 
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.ArrayDeque;
@@ -88,18 +89,23 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
     }
 
     @Override
-    protected void doBind(SocketAddress localAddress) {
+    protected void doBind(SocketAddress localAddress) throws BindException {
         InetSocketAddress a = Addresses.check(localAddress);
         Ipv4Stack ip = stack.ip();
         int addr = Addresses.ipv4(a);
-        if (addr != 0 && addr != ip.address()) {
-            throw new IllegalArgumentException("cannot listen on " + a.getAddress().getHostAddress() + ": this node is "
-                    + Addresses.inet(ip.address(), 0).getAddress().getHostAddress() + "; listen on it or on 0.0.0.0");
+        if (addr != 0 && !ip.isLocal(addr)) {
+            throw new BindException("Cannot assign requested address: " + a.getAddress().getHostAddress() + " is not an"
+                    + " address of this node (" + Addresses.inet(ip.address(), 0).getAddress().getHostAddress()
+                    + ", 127.0.0.0/8); listen on one of them or on 0.0.0.0");
         }
         TcpLayer tcp = stack.tcp();
         int port = a.getPort() != 0 ? a.getPort() : freePort(tcp);
-        tcp.listen(port, config.getBacklog(), config.acceptedTcpConfig(tcp.defaults()), this::onAccept);
-        local = Addresses.inet(ip.address(), port);
+        if (tcp.isListening(port)) {
+            throw new BindException("Address already in use: TCP port " + port + " already listens on this node;"
+                    + " close that server or choose another port");
+        }
+        tcp.listen(addr, port, config.getBacklog(), config.acceptedTcpConfig(tcp.defaults()), this::onAccept);
+        local = Addresses.inet(addr != 0 ? addr : ip.address(), port);
     }
 
     /** A free port in the ephemeral range (RFC 6335), from a random start. */

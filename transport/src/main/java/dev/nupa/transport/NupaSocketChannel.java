@@ -1,7 +1,9 @@
 package dev.nupa.transport;
 
 import java.io.IOException;
+import java.net.BindException;
 import java.net.ConnectException;
+import java.net.NoRouteToHostException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.SocketException;
@@ -212,15 +214,27 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         registration = NupaIoHandle.cancel(registration);
     }
 
+    /**
+     * bind(2) before a connect: the local address (one of the node's, 127.0.0.1 for loopback destinations, or
+     * 0.0.0.0) and port (0: an ephemeral one) the connection leaves from; refused as Linux refuses it, with a
+     * {@link BindException}.
+     */
     @Override
-    protected void doBind(SocketAddress localAddress) {
+    protected void doBind(SocketAddress localAddress) throws BindException {
         InetSocketAddress a = Addresses.check(localAddress);
         int ip = Addresses.ipv4(a);
-        if ((ip != 0 && ip != stack.ip().address()) || a.getPort() != 0) {
-            throw new UnsupportedOperationException("a fabric TCP connection leaves from " + stack
-                    + " and an ephemeral port; bind to 0.0.0.0:0 or to nothing, not " + a);
+        try {
+            stack.tcp().checkBindable(ip, a.getPort());
+        } catch (IllegalArgumentException e) {
+            throw new BindException(e.getMessage());
         }
+        bindIp = ip;
+        bindPort = a.getPort();
     }
+
+    /** What {@link #doBind} chose: the connection's local address and port (0: chosen at connect). */
+    private int bindIp;
+    private int bindPort;
 
     @Override
     protected void doDisconnect() {
@@ -556,6 +570,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         if (error == TcpError.REFUSED) {
             return new ConnectException("Connection refused: " + to);
         }
+        if (error == TcpError.HOST_UNREACHABLE || error == TcpError.NETWORK_UNREACHABLE) {
+            return new NoRouteToHostException(error.message() + ": " + to); // an ICMP error in SYN-SENT, as Java's sockets
+        }
         if (error == TcpError.TIMED_OUT) {
             return new ConnectTimeoutException("connection timed out: " + to + " (the SYN went unanswered)");
         }
@@ -665,8 +682,8 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                     doBind(localAddress);
                 }
                 remote = r;
-                connection = stack.tcp().connect(Addresses.ipv4(r), r.getPort(), config.tcpConfig(stack.tcp().defaults()),
-                        events, System.nanoTime());
+                connection = stack.tcp().connect(bindIp, bindPort, Addresses.ipv4(r), r.getPort(),
+                        config.tcpConfig(stack.tcp().defaults()), events, System.nanoTime());
                 local = Addresses.inet(connection.localIp(), connection.localPort());
                 if (state == State.OPEN) { // an event during connect() may have settled it already
                     state = State.CONNECTING;
@@ -683,6 +700,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                     }
                 }
             } catch (Throwable t) {
+                if (t instanceof java.io.UncheckedIOException u) {
+                    t = u.getCause(); // the layer's NoRouteToHostException, as a kernel's connect(2) fails at once
+                }
                 promise.tryFailure(annotateConnectException(t, remoteAddress));
                 closeIfClosed();
             }

@@ -1,0 +1,104 @@
+package dev.nupa.tcp;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.nupa.ip.IpCounter;
+import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.Ipv4Header;
+import dev.nupa.ip.Ipv4Repr;
+import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.l2.EtherType;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A node talks to itself as a Linux host does through {@code lo}: TCP to 127.0.0.1 and to its own address is
+ * carried by its loopback interface (no fabric frame, no checksum), and a datagram from the fabric that claims a
+ * loopback or the node's own address is dropped as a martian (RFC 1122 3.2.1.3).
+ */
+class TcpLoopbackTest {
+    static final int PORT = 8080;
+    static final TcpConfig CONFIG = TcpConfig.defaults(9000).withDelayedAck(0);
+
+    private final LayerWire wire = new LayerWire(2);
+    private final List<TcpConnection> accepted = new ArrayList<>();
+
+    @AfterEach
+    void close() {
+        wire.close();
+    }
+
+    private byte[] transfer(TcpLayer layer, int to) {
+        layer.listen(PORT, 8, CONFIG, accepted::add);
+        TcpConnection c = layer.connect(to, PORT, CONFIG, null, wire.now);
+        wire.pump();
+        assertSame(TcpState.ESTABLISHED, c.state());
+        TcpConnection s = accepted.getFirst();
+        assertEquals(to, s.localIp());
+        assertEquals(to, c.remoteIp());
+        byte[] data = new byte[3 << 20];
+        new Random(5).nextBytes(data);
+        byte[] got = new byte[data.length];
+        int sent = 0;
+        int read = 0;
+        while (read < data.length) {
+            if (sent < data.length) {
+                sent += c.write(MemorySegment.ofArray(data), sent, data.length - sent, wire.now);
+            }
+            wire.pump();
+            read += s.read(MemorySegment.ofArray(got), read, got.length - read, wire.now);
+        }
+        assertArrayEquals(data, got);
+        c.close(wire.now);
+        s.close(wire.now);
+        wire.pump();
+        return got;
+    }
+
+    @Test
+    void tcpTo127001IsCarriedByTheLoopbackInterfaceWithNoFabricFrame() {
+        TcpLayer layer = wire.tcp(0, CONFIG);
+        Ipv4Stack ip = layer.ip();
+        long framesBefore = ip.link().device().counters().framesSent();
+        transfer(layer, Ipv4Address.LOCALHOST);
+        assertEquals(framesBefore, ip.link().device().counters().framesSent(), "nothing went through the fabric");
+        assertTrue(ip.loopback().datagrams() > 300, "the segments went through lo: " + ip.loopback().datagrams());
+        assertEquals(0, layer.counter(TcpCounter.BAD_CHECKSUMS));
+    }
+
+    @Test
+    void tcpToTheNodesOwnAddressIsCarriedByTheLoopbackInterfaceToo() {
+        TcpLayer layer = wire.tcp(0, CONFIG);
+        transfer(layer, LayerWire.ip(0));
+        assertTrue(layer.ip().loopback().datagrams() > 300);
+    }
+
+    @Test
+    void rfc1122_3_2_1_3_aDatagramFromTheFabricClaimingALoopbackOrOurOwnSourceIsDropped() {
+        TcpLayer layer = wire.tcp(0, CONFIG);
+        layer.listen(PORT, 8, CONFIG, accepted::add);
+        LayerWire.Raw peer = wire.raw(1);
+        long before = layer.ip().counters().get(IpCounter.IN_ADDR_ERRORS);
+        for (int forged : new int[] {Ipv4Address.LOCALHOST, LayerWire.ip(0)}) {
+            // A SYN from node 1 whose IPv4 source is forged, written to the link by hand (IP would refuse it).
+            TcpRepr h = new TcpRepr(4000, PORT, 1, 0, Segment.SYN, 65535);
+            Ipv4Repr ipHeader = new Ipv4Repr(forged, LayerWire.ip(0), Ipv4Header.PROTOCOL_TCP, h.headerLength(), 64);
+            byte[] datagram = new byte[ipHeader.length()];
+            MemorySegment m = MemorySegment.ofArray(datagram);
+            ipHeader.emitInto(m, 0, true);
+            h.emitInto(m, ipHeader.headerLength(), forged, LayerWire.ip(0), MemorySegment.ofArray(new byte[0]), 0, 0, true);
+            assertEquals(0, peer.ip.link().send(0, EtherType.IPV4, m, 0, datagram.length));
+        }
+        wire.pump();
+        assertEquals(0, layer.counter(TcpCounter.SYNS_RECEIVED));
+        assertTrue(accepted.isEmpty());
+        assertEquals(before + 2, layer.ip().counters().get(IpCounter.IN_ADDR_ERRORS));
+    }
+}
