@@ -270,7 +270,8 @@ class NettyTestsuiteTest {
 
         @Override
         @Test
-        @Disabled("binds its server to NetUtil.LOCALHOST itself (127.0.0.1 or ::1): the fabric has no loopback address")
+        @Disabled("binds its server to NetUtil.LOCALHOST itself, which is ::1 where the host has IPv6 (as here): the fabric"
+                + " speaks IPv4 only; its loopback is 127.0.0.0/8")
         public void testMultipleConnect(TestInfo testInfo) {
         }
     }
