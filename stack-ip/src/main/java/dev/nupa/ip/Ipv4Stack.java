@@ -293,6 +293,36 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     // ---- UDP ports -------------------------------------------------------------------------
 
     /**
+     * As {@link #bindUdp(int, UdpReceiver)}, sharing the port with other sockets that set the same option, as Linux
+     * lets sockets share it with SO_REUSEADDR or SO_REUSEPORT (socket(7), see {@link UdpPortShare}); sockets on one
+     * port must be on one event loop of the node.
+     */
+    public int bindUdp(int port, UdpReceiver receiver, boolean reuseAddress, boolean reusePort) {
+        if (port == 0 || !reuseAddress && !reusePort) {
+            return bindUdp(port, receiver);
+        }
+        if (port < 0 || port > 65535) {
+            throw new IllegalArgumentException("UDP port " + port + " is outside 0..65535");
+        }
+        synchronized (ports) {
+            UdpReceiver held = ports.get(port);
+            if (held instanceof UdpPortShare share && share.admits(reuseAddress, reusePort)) {
+                share.add(receiver, reuseAddress, reusePort);
+                return port;
+            }
+            if (held == null && group.claimUdp(port, loop)) {
+                UdpPortShare share = new UdpPortShare();
+                share.add(receiver, reuseAddress, reusePort);
+                ports.set(port, share);
+                return port;
+            }
+        }
+        throw new IllegalStateException("UDP port " + port + " is already in use on " + Ipv4Address.toString(address())
+                + " by a socket that does not share it (all must set SO_REUSEADDR, or all SO_REUSEPORT, on one event loop);"
+                + " close it or choose another port");
+    }
+
+    /**
      * Binds {@code port} (0: an ephemeral one) to {@code receiver}; returns the port. Throws
      * IllegalStateException naming the port when it is taken or no ephemeral port is free.
      */
@@ -325,7 +355,16 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     /** Unbinds {@code port} if {@code receiver} holds it. */
     public boolean unbindUdp(int port, UdpReceiver receiver) {
-        if (port < 0 || port > 65535 || !ports.compareAndSet(port, receiver, null)) {
+        if (port < 0 || port > 65535) {
+            return false;
+        }
+        if (ports.get(port) instanceof UdpPortShare share) {
+            synchronized (ports) {
+                if (!share.remove(receiver) || share.size() > 0 || !ports.compareAndSet(port, share, null)) {
+                    return share.size() > 0;
+                }
+            }
+        } else if (!ports.compareAndSet(port, receiver, null)) {
             return false;
         }
         group.releaseUdp(port, loop);
@@ -421,7 +460,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             counters.inc(IpCounter.IN_ADDR_ERRORS);
             return;
         }
-        boolean toBroadcast = dst == Ipv4Address.BROADCAST || (broadcast != 0 && dst == broadcast);
+        boolean toBroadcast = isBroadcast(dst);
         if (!isLocal(dst) && !toBroadcast) {
             if (config.forwarding()) {
                 forward(ip, now);
@@ -497,6 +536,10 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         counters.inc(IpCounter.UDP_IN_DATAGRAMS);
         if (Trace.ENABLED) {
             Trace.mark(Trace.CALLBACK);
+        }
+        if (r instanceof UdpPortShare share) {
+            share.deliver(ip, toBroadcast, udp.sourcePort(), udp.segment(), udp.payloadOffset(), udp.payloadLength());
+            return;
         }
         r.onDatagram(ip, udp.sourcePort(), udp.segment(), udp.payloadOffset(), udp.payloadLength());
     }
@@ -744,6 +787,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,
                      long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen, boolean icrc) {
         counters.inc(IpCounter.OUT_REQUESTS);
+        if (via < 0 && isBroadcast(destination)) {
+            return broadcast(waitNs, src, destination, protocol, df, head, headOff, headLen, body, bodyOff, bodyLen);
+        }
         int node = via >= 0 ? via : resolve(destination);
         if (node < 0 && node != DatagramWriter.VIA_EXTERNAL && node != DatagramWriter.VIA_LOOPBACK) {
             counters.inc(IpCounter.OUT_NO_ROUTES);
@@ -751,12 +797,47 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
         int rc = writer.emit(node, externalHop, src, destination, protocol, config.defaultTtl(), 0, df, nextId(), 0, false,
                 head, headOff, headLen, body, bodyOff, bodyLen, icrc, waitNs, link.now());
+        countSendFailure(rc);
+        return rc;
+    }
+
+    /** Whether {@code address} is the limited broadcast (255.255.255.255) or this node's subnet broadcast. */
+    public boolean isBroadcast(int address) {
+        return address == Ipv4Address.BROADCAST || (broadcast != 0 && address == broadcast);
+    }
+
+    /**
+     * A broadcast on the fabric, which has no broadcast medium: a copy to every node of the subnet that is up, and
+     * one to this node itself (Linux loops a broadcast back to its sender's host). Not through the gateway: a router
+     * forwards no broadcast (RFC 1812 5.3.5.1). Best effort, as on a wire: a copy a full ring refuses is counted.
+     */
+    private int broadcast(long waitNs, int src, int destination, int protocol, boolean df, MemorySegment head,
+                          long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen) {
+        java.util.BitSet seen = new java.util.BitSet();
+        int id = nextId();
+        long now = link.now();
+        for (NeighborDirectory.Binding b : neighbors.bindings()) {
+            int node = b.node();
+            if (group.isLoop(node) || node == link.address() || seen.get(node) || !config.inSubnet(b.ipv4())
+                    || !link.device().isUp(node)) {
+                continue;
+            }
+            seen.set(node);
+            countSendFailure(writer.emit(node, 0, src, destination, protocol, config.defaultTtl(), 0, df, id, 0, false,
+                    head, headOff, headLen, body, bodyOff, bodyLen, false, waitNs, now));
+        }
+        int self = resolve(config.address()); // lo on the primary loop, else the primary's ring
+        countSendFailure(writer.emit(self, 0, src, destination, protocol, config.defaultTtl(), 0, df, id, 0, false,
+                head, headOff, headLen, body, bodyOff, bodyLen, false, waitNs, now));
+        return SendStatus.OK;
+    }
+
+    private void countSendFailure(int rc) {
         if (rc == FabricDevice.BACK_PRESSURED) {
             counters.inc(IpCounter.OUT_BACK_PRESSURED);
         } else if (rc != SendStatus.OK && rc != SendStatus.TOO_BIG) {
             counters.inc(IpCounter.OUT_DISCARDS);
         }
-        return rc;
     }
 
     private int nextId() {

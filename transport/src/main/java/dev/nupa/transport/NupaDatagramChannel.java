@@ -7,6 +7,7 @@ import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.SocketAddress;
+import java.net.SocketException;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 
@@ -149,7 +150,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
         if (port >= 0) {
             throw new IllegalStateException("UDP channel is already bound to port " + port);
         }
-        port = stack.ip().bindUdp(wanted, receiver);
+        port = stack.ip().bindUdp(wanted, receiver, config.isReuseAddress(), config.reusePort());
         local = Addresses.inet(boundIp != 0 ? boundIp : stack.ip().address(), port);
     }
 
@@ -220,6 +221,12 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
             ByteBuf buf = e.content();
             InetSocketAddress to = Addresses.check(e.recipient());
             int length = buf.readableBytes();
+            if (!config.isBroadcast() && ip.isBroadcast(Addresses.ipv4(to))) {
+                // Linux refuses it with EACCES unless SO_BROADCAST is set (ip(7)).
+                in.remove(new SocketException("Permission denied: " + to + " is a broadcast address; set SO_BROADCAST"
+                        + " (DatagramSocketOptions.setBroadcast(true)) to send to it"));
+                continue;
+            }
             sendMemory.of(buf, buf.readerIndex(), length);
             int rc = ip.sendUdp(port, Addresses.ipv4(to), to.getPort(), sendMemory.segment(), sendMemory.offset(), length, 0);
             if (rc == FabricDevice.BACK_PRESSURED) {

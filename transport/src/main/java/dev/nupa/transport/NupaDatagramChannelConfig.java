@@ -26,6 +26,7 @@ final class NupaDatagramChannelConfig extends DefaultChannelConfig implements Da
     private volatile int receiveBuffer = DEFAULT_RECEIVE_BUFFER;
     private volatile int trafficClass;
     private volatile boolean reuseAddress;
+    private volatile boolean reusePort;
     private volatile boolean broadcast;
     private volatile boolean loopbackModeDisabled;
     private volatile int timeToLive = 1;
@@ -39,6 +40,21 @@ final class NupaDatagramChannelConfig extends DefaultChannelConfig implements Da
 
     boolean activeOnRegistration() {
         return activeOnRegistration;
+    }
+
+    /** SO_REUSEPORT (socket(7)): several sockets on one port, unicast datagrams spread over them by flow. */
+    boolean reusePort() {
+        return reusePort;
+    }
+
+    NupaDatagramChannelConfig setReusePort(boolean on) {
+        reusePort = on;
+        return this;
+    }
+
+    /** Netty's own SO_REUSEPORT option lives in its native transports (UnixChannelOption): taken here by its name. */
+    private static boolean isReusePort(ChannelOption<?> option) {
+        return option.name().endsWith("SO_REUSEPORT");
     }
 
     @Override
@@ -62,6 +78,7 @@ final class NupaDatagramChannelConfig extends DefaultChannelConfig implements Da
                 : option == ChannelOption.IP_MULTICAST_TTL ? (Object) timeToLive
                 : option == ChannelOption.IP_TOS ? (Object) trafficClass
                 : option == ChannelOption.DATAGRAM_CHANNEL_ACTIVE_ON_REGISTRATION ? (Object) activeOnRegistration
+                : isReusePort(option) ? (Object) reusePort
                 : null;
         return v != null ? (T) v : super.getOption(option);
     }
@@ -78,6 +95,8 @@ final class NupaDatagramChannelConfig extends DefaultChannelConfig implements Da
             setSendBufferSize((Integer) value);
         } else if (option == ChannelOption.SO_REUSEADDR) {
             setReuseAddress((Boolean) value);
+        } else if (isReusePort(option)) {
+            setReusePort((Boolean) value);
         } else if (option == ChannelOption.IP_MULTICAST_LOOP_DISABLED) {
             setLoopbackModeDisabled((Boolean) value);
         } else if (option == ChannelOption.IP_MULTICAST_ADDR) {

@@ -14,6 +14,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.DatagramChannel;
 import io.netty.channel.socket.InternetProtocolFamily;
+import io.vertx.core.datagram.DatagramSocketOptions;
 import io.vertx.core.net.NetServerOptions;
 
 /**
@@ -93,6 +94,15 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
             throw new IllegalArgumentException("the fabric has no domain sockets; listen on a TCP port");
         }
         return NupaServerSocketChannel::new;
+    }
+
+    /** As Vert.x's, and SO_REUSEPORT, which Vert.x sets only on its native transports. */
+    @Override
+    public void configure(DatagramChannel channel, DatagramSocketOptions options) {
+        io.vertx.core.spi.transport.Transport.super.configure(channel, options);
+        if (channel.config() instanceof NupaDatagramChannelConfig c) {
+            c.setReusePort(options.isReusePort());
+        }
     }
 
     /** As Vert.x's, and the accepted connections' TCP options set on the listener too, where they take effect. */

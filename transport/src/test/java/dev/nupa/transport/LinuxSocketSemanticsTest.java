@@ -223,4 +223,65 @@ class LinuxSocketSemanticsTest {
         }
         return f.cause();
     }
+
+    @Test
+    void udpSocketsWithSoReusePortShareAPortAndEachFlowStaysOnOne() throws Exception {
+        var options = new io.vertx.core.datagram.DatagramSocketOptions().setReusePort(true);
+        java.util.Map<String, java.util.Set<String>> flowsBySocket = new java.util.concurrent.ConcurrentHashMap<>();
+        java.util.concurrent.atomic.AtomicInteger received = new java.util.concurrent.atomic.AtomicInteger();
+        for (String name : new String[] {"a", "b"}) {
+            DatagramSocket s = server.createDatagramSocket(options);
+            s.handler(p -> {
+                flowsBySocket.computeIfAbsent(name, k -> java.util.concurrent.ConcurrentHashMap.newKeySet())
+                        .add(String.valueOf(p.sender().port()));
+                received.incrementAndGet();
+            });
+            s.listen(9100, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        }
+        Exception taken = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+                () -> server.createDatagramSocket().listen(9100, "0.0.0.0").await(10, TimeUnit.SECONDS));
+        assertTrue(taken.getMessage().contains("already in use"), taken.toString());
+        int senders = 24;
+        for (int i = 0; i < senders; i++) {
+            DatagramSocket c = client.createDatagramSocket();
+            for (int k = 0; k < 3; k++) {
+                c.send("x", 9100, "10.0.0.1").await(10, TimeUnit.SECONDS);
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (received.get() < senders * 3) {
+            assertTrue(System.nanoTime() < deadline, "received " + received.get() + " of " + senders * 3);
+            Thread.onSpinWait();
+        }
+        assertEquals(2, flowsBySocket.size(), "both sockets got flows: " + flowsBySocket);
+        var a = new java.util.HashSet<>(flowsBySocket.get("a"));
+        a.retainAll(flowsBySocket.get("b"));
+        assertTrue(a.isEmpty(), "a flow went to one socket only: " + flowsBySocket);
+        assertEquals(senders, flowsBySocket.get("a").size() + flowsBySocket.get("b").size());
+    }
+
+    @Test
+    void aBroadcastReachesEveryNodeOfTheSubnetThatListensTheSenderIncludedAndNeedsSoBroadcast() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger atServer = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicInteger atClient = new java.util.concurrent.atomic.AtomicInteger();
+        DatagramSocket s = server.createDatagramSocket();
+        s.handler(p -> atServer.incrementAndGet());
+        s.listen(9200, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        DatagramSocket c = client.createDatagramSocket(new io.vertx.core.datagram.DatagramSocketOptions().setBroadcast(true));
+        c.handler(p -> atClient.incrementAndGet());
+        c.listen(9200, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        c.send("subnet", 9200, "10.0.0.255").await(10, TimeUnit.SECONDS);
+        c.send("limited", 9200, "255.255.255.255").await(10, TimeUnit.SECONDS);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (atServer.get() < 2 || atClient.get() < 2) {
+            assertTrue(System.nanoTime() < deadline, "server " + atServer.get() + ", client " + atClient.get());
+            Thread.onSpinWait();
+        }
+        DatagramSocket plain = client.createDatagramSocket();
+        Exception denied = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+                () -> plain.send("x", 9200, "10.0.0.255").await(10, TimeUnit.SECONDS));
+        Throwable cause = denied instanceof CompletionException ? denied.getCause() : denied;
+        assertInstanceOf(SocketException.class, cause, String.valueOf(cause));
+        assertTrue(cause.getMessage().startsWith("Permission denied"), cause.getMessage());
+    }
 }
