@@ -114,9 +114,90 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         link.register(EtherType.IPV4, this);
         group.setNode(loop, link.address());
         if (loop == 0) {
-            neighbors.publish(java.util.List.of(new NeighborDirectory.Binding(config.address(), config.prefixLength(),
-                    link.address())));
+            publishBindings();
         }
+    }
+
+    /** Publishes the node's address and the multicast groups it joined in its node table entry (the fabric's IGMP). */
+    private void publishBindings() {
+        java.util.List<NeighborDirectory.Binding> own = new java.util.ArrayList<>();
+        own.add(new NeighborDirectory.Binding(config.address(), config.prefixLength(), link.address()));
+        for (int i = 0; i < groupCount; i++) {
+            own.add(new NeighborDirectory.Binding(groups[i], 32, link.address()));
+        }
+        neighbors.publish(own);
+    }
+
+    // ---- multicast (RFC 1112 host, level 2; membership published in the fabric instead of IGMP) ----------------
+
+    /** Linux's default net.ipv4.igmp_max_memberships; the node table entry holds a few more. */
+    public static final int MAX_GROUPS = 20;
+    private final int[] groups = new int[MAX_GROUPS];
+    private final int[] groupUsers = new int[MAX_GROUPS];
+    private int groupCount;
+
+    /**
+     * Joins multicast group {@code group} (224.0.0.0/4) for the node: datagrams to it are received, and senders on the
+     * fabric learn the membership from the node table (no IGMP: the fabric is one link whose members can be read).
+     * Counted per joiner; {@link #leaveGroup} as often leaves. On the primary loop, which holds the node's bindings.
+     */
+    public void joinGroup(int group) {
+        link.checkOwner();
+        checkGroup(group);
+        for (int i = 0; i < groupCount; i++) {
+            if (groups[i] == group) {
+                groupUsers[i]++;
+                return;
+            }
+        }
+        if (groupCount == MAX_GROUPS) {
+            throw new IllegalStateException("No buffer space available: node " + Ipv4Address.toString(address())
+                    + " is in " + MAX_GROUPS + " multicast groups, as many as Linux allows by default"
+                    + " (igmp_max_memberships); leave one first");
+        }
+        groups[groupCount] = group;
+        groupUsers[groupCount] = 1;
+        groupCount++;
+        publishBindings();
+    }
+
+    /** Leaves {@code group} once; the node stops receiving it when its last joiner left. Returns whether it had joined. */
+    public boolean leaveGroup(int group) {
+        link.checkOwner();
+        checkGroup(group);
+        for (int i = 0; i < groupCount; i++) {
+            if (groups[i] == group) {
+                if (--groupUsers[i] == 0) {
+                    groupCount--;
+                    groups[i] = groups[groupCount];
+                    groupUsers[i] = groupUsers[groupCount];
+                    publishBindings();
+                }
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void checkGroup(int group) {
+        if (!Ipv4Address.isMulticast(group)) {
+            throw new IllegalArgumentException(Ipv4Address.toString(group) + " is not a multicast group address;"
+                    + " choose one in 224.0.0.0/4 (e.g. 239.1.2.3)");
+        }
+        if (loop != 0) {
+            throw new IllegalStateException("multicast groups are joined on the node's first event loop, which holds its"
+                    + " bindings; this is loop " + loop + " of " + this.group);
+        }
+    }
+
+    /** Whether the node joined {@code group}. */
+    public boolean inGroup(int group) {
+        for (int i = 0; i < groupCount; i++) {
+            if (groups[i] == group) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** The loops of this node that share its address. */
@@ -460,7 +541,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             counters.inc(IpCounter.IN_ADDR_ERRORS);
             return;
         }
-        boolean toBroadcast = isBroadcast(dst);
+        boolean toBroadcast = isBroadcast(dst) || Ipv4Address.isMulticast(dst) && inGroup(dst); // one of many receivers
         if (!isLocal(dst) && !toBroadcast) {
             if (config.forwarding()) {
                 forward(ip, now);
@@ -704,6 +785,23 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         return rc;
     }
 
+    /**
+     * As {@link #sendUdp(int, int, int, MemorySegment, long, int, long)}, with the socket's IP_MULTICAST_LOOP: whether a
+     * datagram to a multicast group this node joined is also received by the node itself (ip(7); on by default).
+     */
+    public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length,
+                       long waitNs, boolean multicastLoop) {
+        this.multicastLoop = multicastLoop;
+        try {
+            return sendUdp(sourcePort, destination, destinationPort, data, offset, length, waitNs);
+        } finally {
+            this.multicastLoop = true;
+        }
+    }
+
+    /** IP_MULTICAST_LOOP of the send under way. */
+    private boolean multicastLoop = true;
+
     /** Sends an ICMP echo request (RFC 792) with {@code length} bytes of data. Returns a {@link SendStatus} code. */
     public int sendEchoRequest(int destination, int identifier, int sequence, MemorySegment data, long offset, int length) {
         link.checkOwner();
@@ -787,8 +885,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,
                      long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen, boolean icrc) {
         counters.inc(IpCounter.OUT_REQUESTS);
-        if (via < 0 && isBroadcast(destination)) {
-            return broadcast(waitNs, src, destination, protocol, df, head, headOff, headLen, body, bodyOff, bodyLen);
+        if (via < 0 && (isBroadcast(destination) || Ipv4Address.isMulticast(destination))) {
+            return fanOut(waitNs, src, destination, protocol, df, head, headOff, headLen, body, bodyOff, bodyLen);
         }
         int node = via >= 0 ? via : resolve(destination);
         if (node < 0 && node != DatagramWriter.VIA_EXTERNAL && node != DatagramWriter.VIA_LOOPBACK) {
@@ -807,24 +905,34 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     }
 
     /**
-     * A broadcast on the fabric, which has no broadcast medium: a copy to every node of the subnet that is up, and
-     * one to this node itself (Linux loops a broadcast back to its sender's host). Not through the gateway: a router
-     * forwards no broadcast (RFC 1812 5.3.5.1). Best effort, as on a wire: a copy a full ring refuses is counted.
+     * A broadcast or multicast datagram on the fabric, which has no broadcast medium: a copy to every node that is up
+     * and in the subnet (broadcast) or published the group (multicast), and one to this node itself: Linux loops a
+     * broadcast back to its sender's host, and a multicast when the node joined the group and the socket's
+     * IP_MULTICAST_LOOP is on ({@link #sendUdp(int, int, int, MemorySegment, long, int, long, boolean)}). Not through
+     * the gateway: a router forwards no broadcast (RFC 1812 5.3.5.1), and multicast routing is not done. Best effort, as
+     * on a wire: a copy a full ring refuses is counted. Memberships are read from the fabric at most once a millisecond.
      */
-    private int broadcast(long waitNs, int src, int destination, int protocol, boolean df, MemorySegment head,
-                          long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen) {
+    private int fanOut(long waitNs, int src, int destination, int protocol, boolean df, MemorySegment head,
+                       long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen) {
+        boolean multicast = Ipv4Address.isMulticast(destination);
+        if (multicast) {
+            neighbors.rescanIfOlder(NeighborDirectory.RESCAN_INTERVAL_NS);
+        }
         java.util.BitSet seen = new java.util.BitSet();
         int id = nextId();
         long now = link.now();
         for (NeighborDirectory.Binding b : neighbors.bindings()) {
             int node = b.node();
-            if (group.isLoop(node) || node == link.address() || seen.get(node) || !config.inSubnet(b.ipv4())
-                    || !link.device().isUp(node)) {
+            if (group.isLoop(node) || node == link.address() || seen.get(node) || !link.device().isUp(node)
+                    || (multicast ? b.ipv4() != destination : !config.inSubnet(b.ipv4()))) {
                 continue;
             }
             seen.set(node);
             countSendFailure(writer.emit(node, 0, src, destination, protocol, config.defaultTtl(), 0, df, id, 0, false,
                     head, headOff, headLen, body, bodyOff, bodyLen, false, waitNs, now));
+        }
+        if (multicast && (!multicastLoop || !inGroup(destination))) {
+            return SendStatus.OK;
         }
         int self = resolve(config.address()); // lo on the primary loop, else the primary's ring
         countSendFailure(writer.emit(self, 0, src, destination, protocol, config.defaultTtl(), 0, df, id, 0, false,

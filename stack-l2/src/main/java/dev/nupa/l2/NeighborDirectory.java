@@ -31,7 +31,7 @@ public final class NeighborDirectory implements AutoCloseable {
     static final int ENTRY = 8;
     /** Addresses one node may publish: what fits the node table entry. */
     public static final int MAX_ADDRESSES = (FabricLayout.ATTR_BYTES - HEADER) / ENTRY;
-    static final long RESCAN_INTERVAL_NS = 1_000_000L;
+    public static final long RESCAN_INTERVAL_NS = 1_000_000L;
 
     private static final ValueLayout.OfShort BE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
@@ -86,6 +86,17 @@ public final class NeighborDirectory implements AutoCloseable {
     private volatile Table table = Table.of(List.of());
     private volatile long lastMissRescan = Long.MIN_VALUE / 2;
     private volatile long rescans;
+    private volatile long lastRescan;
+
+    /**
+     * Rescans when the last scan is older than {@code maxAgeNs}: for readers of bindings that change without a peer
+     * event (a node joining a multicast group republishes its entry; no event tells its peers).
+     */
+    public void rescanIfOlder(long maxAgeNs) {
+        if (System.nanoTime() - lastRescan >= maxAgeNs) {
+            rescan();
+        }
+    }
 
     public NeighborDirectory(FabricDevice device) {
         this.device = device;
@@ -146,6 +157,7 @@ public final class NeighborDirectory implements AutoCloseable {
     /** Reads every up node's published addresses and replaces the table. */
     public synchronized void rescan() {
         rescans++;
+        lastRescan = System.nanoTime();
         List<Binding> all = new ArrayList<>();
         int max = device.geometry().maxNodes();
         for (int node = 0; node < max; node++) {

@@ -168,6 +168,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
         if (port >= 0) {
             stack.ip().unbindUdp(port, receiver);
         }
+        leaveAll();
         for (DatagramPacket p = waiting.poll(); p != null; p = waiting.poll()) {
             p.release();
         }
@@ -228,7 +229,8 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
                 continue;
             }
             sendMemory.of(buf, buf.readerIndex(), length);
-            int rc = ip.sendUdp(port, Addresses.ipv4(to), to.getPort(), sendMemory.segment(), sendMemory.offset(), length, 0);
+            int rc = ip.sendUdp(port, Addresses.ipv4(to), to.getPort(), sendMemory.segment(), sendMemory.offset(), length, 0,
+                    !config.isLoopbackModeDisabled());
             if (rc == FabricDevice.BACK_PRESSURED) {
                 long now = System.nanoTime();
                 if (blockedSince == 0) {
@@ -299,10 +301,55 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
         }
     }
 
-    // ---- multicast: the fabric has none --------------------------------------------------------------
+    // ---- multicast: groups joined on the node, membership published in the fabric (Ipv4Stack.joinGroup) ---------
 
-    private ChannelFuture noMulticast(ChannelPromise promise) {
-        return promise.setFailure(new UnsupportedOperationException("the fabric has no IP multicast"));
+    /** The groups this socket joined (left when it closes, as a kernel drops a closed socket's memberships). */
+    private final java.util.List<Integer> joined = new java.util.ArrayList<>();
+
+    /**
+     * Joins or leaves {@code group} on the loop; the interface is the fabric whatever is named (a node has one); a
+     * source-specific membership (RFC 4607) is refused with the reason.
+     */
+    private ChannelFuture membership(InetAddress group, InetAddress source, boolean join, ChannelPromise promise) {
+        if (source != null) {
+            return promise.setFailure(new UnsupportedOperationException("source-specific multicast (" + source
+                    + ") is not supported on the fabric; join " + group.getHostAddress() + " without a source"));
+        }
+        if (!(group instanceof java.net.Inet4Address)) {
+            return promise.setFailure(new IllegalArgumentException("the fabric speaks IPv4 only; " + group.getHostAddress()
+                    + " is not an IPv4 multicast group (224.0.0.0/4)"));
+        }
+        int g = Addresses.ipv4(new InetSocketAddress(group, 0));
+        Runnable r = () -> {
+            try {
+                if (join) {
+                    stack.ip().joinGroup(g);
+                    joined.add(g);
+                } else if (joined.remove((Integer) g)) {
+                    stack.ip().leaveGroup(g);
+                }
+                promise.setSuccess();
+            } catch (RuntimeException e) {
+                promise.setFailure(e);
+            }
+        };
+        if (!isRegistered()) {
+            return promise.setFailure(new IllegalStateException("register the channel before joining a group"));
+        }
+        if (eventLoop().inEventLoop()) {
+            r.run();
+        } else {
+            eventLoop().execute(r);
+        }
+        return promise;
+    }
+
+    /** Leaves what the socket joined; on the loop, as it closes. */
+    private void leaveAll() {
+        for (int g : joined) {
+            stack.ip().leaveGroup(g);
+        }
+        joined.clear();
     }
 
     @Override
@@ -312,7 +359,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     public ChannelFuture joinGroup(InetAddress group, ChannelPromise promise) {
-        return noMulticast(promise);
+        return membership(group, null, true, promise);
     }
 
     @Override
@@ -322,7 +369,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     public ChannelFuture joinGroup(InetSocketAddress group, NetworkInterface ni, ChannelPromise promise) {
-        return noMulticast(promise);
+        return membership(group.getAddress(), null, true, promise);
     }
 
     @Override
@@ -332,7 +379,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     public ChannelFuture joinGroup(InetAddress group, NetworkInterface ni, InetAddress source, ChannelPromise promise) {
-        return noMulticast(promise);
+        return membership(group, source, true, promise);
     }
 
     @Override
@@ -342,7 +389,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     public ChannelFuture leaveGroup(InetAddress group, ChannelPromise promise) {
-        return noMulticast(promise);
+        return membership(group, null, false, promise);
     }
 
     @Override
@@ -352,7 +399,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     public ChannelFuture leaveGroup(InetSocketAddress group, NetworkInterface ni, ChannelPromise promise) {
-        return noMulticast(promise);
+        return membership(group.getAddress(), null, false, promise);
     }
 
     @Override
@@ -362,7 +409,13 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     public ChannelFuture leaveGroup(InetAddress group, NetworkInterface ni, InetAddress source, ChannelPromise promise) {
-        return noMulticast(promise);
+        return membership(group, source, false, promise);
+    }
+
+    /** Source filtering (RFC 4607) is not supported. */
+    private ChannelFuture noSourceFilter(ChannelPromise promise) {
+        return promise.setFailure(new UnsupportedOperationException("blocking a multicast source is not supported on the"
+                + " fabric; filter by sender in the handler"));
     }
 
     @Override
@@ -372,7 +425,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     public ChannelFuture block(InetAddress group, NetworkInterface ni, InetAddress source, ChannelPromise promise) {
-        return noMulticast(promise);
+        return noSourceFilter(promise);
     }
 
     @Override
@@ -382,7 +435,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
 
     @Override
     public ChannelFuture block(InetAddress group, InetAddress source, ChannelPromise promise) {
-        return noMulticast(promise);
+        return noSourceFilter(promise);
     }
 
     private final class DatagramUnsafe extends AbstractUnsafe implements NupaIoHandle {

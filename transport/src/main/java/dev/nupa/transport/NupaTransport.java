@@ -96,12 +96,19 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
         return NupaServerSocketChannel::new;
     }
 
-    /** As Vert.x's, and SO_REUSEPORT, which Vert.x sets only on its native transports. */
+    /**
+     * As Vert.x's, with what Vert.x's default sets only for its NIO transport and its native ones set themselves:
+     * SO_REUSEPORT, IP_MULTICAST_LOOP and IP_MULTICAST_TTL (the multicast interface is the fabric, whatever is named).
+     */
     @Override
     public void configure(DatagramChannel channel, DatagramSocketOptions options) {
         io.vertx.core.spi.transport.Transport.super.configure(channel, options);
         if (channel.config() instanceof NupaDatagramChannelConfig c) {
             c.setReusePort(options.isReusePort());
+            c.setLoopbackModeDisabled(options.isLoopbackModeDisabled());
+            if (options.getMulticastTimeToLive() != -1) {
+                c.setTimeToLive(options.getMulticastTimeToLive());
+            }
         }
     }
 

@@ -284,4 +284,49 @@ class LinuxSocketSemanticsTest {
         assertInstanceOf(SocketException.class, cause, String.valueOf(cause));
         assertTrue(cause.getMessage().startsWith("Permission denied"), cause.getMessage());
     }
+
+    @Test
+    void multicastReachesTheNodesThatJoinedTheSenderAsIpMulticastLoopSaysAndNoneAfterLeaving() throws Exception {
+        java.util.List<String> atServer = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.List<String> atClient = new java.util.concurrent.CopyOnWriteArrayList<>();
+        // Vert.x asks for an interface by name, as on Linux with a socket bound to 0.0.0.0; a node has one, the fabric,
+        // whatever the name (any of the host's: lo).
+        DatagramSocket s = server.createDatagramSocket();
+        s.handler(p -> atServer.add(p.data().toString()));
+        s.listen(9300, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        s.listenMulticastGroup("239.1.2.3", "lo", null).await(10, TimeUnit.SECONDS);
+        // IP_MULTICAST_LOOP on (Vert.x turns it off by default): the sender's own node gets its datagrams back.
+        DatagramSocket c = client.createDatagramSocket(new io.vertx.core.datagram.DatagramSocketOptions()
+                .setLoopbackModeDisabled(false));
+        c.handler(p -> atClient.add(p.data().toString()));
+        c.listen(9300, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        c.listenMulticastGroup("239.1.2.3", "lo", null).await(10, TimeUnit.SECONDS);
+        c.send("one", 9300, "239.1.2.3").await(10, TimeUnit.SECONDS);
+        await(() -> atServer.contains("one") && atClient.contains("one"), () -> "server " + atServer + ", client " + atClient);
+
+        // IP_MULTICAST_LOOP off, Vert.x's default: the sender's own node does not get it back.
+        DatagramSocket quiet = client.createDatagramSocket();
+        quiet.send("two", 9300, "239.1.2.3").await(10, TimeUnit.SECONDS);
+        c.send("sentinel", 9300, "10.0.0.2").await(10, TimeUnit.SECONDS); // queued on lo after "two" would have been
+        await(() -> atServer.contains("two") && atClient.contains("sentinel"), () -> "server " + atServer + ", client " + atClient);
+        assertTrue(!atClient.contains("two"), "no loop back with IP_MULTICAST_LOOP off: " + atClient);
+
+        s.unlistenMulticastGroup("239.1.2.3", "lo", null).await(10, TimeUnit.SECONDS);
+        c.send("three", 9300, "239.1.2.3").await(10, TimeUnit.SECONDS);
+        c.send("after", 9300, "10.0.0.1").await(10, TimeUnit.SECONDS); // the same way, behind "three"
+        await(() -> atServer.contains("after") && atClient.contains("three"), () -> "server " + atServer + ", client " + atClient);
+        assertTrue(!atServer.contains("three"), "the node that left got nothing: " + atServer);
+
+        Exception notAGroup = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+                () -> c.listenMulticastGroup("10.0.0.9", "lo", null).await(10, TimeUnit.SECONDS));
+        assertTrue(notAGroup.getMessage().contains("not a multicast group address"), notAGroup.toString());
+    }
+
+    private static void await(java.util.function.BooleanSupplier condition, java.util.function.Supplier<String> state) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, () -> "not within 10 s: " + state.get());
+            Thread.onSpinWait();
+        }
+    }
 }
