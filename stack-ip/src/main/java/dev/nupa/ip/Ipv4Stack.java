@@ -487,6 +487,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     /** A datagram the node sent itself, received on its own loop: trusted as Linux trusts {@code lo}. */
     private void receiveLoopback(MemorySegment mem, long off, int len) {
+        link.captureLoopback(EtherType.IPV4, mem, off, len);
         receive(LOOPBACK_SOURCE, mem, off, len, false);
     }
 

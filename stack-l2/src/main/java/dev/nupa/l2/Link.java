@@ -497,6 +497,17 @@ public final class Link implements AutoCloseable {
         return capture;
     }
 
+    /**
+     * A datagram the node sent itself through its loopback interface, as it is received: captured once, from and to
+     * this node, as Linux's {@code lo} shows each packet once. Nothing when capture is off.
+     */
+    public void captureLoopback(int protocol, MemorySegment mem, long off, int len) {
+        PacketCapture c = capture;
+        if (c != null) {
+            capture(c, false, address, address, protocol, mem, off, len);
+        }
+    }
+
     /** Replaces the clock that stamps captured frames (nanoseconds since the Unix epoch); for tests. */
     public void setCaptureClock(LongSupplier epochNanos) {
         this.captureClock = epochNanos;

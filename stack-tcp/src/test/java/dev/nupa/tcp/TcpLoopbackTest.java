@@ -74,6 +74,24 @@ class TcpLoopbackTest {
     }
 
     @Test
+    void aCaptureSeesEachLoopbackDatagramOnceFromAndToTheNode() {
+        TcpLayer layer = wire.tcp(0, CONFIG);
+        Ipv4Stack ip = layer.ip();
+        int[] seen = {0, 0};
+        ip.link().setCapture((ts, outbound, src, dst, protocol, mem, off, len) -> {
+            seen[0]++;
+            if (!outbound && src == ip.link().address() && dst == src && protocol == EtherType.IPV4
+                    && Ipv4Address.isLoopback(mem.get(java.lang.foreign.ValueLayout.JAVA_INT_UNALIGNED
+                            .withOrder(java.nio.ByteOrder.BIG_ENDIAN), off + 16))) {
+                seen[1]++;
+            }
+        });
+        transfer(layer, Ipv4Address.LOCALHOST);
+        assertEquals(ip.loopback().datagrams(), seen[0], "one capture per datagram");
+        assertEquals(seen[0], seen[1], "each from and to the node, to 127.0.0.1");
+    }
+
+    @Test
     void tcpToTheNodesOwnAddressIsCarriedByTheLoopbackInterfaceToo() {
         TcpLayer layer = wire.tcp(0, CONFIG);
         transfer(layer, LayerWire.ip(0));
