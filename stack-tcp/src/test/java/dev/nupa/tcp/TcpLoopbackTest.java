@@ -92,6 +92,34 @@ class TcpLoopbackTest {
     }
 
     @Test
+    void aRoundTripThroughLoopbackAllocatesNothing() {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        TcpConfig config = CONFIG.withNoDelay(true);
+        TcpLayer layer = wire.tcp(0, config);
+        layer.listen(PORT, 8, config, accepted::add);
+        TcpConnection c = layer.connect(Ipv4Address.LOCALHOST, PORT, config, null, wire.now);
+        wire.pump();
+        TcpConnection s = accepted.getFirst();
+        MemorySegment buf = MemorySegment.ofArray(new byte[64]);
+        long least = Long.MAX_VALUE;
+        for (int round = 0; round < 6; round++) {
+            long before = threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < 5_000; i++) {
+                c.write(buf, 0, 32, wire.now);
+                wire.pump();
+                s.read(buf, 0, 64, wire.now);
+                s.write(buf, 0, 32, wire.now);
+                wire.pump();
+                assertEquals(32, c.read(buf, 0, 64, wire.now));
+            }
+            if (round >= 2) { // after the warm-up: some round allocates nothing (the JVM's own one-time bytes aside)
+                least = Math.min(least, threads.getCurrentThreadAllocatedBytes() - before);
+            }
+        }
+        assertEquals(0, least, "bytes allocated by 5,000 round trips through lo");
+    }
+
+    @Test
     void tcpToTheNodesOwnAddressIsCarriedByTheLoopbackInterfaceToo() {
         TcpLayer layer = wire.tcp(0, CONFIG);
         transfer(layer, LayerWire.ip(0));
