@@ -28,6 +28,9 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
 
     NupaServerSocketChannelConfig(NupaServerSocketChannel channel) {
         super(channel, new ServerChannelRecvByteBufAllocator());
+        // Accepted connections start with Nagle off, as Netty's epoll and NIO child channels do
+        // (EpollSocketChannelConfig: canEnableTcpNoDelayByDefault).
+        accepted.set(ChannelOption.TCP_NODELAY, true);
     }
 
     TcpConfig acceptedTcpConfig(TcpConfig defaults) {

@@ -102,6 +102,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         this.stack = stack;
         this.connection = c;
         this.state = State.CONNECTED;
+        config.adopt(c.config());
         addresses(c);
         stack.tcp().setEvents(c, events);
     }
@@ -603,6 +604,25 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private boolean readDue;
     /** Bytes came before the channel was registered (it was moving to its loop): it reads once registered. */
     private boolean readAfterRegister;
+
+    /**
+     * Auto-read went off (pause): the read it asked for is withdrawn, so nothing more is read until {@code read()}, as
+     * epoll clears EPOLLIN (AbstractEpollChannel.clearEpollIn); from another thread, on the loop unless it came back on.
+     */
+    void autoReadCleared() {
+        if (!isRegistered()) {
+            return; // nothing asked for yet: doBeginRead asks once active
+        }
+        if (eventLoop().inEventLoop()) {
+            readRequested = false;
+        } else {
+            eventLoop().execute(() -> {
+                if (!config.isAutoRead()) {
+                    readRequested = false;
+                }
+            });
+        }
+    }
 
     /** Bytes or the peer's FIN arrived: read once the round's frames are all in (one read for a batch of segments). */
     private void readAtRoundEnd() {

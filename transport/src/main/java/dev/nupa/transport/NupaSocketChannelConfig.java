@@ -15,7 +15,8 @@ import io.netty.channel.socket.SocketChannelConfig;
  * A fabric TCP connection's Netty options. The TCP ones (TCP_NODELAY, SO_KEEPALIVE, SO_SNDBUF,
  * SO_RCVBUF) shape the {@link TcpConfig} the connection is made with, so they count when set
  * before connect (Vert.x sets them through its bootstrap); on an accepted connection the listener's
- * settings apply (see {@link NupaServerSocketChannelConfig}). SO_LINGER acts on close (0: a reset; above 0: the close completes once everything was acknowledged, or after that many seconds).
+ * settings apply (see {@link NupaServerSocketChannelConfig}) and read back as they are. TCP_NODELAY starts on, as
+ * on Netty's epoll and NIO channels. SO_LINGER acts on close (0: a reset; above 0: the close completes once everything was acknowledged, or after that many seconds).
  * IP_TOS and SO_REUSEADDR are kept and have no effect on the fabric.
  */
 public final class NupaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
@@ -29,6 +30,18 @@ public final class NupaSocketChannelConfig extends DefaultChannelConfig implemen
 
     NupaSocketChannelConfig(NupaSocketChannel channel) {
         super(channel);
+        setTcpNoDelay(true); // as Netty's epoll and NIO channels start (EpollSocketChannelConfig: canEnableTcpNoDelayByDefault)
+    }
+
+    /** An accepted connection's settings (its listener's), so that they read back as they are. */
+    void adopt(TcpConfig connection) {
+        tcp.adopt(connection);
+    }
+
+    /** Auto-read went off: the read it asked for is withdrawn, as epoll's config clears EPOLLIN. */
+    @Override
+    protected void autoReadCleared() {
+        ((NupaSocketChannel) channel).autoReadCleared();
     }
 
     /** The connection's TCP settings: the node's defaults with the options set here. */

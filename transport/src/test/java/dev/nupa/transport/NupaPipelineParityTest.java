@@ -348,6 +348,69 @@ class NupaPipelineParityTest {
         }
     }
 
+    @Test
+    void theSocketOptionsEpollTakesAreTakenAndReadBack() throws Exception {
+        try (Loops loops = new Loops()) {
+            Sink server = new Sink();
+            Channel client = connect(loops, server, 9003, true);
+            Channel accepted = server.active.get();
+            for (Channel ch : List.of(client, accepted)) {
+                // Netty's epoll channels start with Nagle off (EpollSocketChannelConfig: canEnableTcpNoDelayByDefault).
+                assertEquals(true, ch.config().getOption(ChannelOption.TCP_NODELAY), "TCP_NODELAY's default on " + ch);
+                java.util.Map<ChannelOption<?>, Object> options = new java.util.LinkedHashMap<>();
+                options.put(ChannelOption.SO_KEEPALIVE, true);
+                options.put(ChannelOption.TCP_NODELAY, false);
+                options.put(ChannelOption.SO_SNDBUF, 65_536);
+                options.put(ChannelOption.SO_RCVBUF, 131_072);
+                options.put(ChannelOption.SO_LINGER, 3);
+                options.put(ChannelOption.SO_REUSEADDR, true);
+                options.put(ChannelOption.IP_TOS, 0x10);
+                options.put(ChannelOption.ALLOW_HALF_CLOSURE, true);
+                options.put(ChannelOption.AUTO_READ, false);
+                options.put(ChannelOption.AUTO_CLOSE, false);
+                options.put(ChannelOption.CONNECT_TIMEOUT_MILLIS, 1234);
+                options.put(ChannelOption.WRITE_SPIN_COUNT, 8);
+                options.put(ChannelOption.MAX_MESSAGES_PER_WRITE, 5);
+                for (var e : options.entrySet()) {
+                    @SuppressWarnings("unchecked")
+                    ChannelOption<Object> o = (ChannelOption<Object>) e.getKey();
+                    assertTrue(ch.config().setOption(o, e.getValue()), o + " taken by " + ch);
+                    assertEquals(e.getValue(), ch.config().getOption(o), o + " read back from " + ch);
+                    assertEquals(e.getValue(), ch.config().getOptions().get(o), o + " among the options of " + ch);
+                }
+                assertTrue(ch.config().setOption(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(1024, 4096)));
+                WriteBufferWaterMark mark = ch.config().getOption(ChannelOption.WRITE_BUFFER_WATER_MARK);
+                assertEquals(1024, mark.low());
+                assertEquals(4096, mark.high());
+                ch.config().setOption(ChannelOption.SO_LINGER, -1); // the test's end closes without waiting
+            }
+        }
+    }
+
+    @Test
+    void autoReadTurnedOffBetweenReadsReadsNothingMoreUntilAskedAsOnEpoll() throws Exception {
+        try (Loops loops = new Loops()) {
+            Sink server = new Sink(); // the server's end writes here; the client's end reads
+            Sink reader = new Sink();
+            new ServerBootstrap().group(loops.server).channel(NupaServerSocketChannel.class).childHandler(server)
+                    .bind(new InetSocketAddress("10.0.0.1", 9004)).sync();
+            Channel client = new Bootstrap().group(loops.client).channel(NupaSocketChannel.class).handler(reader)
+                    .connect(new InetSocketAddress("10.0.0.1", 9004)).sync().channel();
+            Channel writer = server.active.get(10, TimeUnit.SECONDS);
+            writer.writeAndFlush(io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {'a'})).sync();
+            waitFor(() -> loops.client.submit(() -> reader.read == 1).get(), "the first byte read");
+            // Off from the loop, outside a read (as Vert.x's pause() from a timer): epoll clears EPOLLIN at once
+            // (AbstractEpollChannel.clearEpollIn), so what comes next stays in the socket.
+            loops.client.submit(() -> client.config().setAutoRead(false)).sync();
+            writer.config().setOption(ChannelOption.SO_LINGER, 10);
+            writer.writeAndFlush(io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {'b'}));
+            writer.close().sync(); // SO_LINGER: once the client's stack acknowledged the byte and the FIN
+            assertEquals(1, loops.client.submit(() -> reader.read).get(), "nothing read after auto-read went off");
+            client.read();
+            waitFor(() -> loops.client.submit(() -> reader.read == 2).get(), "the second byte read once asked");
+        }
+    }
+
     private interface Check {
         boolean ok() throws Exception;
     }
