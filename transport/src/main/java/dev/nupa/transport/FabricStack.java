@@ -44,6 +44,7 @@ public final class FabricStack implements AutoCloseable {
 
     /** File regions (Vert.x's sendFile) this loop's channels sent whole; written by the loop only. */
     private volatile long regionsSent;
+    private RegionSink.FileBuffer fileBuffer;
 
     private FabricStack(Fabric fabric, FabricDevice device, Link link, NeighborDirectory neighbors, Datapath datapath,
                         Ipv4Stack ip, TcpLayer tcp) {
@@ -167,6 +168,14 @@ public final class FabricStack implements AutoCloseable {
             n++;
         }
         return n;
+    }
+
+    /** The direct buffer this loop's channels read files through (file regions); made on first use, on the loop. */
+    RegionSink.FileBuffer fileBuffer() {
+        if (fileBuffer == null) {
+            fileBuffer = new RegionSink.FileBuffer();
+        }
+        return fileBuffer;
     }
 
     /** A channel of this loop sent a file region whole; on the loop. */

@@ -400,7 +400,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 if (msg instanceof FileRegion region) {
                     // As epoll's writeFileRegion: what fits now, its progress reported; removed (released) once whole.
                     if (region.transferred() < region.count() && c.writable() > 0) {
-                        long n = regions.take(c, region);
+                        long n = regions.take(c, region, stack);
                         if (n > 0) {
                             queued = true;
                             in.progress(n);
