@@ -25,6 +25,8 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
     private final TcpOptions accepted = new TcpOptions();
     private volatile int backlog = DEFAULT_BACKLOG;
     private volatile boolean reuseAddress;
+    /** Kept and read back; the listener does no Fast Open, so clients use the ordinary handshake (RFC 7413 4.1). */
+    private volatile int fastOpen;
 
     NupaServerSocketChannelConfig(NupaServerSocketChannel channel) {
         super(channel, new ServerChannelRecvByteBufAllocator());
@@ -40,7 +42,7 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
         return getOptions(super.getOptions(), ChannelOption.SO_BACKLOG, ChannelOption.SO_REUSEADDR, ChannelOption.TCP_NODELAY,
-                ChannelOption.SO_KEEPALIVE, ChannelOption.SO_SNDBUF, ChannelOption.SO_RCVBUF);
+                ChannelOption.SO_KEEPALIVE, ChannelOption.SO_SNDBUF, ChannelOption.SO_RCVBUF, ChannelOption.TCP_FASTOPEN);
     }
 
     @Override
@@ -51,6 +53,9 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
         }
         if (option == ChannelOption.SO_REUSEADDR) {
             return (T) Boolean.valueOf(reuseAddress);
+        }
+        if (option == ChannelOption.TCP_FASTOPEN) {
+            return (T) Integer.valueOf(fastOpen);
         }
         T v = accepted.get(option);
         return v != null ? v : super.getOption(option);
@@ -63,6 +68,11 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
             setBacklog((Integer) value);
         } else if (option == ChannelOption.SO_REUSEADDR) {
             setReuseAddress((Boolean) value);
+        } else if (option == ChannelOption.TCP_FASTOPEN) {
+            if ((Integer) value < 0) {
+                throw new IllegalArgumentException("TCP_FASTOPEN is a queue length, at least 0, got " + value);
+            }
+            fastOpen = (Integer) value;
         } else if (!accepted.set(option, value)) {
             return super.setOption(option, value);
         }

@@ -89,21 +89,23 @@ final class RegionSink implements WritableByteChannel {
         long left = region.count() - done;
         long at = region.position() + done;
         long taken = 0;
-        while (left > taken) {
-            int room = c.writable();
-            if (room == 0) {
-                break;
+        try {
+            while (left > taken) {
+                int room = c.writable();
+                if (room == 0) {
+                    break;
+                }
+                ByteBuffer b = via.buffer.clear().limit((int) Math.min(Math.min(left - taken, room), FileBuffer.SIZE));
+                int n = file.read(b, at + taken);
+                if (n <= 0) {
+                    break;
+                }
+                taken += c.queue(via.segment, 0, n); // all of it: no more than the room
             }
-            ByteBuffer b = via.buffer.clear().limit((int) Math.min(Math.min(left - taken, room), FileBuffer.SIZE));
-            int n = file.read(b, at + taken);
-            if (n <= 0) {
-                break;
-            }
-            taken += c.queue(via.segment, 0, n); // all of it: no more than the room
+        } finally {
+            TRANSFERRED.set(region, done + taken); // what reached the send buffer, whatever failed after
         }
-        if (taken > 0) {
-            TRANSFERRED.set(region, done + taken);
-        } else if (left > 0 && c.writable() > 0) {
+        if (taken == 0 && left > 0 && c.writable() > 0) {
             // Nothing to read where the region has bytes left: the file is shorter (truncated), as
             // DefaultFileRegion.validate reports it (and epoll's validateFileRegion after a sendfile of 0).
             throw new IOException("Underlying file size " + file.size() + " smaller then requested count " + region.count());

@@ -7,11 +7,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelProgressiveFuture;
+import io.netty.channel.ChannelProgressiveFutureListener;
+import io.netty.channel.ChannelProgressivePromise;
 import io.netty.channel.DefaultFileRegion;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.FileRegion;
@@ -29,7 +34,6 @@ import io.vertx.core.http.HttpServer;
 import io.vertx.core.http.HttpServerOptions;
 import io.vertx.core.net.NetServer;
 import io.vertx.core.net.NetSocket;
-import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.nio.channels.ClosedChannelException;
@@ -37,9 +41,13 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Random;
 import java.util.UUID;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -51,7 +59,9 @@ import org.junit.jupiter.api.Test;
 /**
  * What Vert.x and Netty ask of a channel, as they get it from epoll: file regions (Vert.x then builds epoll's
  * pipeline, with its idle handler after the HTTP decoder, and sends files as regions), the host name a connect
- * was given, and the socket options read back as set. Two Vert.x instances on one fabric, as NupaVertxTest.
+ * was given, the socket options read back as set, and auto-read. Two Vert.x instances on one fabric, as
+ * NupaVertxTest; through Netty's API (a region's progress, release and failure, options, auto-read), two
+ * nodes of their own under the transport's loops, as NupaSocketChannelTest.
  */
 class NupaPipelineParityTest {
     private static final String HOST = "fabric-server.test";
@@ -254,7 +264,7 @@ class NupaPipelineParityTest {
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            io.netty.buffer.ByteBuf b = (io.netty.buffer.ByteBuf) msg;
+            ByteBuf b = (ByteBuf) msg;
             read += b.readableBytes();
             md.update(b.nioBuffer());
             b.release();
@@ -286,17 +296,17 @@ class NupaPipelineParityTest {
             Sink server = new Sink();
             Channel ch = connect(loops, server, 9000, true);
             FileRegion region = new DefaultFileRegion(file.toFile(), 0, size);
-            List<Long> progress = java.util.Collections.synchronizedList(new ArrayList<>());
-            io.netty.channel.ChannelProgressivePromise promise = ch.newProgressivePromise();
-            promise.addListener(new io.netty.channel.ChannelProgressiveFutureListener() {
+            List<Long> progress = Collections.synchronizedList(new ArrayList<>());
+            ChannelProgressivePromise promise = ch.newProgressivePromise();
+            promise.addListener(new ChannelProgressiveFutureListener() {
                 @Override
-                public void operationProgressed(io.netty.channel.ChannelProgressiveFuture f, long at, long total) {
+                public void operationProgressed(ChannelProgressiveFuture f, long at, long total) {
                     assertEquals(size, total);
                     progress.add(at);
                 }
 
                 @Override
-                public void operationComplete(io.netty.channel.ChannelProgressiveFuture f) {
+                public void operationComplete(ChannelProgressiveFuture f) {
                 }
             });
             ch.writeAndFlush(region, promise).sync();
@@ -310,7 +320,7 @@ class NupaPipelineParityTest {
                 assertTrue(progress.get(i) > progress.get(i - 1), "progress only grows");
             }
             waitFor(() -> loops.server.submit(() -> server.read).get() == size, "the server read " + size + " bytes");
-            byte[] got = loops.server.submit((java.util.concurrent.Callable<byte[]>) server.md::digest).get();
+            byte[] got = loops.server.submit((Callable<byte[]>) server.md::digest).get();
             assertArrayEquals(sha[0], got);
         }
     }
@@ -359,7 +369,7 @@ class NupaPipelineParityTest {
             for (Channel ch : List.of(client, accepted)) {
                 // Netty's epoll channels start with Nagle off (EpollSocketChannelConfig: canEnableTcpNoDelayByDefault).
                 assertEquals(true, ch.config().getOption(ChannelOption.TCP_NODELAY), "TCP_NODELAY's default on " + ch);
-                java.util.Map<ChannelOption<?>, Object> options = new java.util.LinkedHashMap<>();
+                Map<ChannelOption<?>, Object> options = new LinkedHashMap<>();
                 options.put(ChannelOption.SO_KEEPALIVE, true);
                 options.put(ChannelOption.TCP_NODELAY, false);
                 options.put(ChannelOption.SO_SNDBUF, 65_536);
@@ -373,6 +383,7 @@ class NupaPipelineParityTest {
                 options.put(ChannelOption.CONNECT_TIMEOUT_MILLIS, 1234);
                 options.put(ChannelOption.WRITE_SPIN_COUNT, 8);
                 options.put(ChannelOption.MAX_MESSAGES_PER_WRITE, 5);
+                options.put(ChannelOption.TCP_FASTOPEN_CONNECT, true);
                 for (var e : options.entrySet()) {
                     @SuppressWarnings("unchecked")
                     ChannelOption<Object> o = (ChannelOption<Object>) e.getKey();
@@ -385,6 +396,16 @@ class NupaPipelineParityTest {
                 assertEquals(1024, mark.low());
                 assertEquals(4096, mark.high());
                 ch.config().setOption(ChannelOption.SO_LINGER, -1); // the test's end closes without waiting
+            }
+            Channel listener = new ServerBootstrap().group(loops.server).channel(NupaServerSocketChannel.class)
+                    .childHandler(new ChannelInboundHandlerAdapter()).bind(new InetSocketAddress("10.0.0.1", 9005)).sync().channel();
+            assertEquals(true, listener.config().getOption(ChannelOption.TCP_NODELAY), "accepted connections start with Nagle off");
+            for (var e : Map.<ChannelOption<?>, Object>of(ChannelOption.SO_BACKLOG, 64, ChannelOption.SO_REUSEADDR, true,
+                    ChannelOption.TCP_FASTOPEN, 16, ChannelOption.SO_RCVBUF, 131_072).entrySet()) {
+                @SuppressWarnings("unchecked")
+                ChannelOption<Object> o = (ChannelOption<Object>) e.getKey();
+                assertTrue(listener.config().setOption(o, e.getValue()), o + " taken by the listener");
+                assertEquals(e.getValue(), listener.config().getOption(o), o + " read back from the listener");
             }
         }
     }
@@ -399,13 +420,13 @@ class NupaPipelineParityTest {
             Channel client = new Bootstrap().group(loops.client).channel(NupaSocketChannel.class).handler(reader)
                     .connect(new InetSocketAddress("10.0.0.1", 9004)).sync().channel();
             Channel writer = server.active.get(10, TimeUnit.SECONDS);
-            writer.writeAndFlush(io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {'a'})).sync();
+            writer.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {'a'})).sync();
             waitFor(() -> loops.client.submit(() -> reader.read == 1).get(), "the first byte read");
             // Off from the loop, outside a read (as Vert.x's pause() from a timer): epoll clears EPOLLIN at once
             // (AbstractEpollChannel.clearEpollIn), so what comes next stays in the socket.
             loops.client.submit(() -> client.config().setAutoRead(false)).sync();
             writer.config().setOption(ChannelOption.SO_LINGER, 10);
-            writer.writeAndFlush(io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {'b'}));
+            writer.writeAndFlush(Unpooled.wrappedBuffer(new byte[] {'b'}));
             writer.close().sync(); // SO_LINGER: once the client's stack acknowledged the byte and the FIN
             assertEquals(1, loops.client.submit(() -> reader.read).get(), "nothing read after auto-read went off");
             client.read();
