@@ -16,7 +16,8 @@ import io.netty.channel.socket.ServerSocketChannelConfig;
  * A fabric listener's Netty options: SO_BACKLOG bounds its half-open connections (beyond it SYN
  * cookies answer), and TCP_NODELAY, SO_KEEPALIVE, SO_SNDBUF and SO_RCVBUF set here shape the
  * connections it accepts (a connection's settings are fixed when its SYN arrives, before Netty sees
- * it; {@link NupaTransport} sets them here from Vert.x's server options).
+ * it; {@link NupaTransport} sets them here from Vert.x's server options); TCP_NODELAY starts on, as for
+ * Netty's epoll child channels. SO_REUSEADDR and TCP_FASTOPEN are kept and have no effect on the fabric.
  */
 final class NupaServerSocketChannelConfig extends DefaultChannelConfig implements ServerSocketChannelConfig {
     /** Linux's default somaxconn. */
