@@ -21,6 +21,19 @@ final class Addresses {
         }
     }
 
+    /**
+     * The remote address of a connection to {@code ip}:{@code port}: {@code requested}, the address the connect was
+     * given, when it names them, so its host name stays (Vert.x reports it as {@code SocketAddress.hostName()}); as
+     * Netty's epoll transport keeps the requested host string (UnixChannelUtil.computeRemoteAddr). Otherwise (an
+     * accepted connection: nothing requested) the bare IP address.
+     */
+    static InetSocketAddress remote(InetSocketAddress requested, int ip, int port) {
+        if (requested != null && !requested.isUnresolved() && requested.getPort() == port && ipv4(requested) == ip) {
+            return requested;
+        }
+        return inet(ip, port);
+    }
+
     /** The address as the stack's int; 0 for the wildcard. */
     static int ipv4(InetSocketAddress a) {
         InetAddress ia = a.getAddress();

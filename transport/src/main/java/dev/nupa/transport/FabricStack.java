@@ -42,6 +42,10 @@ public final class FabricStack implements AutoCloseable {
      */
     private final java.util.ArrayDeque<NupaServerSocketChannel> acceptsDue = new java.util.ArrayDeque<>();
 
+    /** File regions (Vert.x's sendFile) this loop's channels sent whole; written by the loop only. */
+    private volatile long regionsSent;
+    private RegionSink.FileBuffer fileBuffer;
+
     private FabricStack(Fabric fabric, FabricDevice device, Link link, NeighborDirectory neighbors, Datapath datapath,
                         Ipv4Stack ip, TcpLayer tcp) {
         this.fabric = fabric;
@@ -164,6 +168,24 @@ public final class FabricStack implements AutoCloseable {
             n++;
         }
         return n;
+    }
+
+    /** The direct buffer this loop's channels read files through (file regions); made on first use, on the loop. */
+    RegionSink.FileBuffer fileBuffer() {
+        if (fileBuffer == null) {
+            fileBuffer = new RegionSink.FileBuffer();
+        }
+        return fileBuffer;
+    }
+
+    /** A channel of this loop sent a file region whole; on the loop. */
+    void regionSent() {
+        regionsSent = regionsSent + 1; // one writer: the loop
+    }
+
+    /** How many file regions (Vert.x's {@code sendFile}) the channels of this loop sent whole. */
+    public long regionsSent() {
+        return regionsSent;
     }
 
     public Datapath datapath() {

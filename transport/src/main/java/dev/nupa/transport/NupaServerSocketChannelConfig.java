@@ -16,7 +16,8 @@ import io.netty.channel.socket.ServerSocketChannelConfig;
  * A fabric listener's Netty options: SO_BACKLOG bounds its half-open connections (beyond it SYN
  * cookies answer), and TCP_NODELAY, SO_KEEPALIVE, SO_SNDBUF and SO_RCVBUF set here shape the
  * connections it accepts (a connection's settings are fixed when its SYN arrives, before Netty sees
- * it; {@link NupaTransport} sets them here from Vert.x's server options).
+ * it; {@link NupaTransport} sets them here from Vert.x's server options); TCP_NODELAY starts on, as for
+ * Netty's epoll child channels. SO_REUSEADDR and TCP_FASTOPEN are kept and have no effect on the fabric.
  */
 final class NupaServerSocketChannelConfig extends DefaultChannelConfig implements ServerSocketChannelConfig {
     /** Linux's default somaxconn. */
@@ -25,9 +26,14 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
     private final TcpOptions accepted = new TcpOptions();
     private volatile int backlog = DEFAULT_BACKLOG;
     private volatile boolean reuseAddress;
+    /** Kept and read back; the listener does no Fast Open, so clients use the ordinary handshake (RFC 7413 4.1). */
+    private volatile int fastOpen;
 
     NupaServerSocketChannelConfig(NupaServerSocketChannel channel) {
         super(channel, new ServerChannelRecvByteBufAllocator());
+        // Accepted connections start with Nagle off, as Netty's epoll and NIO child channels do
+        // (EpollSocketChannelConfig: canEnableTcpNoDelayByDefault).
+        accepted.set(ChannelOption.TCP_NODELAY, true);
     }
 
     TcpConfig acceptedTcpConfig(TcpConfig defaults) {
@@ -37,7 +43,7 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
         return getOptions(super.getOptions(), ChannelOption.SO_BACKLOG, ChannelOption.SO_REUSEADDR, ChannelOption.TCP_NODELAY,
-                ChannelOption.SO_KEEPALIVE, ChannelOption.SO_SNDBUF, ChannelOption.SO_RCVBUF);
+                ChannelOption.SO_KEEPALIVE, ChannelOption.SO_SNDBUF, ChannelOption.SO_RCVBUF, ChannelOption.TCP_FASTOPEN);
     }
 
     @Override
@@ -48,6 +54,9 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
         }
         if (option == ChannelOption.SO_REUSEADDR) {
             return (T) Boolean.valueOf(reuseAddress);
+        }
+        if (option == ChannelOption.TCP_FASTOPEN) {
+            return (T) Integer.valueOf(fastOpen);
         }
         T v = accepted.get(option);
         return v != null ? v : super.getOption(option);
@@ -60,6 +69,11 @@ final class NupaServerSocketChannelConfig extends DefaultChannelConfig implement
             setBacklog((Integer) value);
         } else if (option == ChannelOption.SO_REUSEADDR) {
             setReuseAddress((Boolean) value);
+        } else if (option == ChannelOption.TCP_FASTOPEN) {
+            if ((Integer) value < 0) {
+                throw new IllegalArgumentException("TCP_FASTOPEN is a queue length, at least 0, got " + value);
+            }
+            fastOpen = (Integer) value;
         } else if (!accepted.set(option, value)) {
             return super.setOption(option, value);
         }

@@ -25,6 +25,7 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
+import io.netty.channel.FileRegion;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
@@ -44,7 +45,9 @@ import io.netty.util.concurrent.Future;
  * while reading is asked for (auto-read, or a {@code read()}); otherwise they stay there and the
  * receive window closes, which is how a slow reader throttles the writer end to end. Writing moves
  * the outbound buffer into the send buffer as room allows and resumes when the connection says it
- * is writable; the outbound buffer's water marks give Vert.x its {@code writeQueueFull}.
+ * is writable; the outbound buffer's water marks give Vert.x its {@code writeQueueFull}. A {@link FileRegion}
+ * (Vert.x's {@code sendFile}) is read into the send buffer as it has room ({@link RegionSink}), goes on once a
+ * third of it is free, reports its progress and is released once sent, as epoll's sendfile path does.
  *
  * <p>Closing sends a FIN after the queued data and the channel is closed at once: the connection
  * finishes closing in its layer (FIN-WAIT, TIME-WAIT) without the channel. SO_LINGER 0 sends a reset
@@ -84,6 +87,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private final BufMemory readMemory = new BufMemory();
     private final BufMemory writeMemory = new BufMemory();
     private final PartsSink parts = new PartsSink(writeMemory);
+    private final RegionSink regions = new RegionSink(writeMemory);
+    /** The send buffer was full while a file region was being written: it resumes as Linux wakes a writer. */
+    private boolean regionWaiting;
 
     /** A client channel: connected by {@code connect}. */
     public NupaSocketChannel() {
@@ -98,13 +104,15 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         this.stack = stack;
         this.connection = c;
         this.state = State.CONNECTED;
+        config.adopt(c.config());
         addresses(c);
         stack.tcp().setEvents(c, events);
     }
 
+    /** The connection's addresses; a remote address the connect was given keeps its host name ({@link Addresses#remote}). */
     private void addresses(TcpConnection c) {
         local = Addresses.inet(c.localIp(), c.localPort());
-        remote = Addresses.inet(c.remoteIp(), c.remotePort());
+        remote = Addresses.remote(remote, c.remoteIp(), c.remotePort());
     }
 
     @Override
@@ -376,10 +384,11 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
     @Override
     protected Object filterOutboundMessage(Object msg) {
-        if (msg instanceof ByteBuf) {
+        if (msg instanceof ByteBuf || msg instanceof FileRegion) {
             return msg;
         }
-        throw new UnsupportedOperationException("a fabric TCP channel writes ByteBufs, not " + msg.getClass().getName());
+        throw new UnsupportedOperationException("a fabric TCP channel writes ByteBufs and FileRegions, not "
+                + msg.getClass().getName());
     }
 
     @Override
@@ -399,8 +408,28 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 Object msg = in.current();
                 if (msg == null) {
                     flushPending = false;
+                    regionWaiting = false;
                     return;
                 }
+                if (msg instanceof FileRegion region) {
+                    // As epoll's writeFileRegion: what fits now, its progress reported; removed (released) once whole.
+                    if (region.transferred() < region.count() && c.writable() > 0) {
+                        long n = regions.take(c, region, stack);
+                        if (n > 0) {
+                            queued = true;
+                            in.progress(n);
+                        }
+                    }
+                    if (region.transferred() >= region.count()) {
+                        in.remove();
+                        stack.regionSent();
+                        continue;
+                    }
+                    flushPending = true; // the send buffer is full: onWritable goes on with the region
+                    regionWaiting = true;
+                    return;
+                }
+                regionWaiting = false;
                 ByteBuf buf = (ByteBuf) msg;
                 int readable = buf.readableBytes();
                 if (readable == 0) {
@@ -532,7 +561,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
 
         @Override
         public void onWritable(TcpConnection c) {
-            if (flushPending) {
+            // A file region waiting for room goes on once the free space is at least half of what is queued, as
+            // Linux wakes a writer (sk_stream_is_writeable), so its file is read in large pieces, not one per ACK.
+            if (flushPending && (!regionWaiting || c.writable() >= c.unacknowledged() / 2)) {
                 ((NupaUnsafe) unsafe()).flushNow();
             }
             if (closeWhenFlushed && !flushPending && state == State.CONNECTED) {
@@ -590,6 +621,25 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private boolean readDue;
     /** Bytes came before the channel was registered (it was moving to its loop): it reads once registered. */
     private boolean readAfterRegister;
+
+    /**
+     * Auto-read went off (pause): the read it asked for is withdrawn, so nothing more is read until {@code read()}, as
+     * epoll clears EPOLLIN (AbstractEpollChannel.clearEpollIn); from another thread, on the loop unless it came back on.
+     */
+    void autoReadCleared() {
+        if (!isRegistered()) {
+            return; // nothing asked for yet: doBeginRead asks once active
+        }
+        if (eventLoop().inEventLoop()) {
+            readRequested = false;
+        } else {
+            eventLoop().execute(() -> {
+                if (!config.isAutoRead()) {
+                    readRequested = false;
+                }
+            });
+        }
+    }
 
     /** Bytes or the peer's FIN arrived: read once the round's frames are all in (one read for a batch of segments). */
     private void readAtRoundEnd() {

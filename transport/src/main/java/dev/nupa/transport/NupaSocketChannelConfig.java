@@ -15,8 +15,10 @@ import io.netty.channel.socket.SocketChannelConfig;
  * A fabric TCP connection's Netty options. The TCP ones (TCP_NODELAY, SO_KEEPALIVE, SO_SNDBUF,
  * SO_RCVBUF) shape the {@link TcpConfig} the connection is made with, so they count when set
  * before connect (Vert.x sets them through its bootstrap); on an accepted connection the listener's
- * settings apply (see {@link NupaServerSocketChannelConfig}). SO_LINGER acts on close (0: a reset; above 0: the close completes once everything was acknowledged, or after that many seconds).
- * IP_TOS and SO_REUSEADDR are kept and have no effect on the fabric.
+ * settings apply (see {@link NupaServerSocketChannelConfig}) and read back as they are. TCP_NODELAY starts on, as
+ * on Netty's epoll and NIO channels. SO_LINGER acts on close (0: a reset; above 0: the close completes once everything was acknowledged, or after that many seconds).
+ * IP_TOS, SO_REUSEADDR and TCP_FASTOPEN_CONNECT are kept and have no effect on the fabric (a connect is an
+ * ordinary handshake, as Linux's when the peer gave no Fast Open cookie).
  */
 public final class NupaSocketChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
     private final TcpOptions tcp = new TcpOptions();
@@ -26,9 +28,23 @@ public final class NupaSocketChannelConfig extends DefaultChannelConfig implemen
     private volatile int trafficClass;
     private volatile boolean reuseAddress;
     private volatile boolean allowHalfClosure;
+    /** Kept and read back; the connect is an ordinary handshake, as Linux's when the peer has no TFO cookie (RFC 7413 4.1). */
+    private volatile boolean fastOpenConnect;
 
     NupaSocketChannelConfig(NupaSocketChannel channel) {
         super(channel);
+        setTcpNoDelay(true); // as Netty's epoll and NIO channels start (EpollSocketChannelConfig: canEnableTcpNoDelayByDefault)
+    }
+
+    /** An accepted connection's settings (its listener's), so that they read back as they are. */
+    void adopt(TcpConfig connection) {
+        tcp.adopt(connection);
+    }
+
+    /** Auto-read went off: the read it asked for is withdrawn, as epoll's config clears EPOLLIN. */
+    @Override
+    protected void autoReadCleared() {
+        ((NupaSocketChannel) channel).autoReadCleared();
     }
 
     /** The connection's TCP settings: the node's defaults with the options set here. */
@@ -40,7 +56,7 @@ public final class NupaSocketChannelConfig extends DefaultChannelConfig implemen
     public Map<ChannelOption<?>, Object> getOptions() {
         return getOptions(super.getOptions(), ChannelOption.SO_RCVBUF, ChannelOption.SO_SNDBUF, ChannelOption.TCP_NODELAY,
                 ChannelOption.SO_KEEPALIVE, ChannelOption.SO_REUSEADDR, ChannelOption.SO_LINGER, ChannelOption.IP_TOS,
-                ChannelOption.ALLOW_HALF_CLOSURE);
+                ChannelOption.ALLOW_HALF_CLOSURE, ChannelOption.TCP_FASTOPEN_CONNECT);
     }
 
     @Override
@@ -58,6 +74,9 @@ public final class NupaSocketChannelConfig extends DefaultChannelConfig implemen
         if (option == ChannelOption.ALLOW_HALF_CLOSURE) {
             return (T) Boolean.valueOf(allowHalfClosure);
         }
+        if (option == ChannelOption.TCP_FASTOPEN_CONNECT) {
+            return (T) Boolean.valueOf(fastOpenConnect);
+        }
         T v = tcp.get(option);
         return v != null ? v : super.getOption(option);
     }
@@ -73,6 +92,8 @@ public final class NupaSocketChannelConfig extends DefaultChannelConfig implemen
             setReuseAddress((Boolean) value);
         } else if (option == ChannelOption.ALLOW_HALF_CLOSURE) {
             setAllowHalfClosure((Boolean) value);
+        } else if (option == ChannelOption.TCP_FASTOPEN_CONNECT) {
+            fastOpenConnect = (Boolean) value;
         } else if (!tcp.set(option, value)) {
             return super.setOption(option, value);
         }

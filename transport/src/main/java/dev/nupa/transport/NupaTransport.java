@@ -64,7 +64,9 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
 
     @Override
     public boolean supportFileRegion() {
-        return false; // files are sent as buffers (Vert.x then writes them in chunks)
+        // NupaSocketChannel writes FileRegions into the connection's send buffer, so Vert.x builds the pipeline it
+        // builds on epoll (no ChunkedWriteHandler: its idle handler sits after the HTTP decoder) and sends files as regions.
+        return true;
     }
 
     @Override

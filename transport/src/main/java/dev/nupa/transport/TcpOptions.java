@@ -52,6 +52,14 @@ final class TcpOptions {
         return null;
     }
 
+    /** Takes the settings of a connection made already, as if each had been set. */
+    void adopt(TcpConfig c) {
+        noDelay = c.noDelay();
+        keepAlive = c.keepAliveIdleNs() > 0;
+        sendBuffer = c.sendBuffer();
+        receiveBuffer = c.receiveBuffer();
+    }
+
     boolean noDelay() {
         Boolean b = noDelay;
         return b != null && b;

@@ -24,6 +24,7 @@ import io.netty.testsuite.transport.socket.SocketBufReleaseTest;
 import io.netty.testsuite.transport.socket.SocketAutoReadTest;
 import io.netty.testsuite.transport.socket.SocketFixedLengthEchoTest;
 import io.netty.testsuite.transport.socket.SocketStringEchoTest;
+import io.netty.testsuite.transport.socket.SocketFileRegionTest;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.file.Files;
@@ -119,6 +120,19 @@ class NettyTestsuiteTest {
 
     @Nested
     class FixedLengthEcho extends SocketFixedLengthEchoTest {
+        @Override
+        protected List<TestsuitePermutation.BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
+            return nupa();
+        }
+
+        @Override
+        protected SocketAddress newSocketAddress() {
+            return serverAddress();
+        }
+    }
+
+    @Nested
+    class FileRegion extends SocketFileRegionTest {
         @Override
         protected List<TestsuitePermutation.BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {
             return nupa();

@@ -199,7 +199,10 @@ class NupaVertxTest {
             s.pause();
             accepted.complete(s);
         }).listen(7, "0.0.0.0").await(10, TimeUnit.SECONDS);
-        NetSocket socket = client.createNetClient().connect(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        // Referenced to the end: a Vert.x client the collector takes shuts down with a 30 s grace (CleanableNetClient),
+        // which closing the Vert.x instance waits for.
+        NetClient netClient = client.createNetClient();
+        NetSocket socket = netClient.connect(7, "10.0.0.1").await(10, TimeUnit.SECONDS);
         NetSocket serverSide = accepted.future().await(10, TimeUnit.SECONDS);
         Buffer chunk = Buffer.buffer(new byte[64 * 1024]);
         Promise<Long> blocked = Promise.promise();
@@ -247,6 +250,7 @@ class NupaVertxTest {
         });
         all.future().await(30, TimeUnit.SECONDS);
         assertEquals(held, read[0]);
+        java.lang.ref.Reference.reachabilityFence(netClient);
     }
 
     /** A client connection with SO_LINGER {@code seconds} that wrote 2 MiB, and its server side, paused. */
