@@ -18,7 +18,6 @@ import io.vertx.core.net.NetSocket;
 import java.net.ConnectException;
 import java.net.NoRouteToHostException;
 import java.net.SocketException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.UUID;
 import java.util.concurrent.CompletionException;
@@ -48,16 +47,7 @@ class LinuxSocketSemanticsTest {
 
     @AfterEach
     void stop() throws Exception {
-        try {
-            if (client != null) {
-                client.close().await(10, TimeUnit.SECONDS);
-            }
-            if (server != null) {
-                server.close().await(10, TimeUnit.SECONDS);
-            }
-        } finally {
-            Files.deleteIfExists(fabric);
-        }
+        Nodes.close(fabric, client, server);
     }
 
     /** Runs {@code f} on the node's event loop (its stack's owner) and waits for its answer. */

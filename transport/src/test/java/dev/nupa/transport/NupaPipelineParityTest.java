@@ -100,15 +100,9 @@ class NupaPipelineParityTest {
     @AfterEach
     void stop() throws Exception {
         try {
-            if (client != null) {
-                client.close().await(10, TimeUnit.SECONDS);
-            }
-            if (server != null) {
-                server.close().await(10, TimeUnit.SECONDS);
-            }
+            Nodes.close(fabric, client, server);
         } finally {
             clients.clear();
-            Files.deleteIfExists(fabric);
             for (Path f : files) {
                 Files.deleteIfExists(f);
             }

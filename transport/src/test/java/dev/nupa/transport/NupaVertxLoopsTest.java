@@ -20,7 +20,6 @@ import io.vertx.core.http.HttpMethod;
 import io.vertx.core.http.PoolOptions;
 import io.vertx.core.net.NetClient;
 import io.vertx.core.net.NetSocket;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -53,16 +52,7 @@ class NupaVertxLoopsTest {
 
     @AfterEach
     void stop() throws Exception {
-        try {
-            if (client != null) {
-                client.close().await(10, TimeUnit.SECONDS);
-            }
-            if (server != null) {
-                server.close().await(10, TimeUnit.SECONDS);
-            }
-        } finally {
-            Files.deleteIfExists(fabric);
-        }
+        Nodes.close(fabric, client, server);
     }
 
     /** The loop whose stack the calling thread owns, or -1. */

@@ -21,7 +21,6 @@ import io.vertx.core.net.NetServer;
 import io.vertx.core.net.NetClientOptions;
 import io.vertx.core.net.NetSocket;
 import java.net.ConnectException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Random;
@@ -50,16 +49,7 @@ class NupaVertxTest {
 
     @AfterEach
     void stop() throws Exception {
-        try {
-            if (client != null) {
-                client.close().await(10, TimeUnit.SECONDS);
-            }
-            if (server != null) {
-                server.close().await(10, TimeUnit.SECONDS);
-            }
-        } finally {
-            Files.deleteIfExists(fabric);
-        }
+        Nodes.close(fabric, client, server);
     }
 
     @Test
