@@ -962,6 +962,10 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      */
     public int reachability(int destination) {
         int node = resolve(destination);
+        if (node == SendStatus.NO_NEIGHBOR) {
+            neighbors.rescan(); // not only a rate-limited look: a node that joined just now is not refused
+            node = resolve(destination);
+        }
         if (node == DatagramWriter.VIA_EXTERNAL || node == DatagramWriter.VIA_LOOPBACK) {
             return SendStatus.OK; // the external interface resolves its neighbor itself (ARP); lo is always up
         }
