@@ -32,7 +32,7 @@ import picocli.CommandLine.Parameters;
  */
 @Command(name = "run", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Run an unmodified Vert.x program on a fabric node: every Vertx.vertx() of it is a node of the fabric.",
-                "  nupa run --fabric /dev/shm/f1 --address 0 -- -cp app.jar:lib/* com.example.Main ARGS",
+                "  nupa run --fabric /dev/shm/f1 --address 0 -- -cp app.jar:lib/* MAIN_CLASS ARGS",
                 "  nupa run --fabric /dev/shm/f1 --address 0 -- -jar app.jar ARGS"})
 final class RunCommand implements Callable<Integer> {
     @Option(names = "--fabric", required = true, paramLabel = "PATH", description = "Fabric file (created if missing).")
@@ -126,7 +126,11 @@ final class RunCommand implements Callable<Integer> {
         });
         Runtime.getRuntime().addShutdownHook(stop);
         int status = child.waitFor();
-        Runtime.getRuntime().removeShutdownHook(stop);
+        try {
+            Runtime.getRuntime().removeShutdownHook(stop);
+        } catch (IllegalStateException shuttingDown) {
+            // this JVM is ending (a signal): the hook has ended the program, whose status is the one to return
+        }
         return status;
     }
 

@@ -18,7 +18,9 @@ import io.vertx.core.internal.VertxInternal;
  * vertx.createHttpServer().requestHandler(req -> req.response().end("hello")).listen(8080);
  * }</pre>
  *
- * Closing the Vert.x instance closes the node: it leaves the fabric.
+ * Closing the Vert.x instance closes the node: it leaves the fabric. Code that builds Vert.x itself takes
+ * {@link #transport}; a program that is not to change at all gets its nodes from system properties
+ * ({@link NupaVertxProvider}, {@code nupa run}).
  */
 public final class NupaVertx {
     private NupaVertx() {
