@@ -7,4 +7,7 @@ module dev.nupa.transport {
     requires transitive io.netty.common;
 
     exports dev.nupa.transport;
+
+    // Puts the Vert.x instances of a program on the node that nupa.* system properties name (NodeProperties).
+    provides io.vertx.core.spi.VertxServiceProvider with dev.nupa.transport.NupaVertxProvider;
 }

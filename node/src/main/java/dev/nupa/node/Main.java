@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
 @Command(name = "nupa", mixinStandardHelpOptions = true, version = "nupa 0.1.0",
         description = "NUPA for the JVM: a userspace network stack over a CXL/PCIe memory fabric.",
         subcommands = {NodeCommand.class, PingCommand.class, RpingCommand.class, CaptureCommand.class, UdpCheckCommand.class, TcpCheckCommand.class, FabricCommand.class,
-                PerfCommand.class, DemoCommand.class, DemoNode.class,
+                PerfCommand.class, DemoCommand.class, DemoNode.class, RunCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main {
     public static void main(String[] args) {
@@ -21,6 +21,7 @@ public final class Main {
         CommandLine cl = new CommandLine(new Main());
         cl.getSubcommands().get("perf").addSubcommand(new GrpcEndpointPerf()); // it measures the node's own endpoint
         cl.getSubcommands().get("perf").addSubcommand(new PerftestCommand()); // a whole node against stock perftest
+        cl.getSubcommands().get("run").setStopAtPositional(true); // what follows the program's main class is the program's
         cl.setParameterExceptionHandler((e, a) -> {
             System.err.println("nupa: " + e.getMessage() + " (see: " + e.getCommandLine().getCommandSpec().qualifiedName()
                     + " --help)");

@@ -2,6 +2,7 @@ package dev.nupa.transport;
 
 import java.util.concurrent.ThreadFactory;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.bootstrap.ServerBootstrap;
@@ -14,6 +15,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.DatagramChannel;
 import io.netty.channel.socket.InternetProtocolFamily;
+import io.netty.util.concurrent.EventExecutor;
 import io.vertx.core.datagram.DatagramSocketOptions;
 import io.vertx.core.net.NetServerOptions;
 
@@ -25,41 +27,121 @@ import io.vertx.core.net.NetServerOptions;
  */
 @SuppressWarnings("deprecation") // InternetProtocolFamily: the type of Vert.x 5.0's SPI
 final class NupaTransport implements io.vertx.core.spi.transport.Transport {
-    private final List<FabricStack> stacks;
+    /** The node to open as Vert.x asks for its event loops, or null when the stacks were opened beforehand. */
+    private final StackConfig config;
     private final AtomicInteger handlersMade = new AtomicInteger();
+    private List<FabricStack> stacks;
     private EventLoopGroup group;
+    private boolean ioGroupGiven;
+    private boolean openFailed;
 
+    /** A transport that opens the node {@code config} describes when Vert.x asks for its event loops (in its build). */
+    NupaTransport(StackConfig config) {
+        this.config = config;
+    }
+
+    /** A transport over stacks opened already (tests that drive the channels with a Netty loop group of their own). */
     NupaTransport(List<FabricStack> stacks) {
+        this.config = null;
         this.stacks = stacks;
+    }
+
+    /** The node's event loops. */
+    int loops() {
+        return config != null ? config.loops() : stacks.size();
     }
 
     /** The primary loop's stack. */
     FabricStack stack() {
-        return stacks.getFirst();
+        return stacks().getFirst();
     }
 
-    List<FabricStack> stacks() {
+    synchronized List<FabricStack> stacks() {
+        if (stacks == null) {
+            throw new IllegalStateException("the node is not open: it opens when a Vert.x instance is built with this transport");
+        }
         return stacks;
+    }
+
+    /**
+     * Whether this transport no longer holds (or will hold) its node: opening it failed, or its Vert.x instance is
+     * closing or closed. A transport not yet used counts as holding it.
+     */
+    synchronized boolean released() {
+        return openFailed || (group != null && group.isShuttingDown());
+    }
+
+    /** Gives the node up when the Vert.x build that took this transport failed. */
+    synchronized void abandon() {
+        if (group != null) {
+            group.shutdownGracefully(0, 0, TimeUnit.SECONDS); // each loop closes its stack as it ends
+        } else if (stacks != null && config != null) {
+            stacks.forEach(FabricStack::close);
+            openFailed = true;
+        }
     }
 
     @Override
     public IoHandlerFactory ioHandlerFactory() {
         return executor -> {
             int i = handlersMade.getAndIncrement();
-            if (i >= stacks.size()) {
-                throw new IllegalStateException("this fabric node has " + stacks.size() + " event loop(s), all made; "
+            List<FabricStack> s = stacks();
+            if (i >= s.size()) {
+                throw new IllegalStateException("this fabric node has " + s.size() + " event loop(s), all made; "
                         + "give StackConfig.withLoops the number of loops wanted");
             }
-            return new NupaIoHandler(executor, stacks.get(i));
+            return new NupaIoHandler(executor, s.get(i));
         };
     }
 
+    /**
+     * Vert.x asks for its event loops first (in its build, on the caller's thread, so a wrong fabric or a taken
+     * address fails there): the node opens now, with as many loops as it has, whatever {@code nThreads} says. The
+     * loops start at once and own their stacks before this returns, so the node answers (ping, RST, neighbor
+     * lookups) before the application has asked anything of it. The acceptor group is a view of the primary loop.
+     */
     @Override
     public synchronized EventLoopGroup eventLoopGroup(int type, int nThreads, ThreadFactory threadFactory, int ioRatio) {
-        if (group == null) { // Vert.x asks for its event loops first: the node's, whatever nThreads says
-            group = new MultiThreadIoEventLoopGroup(stacks.size(), threadFactory, ioHandlerFactory());
+        if (type != ACCEPTOR_EVENT_LOOP_GROUP) {
+            if (ioGroupGiven) {
+                throw new IllegalStateException("this NUPA transport serves one Vert.x instance, which has it already; "
+                        + "make a transport per instance (NupaVertx.transport)");
+            }
+            ioGroupGiven = true;
+        }
+        if (group == null) {
+            group = open(threadFactory);
         }
         return type == ACCEPTOR_EVENT_LOOP_GROUP ? new AcceptorView(group) : group;
+    }
+
+    private EventLoopGroup open(ThreadFactory threadFactory) {
+        if (stacks == null) {
+            try {
+                stacks = FabricStack.openLoops(config);
+            } catch (RuntimeException e) {
+                openFailed = true;
+                throw e;
+            }
+        }
+        EventLoopGroup loops;
+        try {
+            loops = new MultiThreadIoEventLoopGroup(stacks.size(), threadFactory, ioHandlerFactory());
+        } catch (RuntimeException e) {
+            stacks.forEach(FabricStack::close);
+            openFailed = true;
+            throw e;
+        }
+        try {
+            for (EventExecutor loop : loops) {
+                loop.submit(() -> { }).get(10, TimeUnit.SECONDS); // Netty starts a loop's thread on its first task
+            }
+        } catch (Exception e) {
+            loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            openFailed = true;
+            throw new IllegalStateException("the event loops of " + stacks.getFirst() + " did not start: " + e, e);
+        }
+        return loops;
     }
 
     @Override

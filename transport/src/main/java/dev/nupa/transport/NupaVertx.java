@@ -18,7 +18,9 @@ import io.vertx.core.internal.VertxInternal;
  * vertx.createHttpServer().requestHandler(req -> req.response().end("hello")).listen(8080);
  * }</pre>
  *
- * Closing the Vert.x instance closes the node: it leaves the fabric.
+ * Closing the Vert.x instance closes the node: it leaves the fabric. Code that builds Vert.x itself takes
+ * {@link #transport}; a program that is not to change at all gets its nodes from system properties
+ * ({@link NupaVertxProvider}, {@code nupa run}).
  */
 public final class NupaVertx {
     private NupaVertx() {
@@ -42,38 +44,37 @@ public final class NupaVertx {
      * SPI, e.g. vertx-opentelemetry's factory; the options' tracing options, if any, go to it).
      */
     public static Vertx create(StackConfig config, VertxOptions options, VertxTracerFactory tracer) {
-        List<FabricStack> stacks = FabricStack.openLoops(config);
-        NupaTransport transport = new NupaTransport(stacks);
+        NupaTransport transport = new NupaTransport(config);
         Vertx vertx;
         try {
             var builder = Vertx.builder()
-                    .with(new VertxOptions(options).setEventLoopPoolSize(stacks.size()))
+                    .with(new VertxOptions(options).setEventLoopPoolSize(config.loops()))
                     .withTransport(new Named(transport));
             if (tracer != null) {
                 builder.withTracer(tracer);
             }
             vertx = builder.build();
         } catch (RuntimeException e) {
-            stacks.forEach(FabricStack::close);
+            transport.abandon();
             throw e;
         }
-        VertxInternal vi = (VertxInternal) vertx;
-        if (!(vi.transport() instanceof NupaTransport)) {
+        if (((VertxInternal) vertx).transport() != transport) {
             vertx.close();
             throw new IllegalStateException("Vert.x did not take the NUPA transport; it fell back to "
-                    + vi.transport().getClass().getName());
-        }
-        // Netty starts a loop's thread on its first task: start them now, so the node answers (ping, RST,
-        // ARP-like lookups) before the application has asked anything of it, and wait until they own their stacks.
-        try {
-            for (io.netty.util.concurrent.EventExecutor loop : vi.nettyEventLoopGroup()) {
-                loop.submit(() -> { }).get(10, java.util.concurrent.TimeUnit.SECONDS);
-            }
-        } catch (Exception e) {
-            vertx.close();
-            throw new IllegalStateException("the event loops of " + stacks.getFirst() + " did not start: " + e, e);
+                    + ((VertxInternal) vertx).transport().getClass().getName());
         }
         return vertx;
+    }
+
+    /**
+     * The transport of a Vert.x instance on the node {@code config} describes, for code that builds Vert.x itself
+     * (a framework, a test base): {@code Vertx.builder().withTransport(NupaVertx.transport(config)).build()}. The
+     * node opens as that Vert.x is built (a wrong fabric or a taken address fails the build with the reason), its
+     * event loops are the node's whatever the options say, and closing the Vert.x instance closes the node. One
+     * transport serves one Vert.x instance.
+     */
+    public static io.vertx.core.transport.Transport transport(StackConfig config) {
+        return new Named(new NupaTransport(config));
     }
 
     /** The node under a Vert.x instance from {@link #create} (its primary loop's stack); throws if it has none. */
@@ -90,7 +91,8 @@ public final class NupaVertx {
         if (((VertxInternal) vertx).transport() instanceof NupaTransport t) {
             return t;
         }
-        throw new IllegalArgumentException("this Vert.x instance does not run on a fabric node; create it with NupaVertx.create");
+        throw new IllegalArgumentException("this Vert.x instance does not run on a fabric node; create it with NupaVertx.create, "
+                + "with NupaVertx.transport, or with the nupa.fabric system property set");
     }
 
     /** The public face of the transport, as Vert.x's builder takes it. */
