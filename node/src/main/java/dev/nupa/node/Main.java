@@ -18,6 +18,9 @@ public final class Main {
 
     static int run(String... args) {
         Children.launcher(Main.class); // the perf tools and the demo start their other processes with this command line
+        // The nupa command places its own Vert.x instances (nodes, and the perf tools' Linux peers, which must stay on
+        // Linux): a NUPA_FABRIC in the environment is for the programs that `nupa run` starts, not for this process.
+        System.setProperty("nupa.fabric", "");
         CommandLine cl = new CommandLine(new Main());
         cl.getSubcommands().get("perf").addSubcommand(new GrpcEndpointPerf()); // it measures the node's own endpoint
         cl.getSubcommands().get("perf").addSubcommand(new PerftestCommand()); // a whole node against stock perftest
