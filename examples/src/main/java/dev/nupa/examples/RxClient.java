@@ -73,8 +73,8 @@ public final class RxClient {
         try {
             HttpClient client = vertx.createHttpClient();
             long squares = sumOfSquares(client, server, RxService.PORT, n).blockingGet();
-            // 20,000 numbers (109 KB): a Flowable body far above the write queue's high-water mark stalls over the
-            // fabric today (docs/vertx-transport.md, "RxJava 3").
+            // 20,000 numbers (109 KB): Vert.x 5.0.7's rxSend(Flowable) stalls under long back-pressure, which the
+            // fabric's TCP send buffer brings from about 640 KB (docs/vertx-transport.md, "RxJava 3").
             long sum = streamedSum(client, server, RxService.PORT, 20_000).blockingGet();
             String me = peer(client, server, RxService.PORT).blockingGet();
             long wantSquares = (long) n * (n + 1) * (2L * n + 1) / 6;
