@@ -135,6 +135,38 @@ class ReactorNettyOverFabricTest {
     }
 
     @Test
+    void aNodeOfTwoLoopsServesOnBothThroughItsOneAddress() throws Exception {
+        NupaLoopResources loops = new NupaLoopResources(StackConfig.defaults(fabric, 2).withLoops(2)); // 10.0.0.3, two loops
+        DisposableServer two = ReactorServer.start(loops, PORT);
+        Vertx vertx = NupaVertx.create(StackConfig.defaults(fabric, 1)); // 10.0.0.2
+        try {
+            java.util.List<FabricStack> stacks = NupaNetty.stacks(loops.group());
+            assertEquals(2, stacks.size());
+            // Eight connections open at once: Reactor Netty's child group deals them to both loops in turn, the primary
+            // accepting all of them.
+            HttpClientAgent client = vertx.createHttpClient();
+            java.util.List<HttpClientConnection> conns = new java.util.ArrayList<>();
+            for (int i = 0; i < 8; i++) {
+                conns.add(client.connect(new io.vertx.core.http.HttpConnectOptions().setHost("10.0.0.3").setPort(PORT))
+                        .await(10, TimeUnit.SECONDS));
+            }
+            for (HttpClientConnection c : conns) {
+                assertEquals("10.0.0.2", c.request(HttpMethod.GET, PORT, "10.0.0.3", "/peer")
+                        .compose(req -> req.send().compose(HttpClientResponse::body)).await(10, TimeUnit.SECONDS).toString());
+            }
+            client.close().await(10, TimeUnit.SECONDS);
+            assertTrue(counter(stacks.get(0), TcpCounter.CONNECTIONS_ACCEPTED) >= 8,
+                    "the primary loop accepted them: " + stacks.get(0).link().call(() -> stacks.get(0).tcp().counters()));
+            assertTrue(counter(stacks.get(1), TcpCounter.CONNECTIONS_MOVED_IN) >= 1,
+                    "the second loop served some: " + stacks.get(1).link().call(() -> stacks.get(1).tcp().counters()));
+        } finally {
+            vertx.close().await(10, TimeUnit.SECONDS);
+            two.disposeNow(Duration.ofSeconds(10));
+            loops.disposeLater(Duration.ZERO, Duration.ofSeconds(5)).block(Duration.ofSeconds(10));
+        }
+    }
+
+    @Test
     void channelTypesTheFabricLacksAreRefusedWithTheReason() {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> serverLoops.onChannelClass(DomainSocketChannel.class, serverLoops.group()));
