@@ -3,12 +3,10 @@ package dev.nupa.transport;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.TimeUnit;
 
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.socket.DatagramChannel;
 import io.netty.channel.socket.ServerSocketChannel;
 import io.netty.channel.socket.SocketChannel;
@@ -51,25 +49,9 @@ public final class NupaNetty {
      * attached.
      */
     public static EventLoopGroup eventLoopGroup(StackConfig config, ThreadFactory threads) {
-        List<FabricStack> stacks = FabricStack.openLoops(config);
-        EventLoopGroup group;
-        try {
-            group = new MultiThreadIoEventLoopGroup(stacks.size(), threads, new NupaTransport(stacks).ioHandlerFactory());
-        } catch (RuntimeException e) {
-            stacks.forEach(FabricStack::close);
-            throw e;
-        }
-        // Netty starts a loop's thread on its first task: start them now, as NupaVertx does, so the node answers
-        // before the program asked anything of it, and shutting the group down reaches every stack.
-        try {
-            for (EventExecutor loop : group) {
-                loop.submit(() -> { }).get(10, TimeUnit.SECONDS);
-            }
-        } catch (Exception e) {
-            group.shutdownGracefully(0, 5, TimeUnit.SECONDS);
-            throw new IllegalStateException("the event loops of " + stacks.getFirst() + " did not start: " + e, e);
-        }
-        return group;
+        // The transport opens the node and starts its loops as it does for Vert.x.
+        return new NupaTransport(config).eventLoopGroup(io.vertx.core.spi.transport.Transport.IO_EVENT_LOOP_GROUP, 0,
+                threads, 0);
     }
 
     /**
