@@ -117,6 +117,7 @@ abstract class TcpPerf implements Callable<Integer> {
     /** --loopback: the Linux peer's turns, handed to its thread (a count of round trips or connections; -1 ends it). */
     private BlockingQueue<Long> linuxTurns;
     // client
+    /** The Linux peer's port on 127.0.0.1: the server's answer to HELLO, or with --loopback this process's own listener. */
     private int helloPort = -1;
     private long got;
     private long[] serverStats;
