@@ -124,9 +124,13 @@ final class GcWatch implements NotificationListener, AutoCloseable {
         return longestMs.get();
     }
 
-    /** Bytes the calling thread has allocated in its life (the JVM's per-thread counter). */
+    /** Kept: looking the bean up allocates (some 660 B a call on JDK 25), which a count around a turn would include. */
+    private static final com.sun.management.ThreadMXBean THREADS =
+            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+
+    /** Bytes the calling thread has allocated in its life (the JVM's per-thread counter); allocates nothing itself. */
     static long threadAllocated() {
-        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getCurrentThreadAllocatedBytes();
+        return THREADS.getCurrentThreadAllocatedBytes();
     }
 
     @Override

@@ -8,6 +8,7 @@ import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
+import java.nio.file.Path;
 
 /**
  * One side of an IP-level perf test: a node whose stack is polled in line by the test's own thread
@@ -20,13 +21,18 @@ final class PerfNode implements AutoCloseable {
     final Ipv4Stack ip;
 
     PerfNode(PerfOptions o, boolean server, boolean checksums) {
+        this(o, o.fabric, server, checksums);
+    }
+
+    /** As above, on {@code fabric} rather than --fabric (a tool that makes its own fresh fabric). */
+    PerfNode(PerfOptions o, Path fabric, boolean server, boolean checksums) {
         if (o.cpu >= 0 && !Affinity.pin(o.cpu)) {
             System.err.println("nupa: could not pin to CPU " + o.cpu + "; running unpinned");
         }
         if (server) {
-            node = ShmFabric.attach(o.fabric, o.serverAddress, null);
+            node = ShmFabric.attach(fabric, o.serverAddress, null);
         } else {
-            Fabric f = ShmFabric.join(o.fabric);
+            Fabric f = ShmFabric.join(fabric);
             try {
                 node = f.attach(o.clientAddress);
             } catch (RuntimeException e) {

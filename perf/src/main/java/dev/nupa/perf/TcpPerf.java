@@ -1,18 +1,23 @@
 package dev.nupa.perf;
 
+import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Ipv4Address;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
+import java.nio.file.Path;
 import java.nio.ByteBuffer;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.List;
 import java.util.Locale;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.Callable;
+import java.util.concurrent.LinkedBlockingQueue;
 
 import org.HdrHistogram.Histogram;
 
@@ -32,12 +37,17 @@ import picocli.CommandLine.Option;
  * two processes (JDK sockets) measured in the same run, rounds alternating. tcp-lat: request /
  * response round trips of {@code -s} bytes (busy-polling on both); tcp-bw: one connection streaming
  * for {@code -t} seconds; tcp-crr: connect, 1-byte request and response, close, as a rate.
+ *
+ * <p>With {@code --loopback} (tcp-lat, tcp-bw) the test is one process: ours is a listener and a client of one
+ * node's TcpLayer talking over its loopback interface (127.0.0.1), driven in line on one thread; the peer is Linux
+ * TCP over 127.0.0.1 between two threads of the same process. The rounds are the same code either way.
  */
 abstract class TcpPerf implements Callable<Integer> {
     enum Mode { LAT, BW, CRR }
 
     @Command(name = "tcp-lat", mixinStandardHelpOptions = true,
-            description = "TCP request/response round trip over the fabric beside Linux TCP over loopback (busy-polling).")
+            description = {"TCP request/response round trip over the fabric beside Linux TCP over loopback (busy-polling).",
+                    "With --loopback: over one node's loopback interface, in one process."})
     static final class Lat extends TcpPerf {
         Lat() {
             super("tcp-lat", Mode.LAT);
@@ -45,7 +55,8 @@ abstract class TcpPerf implements Callable<Integer> {
     }
 
     @Command(name = "tcp-bw", mixinStandardHelpOptions = true,
-            description = "One TCP connection's bulk throughput over the fabric beside Linux TCP over loopback.")
+            description = {"One TCP connection's bulk throughput over the fabric beside Linux TCP over loopback.",
+                    "With --loopback: over one node's loopback interface, in one process."})
     static final class Bw extends TcpPerf {
         Bw() {
             super("tcp-bw", Mode.BW);
@@ -80,8 +91,13 @@ abstract class TcpPerf implements Callable<Integer> {
     Double seconds;
 
     @Option(names = "--checksums", paramLabel = "on|off", defaultValue = "on",
-            description = "Compute and verify checksums (default: ${DEFAULT-VALUE}); off is the lossless-fabric policy, as Linux on lo.")
+            description = "Compute and verify checksums (default: ${DEFAULT-VALUE}); off is the lossless-fabric policy, as Linux on lo."
+                    + " The loopback interface carries none either way.")
     String checksums;
+
+    @Option(names = "--loopback", description = "tcp-lat, tcp-bw: one process; ours over one node's loopback interface"
+            + " (127.0.0.1, driven in line on one thread), the peer Linux TCP over 127.0.0.1 between two threads.")
+    boolean loopback;
 
     private final String name;
     private final Mode mode;
@@ -98,10 +114,16 @@ abstract class TcpPerf implements Callable<Integer> {
     private long linuxAllocated;
     private long accepted;
     private int linuxPort;
+    /** --loopback: the Linux peer's turns, handed to its thread (a count of round trips or connections; -1 ends it). */
+    private BlockingQueue<Long> linuxTurns;
     // client
+    /** The Linux peer's port on 127.0.0.1: the server's answer to HELLO, or with --loopback this process's own listener. */
     private int helloPort = -1;
     private long got;
     private long[] serverStats;
+    /** tcp-lat: bytes this thread allocated in ours' measured round trips, and how many (both ends with --loopback). */
+    private long oursAllocated;
+    private long oursRounds;
 
     TcpPerf(String name, Mode mode) {
         this.name = name;
@@ -119,6 +141,19 @@ abstract class TcpPerf implements Callable<Integer> {
         }
         if (mode != Mode.LAT) {
             o.tracesNothing(name);
+        }
+        if (loopback) {
+            if (mode == Mode.CRR) {
+                throw new IllegalArgumentException("--loopback goes with tcp-lat and tcp-bw, not tcp-crr");
+            }
+            if (o.server || o.client) {
+                throw new IllegalArgumentException("--loopback runs in one process; leave out --server and --client");
+            }
+            if (o.gcLog) {
+                throw new IllegalArgumentException("--gc-log starts the two processes with -Xlog:gc; with --loopback there are"
+                        + " none: give the JVM -Xlog:gc:stderr instead");
+            }
+            return loopback();
         }
         if (o.server) {
             return server();
@@ -155,7 +190,79 @@ abstract class TcpPerf implements Callable<Integer> {
     private void pump() {
         long t = now();
         pn.link.poll(16, t);
+        pn.ip.poll(t); // the loopback queue: with no datapath thread, the stack's poll delivers it
         tcp.poll(t);
+    }
+
+    /** What ours measures over, for the printed lines. */
+    private String ourPath() {
+        return loopback ? "over the loopback interface of one node (127.0.0.1), one thread"
+                : "checksums " + checksums + ", fabric " + o.fabric;
+    }
+
+    /** Where the Linux peer runs, for the printed lines. */
+    private String peerPlace() {
+        return loopback ? "two threads of this process" : "the same two processes";
+    }
+
+    /** The JSON object's first fields. */
+    private String jsonTest() {
+        return "\"test\":\"" + name + "\"" + (loopback ? ",\"loopback\":true" : "");
+    }
+
+    // ---- loopback: one process --------------------------------------------------------------
+
+    /**
+     * --loopback: one node on a fresh fabric file (removed after), ours' listener and client both in its
+     * TcpLayer, and the Linux peer's server side on a thread of its own, which echoes or drains when the
+     * measuring thread hands it a turn ({@link #linuxPhase}) and waits otherwise.
+     */
+    private int loopback() throws Exception {
+        Path path = PerfRunner.freshFabricPath("perf");
+        ShmFabric.create(path, o.freshGeometry(9216, 256)).close();
+        Thread cleanup = new Thread(() -> PerfRunner.deleteQuietly(path));
+        Runtime.getRuntime().addShutdownHook(cleanup);
+        try (PerfNode node = new PerfNode(o, path, true, checksums.equals("on"));
+             ServerSocketChannel linux = ServerSocketChannel.open()) {
+            pn = node;
+            tcp = new TcpLayer(node.ip, config());
+            listenOurs();
+            linux.bind(new InetSocketAddress("127.0.0.1", 0));
+            helloPort = ((InetSocketAddress) linux.getLocalAddress()).getPort();
+            linuxTurns = new LinkedBlockingQueue<>();
+            Thread peer = Thread.ofPlatform().daemon().name("linux-peer").start(() -> linuxPeer(linux));
+            String result = mode == Mode.LAT ? latency(Ipv4Address.LOCALHOST, 0) : bandwidth(Ipv4Address.LOCALHOST, 0);
+            linuxTurns.put(-1L);
+            peer.join();
+            if (o.json) {
+                System.out.println(result);
+            }
+        } finally {
+            cleanup.run();
+            try {
+                Runtime.getRuntime().removeShutdownHook(cleanup);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook runs anyway
+            }
+        }
+        return 0;
+    }
+
+    /** The Linux peer's server thread: serves each turn handed to it until -1. */
+    private void linuxPeer(ServerSocketChannel linux) {
+        SocketChannel kept = null;
+        try {
+            for (long n; (n = linuxTurns.take()) >= 0; ) {
+                kept = linuxServer(linux, kept, n);
+            }
+            if (kept != null) {
+                kept.close();
+            }
+        } catch (IOException | InterruptedException e) {
+            // The measuring thread would wait on its socket for ever: end the run, with the reason.
+            System.err.println("nupa: the Linux peer's server thread failed: " + e);
+            System.exit(1);
+        }
     }
 
     // ---- server ---------------------------------------------------------------------------
@@ -167,32 +274,7 @@ abstract class TcpPerf implements Callable<Integer> {
             tcp = new TcpLayer(node.ip, config());
             linux.bind(new InetSocketAddress("127.0.0.1", 0));
             linuxPort = ((InetSocketAddress) linux.getLocalAddress()).getPort();
-            TcpConnection.Events echo = new TcpConnection.Events() {
-                @Override
-                public void onReadable(TcpConnection c) {
-                    int n;
-                    while ((n = c.read(scratch, 0, (int) scratch.byteSize(), now())) > 0) {
-                        if (mode != Mode.BW) {
-                            try {
-                                c.write(scratch, 0, n, now()); // echo
-                            } catch (BufferUnavailableException e) {
-                                // Not thrown out of the datapath's segment processing: the client times out and says so.
-                                System.err.println("nupa perf: the echo stops: " + e.getMessage());
-                                return;
-                            }
-                        }
-                    }
-                }
-
-                @Override
-                public void onPeerClosed(TcpConnection c) {
-                    c.close(now());
-                }
-            };
-            tcp.listen(TCP_PORT, 1024, config(), c -> {
-                accepted++;
-                tcp.setEvents(c, echo);
-            });
+            listenOurs();
             node.ip.bindUdp(CONTROL_PORT, this::serverControl);
             System.out.println(PerfRunner.READY);
             System.out.flush();
@@ -213,6 +295,36 @@ abstract class TcpPerf implements Callable<Integer> {
             }
         }
         return 0;
+    }
+
+    /** Ours' server side: a listener on {@link #TCP_PORT} that echoes what it reads (drains it for tcp-bw). */
+    private void listenOurs() {
+        TcpConnection.Events echo = new TcpConnection.Events() {
+            @Override
+            public void onReadable(TcpConnection c) {
+                int n;
+                while ((n = c.read(scratch, 0, (int) scratch.byteSize(), now())) > 0) {
+                    if (mode != Mode.BW) {
+                        try {
+                            c.write(scratch, 0, n, now()); // echo
+                        } catch (BufferUnavailableException e) {
+                            // Not thrown out of the datapath's segment processing: the client times out and says so.
+                            System.err.println("nupa perf: the echo stops: " + e.getMessage());
+                            return;
+                        }
+                    }
+                }
+            }
+
+            @Override
+            public void onPeerClosed(TcpConnection c) {
+                c.close(now());
+            }
+        };
+        tcp.listen(TCP_PORT, 1024, config(), c -> {
+            accepted++;
+            tcp.setEvents(c, echo);
+        });
     }
 
     private void serverControl(int src, int srcPort, int dst, MemorySegment mem, long off, int len) {
@@ -337,6 +449,10 @@ abstract class TcpPerf implements Callable<Integer> {
     }
 
     private void linuxPhase(int server, int port, long n) {
+        if (linuxTurns != null) {
+            linuxTurns.add(n);
+            return;
+        }
         control.set(ValueLayout.JAVA_BYTE, 0, LINUX);
         control.set(ValueLayout.JAVA_LONG_UNALIGNED, 1, n);
         pn.ip.sendUdp(port, server, CONTROL_PORT, control, 0, 9);
@@ -390,22 +506,25 @@ abstract class TcpPerf implements Callable<Integer> {
         LatencyStats a = LatencyStats.of(turns.pooled(0));
         LatencyStats p = LatencyStats.of(turns.pooled(1));
         double ratio = turns.ratio(0, 1);
-        System.out.println(name + ": TCP request/response round trip, " + size + "-byte messages, checksums " + checksums
-                + ", fabric " + o.fabric);
+        double alloc = (double) oursAllocated / oursRounds;
+        System.out.println(name + ": TCP request/response round trip, " + size + "-byte messages, " + ourPath());
         System.out.println(LatencyStats.header());
         System.out.println(a.row(size));
-        System.out.println("peer: Linux TCP over loopback, TCP_NODELAY, busy-polling non-blocking sockets, the same two processes");
+        System.out.println("peer: Linux TCP over loopback, TCP_NODELAY, busy-polling non-blocking sockets, " + peerPlace());
         System.out.println(p.row(size));
         System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer, median over %d turns): %.2f; pooled p50 ratio: %.2f%n",
                 turns.count(), ratio, turns.pooledRatio(0, 1));
-        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"round_trip\":true,%s,\"peer\":{\"bytes\":%d,%s},"
-                + "\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d}", name, size, a.json(), size, p.json(), ratio,
-                turns.pooledRatio(0, 1), turns.count());
+        System.out.printf(Locale.ROOT, "allocated per round trip of ours (%s): %.1f B%n", loopback ? "both ends" : "client",
+                alloc);
+        return String.format(Locale.ROOT, "{%s,\"bytes\":%d,\"round_trip\":true,%s,\"peer\":{\"bytes\":%d,%s},"
+                + "\"alloc_b\":%.1f,\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d}", jsonTest(), size, a.json(), size,
+                p.json(), alloc, ratio, turns.pooledRatio(0, 1), turns.count());
     }
 
     /** One turn of tcp-lat: {@code n} round trips of ours, then of Linux's (recorded where not null). */
     private void latencyTurn(TcpConnection c, MemorySegment msg, int size, SocketChannel linux, ByteBuffer buf, int server,
             int port, long n, Histogram ours, Histogram peer) throws IOException {
+        long a0 = GcWatch.threadAllocated();
         for (long i = 0; i < n; i++) {
             boolean traced = ours != null && trace.begin();
             long t = ourRound(c, msg, size);
@@ -415,6 +534,10 @@ abstract class TcpPerf implements Callable<Integer> {
             if (ours != null) {
                 ours.recordValue(t);
             }
+        }
+        if (ours != null) { // the measured turns only: the warm-up compiles, and loads classes
+            oursAllocated += GcWatch.threadAllocated() - a0;
+            oursRounds += n;
         }
         linuxPhase(server, port, n);
         for (long i = 0; i < n; i++) {
@@ -504,11 +627,11 @@ abstract class TcpPerf implements Callable<Integer> {
         double ours = oursBits / oursSecs / 1e9;
         double peer = peerBits / peerSecs / 1e9;
         System.out.println(name + ": one TCP connection, " + size + "-byte writes, " + ROUNDS + " x " + bwSeconds()
-                + " s, checksums " + checksums + ", fabric " + o.fabric);
-        System.out.printf(Locale.ROOT, "ours: %.2f Gbit/s%npeer: Linux TCP over loopback, the same two processes: %.2f Gbit/s%n"
-                + "ratio (ours / peer): %.2f%n", ours, peer, ours / peer);
-        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"gbit_s\":%.3f,\"peer\":{\"gbit_s\":%.3f},\"ratio\":%.3f}",
-                name, size, ours, peer, ours / peer);
+                + " s, " + ourPath());
+        System.out.printf(Locale.ROOT, "ours: %.2f Gbit/s%npeer: Linux TCP over loopback, %s: %.2f Gbit/s%n"
+                + "ratio (ours / peer): %.2f%n", ours, peerPlace(), peer, ours / peer);
+        return String.format(Locale.ROOT, "{%s,\"bytes\":%d,\"gbit_s\":%.3f,\"peer\":{\"gbit_s\":%.3f},\"ratio\":%.3f}",
+                jsonTest(), size, ours, peer, ours / peer);
     }
 
     /**

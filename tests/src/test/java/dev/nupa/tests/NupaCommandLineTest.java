@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
@@ -215,6 +216,32 @@ class NupaCommandLineTest {
                 + "\"server_longest_ms\":\\d+\\},\"gc_all\":\\{\"client\":\\d+,\"client_longest_ms\":\\d+,\"server\":\\d+,"
                 + "\"server_longest_ms\":\\d+\\}\\}$").matcher(crr.lastLine()).find(), crr.out());
         assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+    }
+
+    @Test
+    void perfTcpLoopbackToolsRunInOneProcessBesideLinuxTcpOver127001() throws Exception {
+        List<Path> before = perfFiles();
+        Run lat = nupa("perf", "tcp-lat", "--loopback", "-n", "2000", "--json");
+        assertEquals(0, lat.status(), lat.err());
+        assertTrue(lat.out().contains("over the loopback interface of one node (127.0.0.1)"), lat.out());
+        Matcher l = Pattern.compile("^\\{\"test\":\"tcp-lat\",\"loopback\":true,\"bytes\":1,\"round_trip\":true,\"iterations\":2000,"
+                + ".*?\"p50_ns\":([0-9.]+),.*\"peer\":\\{\"bytes\":1,\"iterations\":2000,.*?\"p50_ns\":([0-9.]+),.*\\},"
+                + "\"alloc_b\":[0-9.]+,\"ratio\":([0-9.]+),\"pooled_ratio\":[0-9.]+,\"turns\":2\\}$").matcher(lat.lastLine());
+        assertTrue(l.find(), lat.out());
+        for (int g = 1; g <= 3; g++) {
+            assertTrue(Double.parseDouble(l.group(g)) > 0, lat.lastLine());
+        }
+        Run bw = nupa("perf", "tcp-bw", "--loopback", "-t", "0.1", "--json");
+        assertEquals(0, bw.status(), bw.err());
+        Matcher b = Pattern.compile("^\\{\"test\":\"tcp-bw\",\"loopback\":true,\"bytes\":65536,\"gbit_s\":([0-9.]+),"
+                + "\"peer\":\\{\"gbit_s\":([0-9.]+)\\},\"ratio\":([0-9.]+)\\}$").matcher(bw.lastLine());
+        assertTrue(b.find(), bw.out());
+        for (int g = 1; g <= 3; g++) {
+            assertTrue(Double.parseDouble(b.group(g)) > 0, bw.lastLine());
+        }
+        assertOneLineError(nupa("perf", "tcp-crr", "--loopback"), 2, "--loopback goes with tcp-lat and tcp-bw");
+        assertOneLineError(nupa("perf", "tcp-lat", "--loopback", "--server"), 2, "one process");
+        assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
     }
 
     @Test
