@@ -41,21 +41,32 @@ class NupaRunTest {
         }
     }
 
-    /** The test class path without the NUPA modules the launcher adds: the program's own, Vert.x and Netty in it. */
+    /**
+     * The test class path without NUPA's modules, which the launcher adds: the program's own classes, Vert.x and
+     * Netty. Every NUPA jar goes (nupa-node.jar too, whose manifest would bring its lib/ back), and every module's
+     * target/classes where Maven puts those instead of jars.
+     */
     private static String programClassPath() throws Exception {
+        // Surefire may start the tests from a jar whose manifest holds the class path (java.class.path is then that
+        // one jar); it gives the entries themselves in surefire.test.class.path.
+        String[] entries = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"))
+                .split(File.pathSeparator);
+        List<String> kept = new ArrayList<>();
+        for (String e : entries) {
+            Path p = Path.of(e);
+            if (!p.getFileName().toString().startsWith("nupa-") && !p.endsWith(Path.of("target", "classes"))) {
+                kept.add(e);
+            }
+        }
         Set<String> nupa = new TreeSet<>();
         for (Class<?> c : List.of(NupaVertx.class, dev.nupa.tcp.TcpLayer.class, dev.nupa.ip.Ipv4Stack.class,
                 dev.nupa.l2.Link.class, ShmFabric.class)) {
             nupa.add(Path.of(c.getProtectionDomain().getCodeSource().getLocation().toURI()).toString());
         }
-        List<String> kept = new ArrayList<>();
-        for (String e : System.getProperty("java.class.path").split(File.pathSeparator)) {
-            if (!nupa.contains(Path.of(e).toAbsolutePath().toString())) {
-                kept.add(e);
-            }
+        for (String e : kept) {
+            assertTrue(!nupa.contains(Path.of(e).toAbsolutePath().toString()), () -> e + " is a NUPA module: the program"
+                    + " must get NUPA only from the launcher");
         }
-        assertEquals(nupa.size(), System.getProperty("java.class.path").split(File.pathSeparator).length - kept.size(),
-                "every NUPA module the launcher adds was on the test class path and is left out of the program's");
         return String.join(File.pathSeparator, kept);
     }
 
