@@ -17,8 +17,11 @@ import java.lang.foreign.ValueLayout;
 public final class LoopbackInterface implements Datapath.Source {
     /** The MTU Linux gives {@code lo}; IPv4 caps a datagram at 65,535 bytes anyway. */
     public static final int MTU = Ipv4Header.MAX_TOTAL_LENGTH;
-    /** Default capacity in bytes: a few TCP windows in flight between two sockets of the node. */
-    public static final int DEFAULT_CAPACITY = 4 << 20;
+    /**
+     * Default capacity in bytes: more than a connection with 4 MiB windows has in flight both ways, so one bulk
+     * connection never finds it full (a refused segment waits out TCP's retry of a full ring).
+     */
+    public static final int DEFAULT_CAPACITY = 16 << 20;
 
     private static final int RECORD_HEADER = 8;
     private static final int WRAP = -1;
