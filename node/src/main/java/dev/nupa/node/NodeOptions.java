@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -66,6 +67,17 @@ final class NodeOptions {
     /** The fabric's path: --fabric, or what --device names. */
     Path fabricPath() {
         return where.path();
+    }
+
+    /**
+     * For the commands that reach other nodes (ping, udp-check, tcp-check): a fabric file that does not exist has no
+     * node to reach, so it is refused with the reason rather than created (a node would then answer only itself).
+     */
+    void requireExistingFabric(String command) {
+        if ((where.device == null || where.device.startsWith("shm:")) && !Files.exists(fabricPath())) {
+            throw new IllegalArgumentException("no fabric at " + fabricPath() + ": " + command + " reaches nodes that run on"
+                    + " one; start a node there first (nupa node --fabric " + fabricPath() + ") or name the fabric with --fabric");
+        }
     }
 
     NodeConfig config() {

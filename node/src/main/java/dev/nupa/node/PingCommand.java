@@ -70,6 +70,7 @@ final class PingCommand implements Callable<Integer> {
         if (interval < 0.001 || timeout <= 0 || (count != null && count < 1) || (deadline != null && deadline <= 0)) {
             throw new IllegalArgumentException("need -i >= 0.001, -W > 0, -c >= 1 and -w > 0");
         }
+        options.requireExistingFabric("ping");
         return CommandNode.run(options, (vertx, node) -> ping(node.ip(), dst));
     }
 

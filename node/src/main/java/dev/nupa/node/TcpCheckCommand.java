@@ -68,6 +68,7 @@ final class TcpCheckCommand implements Callable<Integer> {
         // Checked before the node starts; the socket options become the node's TCP defaults.
         NodeConfig nodeConfig = options.config();
         TcpConfig config = sockets.firstGiven() != null ? sockets.apply(nodeConfig.tcpOrDefault()) : nodeConfig.tcpOrDefault();
+        options.requireExistingFabric("tcp-check"); // after the options: a wrong one is named first
         return CommandNode.run(nodeConfig.withTcp(config), (vertx, node) -> run(vertx, node, config));
     }
 

@@ -55,6 +55,7 @@ final class UdpCheckCommand implements Callable<Integer> {
         if (count < 1 || maxSize < 12 || maxSize > 65_507 || window < 1) {
             throw new IllegalArgumentException("need --count >= 1, 12 <= --max-size <= 65507 and --window >= 1");
         }
+        options.requireExistingFabric("udp-check");
         return CommandNode.run(options, (vertx, node) -> run(vertx, node));
     }
 

@@ -318,6 +318,12 @@ class NupaCommandLineTest {
     void ipCommandsGiveOneLineErrors() throws Exception {
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "3", "10.0.0.1"), 2, "-s 3 is outside");
+        // A fabric file that does not exist has no node to reach: refused, not created (no node would answer but itself).
+        Path none = Path.of(fabric + "-none");
+        for (String command : List.of("ping", "udp-check", "tcp-check")) {
+            assertOneLineError(nupa(command, "--fabric", none.toString(), "10.0.0.1"), 2, "no fabric at " + none);
+            assertFalse(Files.exists(none), command + " created no fabric");
+        }
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--ip", "10.0.0.0/24", "--run-for", "1"), 2,
                 "network or broadcast address");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--mtu", "100", "--run-for", "1"), 2,
