@@ -21,10 +21,10 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * `nupa perf suite`: every perf tool with a figure in the README, run {@code --runs} times in rounds (each
+ * `nupa perf suite`: every perf tool with a figure in docs/figures.md, run {@code --runs} times in rounds (each
  * round runs each tool once, so the tools alternate and a slow spell of the host falls on all of them), each
  * as a child process with {@code --json}. Writes the raw results and each figure's median and range to
- * {@code suite.json} and the README's table rows to {@code suite.md}, with where the processes ran.
+ * {@code suite.json} and the table rows of docs/figures.md to {@code suite.md}, with where the processes ran.
  */
 @Command(name = "suite", mixinStandardHelpOptions = true,
         description = {"Runs every perf tool --runs times, alternating them, and writes suite.json and suite.md",

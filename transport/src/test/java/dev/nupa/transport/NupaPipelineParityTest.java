@@ -457,6 +457,8 @@ class NupaPipelineParityTest {
             if (System.nanoTime() - deadline > 0) {
                 throw new AssertionError("not within 30 s: " + what);
             }
+            // Not a fixed wait: the pause between looks at the condition. Each look hops to an event loop, so
+            // spinning would keep that loop (one of this machine's two CPUs) busy answering instead of working.
             Thread.sleep(5);
         }
     }
