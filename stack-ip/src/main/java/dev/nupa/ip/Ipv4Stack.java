@@ -913,13 +913,17 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * the gateway: a router forwards no broadcast (RFC 1812 5.3.5.1), and multicast routing is not done. Best effort, as
      * on a wire: a copy a full ring refuses is counted. Memberships are read from the fabric at most once a millisecond.
      */
+    /** The nodes one fan-out has sent to (a node may publish several bindings); reused, as sending allocates nothing. */
+    private final java.util.BitSet fanOutSeen = new java.util.BitSet();
+
     private int fanOut(long waitNs, int src, int destination, int protocol, boolean df, MemorySegment head,
                        long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen) {
         boolean multicast = Ipv4Address.isMulticast(destination);
         if (multicast) {
             neighbors.rescanIfOlder(NeighborDirectory.RESCAN_INTERVAL_NS);
         }
-        java.util.BitSet seen = new java.util.BitSet();
+        java.util.BitSet seen = fanOutSeen;
+        seen.clear();
         int id = nextId();
         long now = link.now();
         for (NeighborDirectory.Binding b : neighbors.bindings()) {
