@@ -56,7 +56,7 @@ public final class FabricNode implements FabricDevice {
             long base = fabric.ringOffset(address, r);
             discarded += Ring.drain(mem, base); // frames sent to an earlier incarnation
             in[r] = new Ring(mem, base, fabric.geometry.ringSlots(), fabric.slotBytes, maxFrame,
-                    fabric.geometry.stallTimeoutNs(), self);
+                    fabric.geometry.stallTimeoutNs(), self, maxNodes);
         }
         mem.set(ValueLayout.JAVA_LONG, self + N_DISCARDED, discarded);
         LONG.getAndAdd(mem, self + N_HEARTBEAT, 1L);

@@ -35,6 +35,9 @@ final class Ring {
     /** The slot header's length, source and source_gen read or written as one word (they are adjacent, 8-aligned). */
     private static final ValueLayout.OfLong SLOT_WORD = ValueLayout.JAVA_LONG.withOrder(ByteOrder.LITTLE_ENDIAN);
 
+    /** The highest position a ring is taken to reach; a head beyond it was written by a foreign hand. */
+    static final long MAX_POSITION = 1L << 61;
+
     final MemorySegment mem;
     final long base;
     final int slots;
@@ -42,6 +45,7 @@ final class Ring {
     final int slotBytes;
     final int maxFrame;
     final long stallTimeoutNs;
+    private final int maxSource;
     /** The consumer's node entry, where rare events are counted; -1 for a producer's view. */
     private final long counters;
 
@@ -51,6 +55,8 @@ final class Ring {
     // Consumer side.
     private long head;
     private long stallPosition = -1;
+    /** The tail when the stall at {@link #stallPosition} was first seen: every position below it was claimed by then. */
+    private long stallTail;
     private long stallSince;
     private int idlePolls;
     /** What the idle polls' second-line loads read: kept so the JIT keeps the loads. */
@@ -58,6 +64,12 @@ final class Ring {
     long lastBatchBytes;
 
     Ring(MemorySegment mem, long base, int slots, int slotBytes, int maxFrame, long stallTimeoutNs, long counters) {
+        this(mem, base, slots, slotBytes, maxFrame, stallTimeoutNs, counters, 0x10000);
+    }
+
+    /** {@code maxSource}: the number of node addresses; a frame from a source at or above it is counted corrupt and skipped. */
+    Ring(MemorySegment mem, long base, int slots, int slotBytes, int maxFrame, long stallTimeoutNs, long counters, int maxSource) {
+        this.maxSource = maxSource;
         this.mem = mem;
         this.base = base;
         this.slots = slots;
@@ -66,8 +78,16 @@ final class Ring {
         this.maxFrame = maxFrame;
         this.stallTimeoutNs = stallTimeoutNs;
         this.counters = counters;
-        this.head = (long) LONG.getAcquire(mem, base + R_HEAD);
-        this.headCache = head;
+        long h = (long) LONG.getAcquire(mem, base + R_HEAD);
+        if (counters >= 0 && (h < 0 || h > MAX_POSITION)) {
+            // No ring reaches such a position (2^61 frames): a foreign writer's bytes. Start over at 0; the idle
+            // checks then pull the tail back and repair the slots' laps.
+            h = 0;
+            LONG.setRelease(mem, base + R_HEAD, 0L);
+            count(FabricLayout.N_CORRUPT);
+        }
+        this.head = h;
+        this.headCache = h;
     }
 
     long slotOffset(long position) {
@@ -128,10 +148,16 @@ final class Ring {
         long h = head;
         int n = 0;
         long bytes = 0;
+        int skips = 0;
         while (n < limit) {
             long slot = base + RING_HEADER + (h & mask) * slotBytes;
             long c = (long) LONG.getAcquire(mem, slot + S_CTRL);
             if ((c >>> 2) != h + 1) {
+                if ((c >>> 2) > h + 1 && skips < slots && skipCorrupt(slot, c, h)) {
+                    skips++; // at most a ring's worth a poll: the next idle check repairs the rest
+                    h++; // no producer writes a later lap into this slot before we pass it: a foreign writer's bytes
+                    continue;
+                }
                 if (n == 0) {
                     // Idle: load the slot's second line too, so a frame that spans two lines (a 64-byte
                     // datagram's does) arrives with both at once instead of one miss after the other. Where
@@ -152,6 +178,10 @@ final class Ring {
                 continue;
             }
             int source = (int) (word >>> 32) & 0xFFFF;
+            if (source >= maxSource) {
+                count(FabricLayout.N_CORRUPT); // no node has that address: a foreign writer's bytes
+                continue;
+            }
             if (Trace.ENABLED) {
                 Trace.mark(Trace.DEVICE_IN);
             }
@@ -182,14 +212,49 @@ final class Ring {
     }
 
     /**
-     * A producer that died between claim and publish would block the ring forever; after the stall
-     * timeout the consumer marks that slot skipped (a CAS, so a late publish fails visibly) and counts it.
+     * Marks the slot of position {@code h}, whose ctrl {@code c} names a later lap than any producer can have
+     * written there yet, skipped, and counts it corrupt. False when the CAS lost to a producer's publish (the
+     * next look sees that frame or a later lap again).
+     */
+    private boolean skipCorrupt(long slot, long c, long h) {
+        if (LONG.compareAndSet(mem, slot + S_CTRL, c, ((h + 1) << 2) | CTRL_SKIPPED)) {
+            count(FabricLayout.N_CORRUPT);
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * Checks the ring's shared words against what the consumer knows, and skips the claims of stalled producers.
      * Returns true while a claimed position is pending at the head.
+     *
+     * <p>The consumer alone writes the head, and no producer can move the tail below the head or more than a
+     * ring's worth above it; anything else was written by a foreign hand (fabric memory is untrusted input,
+     * docs/fabric-layout.md 6.5). The head is written back and the tail pulled back to the head, each counted as
+     * corrupt: a producer that claimed in between finds its slot taken and reports the frame late.
+     *
+     * <p>A producer that died between claim and publish would block the ring forever; after the stall timeout the
+     * consumer marks that slot skipped (a CAS, so a late publish fails visibly) and counts it. So are all the
+     * positions up to the tail seen when the stall began that are still unpublished: each was claimed at least
+     * that long ago (a garbage tail a little ahead of the head costs one timeout, not one per slot).
      */
     boolean checkStall(long now) {
+        long shared = (long) LONG.getAcquire(mem, base + R_HEAD);
+        if (shared != head) {
+            LONG.setRelease(mem, base + R_HEAD, head);
+            count(FabricLayout.N_CORRUPT);
+        }
         long tail = (long) LONG.getAcquire(mem, base + R_TAIL);
-        if (tail <= head) {
+        if (tail - head < 0 || tail - head > slots) {
+            if (LONG.compareAndSet(mem, base + R_TAIL, tail, head)) {
+                count(FabricLayout.N_CORRUPT);
+            }
             stallPosition = -1;
+            return false;
+        }
+        if (tail == head) {
+            stallPosition = -1;
+            repairLaps();
             return false;
         }
         long slot = slotOffset(head);
@@ -199,14 +264,36 @@ final class Ring {
         }
         if (stallPosition != head) {
             stallPosition = head;
+            stallTail = tail;
             stallSince = now;
         } else if (now - stallSince >= stallTimeoutNs) {
-            if (LONG.compareAndSet(mem, slot + S_CTRL, c, ((head + 1) << 2) | CTRL_SKIPPED)) {
-                count(FabricLayout.N_STALL_SKIPS);
+            for (long p = head; p - stallTail < 0; p++) {
+                long s = slotOffset(p);
+                long ctrl = (long) LONG.getAcquire(mem, s + S_CTRL);
+                if ((ctrl >>> 2) != p + 1 && LONG.compareAndSet(mem, s + S_CTRL, ctrl, ((p + 1) << 2) | CTRL_SKIPPED)) {
+                    count(FabricLayout.N_STALL_SKIPS);
+                }
             }
             stallPosition = -1;
         }
         return true;
+    }
+
+    /**
+     * With the ring empty, gives every slot whose ctrl names a lap no producer can have reached yet the lap
+     * before the one it will next hold, counting each as corrupt: else the producer that next claims it would
+     * find its publish refused (a late frame) for bytes nobody sent. Called rarely (idle checks), it reads
+     * every slot's ctrl once.
+     */
+    private void repairLaps() {
+        for (long q = head; q - head < slots; q++) {
+            long s = slotOffset(q);
+            long c = (long) LONG.getAcquire(mem, s + S_CTRL);
+            if ((c >>> 2) > q + 1 // not even a producer holding q now could have written that
+                    && LONG.compareAndSet(mem, s + S_CTRL, c, Math.max(0, q + 1 - slots) << 2)) {
+                count(FabricLayout.N_CORRUPT);
+            }
+        }
     }
 
     private void count(long field) {

@@ -16,8 +16,10 @@ import java.lang.foreign.ValueLayout;
  * mapping the fabric can write into it: a producer publishes real frames, then the input overwrites any
  * bytes of the ring's header and slots, and the consumer polls and checks for stalls. Whatever the bytes,
  * nothing is thrown, a poll hands over at most what was asked, every frame handed over lies inside its
- * slot with a length in 0..max_frame, and a frame whose slot bytes were left alone arrives intact.
- * docs/fuzzing.md says how to run it.
+ * slot with a length in 0..max_frame, and a frame whose slot bytes were left alone arrives intact. And the
+ * ring recovers: a frame a producer publishes afterwards arrives within a bounded number of polls and idle
+ * checks (the consumer resynchronises the head and tail and skips slots no producer wrote), so garbage
+ * cannot stop a node receiving. docs/fuzzing.md says how to run it.
  *
  * <p>Input (a {@link FuzzedDataProvider}): the frames to publish (count, then each one's length and a
  * fill byte), then writes (offset into the ring, bytes) until the input ends.
@@ -29,6 +31,45 @@ class RingFuzzTest {
     private static final long RING_BYTES = FabricLayout.ringBytes(SLOTS, MAX_FRAME);
     /** Where the consumer's counters live: a node entry after the ring. */
     private static final long COUNTERS = RING_BYTES;
+
+    private static final int MARK_SOURCE = 3;
+    private static final int MARK_LENGTH = 7;
+
+    /**
+     * Publishes a marked frame from a fresh producer and polls until it arrives; a producer refused (ring
+     * full, or its publish late) tries again after the consumer's idle checks with time moved past the
+     * stall timeout. Returns whether the mark arrived within a few rounds per slot.
+     */
+    private static boolean recovers(MemorySegment mem, Ring consumer) {
+        Ring producer = new Ring(mem, 0, SLOTS, SLOT_BYTES, MAX_FRAME, 1_000_000_000L, -1);
+        boolean[] arrived = {false};
+        FrameHandler mark = (source, m, offset, length) -> {
+            if (source == MARK_SOURCE && length == MARK_LENGTH && m.get(ValueLayout.JAVA_BYTE, offset) == 0x5A) {
+                arrived[0] = true;
+            }
+        };
+        long now = System.nanoTime();
+        boolean pending = false;
+        for (int round = 0; round < 4 * SLOTS && !arrived[0]; round++) {
+            if (!pending) {
+                long p = producer.claim();
+                if (p >= 0) {
+                    mem.asSlice(producer.slotOffset(p) + SLOT_HEADER, MARK_LENGTH).fill((byte) 0x5A);
+                    pending = producer.publish(p, MARK_LENGTH, MARK_SOURCE, 1, 0);
+                }
+            }
+            for (int i = 0; i < SLOTS && !arrived[0]; i++) {
+                consumer.poll(mark, SLOTS);
+            }
+            if (!arrived[0]) {
+                now += 2_000_000_000L; // an idle check, then another past the stall timeout
+                consumer.checkStall(now);
+                now += 2_000_000_000L;
+                consumer.checkStall(now);
+            }
+        }
+        return arrived[0];
+    }
 
     @FuzzTest
     void ring(FuzzedDataProvider data) {
@@ -88,6 +129,7 @@ class RingFuzzTest {
             if (untouched) {
                 assertEquals(frames, got[0], "every published frame arrives when nothing was overwritten");
             }
+            assertTrue(recovers(mem, consumer), "a frame published after the garbage arrives");
         }
     }
 }
