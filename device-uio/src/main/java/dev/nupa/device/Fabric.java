@@ -40,6 +40,8 @@ public final class Fabric implements AutoCloseable {
     final boolean polled;
     /** The ivshmem-doorbell device whose BAR this is, driven through VFIO (interrupts), or null. */
     final VfioDevice vfio;
+    /** The file mapped, watched for removal, replacement and shrinking; null for a device's memory. */
+    private final FabricFile file;
 
     Fabric(MemorySegment mem, Arena arena, String name, boolean writable) {
         this(mem, arena, name, writable, false, null);
@@ -63,6 +65,15 @@ public final class Fabric implements AutoCloseable {
         this.slotBytes = mem.get(ValueLayout.JAVA_INT, H_SLOT_BYTES);
         this.windowTable = mem.get(ValueLayout.JAVA_LONG, H_WINDOW_TABLE);
         this.windowArea = mem.get(ValueLayout.JAVA_LONG, H_WINDOW_AREA);
+        this.file = polled || vfio != null ? null : FabricFile.of(name, mem.byteSize());
+    }
+
+    /**
+     * Null while the fabric's file is the one mapped and still holds every mapped byte (always, for a device's
+     * memory); else what happened to it, in words: the nodes on this mapping must stop (docs/fabric-layout.md 10.5).
+     */
+    public String lostReason() {
+        return file == null ? null : file.check();
     }
 
     public FabricGeometry geometry() {
@@ -110,6 +121,12 @@ public final class Fabric implements AutoCloseable {
 
     static int state(long word) {
         return (int) word;
+    }
+
+    /** Whether the word's state is one of the four a node can write (docs/fabric-layout.md 5.2); else it is foreign bytes. */
+    static boolean validState(long word) {
+        int s = state(word);
+        return s >= STATE_FREE && s <= STATE_RECLAIMING;
     }
 
     static int generation(long word) {

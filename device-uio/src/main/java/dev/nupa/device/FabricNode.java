@@ -27,6 +27,8 @@ public final class FabricNode implements FabricDevice {
     private long bytesReceived;
     private volatile boolean attached = true;
     private volatile boolean evicted;
+    /** Why the fabric's memory is gone from under this node (its file removed, replaced or shrunk), or null. */
+    private volatile String lost;
     private boolean closeFabric;
 
     FabricNode(Fabric fabric, int address, int generation) {
@@ -393,14 +395,61 @@ public final class FabricNode implements FabricDevice {
             throw new FabricException("node attributes of " + attributes.byteSize() + " bytes exceed the "
                     + ATTR_BYTES + " bytes a node table entry holds");
         }
-        // A seqlock: odd while writing, so readers retry instead of seeing half a record.
+        synchronized (entryLock) {
+            published.fill((byte) 0);
+            MemorySegment.copy(attributes, 0, published, 0, attributes.byteSize());
+            anyPublished = true;
+            writeAttributes();
+        }
+    }
+
+    /** Writes {@link #published} into the entry. A seqlock: odd while writing, so readers retry instead of seeing half a record. */
+    private void writeAttributes() {
         long v = (long) LONG.getAcquire(mem, self + N_ATTR_VERSION);
         long next = (v | 1) + 1;
         LONG.setVolatile(mem, self + N_ATTR_VERSION, next - 1);
-        MemorySegment dst = mem.asSlice(self + N_ATTRS, ATTR_BYTES);
-        dst.fill((byte) 0);
-        MemorySegment.copy(attributes, 0, dst, 0, attributes.byteSize());
+        MemorySegment.copy(published, 0, mem, self + N_ATTRS, ATTR_BYTES);
         LONG.setRelease(mem, self + N_ATTR_VERSION, next);
+    }
+
+    private final Object entryLock = new Object();
+    /** The attributes last published, so that foreign bytes over them are noticed and written over ({@link #checkEntry}). */
+    private final MemorySegment published = MemorySegment.ofArray(new byte[ATTR_BYTES]);
+    private boolean anyPublished;
+    private final java.util.concurrent.atomic.AtomicLong entryRepairs = new java.util.concurrent.atomic.AtomicLong();
+
+    /** Times liveness found this node's own table entry overwritten by a foreign hand and wrote it back. */
+    public long entryRepairs() {
+        return entryRepairs.get();
+    }
+
+    void entryRepaired() {
+        entryRepairs.incrementAndGet();
+        LONG.getAndAdd(mem, self + N_CORRUPT, 1L);
+    }
+
+    /**
+     * Run by liveness every period: the fields of this node's entry that only it writes and its peers act on (its
+     * pid and host, by which they judge it alive; its attributes, from which they learn its addresses) are what it
+     * wrote; foreign bytes over them are written over and counted (fabric memory is untrusted input).
+     */
+    void checkEntry() {
+        long pid = ProcessHandle.current().pid();
+        if (mem.get(ValueLayout.JAVA_LONG, self + N_PID) != pid || mem.get(ValueLayout.JAVA_LONG, self + N_HOST_ID) != Fabric.HOST_ID) {
+            mem.set(ValueLayout.JAVA_LONG, self + N_PID, pid);
+            mem.set(ValueLayout.JAVA_LONG, self + N_HOST_ID, Fabric.HOST_ID);
+            entryRepaired();
+        }
+        synchronized (entryLock) {
+            if (!anyPublished) {
+                return;
+            }
+            long v = (long) LONG.getAcquire(mem, self + N_ATTR_VERSION);
+            if (v == 0 || (v & 1) != 0 || MemorySegment.mismatch(published, 0, ATTR_BYTES, mem, self + N_ATTRS, self + N_ATTRS + ATTR_BYTES) >= 0) {
+                writeAttributes(); // under the lock, so only this node's own writer could hold the entry odd, and it does not now
+                entryRepaired();
+            }
+        }
     }
 
     /** How long a reader waits for a writer that holds a node's attributes (an odd version) before it gives up. */
@@ -480,6 +529,27 @@ public final class FabricNode implements FabricDevice {
         return evicted;
     }
 
+    /**
+     * The fabric's memory is gone from under this node ({@code why}): from now on nothing touches it (an access
+     * would fault), sends are refused as detached, and listeners hear EVICTED; {@link #close()} only unmaps.
+     */
+    void markLost(String why) {
+        if (lost == null) {
+            lost = why;
+            evicted = true;
+            fire(new PeerEvent(PeerEvent.Kind.EVICTED, address, generation));
+        }
+    }
+
+    /** Why this node left the fabric without closing, in words, or null while it is in it: evicted, or its file lost. */
+    public String lostReason() {
+        if (lost != null) {
+            return lost;
+        }
+        return evicted ? "node " + address + " was evicted from fabric " + fabric.name()
+                + " (its peers declared it dead, or its table entry was taken)" : null;
+    }
+
     @Override
     public FabricCounters counters() {
         return fabric.counters(address);
@@ -521,7 +591,7 @@ public final class FabricNode implements FabricDevice {
             }
             fabric.reclaim(address, Fabric.word(STATE_UP, generation));
         }
-        if (doorbell.vfio() != null) {
+        if (doorbell.vfio() != null && lost == null) {
             doorbell.vfio().release();
         }
         if (closeFabric) {

@@ -2,6 +2,7 @@ package dev.nupa.device;
 
 import static dev.nupa.device.FabricLayout.LONG;
 import static dev.nupa.device.FabricLayout.N_HEARTBEAT;
+import static dev.nupa.device.FabricLayout.N_STATE;
 import static dev.nupa.device.FabricLayout.STATE_FREE;
 import static dev.nupa.device.FabricLayout.STATE_UP;
 
@@ -51,7 +52,21 @@ final class Liveness implements Runnable {
                 return;
             }
             if (running) {
-                tick(System.nanoTime());
+                String lost = fabric.lostReason();
+                if (lost != null) {
+                    node.markLost(lost);
+                    return;
+                }
+                try {
+                    tick(System.nanoTime());
+                } catch (InternalError e) {
+                    if (!FabricFile.isMappingFault(e)) {
+                        throw e;
+                    }
+                    lost = fabric.lostReason();
+                    node.markLost(lost != null ? lost : "the memory of fabric " + fabric.name() + " faulted (SIGBUS)");
+                    return;
+                }
             }
             if (node.isEvicted()) {
                 return;
@@ -62,10 +77,15 @@ final class Liveness implements Runnable {
     void tick(long now) {
         long me = fabric.nodeOffset(self);
         LONG.setRelease(fabric.mem, me + N_HEARTBEAT, (long) LONG.getAcquire(fabric.mem, me + N_HEARTBEAT) + 1);
-        if (fabric.stateWord(self) != Fabric.word(STATE_UP, node.generation())) {
+        long mine = Fabric.word(STATE_UP, node.generation());
+        long w = fabric.stateWord(self);
+        if (w != mine && !Fabric.validState(w) && LONG.compareAndSet(fabric.mem, me + N_STATE, w, mine)) {
+            node.entryRepaired(); // no state at all: a foreign hand's bytes, not a peer's reclaim; ours again
+        } else if (w != mine) {
             node.evict();
             return;
         }
+        node.checkEntry();
         for (int a = 0; a < lastWord.length; a++) {
             if (a != self) {
                 watch(a, now);

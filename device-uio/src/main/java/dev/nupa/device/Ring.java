@@ -78,8 +78,11 @@ final class Ring {
         this.maxFrame = maxFrame;
         this.stallTimeoutNs = stallTimeoutNs;
         this.counters = counters;
+        if (counters < 0) {
+            return; // a producer's view reads the head when its cached copy (0) says the ring may be full
+        }
         long h = (long) LONG.getAcquire(mem, base + R_HEAD);
-        if (counters >= 0 && (h < 0 || h > MAX_POSITION)) {
+        if (h < 0 || h > MAX_POSITION) {
             // No ring reaches such a position (2^61 frames): a foreign writer's bytes. Start over at 0; the idle
             // checks then pull the tail back and repair the slots' laps.
             h = 0;
