@@ -76,6 +76,9 @@ public final class Fabric implements AutoCloseable {
         return file == null ? null : file.check();
     }
 
+    /** Set when a node on this mapping found its memory gone: the control plane then leaves the memory alone. */
+    volatile boolean lost;
+
     public FabricGeometry geometry() {
         return geometry;
     }
@@ -426,6 +429,9 @@ public final class Fabric implements AutoCloseable {
     }
 
     void freeWindow(int id, int key) {
+        if (lost) {
+            return;
+        }
         long e = windowEntry(id);
         if (mem.get(ValueLayout.JAVA_INT, e + W_KEY) == key) {
             mem.set(ValueLayout.JAVA_INT, e + W_KEY, 0);

@@ -536,6 +536,7 @@ public final class FabricNode implements FabricDevice {
     void markLost(String why) {
         if (lost == null) {
             lost = why;
+            fabric.lost = true;
             evicted = true;
             fire(new PeerEvent(PeerEvent.Kind.EVICTED, address, generation));
         }
@@ -580,6 +581,10 @@ public final class FabricNode implements FabricDevice {
         }
         if (interrupted) {
             Thread.currentThread().interrupt();
+        }
+        String gone = lost == null ? fabric.lostReason() : null;
+        if (gone != null) {
+            markLost(gone); // closed before liveness looked: leave the memory alone all the same
         }
         if (!evicted) {
             // Wake our own sleepers first; once reclaimed, the doorbell may belong to the next holder.

@@ -252,6 +252,7 @@ final class NodeCommand implements Callable<Integer> {
         GrpcEndpoint ep = endpoint;
         io.opentelemetry.sdk.OpenTelemetrySdk spans = tracing;
         Thread hook = new Thread(() -> {
+            Thread watchdog = stopWatchdog();
             if (nodeMetrics != null) {
                 nodeMetrics.close(); // the last export, while the node still runs
             }
@@ -267,9 +268,11 @@ final class NodeCommand implements Callable<Integer> {
             if (spans != null) {
                 spans.close(); // exports the spans still batched
             }
+            watchdog.interrupt();
             stopped.countDown();
         });
         Runtime.getRuntime().addShutdownHook(hook);
+        leaveWhenLost(node);
         if (runFor != null) {
             Thread.sleep((long) (runFor * 1000));
             Runtime.getRuntime().removeShutdownHook(hook);
@@ -338,6 +341,42 @@ final class NodeCommand implements Callable<Integer> {
         }
     }
 
+    /**
+     * A node evicted from its fabric, or whose fabric file was removed, replaced or shrunk under it, serves nobody:
+     * it says what happened in one line and exits with status 1 (its shutdown hook then closes what it can).
+     */
+    private static void leaveWhenLost(NupaNode node) {
+        if (node.link().device() instanceof FabricNode fn) {
+            fn.addPeerListener(e -> {
+                if (e.kind() == dev.nupa.device.PeerEvent.Kind.EVICTED && e.address() == fn.address()) {
+                    // Not on the liveness thread: exit waits for the hook, which waits for that thread.
+                    Thread.ofPlatform().name("nupa-node-lost").start(() -> {
+                        System.out.println("nupa node: " + fn.lostReason() + "; stopping");
+                        System.out.flush();
+                        System.exit(1);
+                    });
+                }
+            });
+        }
+    }
+
+    /** How long the shutdown hook may take before the process halts anyway: SIGTERM always ends a node. */
+    private static final long STOP_PATIENCE_MS = 15_000;
+
+    /** Halts the process unless interrupted within {@link #STOP_PATIENCE_MS}. */
+    private static Thread stopWatchdog() {
+        return Thread.ofPlatform().daemon().name("nupa-stop-watchdog").start(() -> {
+            try {
+                Thread.sleep(STOP_PATIENCE_MS);
+            } catch (InterruptedException e) {
+                return;
+            }
+            System.out.println("nupa node: did not stop within " + STOP_PATIENCE_MS / 1000 + " s; halting");
+            System.out.flush();
+            Runtime.getRuntime().halt(1);
+        });
+    }
+
     private static void stop(NupaNode node) {
         Map<IpCounter, Long> c = node.ip().counters();
         StringBuilder sb = new StringBuilder("nupa node: stopping; counters:");
@@ -348,9 +387,15 @@ final class NodeCommand implements Callable<Integer> {
         });
         System.out.println(sb);
         if (node.link().device() instanceof FabricNode fn) {
-            var f = fn.counters();
-            System.out.println("nupa node: fabric frames out=" + f.framesSent() + " in=" + f.framesReceived() + " wakeups=" + f.wakeups()
-                    + " interrupts out=" + f.interruptsSent() + " in=" + f.interruptsReceived());
+            if (fn.lostReason() != null) {
+                System.out.println("nupa node: fabric counters not shown: " + fn.lostReason());
+            } else {
+                var f = fn.counters();
+                System.out.println("nupa node: fabric frames out=" + f.framesSent() + " in=" + f.framesReceived() + " wakeups="
+                        + f.wakeups() + " interrupts out=" + f.interruptsSent() + " in=" + f.interruptsReceived()
+                        + (fn.entryRepairs() > 0 ? " (its table entry was overwritten by a foreign hand " + fn.entryRepairs()
+                                + " time(s): these counts may be wrong)" : ""));
+            }
         }
         StringBuilder t = new StringBuilder("nupa node: tcp connections open=" + node.tcp().connections() + " "
                 + node.tcp().states() + "; counters:");

@@ -394,28 +394,40 @@ public final class Datapath implements AutoCloseable {
         } else if (idleFor < idle.yieldNs()) {
             Thread.yield();
         } else {
-            long sleep = Math.min(Math.min(idle.maxSleepNs(), maxWaitNs), next - now);
-            // The token before the last look: work handed over since the top of this round is seen
-            // here, and work handed over after the token's read rang the doorbell (the flag is set
-            // before the ring), which ends the sleep at once.
-            int token = link.prepareSleep();
-            for (Source src : sources) {
-                if (src.ready()) {
-                    return; // handed work on the loop itself after its last poll (a loopback datagram): no sleep
+            try {
+                sleep(now, maxWaitNs, mayBlock);
+            } catch (Throwable e) {
+                if (!DatapathErrors.survivable(e)) {
+                    throw e;
                 }
+                countError(); // a fault on the fabric's memory, say: the device's owner stops it, not this loop
             }
-            for (BooleanSupplier c : idleChecks) {
-                if (c.getAsBoolean()) {
-                    timersChanged = true; // work outside the rings, which a timer takes: poll every timer now
-                    return;
-                }
+        }
+    }
+
+    /** The idle round's last look for work and its sleep on the device's armed interrupt. */
+    private void sleep(long now, long maxWaitNs, BooleanSupplier mayBlock) {
+        long sleep = Math.min(Math.min(idle.maxSleepNs(), maxWaitNs), next - now);
+        // The token before the last look: work handed over since the top of this round is seen
+        // here, and work handed over after the token's read rang the doorbell (the flag is set
+        // before the ring), which ends the sleep at once.
+        int token = link.prepareSleep();
+        for (Source src : sources) {
+            if (src.ready()) {
+                return; // handed work on the loop itself after its last poll (a loopback datagram): no sleep
             }
-            if (sleep > 0 && running && !tasksPending && !timersChanged && mayBlock.getAsBoolean()) {
-                if (!link.awaitFrames(sleep, token) && System.nanoTime() - now < sleep) {
-                    // Woken early with no frame: someone rang for work outside the rings (a work ring's poster,
-                    // docs/work-rings.md), which a timer finds: poll every timer on the next round.
-                    timersChanged = true;
-                }
+        }
+        for (BooleanSupplier c : idleChecks) {
+            if (c.getAsBoolean()) {
+                timersChanged = true; // work outside the rings, which a timer takes: poll every timer now
+                return;
+            }
+        }
+        if (sleep > 0 && running && !tasksPending && !timersChanged && mayBlock.getAsBoolean()) {
+            if (!link.awaitFrames(sleep, token) && System.nanoTime() - now < sleep) {
+                // Woken early with no frame: someone rang for work outside the rings (a work ring's poster,
+                // docs/work-rings.md), which a timer finds: poll every timer on the next round.
+                timersChanged = true;
             }
         }
     }
