@@ -304,9 +304,16 @@ public final class Fabric implements AutoCloseable {
             List<long[]> used = new ArrayList<>();
             for (int id = 0; id < geometry.maxWindows(); id++) {
                 long e = windowEntry(id);
-                if ((int) INT.getAcquire(mem, e + W_STATE) == WINDOW_ACTIVE) {
+                if (activeAndSane(e)) {
                     used.add(new long[] {mem.get(ValueLayout.JAVA_LONG, e + W_OFFSET), mem.get(ValueLayout.JAVA_LONG, e + W_LENGTH)});
-                } else if (free < 0) {
+                    continue;
+                }
+                if ((int) INT.getAcquire(mem, e + W_STATE) == WINDOW_ACTIVE) {
+                    // Active with fields no exporter writes, seen under the lock (no export is half-written): foreign bytes.
+                    mem.set(ValueLayout.JAVA_INT, e + W_KEY, 0);
+                    INT.setRelease(mem, e + W_STATE, WINDOW_FREE);
+                }
+                if (free < 0) {
                     free = id;
                 }
             }
@@ -346,6 +353,37 @@ public final class Fabric implements AutoCloseable {
         }
     }
 
+    /**
+     * Whether window entry {@code e}'s owner, offset and length are ones an exporter writes (9.3): an owner in range,
+     * page-aligned bounds inside the window area. Else the entry is foreign bytes: it is neither opened nor counted
+     * as used space, and its range is never followed.
+     */
+    boolean windowSane(long e) {
+        int owner = mem.get(ValueLayout.JAVA_INT, e + W_OWNER);
+        long offset = mem.get(ValueLayout.JAVA_LONG, e + W_OFFSET);
+        long length = mem.get(ValueLayout.JAVA_LONG, e + W_LENGTH);
+        return owner >= 0 && owner < geometry.maxNodes() && offset >= 0 && length > 0 && offset % PAGE == 0
+                && length % PAGE == 0 && length <= geometry.windowBytes() && offset <= geometry.windowBytes() - length;
+    }
+
+    /** Active window entries found with foreign bytes ({@link #windowSane}): counted where a scan met them. */
+    private final java.util.concurrent.atomic.AtomicLong corruptWindows = new java.util.concurrent.atomic.AtomicLong();
+
+    public long corruptWindowEntries() {
+        return corruptWindows.get();
+    }
+
+    private boolean activeAndSane(long e) {
+        if ((int) INT.getAcquire(mem, e + W_STATE) != WINDOW_ACTIVE) {
+            return false;
+        }
+        if (!windowSane(e)) {
+            corruptWindows.incrementAndGet();
+            return false;
+        }
+        return true;
+    }
+
     FabricWindow openWindow(int id, int key) {
         if (id < 0 || id >= geometry.maxWindows()) {
             throw new FabricException("window id " + id + " is outside 0.." + (geometry.maxWindows() - 1));
@@ -354,6 +392,11 @@ public final class Fabric implements AutoCloseable {
         if ((int) INT.getAcquire(mem, e + W_STATE) != WINDOW_ACTIVE || mem.get(ValueLayout.JAVA_INT, e + W_KEY) != key) {
             throw new FabricException("window " + id + " with key 0x" + Integer.toHexString(key)
                     + " is not exported (closed, reclaimed, or a stale key); ask its owner for a fresh id and key");
+        }
+        if (!windowSane(e)) {
+            corruptWindows.incrementAndGet();
+            throw new FabricException("window " + id + " of fabric " + name + " holds an owner or a range no exporter writes"
+                    + " (foreign bytes in the window table); its owner must export it again");
         }
         int owner = mem.get(ValueLayout.JAVA_INT, e + W_OWNER);
         int ownerGen = mem.get(ValueLayout.JAVA_INT, e + W_OWNER_GEN);
@@ -474,7 +517,7 @@ public final class Fabric implements AutoCloseable {
         List<WindowInfo> out = new ArrayList<>();
         for (int id = 0; id < geometry.maxWindows(); id++) {
             long e = windowEntry(id);
-            if ((int) INT.getAcquire(mem, e + W_STATE) == WINDOW_ACTIVE) {
+            if (activeAndSane(e)) {
                 out.add(new WindowInfo(id, mem.get(ValueLayout.JAVA_INT, e + W_OWNER), mem.get(ValueLayout.JAVA_INT, e + W_OWNER_GEN),
                         mem.get(ValueLayout.JAVA_LONG, e + W_OFFSET), mem.get(ValueLayout.JAVA_LONG, e + W_LENGTH),
                         mem.get(ValueLayout.JAVA_INT, e + W_ACCESS)));

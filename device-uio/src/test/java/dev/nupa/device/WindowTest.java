@@ -270,4 +270,24 @@ class WindowTest {
         assertNotEquals(w.key(), fresh.key());
         assertEquals(0, peerBytes.get(ValueLayout.JAVA_INT, 0), "the reused space was zeroed for its new owner");
     }
+
+    @Test
+    void windowEntriesWithForeignBytesAreNeverFollowed() {
+        start(4, 16L * PAGE);
+        FabricWindow good = a.exportWindow(PAGE, REMOTE_READ | REMOTE_WRITE);
+        FabricWindow victim = a.exportWindow(PAGE, REMOTE_READ | REMOTE_WRITE);
+        long e = fabric.windowEntry(victim.id());
+        // A range past the window area and an owner that is no node, as any process mapping the fabric can write.
+        fabric.mem.set(java.lang.foreign.ValueLayout.JAVA_LONG, e + FabricLayout.W_OFFSET, 1L << 40);
+        fabric.mem.set(java.lang.foreign.ValueLayout.JAVA_INT, e + FabricLayout.W_OWNER, 9999);
+        assertMessage(assertThrows(FabricException.class, () -> b.openWindow(victim.id(), victim.key())), "foreign bytes");
+        assertTrue(fabric.windows().stream().noneMatch(w -> w.id() == victim.id()), "the tools do not show it");
+        assertTrue(b.openWindowsOf(0, REMOTE_READ).stream().noneMatch(w -> w.id() == victim.id()));
+        assertTrue(fabric.corruptWindowEntries() > 0, "counted");
+        // Two more exports fit: the entry with foreign bytes is taken back, and its bogus range holds no space.
+        FabricWindow w2 = b.exportWindow(PAGE, REMOTE_READ);
+        FabricWindow w3 = b.exportWindow(PAGE, REMOTE_READ);
+        assertTrue(w2.id() == victim.id() || w3.id() == victim.id(), "the foreign entry is free again");
+        assertEquals(good.id(), b.openWindow(good.id(), good.key()).id(), "a good window still opens");
+    }
 }
