@@ -500,8 +500,8 @@ public final class Fabric implements AutoCloseable {
         for (int a = 0; a < geometry.maxNodes(); a++) {
             long w = stateWord(a);
             long node = nodeOffset(a);
-            if (state(w) == STATE_FREE && generation(w) == 0) {
-                continue; // never used
+            if ((state(w) == STATE_FREE && generation(w) == 0) || !validState(w)) {
+                continue; // never used, or foreign bytes (corruptEntries): absent, never a source of numbers
             }
             long occupancy = 0;
             for (int r = 0; r < geometry.ringsPerNode(); r++) {
@@ -509,6 +509,17 @@ public final class Fabric implements AutoCloseable {
             }
             out.add(new NodeInfo(a, stateName(state(w)), generation(w), mem.get(ValueLayout.JAVA_LONG, node + N_PID),
                     heartbeat(a), mem.get(ValueLayout.JAVA_LONG, node + N_JOINED_MILLIS), occupancy, counters(a)));
+        }
+        return out;
+    }
+
+    /** Node addresses whose table entry holds a state no node writes (foreign bytes): absent to every reader. */
+    public List<Integer> corruptEntries() {
+        List<Integer> out = new ArrayList<>();
+        for (int a = 0; a < geometry.maxNodes(); a++) {
+            if (!validState(stateWord(a))) {
+                out.add(a);
+            }
         }
         return out;
     }

@@ -62,6 +62,20 @@ class HostileEntryTest {
     }
 
     @Test
+    void anEntryWithForeignBytesIsAbsentFromTheSnapshots() {
+        Fabric fabric = fx.create(FabricFixture.small()); // no node yet, so no liveness takes the entry back meanwhile
+        byte[] junk = new byte[FabricLayout.NODE_BYTES];
+        new Random(3).nextBytes(junk);
+        junk[0] = 5; // no node writes state 5
+        MemorySegment.copy(junk, 0, fabric.mem, ValueLayout.JAVA_BYTE, fabric.nodeOffset(3), junk.length);
+        assertEquals(java.util.List.of(3), fabric.corruptEntries());
+        assertEquals(java.util.List.of(), fabric.nodes(), "absent from the snapshot the tools print: never a source of numbers");
+        fx.attach(fabric, 0);
+        FabricFixture.waitUntil("a node's liveness takes the entry back, as a dead node's",
+                () -> fabric.corruptEntries().isEmpty() && Fabric.state(fabric.stateWord(3)) == FabricLayout.STATE_FREE);
+    }
+
+    @Test
     void aNodeWhoseFileShrinksStopsAndSaysWhy() throws Exception {
         Fabric fabric = fx.create(FabricFixture.small());
         FabricNode a = fx.attach(fabric, 0);

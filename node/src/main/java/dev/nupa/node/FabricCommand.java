@@ -11,6 +11,7 @@ import dev.nupa.device.WindowInfo;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Instant;
+import java.util.List;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -115,6 +116,11 @@ final class FabricCommand {
             System.out.println(line);
         }
         var windows = f.windows();
+        List<Integer> corrupt = f.corruptEntries();
+        if (!corrupt.isEmpty() || f.corruptWindowEntries() > 0) {
+            System.out.println("  foreign bytes (shown as absent): node table entries " + (corrupt.isEmpty() ? "none" : corrupt)
+                    + ", window table entries " + f.corruptWindowEntries());
+        }
         System.out.println("  windows: " + (windows.isEmpty() ? "none" : windows.size()));
         for (WindowInfo w : windows) {
             System.out.printf("    id %d owner %d/%d offset %d length %d access %s%s%s%n", w.id(), w.owner(), w.ownerGeneration(),
