@@ -31,6 +31,9 @@
 #define H_NODE_BYTES 120
 #define H_RING_BYTES 128
 #define H_LOCK 192
+#define H_EPOCH 256
+#define LAYOUT_VERSION 2
+#define WATCHED 2
 /* Node table entry (5.1). */
 #define N_STATE 0
 #define N_PID 8
@@ -93,10 +96,12 @@ struct nupa_node {
     uint64_t window_area;
     uint64_t host_id;
     /* What the heartbeat thread last saw of each address (section 8): the state word, the heartbeat, and when either moved. */
-    uint64_t *watched_word, *watched_beat, *watched_since;
+    uint64_t *watched_word, *watched_beat, *watched_since, *watched_tick;
+    uint64_t ticks;
     uint64_t *heads;          /* the consumer's own copy of each ring's head */
     uint64_t *stall_position; /* the head whose claim a stall timer runs for, per ring (UINT64_MAX: none) */
     uint64_t *stall_since;
+    uint64_t *stall_tail;
     uint64_t frames_received, bytes_received;
     pthread_t heartbeat;
     atomic_int stop;

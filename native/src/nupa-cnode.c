@@ -172,7 +172,10 @@ static int wait_until(int (*done)(int), int arg, uint64_t ms) {
             if (now_ms() >= end) {
                 return 0;
             }
-            nupa_wait(node, 1000000L);
+            /* Frames ring the doorbell, and a stop signal interrupts the sleep (no SA_RESTART): an idle node wakes only
+             * for its deadline, at most once a second, so a thousand of them cost little (docs/libnupa.md). */
+            uint64_t left = end - now_ms();
+            nupa_wait(node, (long) (left < 1000 ? left : 1000) * 1000000L);
         }
     }
     return 1;
@@ -261,8 +264,10 @@ int main(int argc, char **argv) {
         }
     } else if (strcmp(argv[4], "serve") == 0 && argc == 6) {
         seen.serving = 1;
-        signal(SIGTERM, on_stop); /* a stop leaves the fabric cleanly */
-        signal(SIGINT, on_stop);
+        struct sigaction stop = {0};
+        stop.sa_handler = on_stop; /* a stop leaves the fabric cleanly; without SA_RESTART it ends a sleep at once */
+        sigaction(SIGTERM, &stop, NULL);
+        sigaction(SIGINT, &stop, NULL);
         printf("nupa-cnode: node %d serving ICMP echo and UDP echo on port 7 at %s\n", nupa_address(node), argv[3]);
         fflush(stdout);
         wait_until(stop_asked, 0, (uint64_t) atoi(argv[5]) * 1000);

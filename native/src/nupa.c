@@ -103,31 +103,41 @@ static void reclaim(nupa_node *n, int a, uint64_t w) {
     atomic_store_explicit(u64(n, e + N_ATTR_VERSION), 0, memory_order_release);
     atomic_store_explicit(u32(n, e + N_ARMED), 0, memory_order_release);
     atomic_compare_exchange_strong(u64(n, e + N_STATE), &reclaiming, word(FREE, g));
+    atomic_fetch_add(u64(n, H_EPOCH), 1);
 }
 
-/* Section 8 step 3: every other address, timed by this node's own clock; a dead holder is reclaimed. */
+/*
+ * Section 8 step 3: the successors of this address in address order (wrapping), FREE ones passed over, up to and
+ * including the WATCHED-th one seen live on two ticks in a row; one whose heartbeat stands still is not live, so a
+ * run of dead nodes is watched whole by the live node before it. A dead holder is reclaimed.
+ */
 static void watch(nupa_node *n) {
     uint64_t now = now_ns();
-    for (int a = 0; a < (int) n->max_nodes; a++) {
-        if (a == n->address) {
-            continue;
-        }
+    int live = 0;
+    n->ticks++;
+    for (int i = 1; i < (int) n->max_nodes && live < WATCHED; i++) {
+        int a = (n->address + i) % (int) n->max_nodes;
         uint64_t e = entry(n, a);
         uint64_t w = atomic_load(u64(n, e + N_STATE));
         if ((uint32_t) w == FREE) {
-            n->watched_word[a] = w;
             continue;
         }
+        int known = n->watched_tick[a] + 1 == n->ticks;
+        n->watched_tick[a] = n->ticks;
         uint64_t b = atomic_load_explicit(u64(n, e + N_HEARTBEAT), memory_order_acquire);
         if (w != n->watched_word[a] || b != n->watched_beat[a]) {
             n->watched_word[a] = w;
             n->watched_beat[a] = b;
             n->watched_since[a] = now;
+            live += known;
             continue;
         }
         uint64_t still = now - n->watched_since[a];
-        if ((still > 2 * n->heartbeat_period_ns && (uint32_t) w != RECLAIMING && provably_dead(n, e))
-            || (still > n->heartbeat_timeout_ns && !provably_alive(n, e))) {
+        if (still <= 2 * n->heartbeat_period_ns) {
+            live += known;
+            continue;
+        }
+        if (((uint32_t) w != RECLAIMING && provably_dead(n, e)) || (still > n->heartbeat_timeout_ns && !provably_alive(n, e))) {
             reclaim(n, a, w);
         }
     }
@@ -189,9 +199,9 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     n->mem = mem;
     n->size = (size_t) st.st_size;
     n->fd = fd;
-    if (atomic_load_explicit(u64(n, 0), memory_order_acquire) != MAGIC || *(uint32_t *) (mem + H_VERSION) != 1
+    if (atomic_load_explicit(u64(n, 0), memory_order_acquire) != MAGIC || *(uint32_t *) (mem + H_VERSION) != LAYOUT_VERSION
         || *(uint64_t *) (mem + H_NODE_BYTES) != 512 || *(uint64_t *) (mem + H_TOTAL_BYTES) > n->size) {
-        nupa_fail(err, errlen, "%s is not a NUPA fabric of layout version 1 (magic, version, entry size or size differ)", path);
+        nupa_fail(err, errlen, "%s is not a NUPA fabric of layout version %d (magic, version, entry size or size differ)", path, LAYOUT_VERSION);
         goto out;
     }
     n->max_nodes = *(uint32_t *) (mem + H_MAX_NODES);
@@ -242,18 +252,25 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
     n->heads = calloc(n->rings_per_node, sizeof(uint64_t));
     n->stall_position = calloc(n->rings_per_node, sizeof(uint64_t));
     n->stall_since = calloc(n->rings_per_node, sizeof(uint64_t));
+    n->stall_tail = calloc(n->rings_per_node, sizeof(uint64_t));
     n->watched_word = calloc(n->max_nodes, sizeof(uint64_t));
     n->watched_beat = calloc(n->max_nodes, sizeof(uint64_t));
     n->watched_since = calloc(n->max_nodes, sizeof(uint64_t));
+    n->watched_tick = calloc(n->max_nodes, sizeof(uint64_t));
     uint64_t discarded = 0;
     for (uint32_t r = 0; r < n->rings_per_node; r++) {
         discarded += drain(n, ring(n, address, (int) r));
         n->heads[r] = atomic_load_explicit(u64(n, ring(n, address, (int) r) + R_HEAD), memory_order_acquire);
+        if (n->heads[r] > (1ULL << 61)) { /* no ring gets that far: foreign bytes; start over (6.4) */
+            n->heads[r] = 0;
+            atomic_store_explicit(u64(n, ring(n, address, (int) r) + R_HEAD), 0, memory_order_release);
+        }
         n->stall_position[r] = UINT64_MAX;
     }
     *(uint64_t *) (mem + self + N_DISCARDED) = discarded;
     atomic_fetch_add(u64(n, self + N_HEARTBEAT), 1);
     atomic_store_explicit(u64(n, self + N_STATE), word(UP, n->generation), memory_order_release);
+    atomic_fetch_add(u64(n, H_EPOCH), 1); /* section 8: a state word changed */
     if (pthread_create(&n->heartbeat, NULL, heartbeat, n) != 0) {
         nupa_fail(err, errlen, "cannot start the heartbeat thread");
         atomic_store(&n->stop, 1);
@@ -294,6 +311,7 @@ void nupa_leave(nupa_node *n) {
             atomic_store_explicit(u64(n, self + N_ATTR_VERSION), 0, memory_order_release);
             atomic_store_explicit(u32(n, self + N_ARMED), 0, memory_order_release);
             atomic_compare_exchange_strong(u64(n, self + N_STATE), &reclaiming, word(FREE, n->generation));
+            atomic_fetch_add(u64(n, H_EPOCH), 1);
         }
     }
     munmap(n->mem, n->size);
@@ -304,6 +322,8 @@ void nupa_leave(nupa_node *n) {
     free(n->watched_word);
     free(n->watched_beat);
     free(n->watched_since);
+    free(n->watched_tick);
+    free(n->stall_tail);
     free(n);
 }
 
@@ -381,9 +401,17 @@ int nupa_poll(nupa_node *n, nupa_frame_fn fn, void *ctx, int limit) {
         uint64_t r = ring(n, n->address, (int) ri);
         uint64_t h = n->heads[ri];
         uint64_t start = h;
+        int skips = 0;
         while (handled < limit) {
             uint8_t *s = slot(n, r, h);
             uint64_t c = atomic_load_explicit((_Atomic uint64_t *) s, memory_order_acquire);
+            if ((c >> 2) > h + 1 && skips < (int) n->ring_slots
+                && atomic_compare_exchange_strong((_Atomic uint64_t *) s, &c, ((h + 1) << 2) | SKIPPED)) {
+                atomic_fetch_add(u64(n, self + N_CORRUPT), 1); /* a lap no producer wrote yet (6.4 step 1.2) */
+                skips++;
+                h++;
+                continue;
+            }
             if ((c >> 2) != h + 1) {
                 break;
             }
@@ -431,15 +459,40 @@ static int any_ready(nupa_node *n) {
     return 0;
 }
 
-/* Stall skip (6.5): returns 1 while a claim is pending at a head, so the caller sleeps less. */
+/*
+ * Stall check and repair (6.5): the head put back, an impossible tail pulled back, laps no producer wrote repaired
+ * while the ring is empty, and after the stall timeout every claim older than it skipped. Returns 1 while a claim is
+ * pending at a head, so the caller sleeps less.
+ */
 static int check_stalls(nupa_node *n) {
     int pending = 0;
     uint64_t now = now_ns();
+    _Atomic uint64_t *corrupt = u64(n, entry(n, n->address) + N_CORRUPT);
     for (uint32_t ri = 0; ri < n->rings_per_node; ri++) {
         uint64_t r = ring(n, n->address, (int) ri);
         uint64_t h = n->heads[ri];
-        if (atomic_load_explicit(u64(n, r + R_TAIL), memory_order_acquire) <= h) {
+        if (atomic_load_explicit(u64(n, r + R_HEAD), memory_order_acquire) != h) {
+            atomic_store_explicit(u64(n, r + R_HEAD), h, memory_order_release);
+            atomic_fetch_add(corrupt, 1);
+        }
+        uint64_t t = atomic_load_explicit(u64(n, r + R_TAIL), memory_order_acquire);
+        if ((int64_t) (t - h) < 0 || t - h > n->ring_slots) {
+            if (atomic_compare_exchange_strong(u64(n, r + R_TAIL), &t, h)) {
+                atomic_fetch_add(corrupt, 1);
+            }
             n->stall_position[ri] = UINT64_MAX;
+            continue;
+        }
+        if (t == h) {
+            n->stall_position[ri] = UINT64_MAX;
+            for (uint64_t q = h; q - h < n->ring_slots; q++) {
+                _Atomic uint64_t *ctrl = (_Atomic uint64_t *) slot(n, r, q);
+                uint64_t c = atomic_load_explicit(ctrl, memory_order_acquire);
+                uint64_t lap = q + 1 > n->ring_slots ? q + 1 - n->ring_slots : 0;
+                if ((c >> 2) > q + 1 && atomic_compare_exchange_strong(ctrl, &c, lap << 2)) {
+                    atomic_fetch_add(corrupt, 1);
+                }
+            }
             continue;
         }
         _Atomic uint64_t *ctrl = (_Atomic uint64_t *) slot(n, r, h);
@@ -450,10 +503,16 @@ static int check_stalls(nupa_node *n) {
         pending = 1;
         if (n->stall_position[ri] != h) {
             n->stall_position[ri] = h;
+            n->stall_tail[ri] = t;
             n->stall_since[ri] = now;
-        } else if (now - n->stall_since[ri] >= n->stall_timeout_ns
-                   && atomic_compare_exchange_strong(ctrl, &c, ((h + 1) << 2) | SKIPPED)) {
-            atomic_fetch_add(u64(n, entry(n, n->address) + N_STALL_SKIPS), 1);
+        } else if (now - n->stall_since[ri] >= n->stall_timeout_ns) {
+            for (uint64_t p = h; p < n->stall_tail[ri]; p++) {
+                _Atomic uint64_t *pc = (_Atomic uint64_t *) slot(n, r, p);
+                uint64_t v = atomic_load_explicit(pc, memory_order_acquire);
+                if ((v >> 2) != p + 1 && atomic_compare_exchange_strong(pc, &v, ((p + 1) << 2) | SKIPPED)) {
+                    atomic_fetch_add(u64(n, entry(n, n->address) + N_STALL_SKIPS), 1);
+                }
+            }
             n->stall_position[ri] = UINT64_MAX;
         }
     }

@@ -140,6 +140,15 @@ public final class Fabric implements AutoCloseable {
         return ((long) generation << 32) | (state & 0xFFFFFFFFL);
     }
 
+    /** The membership epoch (docs/fabric-layout.md 8): it moves after every change of a state word. */
+    long epoch() {
+        return (long) LONG.getVolatile(mem, H_EPOCH);
+    }
+
+    void bumpEpoch() {
+        LONG.getAndAdd(mem, H_EPOCH, 1L);
+    }
+
     long heartbeat(int address) {
         return (long) LONG.getAcquire(mem, nodeOffset(address) + N_HEARTBEAT);
     }
@@ -241,6 +250,7 @@ public final class Fabric implements AutoCloseable {
         INT.setRelease(mem, node + N_ARMED, 0);
         // A CAS, not a store: a second reclaimer that took over a stuck RECLAIMING entry may have finished first.
         LONG.compareAndSet(mem, node + N_STATE, word(STATE_RECLAIMING, gen), word(STATE_FREE, gen));
+        bumpEpoch();
         return true;
     }
 

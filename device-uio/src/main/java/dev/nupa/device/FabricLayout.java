@@ -5,7 +5,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 
 /**
- * Byte offsets of the fabric layout, version 1. docs/fabric-layout.md is the normative text; this
+ * Byte offsets of the fabric layout, version 2. docs/fabric-layout.md is the normative text; this
  * class and that document must agree. All integers are little-endian; every field that is shared
  * between writers sits on a 64-byte cache line of its own kind (see the document).
  */
@@ -15,7 +15,7 @@ public final class FabricLayout {
 
     /** "NUPAFAB1" read as a little-endian u64. */
     public static final long MAGIC = 0x314241464150554EL;
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     public static final int PAGE = 4096;
     public static final int LINE = 64;
 
@@ -43,6 +43,8 @@ public final class FabricLayout {
     public static final long H_RING_BYTES = 128;
     /** The control-plane lock (window allocation): 0 free, else (generation << 32) | (address + 1). */
     public static final long H_LOCK = 192;
+    /** u64 membership epoch: added to after every change of a node's state word, so watchers scan states only then. */
+    public static final long H_EPOCH = 256;
 
     // Node table entry (512 bytes).
     public static final int NODE_BYTES = 512;

@@ -63,6 +63,7 @@ public final class FabricNode implements FabricDevice {
         mem.set(ValueLayout.JAVA_LONG, self + N_DISCARDED, discarded);
         LONG.getAndAdd(mem, self + N_HEARTBEAT, 1L);
         LONG.setRelease(mem, self + N_STATE, Fabric.word(STATE_UP, generation));
+        fabric.bumpEpoch();
         this.liveness = new Liveness(fabric, this);
         this.livenessThread = Thread.ofPlatform().daemon().name("nupa-liveness-" + address).start(liveness);
     }
@@ -527,6 +528,11 @@ public final class FabricNode implements FabricDevice {
 
     boolean isEvicted() {
         return evicted;
+    }
+
+    /** Entries this node's liveness read in its last watch of its successors. */
+    int lastWatchReads() {
+        return liveness.lastWalkReads;
     }
 
     /**

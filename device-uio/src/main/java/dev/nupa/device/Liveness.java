@@ -22,9 +22,23 @@ final class Liveness implements Runnable {
     private final int self;
     private final long period;
     private final long timeout;
+    /** Successors watched up to and including the this-many-th live one (docs/fabric-layout.md 8). */
+    static final int WATCHED = 2;
+    /** Every this many ticks the states are read whatever the epoch says: a writer that died before its bump is seen too. */
+    static final int FULL_SCAN_TICKS = 10;
+
+    /** Per address, the state word behind the last event fired. */
     private final long[] lastWord;
-    private final long[] lastBeat;
-    private final long[] beatChanged;
+    /** Per address, what the successor watch last saw, when it last changed, and on which tick it looked. */
+    private final long[] seenWord;
+    private final long[] seenBeat;
+    private final long[] changed;
+    private final long[] seenTick;
+    private long ticks;
+    /** Entries the last successor watch read (for tests of its cost). */
+    volatile int lastWalkReads;
+    private long lastScan = Long.MIN_VALUE / 2;
+    private long lastEpoch = -1;
     private volatile boolean running = true;
 
     Liveness(Fabric fabric, FabricNode node) {
@@ -35,8 +49,11 @@ final class Liveness implements Runnable {
         this.timeout = fabric.geometry.heartbeatTimeoutNs();
         int n = fabric.geometry.maxNodes();
         this.lastWord = new long[n];
-        this.lastBeat = new long[n];
-        this.beatChanged = new long[n];
+        this.seenWord = new long[n];
+        this.seenBeat = new long[n];
+        this.changed = new long[n];
+        this.seenTick = new long[n];
+        java.util.Arrays.fill(seenTick, Long.MIN_VALUE / 2);
     }
 
     void stop() {
@@ -81,48 +98,90 @@ final class Liveness implements Runnable {
         long w = fabric.stateWord(self);
         if (w != mine && !Fabric.validState(w) && LONG.compareAndSet(fabric.mem, me + N_STATE, w, mine)) {
             node.entryRepaired(); // no state at all: a foreign hand's bytes, not a peer's reclaim; ours again
+            fabric.bumpEpoch();
         } else if (w != mine) {
             node.evict();
             return;
         }
         node.checkEntry();
-        for (int a = 0; a < lastWord.length; a++) {
-            if (a != self) {
-                watch(a, now);
-            }
+        ticks++;
+        boolean reclaimed = watchSuccessors(now);
+        long epoch = fabric.epoch();
+        if (reclaimed || epoch != lastEpoch || ticks - lastScan >= FULL_SCAN_TICKS) {
+            lastEpoch = epoch; // read before the scan: a change during it moves the epoch again, so the next tick scans
+            lastScan = ticks;
+            scanStates();
         }
     }
 
-    private void watch(int a, long now) {
-        long w = fabric.stateWord(a);
-        long prev = lastWord[a];
-        int state = Fabric.state(w);
-        if (state != STATE_FREE) {
+    /**
+     * Watches the entries after this node's address in address order (wrapping), FREE ones passed over, up to and
+     * including the {@link #WATCHED}th one seen live on two ticks in a row: each node watches a few successors, so the
+     * fabric's cost grows as N, not N x N, and every held entry has watchers (docs/fabric-layout.md 8). An entry whose
+     * heartbeat stands still is not live, so the walk goes past it: a run of dead nodes, however long, is watched
+     * whole by the live node before it. Returns whether it reclaimed one.
+     */
+    private boolean watchSuccessors(long now) {
+        int n = seenWord.length;
+        int live = 0;
+        boolean reclaimed = false;
+        int reads = 0;
+        for (int i = 1; i < n && live < WATCHED; i++) {
+            int a = (self + i) % n;
+            long w = fabric.stateWord(a);
+            reads++;
+            int state = Fabric.state(w);
+            if (state == STATE_FREE) {
+                continue;
+            }
+            boolean known = seenTick[a] == ticks - 1;
+            seenTick[a] = ticks;
             long beat = fabric.heartbeat(a);
-            if (w != prev || beat != lastBeat[a]) {
-                lastBeat[a] = beat;
-                beatChanged[a] = now;
-            } else {
-                long still = now - beatChanged[a];
-                boolean dead = (still > 2 * period && state != FabricLayout.STATE_RECLAIMING && fabric.provablyDead(a))
-                        || (still > timeout && !fabric.provablyAlive(a));
-                if (dead) {
-                    fabric.reclaim(a, w);
-                    w = fabric.stateWord(a);
-                    state = Fabric.state(w);
+            if (w != seenWord[a] || beat != seenBeat[a]) {
+                seenWord[a] = w;
+                seenBeat[a] = beat;
+                changed[a] = now;
+                if (known) {
+                    live++;
                 }
+                continue;
+            }
+            long still = now - changed[a];
+            if (still <= 2 * period) {
+                if (known) {
+                    live++;
+                }
+                continue;
+            }
+            boolean dead = (state != FabricLayout.STATE_RECLAIMING && fabric.provablyDead(a))
+                    || (still > timeout && !fabric.provablyAlive(a));
+            if (dead && fabric.reclaim(a, w)) {
+                reclaimed = true;
             }
         }
-        boolean wasUp = Fabric.state(prev) == STATE_UP;
-        if (state == STATE_UP) {
-            if (!wasUp) {
-                node.fire(new PeerEvent(PeerEvent.Kind.UP, a, Fabric.generation(w)));
-            } else if (Fabric.generation(w) != Fabric.generation(prev)) {
-                node.fire(new PeerEvent(PeerEvent.Kind.RESTARTED, a, Fabric.generation(w)));
+        lastWalkReads = reads;
+        return reclaimed;
+    }
+
+    /** Reads every entry's state word and turns its changes into this node's peer events (UP, DOWN, RESTARTED). */
+    private void scanStates() {
+        for (int a = 0; a < lastWord.length; a++) {
+            if (a == self) {
+                continue;
             }
-        } else if (wasUp) {
-            node.fire(new PeerEvent(PeerEvent.Kind.DOWN, a, Fabric.generation(prev)));
+            long w = fabric.stateWord(a);
+            long prev = lastWord[a];
+            boolean wasUp = Fabric.state(prev) == STATE_UP;
+            if (Fabric.state(w) == STATE_UP) {
+                if (!wasUp) {
+                    node.fire(new PeerEvent(PeerEvent.Kind.UP, a, Fabric.generation(w)));
+                } else if (Fabric.generation(w) != Fabric.generation(prev)) {
+                    node.fire(new PeerEvent(PeerEvent.Kind.RESTARTED, a, Fabric.generation(w)));
+                }
+            } else if (wasUp) {
+                node.fire(new PeerEvent(PeerEvent.Kind.DOWN, a, Fabric.generation(prev)));
+            }
+            lastWord[a] = w;
         }
-        lastWord[a] = w;
     }
 }

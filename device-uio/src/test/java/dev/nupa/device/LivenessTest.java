@@ -257,4 +257,30 @@ class LivenessTest {
         expect(kept, Kind.UP, 2);
         assertTrue(removed.isEmpty(), "removed listener got " + removed);
     }
+
+    @Test
+    void eachNodeWatchesTwoSuccessorsAndARunOfDeadNodesIsWatchedWhole() throws Exception {
+        start(FabricFixture.small().withMaxNodes(32));
+        List<FabricNode> nodes = new ArrayList<>();
+        for (int a = 0; a < 8; a++) {
+            nodes.add(fx.attach(fabric, a));
+        }
+        long dead = deadPid();
+        for (int a = 10; a < 22; a++) {
+            fakeNode(a, 3, Fabric.HOST_ID, dead); // twelve nodes in a row whose process is gone
+        }
+        FabricFixture.waitUntil("the whole run is reclaimed", () -> {
+            for (int a = 10; a < 22; a++) {
+                if (Fabric.state(fabric.stateWord(a)) != FabricLayout.STATE_FREE) {
+                    return false;
+                }
+            }
+            return true;
+        });
+        // Settled: a node whose two successors are live reads just those two (not all 31 other entries).
+        FabricFixture.waitUntil("the watches settle", () -> nodes.get(3).lastWatchReads() == 2);
+        assertEquals(2, nodes.get(0).lastWatchReads());
+        // The last one walks past the FREE entries to wrap round to nodes 0 and 1: 24 FREE, then 2.
+        FabricFixture.waitUntil("node 7 wraps round", () -> nodes.get(7).lastWatchReads() == 26);
+    }
 }

@@ -84,8 +84,8 @@ class ShmFabricTest {
     @Test
     void joiningAFileWithWrongVersionIsRefused() throws Exception {
         validFile();
-        patch(FabricLayout.H_VERSION, le32(2));
-        joinRefused(() -> ShmFabric.join(fx.path), "version 2", "reads version 1");
+        patch(FabricLayout.H_VERSION, le32(1));
+        joinRefused(() -> ShmFabric.join(fx.path), "version 1", "reads version 2");
     }
 
     @Test
