@@ -23,7 +23,7 @@ import org.junit.jupiter.api.Test;
  */
 class CNodeConformanceTest {
     private static final Path NATIVE = Path.of(System.getProperty("user.dir")).getParent().resolve("native");
-    private static final Path CNODE = NATIVE.resolve("build/nupa-cnode");
+    static final Path CNODE = NATIVE.resolve("build/nupa-cnode");
 
     @BeforeAll
     static void build() throws Exception {
