@@ -27,6 +27,17 @@ import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.node.NodeConfig;
 import dev.nupa.node.NupaNode;
+import dev.nupa.roce.Access;
+import dev.nupa.roce.CompletionQueue;
+import dev.nupa.roce.MemoryRegion;
+import dev.nupa.roce.QpInitAttr;
+import dev.nupa.roce.QueuePair;
+import dev.nupa.roce.SendFlags;
+import dev.nupa.roce.SendWorkRequest;
+import dev.nupa.roce.WcStatus;
+import dev.nupa.roce.WorkCompletion;
+import dev.nupa.roce.WrOpcode;
+import io.vertx.core.Promise;
 import io.vertx.core.buffer.Buffer;
 import io.vertx.core.datagram.DatagramSocket;
 import io.vertx.core.net.NetSocket;
@@ -107,6 +118,7 @@ class FabricScaleTest {
         ShmFabric.create(fabric, g).close();
         Map<Integer, Process> cnodes = new HashMap<>();
         List<NupaNode> java = new ArrayList<>();
+        Map<Integer, MemoryRegion> regions = new HashMap<>();
         try {
             long t0 = System.nanoTime();
             for (int a = 0; a < NODES; a++) {
@@ -121,6 +133,7 @@ class FabricScaleTest {
             for (int p : JAVA_PEERS) {
                 NupaNode peer = NupaNode.create(NodeConfig.defaults(fabric, p).withIp(IpConfig.of(ip(p), 16))).await(60, TimeUnit.SECONDS);
                 peer.vertx().createNetServer().connectHandler(s -> s.pipeTo(s)).listen(7000, "0.0.0.0").await(10, TimeUnit.SECONDS);
+                regions.put(p, rdmaTarget(peer));
                 java.add(peer);
             }
             waitFor("all " + NODES + " nodes up", 180_000, () -> upCount(fabric) == NODES);
@@ -130,8 +143,10 @@ class FabricScaleTest {
             assertEquals(NODES - 1, pinged.cardinality(), "echo replies from every other node; missing: " + missingOf(pinged));
             BitSet echoed = udpEcho(driver);
             assertEquals(cnodes.size(), echoed.cardinality(), "a UDP echo from every C node");
-            for (int p : JAVA_PEERS) {
+            for (int i = 0; i < JAVA_PEERS.length; i++) {
+                int p = JAVA_PEERS[i];
                 tcpRoundTrip(driver, p);
+                rdmaWrite(driver, p, java.get(i + 1), regions.get(p));
             }
 
             // Idle: the C nodes' CPU over ten seconds, all of them together.
@@ -158,7 +173,7 @@ class FabricScaleTest {
             });
             double reclaimSeconds = (System.nanoTime() - k0) / 1e9;
             assertEquals(NODES - KILLED, upCount(fabric), "the others stay up");
-            System.out.printf("RESULT nodes=%d join_s=%.1f pinged=%d udp_echoed=%d tcp_peers=%d idle_cpu_vcpu=%.3f idle_cpu_per_node_pct=%.4f"
+            System.out.printf("RESULT nodes=%d join_s=%.1f pinged=%d udp_echoed=%d tcp_and_rdma_peers=%d idle_cpu_vcpu=%.3f idle_cpu_per_node_pct=%.4f"
                     + " reclaim_%d_s=%.2f heartbeat_timeout_s=%.1f%n", NODES, joinSeconds, pinged.cardinality(), echoed.cardinality(),
                     JAVA_PEERS.length, idleVcpu, idleVcpu * 100 / (NODES - java.size()), KILLED, reclaimSeconds, g.heartbeatTimeoutNs() / 1e9);
         } finally {
@@ -302,5 +317,61 @@ class FabricScaleTest {
         });
         so.close().await(10, TimeUnit.SECONDS);
         assertArrayEquals(sent, back.getBytes(), "TCP bytes echoed by node " + peer);
+    }
+
+    private static final int ACCESS = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ;
+
+    /** A region on {@code peer} that accepts RDMA WRITEs, and a listener on CM port 7471 that hands out its key. */
+    private static MemoryRegion rdmaTarget(NupaNode peer) throws Exception {
+        Promise<MemoryRegion> ready = Promise.promise();
+        peer.rdma().execute(ctx -> {
+            var pd = ctx.allocPd();
+            CompletionQueue cq = ctx.createCq(16);
+            MemoryRegion mr = pd.allocMr(4096, ACCESS);
+            peer.rdma().cm().listen(7471, req -> {
+                QueuePair qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq));
+                req.accept(qp, ("rkey=" + mr.rkey() + ",addr=" + mr.addr()).getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            });
+            ready.complete(mr);
+        });
+        return ready.future().await(30, TimeUnit.SECONDS);
+    }
+
+    /** Connects to {@code peer}'s listener, RDMA-WRITEs a marked string into its region and checks it landed there. */
+    private static void rdmaWrite(NupaNode driver, int peer, NupaNode peerNode, MemoryRegion target) throws Exception {
+        String mark = "written over RDMA to node " + peer;
+        Promise<Void> done = Promise.promise();
+        driver.rdma().execute(ctx -> {
+            var pd = ctx.allocPd();
+            CompletionQueue cq = ctx.createCq(16);
+            MemoryRegion mr = pd.allocMr(4096, ACCESS);
+            QueuePair qp = ctx.createQp(pd, QpInitAttr.rc(cq, cq));
+            driver.rdma().cm().connect(ip(peer), 7471, qp, new byte[0]).onComplete(ar -> {
+                if (ar.failed()) {
+                    done.fail(ar.cause());
+                    return;
+                }
+                String[] kv = new String(ar.result().privateData(), java.nio.charset.StandardCharsets.US_ASCII).split("\0")[0].split(",");
+                mr.memory().setString(0, mark, java.nio.charset.StandardCharsets.US_ASCII);
+                cq.onEvent(() -> {
+                    WorkCompletion wc = new WorkCompletion();
+                    while (cq.poll(wc)) {
+                        if (wc.status == WcStatus.SUCCESS) {
+                            done.tryComplete();
+                        } else {
+                            done.tryFail("RDMA WRITE to node " + peer + ": " + WcStatus.name(wc.status));
+                        }
+                    }
+                    cq.requestNotify(false);
+                });
+                cq.requestNotify(false);
+                qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                        .local(mr, 0, mark.length() + 1).remote(Long.parseLong(kv[1].substring(5)), Integer.parseInt(kv[0].substring(5))));
+            });
+        });
+        done.future().await(30, TimeUnit.SECONDS);
+        Promise<String> landed = Promise.promise();
+        peerNode.rdma().execute(ctx -> landed.complete(target.memory().getString(0, java.nio.charset.StandardCharsets.US_ASCII)));
+        assertEquals(mark, landed.future().await(10, TimeUnit.SECONDS), "the bytes in node " + peer + "'s region");
     }
 }
