@@ -263,10 +263,7 @@ public final class FabricNode implements FabricDevice {
      */
     @Override
     public boolean awaitFrames(long timeoutNs) {
-        if (evicted || !attached) {
-            return false;
-        }
-        return awaitFrames(timeoutNs, (int) INT.getVolatile(mem, self + N_DOORBELL));
+        return awaitFrames(timeoutNs, evicted || !attached ? 0 : (int) INT.getVolatile(mem, self + N_DOORBELL));
     }
 
     @Override
@@ -278,6 +275,8 @@ public final class FabricNode implements FabricDevice {
     @Override
     public boolean awaitFrames(long timeoutNs, int seen) {
         if (evicted || !attached) {
+            // Nothing will ring: sleep out (a little of) the time asked, so a loop left on an evicted node does not spin.
+            java.util.concurrent.locks.LockSupport.parkNanos(Math.min(timeoutNs, 10_000_000L));
             return false;
         }
         INT.setVolatile(mem, self + N_ARMED, 1);

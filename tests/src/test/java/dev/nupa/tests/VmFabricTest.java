@@ -178,7 +178,7 @@ class VmFabricTest {
             assertEquals(0, guest.status(), guest.output());
             String out = guest.output();
             assertTrue(out.contains("nupa-guest: ivshmem at "), "the guest found the ivshmem device: " + out);
-            assertTrue(out.contains("fabric magic=NUPAFAB1 version=1 total_bytes=" + before + " max_nodes=64"),
+            assertTrue(out.contains("fabric magic=NUPAFAB1 version=" + dev.nupa.device.FabricLayout.VERSION + " total_bytes=" + before + " max_nodes=64"),
                     "the guest read the fabric's header through BAR2: " + out);
             assertTrue(out.contains("node 3 state=2 generation=1"), "the guest saw the host's node 3 up: " + out);
             assertTrue(out.contains("nupa-guest: done"), out);
