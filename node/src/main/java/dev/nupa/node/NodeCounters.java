@@ -18,7 +18,7 @@ import dev.nupa.tcp.TcpCounter;
  */
 final class NodeCounters {
     /** The layers with counters, bottom up, then the gateway's Ethernet side (on a gateway node only). */
-    static final List<String> LAYERS = List.of("link", "ip", "tcp", "rdma", "gateway");
+    static final List<String> LAYERS = List.of("fabric", "link", "ip", "tcp", "rdma", "gateway");
 
     /** One counter. */
     record Value(String layer, String name, long value) {
@@ -37,6 +37,20 @@ final class NodeCounters {
     static List<Value> snapshot(NupaNode node, String layer) {
         List<Value> out = new ArrayList<>();
         boolean all = layer.isEmpty();
+        if ((all || layer.equals("fabric")) && node.link().device() instanceof dev.nupa.device.FabricNode fn && fn.lostReason() == null) {
+            // The node's own entry (docs/fabric-layout.md 5.1): what its rings saw, repairs of foreign bytes included.
+            var f = fn.counters();
+            out.add(new Value("fabric", "frames_sent", f.framesSent()));
+            out.add(new Value("fabric", "frames_received", f.framesReceived()));
+            out.add(new Value("fabric", "back_pressured", f.backPressured()));
+            out.add(new Value("fabric", "sends_to_down_peers", f.sendsToDownPeers()));
+            out.add(new Value("fabric", "late_drops", f.lateDrops()));
+            out.add(new Value("fabric", "stall_skips", f.stallSkips()));
+            out.add(new Value("fabric", "handler_errors", f.handlerErrors()));
+            out.add(new Value("fabric", "corrupt", f.corrupt()));
+            out.add(new Value("fabric", "entry_repairs", fn.entryRepairs()));
+            out.add(new Value("fabric", "corrupt_window_entries", fn.fabric().corruptWindowEntries()));
+        }
         if (all || layer.equals("link")) {
             LinkCounters lc = node.link().counters();
             for (LinkCounters.Protocol p : lc.protocols()) {

@@ -136,10 +136,11 @@ class GrpcEndpointTest {
         assertEquals(node.tcp().counters().size(), tcp.getCountersCount(), "every TCP counter, and only those");
         assertEquals(1, value(tcp.getCountersList(), "tcp", "connections_accepted"));
         Counters all = admin.getCounters(CountersRequest.getDefaultInstance()).await(10, TimeUnit.SECONDS);
-        for (String layer : List.of("link", "ip", "tcp", "rdma")) {
+        for (String layer : List.of("fabric", "link", "ip", "tcp", "rdma")) {
             assertTrue(all.getCountersList().stream().anyMatch(c -> c.getLayer().equals(layer)), "counters of " + layer);
         }
         assertTrue(value(all.getCountersList(), "ip", "in_receives") > 0);
+        assertTrue(value(all.getCountersList(), "fabric", "frames_received") > 0, "the fabric device's own counters");
         InvalidStatusException bad = assertInstanceOf(InvalidStatusException.class, assertThrows(Exception.class,
                 () -> admin.getCounters(CountersRequest.newBuilder().setLayer("udp").build()).await(10, TimeUnit.SECONDS)));
         assertEquals(GrpcStatus.INVALID_ARGUMENT, bad.actualStatus());
