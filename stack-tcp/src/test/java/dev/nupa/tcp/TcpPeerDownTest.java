@@ -126,8 +126,18 @@ class TcpPeerDownTest {
 
     /** Through the fabric: node 1 leaves; the server's liveness reports it DOWN and the layer ends its connections. */
     @Test
-    void theFabricsLivenessEndsTheConnectionsOfANodeThatLeft() {
+    void theFabricsLivenessEndsTheConnectionsOfANodeThatLeft() throws InterruptedException {
         TcpLayer server = wire.tcp(0, CONFIG);
+        // Node 0's liveness must have seen node 1 up, or it has nothing to see go down. It reports a peer UP on its
+        // first heartbeat after the peer attached: either that is still to come (and this listener hears it), or it
+        // came already (and the wait runs out, harmlessly).
+        java.util.concurrent.CountDownLatch up = new java.util.concurrent.CountDownLatch(1);
+        server.ip().link().device().addPeerListener(e -> {
+            if (e.kind() == dev.nupa.device.PeerEvent.Kind.UP && e.address() == 1) {
+                up.countDown();
+            }
+        });
+        up.await(1, java.util.concurrent.TimeUnit.SECONDS);
         TcpLayer client = wire.tcp(1, CONFIG);
         List<TcpError> serverSaw = new ArrayList<>();
         server.listen(PORT, 16, CONFIG, c -> server.setEvents(c, recording(serverSaw)));
