@@ -80,8 +80,20 @@ public final class NeighborDirectory implements AutoCloseable {
         }
     }
 
+    /**
+     * Told when a fabric node's life ends (DOWN, or RESTARTED with a new generation) with the IPv4 addresses it held
+     * until then, so the layers above can end what they kept with it. Called on the device's liveness thread, before
+     * the directory forgets those addresses: hand the work to the owning datapath loop.
+     */
+    @FunctionalInterface
+    public interface NodeLostListener {
+        void onNodeLost(PeerEvent event, int[] addresses);
+    }
+
     private final FabricDevice device;
     private final PeerListener listener = this::onPeerEvent;
+    private final java.util.concurrent.CopyOnWriteArrayList<NodeLostListener> lostListeners =
+            new java.util.concurrent.CopyOnWriteArrayList<>();
     private final MemorySegment scratch = Arena.ofAuto().allocate(FabricLayout.ATTR_BYTES);
     private volatile Table table = Table.of(List.of());
     private volatile long lastMissRescan = Long.MIN_VALUE / 2;
@@ -186,7 +198,31 @@ public final class NeighborDirectory implements AutoCloseable {
         }
     }
 
+    /** Adds {@code l}, told of each node lost from now on (see {@link NodeLostListener}). */
+    public void addNodeLostListener(NodeLostListener l) {
+        lostListeners.add(l);
+    }
+
+    public void removeNodeLostListener(NodeLostListener l) {
+        lostListeners.remove(l);
+    }
+
+    /** The addresses bound to {@code node} in the table now (its own published ones, groups included). */
+    public int[] addressesOf(int node) {
+        return table.bindings().stream().filter(b -> b.node() == node).mapToInt(Binding::ipv4).toArray();
+    }
+
     private void onPeerEvent(PeerEvent e) {
+        if ((e.kind() == PeerEvent.Kind.DOWN || e.kind() == PeerEvent.Kind.RESTARTED) && !lostListeners.isEmpty()) {
+            int[] held = addressesOf(e.address()); // before the rescan below forgets (or rebinds) them
+            for (NodeLostListener l : lostListeners) {
+                try {
+                    l.onNodeLost(e, held);
+                } catch (RuntimeException ex) {
+                    // a listener's bug must not keep the directory from forgetting the node
+                }
+            }
+        }
         switch (e.kind()) {
             case UP, RESTARTED, DOWN -> rescan();
             case EVICTED -> {

@@ -42,6 +42,11 @@ public enum RdmaCounter {
     ROCEV2_RECEIVED,
     /** RoCEv2 datagrams dropped because their ICRC did not match (IBA annex A17.4.3, 7.8.1). */
     BAD_ICRC,
+    /**
+     * RC QPs put in ERR because the fabric's liveness declared their peer's node dead or restarted: the oldest request
+     * in flight completes with IBV_WC_RETRY_EXC_ERR, the rest flushed (what rxe reports once its retries run out).
+     */
+    PEER_DOWN_QP_ERRORS,
     /** RoCEv2 datagrams the IP layer could not send (no route, full ring, too big for the way); the retry timer resends. */
     ROCEV2_SEND_FAILED
 }

@@ -24,9 +24,18 @@ public final class RcPair implements AutoCloseable {
     }
 
     public RcPair(RdmaFixture fx, TransferMode mode, int mtu, int retry, int rnrRetry) {
+        this(fx, fx.node(1), fx.node(2), mode, mtu, retry, rnrRetry);
+    }
+
+    /** Over nodes the caller opened: packet mode, MTU 1024, retry and RNR retry 7. */
+    public RcPair(RdmaFixture fx, RdmaContext a, RdmaContext b) {
+        this(fx, a, b, TransferMode.PACKET, 1024, 7, 7);
+    }
+
+    private RcPair(RdmaFixture fx, RdmaContext a, RdmaContext b, TransferMode mode, int mtu, int retry, int rnrRetry) {
         this.fx = fx;
-        a = fx.node(1);
-        b = fx.node(2);
+        this.a = a;
+        this.b = b;
         pdA = a.allocPd();
         pdB = b.allocPd();
         cqA = a.createCq(4096);

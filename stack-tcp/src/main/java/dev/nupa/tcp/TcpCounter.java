@@ -17,6 +17,11 @@ public enum TcpCounter {
     CONNECTS_UNREACHABLE,
     /** Connections still opening that an ICMP destination unreachable ended (RFC 1122 4.2.3.9). */
     ICMP_ABORTS,
+    /**
+     * Connections ended because the fabric's liveness declared their peer's node dead or restarted
+     * ({@link TcpLayer#endConnectionsTo}): reset, or "No route to host" while opening.
+     */
+    PEER_DOWN_RESETS,
     /** ICMP errors about no connection of this layer, or soft errors (RFC 1122 4.2.3.9): counted, nothing else. */
     ICMP_ERRORS_IGNORED,
     /** ICMP errors quoting a sequence number outside [SND.UNA, SND.NXT] (RFC 5927 4.1; Linux's OutOfWindowIcmps). */

@@ -180,6 +180,60 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         this.isn = new IsnGenerator();
         this.cookies = new SynCookies();
         ip.register(Ipv4Header.PROTOCOL_TCP, this);
+        ip.neighbors().addNodeLostListener(this::onNodeLost);
+    }
+
+    // ---- peers' death (the liveness thread hands it to the owner) --------------------------------
+
+    /** Nodes whose death the liveness thread reported, with the addresses they held; the owner ends their connections. */
+    private record LostNode(int node, int[] addresses) {
+    }
+
+    private final java.util.concurrent.ConcurrentLinkedQueue<LostNode> lostNodes = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    /** On the liveness thread: queue the node for the owner and wake the loop to run {@link #poll} (rare; may allocate). */
+    private void onNodeLost(dev.nupa.device.PeerEvent e, int[] addresses) {
+        lostNodes.add(new LostNode(e.address(), addresses));
+        timerWakeup.run();
+    }
+
+    private void endLostNodes() {
+        LostNode n;
+        while ((n = lostNodes.poll()) != null) {
+            endConnectionsTo(n.node(), n.addresses());
+        }
+    }
+
+    /**
+     * Ends at once every connection to fabric node {@code node}, or to one of the {@code addresses} it held, because
+     * that node died or restarted: its state is gone, so nothing will ever answer. A connection still opening
+     * (SYN-SENT) fails with "No route to host" (EHOSTUNREACH), as Linux's tcp_v4_err ends a connect on a hard ICMP
+     * error; any other, SYN-RECEIVED included, is reset ("connection reset by peer"), as Linux's tcp_reset then
+     * tcp_done; no segment is sent. Their buffers go back to the budget. TIME-WAIT is left to run out: it holds no
+     * buffers and keeps old duplicates of a restarted peer out. Owner thread; returns how many it ended.
+     */
+    public int endConnectionsTo(int node, int[] addresses) {
+        ip.link().checkOwner();
+        int ended = 0;
+        for (TcpConnection c : table.all()) {
+            TcpState st = c.state();
+            if (st == TcpState.TIME_WAIT || st == TcpState.CLOSED || c.via() != node && !contains(addresses, c.remoteIp())) {
+                continue;
+            }
+            count(TcpCounter.PEER_DOWN_RESETS);
+            c.hardError(st == TcpState.SYN_SENT ? TcpError.HOST_UNREACHABLE : TcpError.RESET);
+            ended++;
+        }
+        return ended;
+    }
+
+    private static boolean contains(int[] a, int v) {
+        for (int x : a) {
+            if (x == v) {
+                return true;
+            }
+        }
+        return false;
     }
 
     public Ipv4Stack ip() {
@@ -832,6 +886,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public long poll(long now) {
         if (!released.isEmpty()) {
             recycleReleased();
+        }
+        if (!lostNodes.isEmpty()) {
+            endLostNodes();
         }
         if (now < nextDeadline) {
             return nextDeadline;

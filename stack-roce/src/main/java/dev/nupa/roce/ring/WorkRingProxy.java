@@ -170,12 +170,24 @@ public final class WorkRingProxy implements AutoCloseable {
                 INT.setRelease(mem, (long) H_STATE, ERROR);
             }
         }
+        if (qp.state() == QpState.ERR && targetGone()) {
+            // Its target died: nothing posted to the ring can ever execute. Rather than complete every later WQE
+            // flushed as fast as posters write them, stop serving it (close: what was taken completes, CLOSED).
+            close();
+            return Long.MAX_VALUE;
+        }
         work += take();
         drain();
         if (work > 0) {
             lastWork = now;
         }
         return now - lastWork < spinNs || inFlight > 0 && work > 0 ? now : now + pollNs;
+    }
+
+    /** Whether the ring's target node (the header's peer_node) is no longer up in the fabric: it left or died. */
+    private boolean targetGone() {
+        int peer = mem.get(ValueLayout.JAVA_INT, H_PEER_NODE);
+        return peer >= 0 && peer < device.geometry().maxNodes() && !device.isUp(peer);
     }
 
     /** Takes WQEs in order while they are written, their completion has room, and the QP can take them. */

@@ -303,6 +303,32 @@ public final class QpTransport {
         enterError();
     }
 
+    /**
+     * Whether this RC QP's peer is fabric node {@code node} and it still talks to it (RTR, RTS, SQD, SQE): a QP that
+     * {@link #peerLost} ends when that node dies.
+     */
+    boolean talksTo(int node) {
+        return type == QpType.RC && !destroyed && attr.destNode == node
+                && (state == QpState.RTR || state == QpState.RTS || state == QpState.SQD || state == QpState.SQE);
+    }
+
+    /**
+     * The peer's node died or restarted (the fabric's liveness says so): its QP and state are gone, so no request will
+     * ever be answered. Rather than retry into nothing until the retry count runs out, end now as rxe does then
+     * (rxe_comp.c: the oldest outstanding request completes with IBV_WC_RETRY_EXC_ERR and the QP moves to ERR, as
+     * ib_modify_qp to IB_QPS_ERR); IBA 10.3.1: the other requests and the receives complete with WR_FLUSH_ERR.
+     */
+    void peerLost() {
+        for (long i = sq.head; i < sq.tail; i++) {
+            int s = sq.slot(i);
+            if (sq.state[s] != SendQueue.DONE) {
+                fail(s, WcStatus.RETRY_EXC_ERR); // the oldest outstanding, sent or waiting out an RNR NAK to send again
+                return;
+            }
+        }
+        enterError();
+    }
+
     /** IBA 10.3.1: ERR flushes every outstanding request with WR_FLUSH_ERR; the transport stops. */
     void enterError() {
         if (state == QpState.ERR) {

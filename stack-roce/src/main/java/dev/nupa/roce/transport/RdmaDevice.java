@@ -85,6 +85,39 @@ public final class RdmaDevice {
         directory.format();
         this.direct = new DirectPlacement(this, device.geometry().maxNodes());
         link.register(EtherType.NUPA_RDMA, this::onPacket);
+        device.addPeerListener(peers);
+    }
+
+    // ---- peers' death (the liveness thread hands it to the owner) ---------------------------------
+
+    private final dev.nupa.device.PeerListener peers = this::onPeerEvent;
+    /** Fabric nodes the liveness thread reported dead or restarted; {@link #poll} ends their QPs on the owner. */
+    private final java.util.concurrent.ConcurrentLinkedQueue<Integer> lostNodes = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+    private void onPeerEvent(dev.nupa.device.PeerEvent e) {
+        if (e.kind() == dev.nupa.device.PeerEvent.Kind.DOWN || e.kind() == dev.nupa.device.PeerEvent.Kind.RESTARTED) {
+            lostNodes.add(e.address());
+            dev.nupa.l2.Datapath d = link.datapath();
+            if (d != null) {
+                d.timersChanged(); // the loop polls its timers, this device's among them, on its next round
+            }
+        }
+    }
+
+    /**
+     * Puts every RC QP whose peer is fabric node {@code node} in ERR with its requests completed ({@link
+     * QpTransport#peerLost}): the node died or restarted. Owner thread; returns how many QPs it ended.
+     */
+    public int endQpsTo(int node) {
+        int n = 0;
+        for (QpTransport qp : qps) {
+            if (qp != null && qp.talksTo(node)) {
+                qp.peerLost();
+                counters.add(RdmaCounter.PEER_DOWN_QP_ERRORS, 1);
+                n++;
+            }
+        }
+        return n;
     }
 
     /** Takes RoCEv2 from {@code stack} (UDP 4791) and sends it through it; the caller checked that none is attached. */
@@ -261,6 +294,11 @@ public final class RdmaDevice {
      * ring held back); returns the earliest time it wants to run again.
      */
     public long poll(long now) {
+        if (!lostNodes.isEmpty()) {
+            for (Integer node; (node = lostNodes.poll()) != null; ) {
+                endQpsTo(node);
+            }
+        }
         if (ipTxPending) {
             flushIp();
         }
@@ -364,6 +402,7 @@ public final class RdmaDevice {
      */
     public void close() {
         closed = true;
+        link.device().removePeerListener(peers);
         link.unregister(EtherType.NUPA_RDMA);
         if (ip != null) {
             ip.unbindUdp(Icrc.UDP_PORT, roceV2);

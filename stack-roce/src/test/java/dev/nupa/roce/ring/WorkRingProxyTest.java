@@ -97,6 +97,51 @@ class WorkRingProxyTest {
     }
 
     @Test
+    void aRingWhoseTargetDiedCompletesWhatItTookAndStopsInsteadOfFailingEveryLaterWqe() throws InterruptedException {
+        try (Ring r = ring(TransferMode.PACKET)) {
+            // Node 1's liveness must have seen the target (node 2) up, or it has nothing to see go down: it reports a
+            // peer UP on its first heartbeat after the peer attached, which this listener hears or which came already.
+            java.util.concurrent.CountDownLatch up = new java.util.concurrent.CountDownLatch(1);
+            r.pair().fx.devices.get(0).addPeerListener(e -> {
+                if (e.kind() == dev.nupa.device.PeerEvent.Kind.UP && e.address() == 2) {
+                    up.countDown();
+                }
+            });
+            up.await(1, java.util.concurrent.TimeUnit.SECONDS);
+            WorkRing poster = r.poster();
+            for (int i = 0; i < 4; i++) {
+                assertTrue(poster.postWrite(i, 0, (long) i * 1024, 1024, true) >= 0);
+            }
+            r.proxy().poll(r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
+            r.pair().fx.devices.get(1).close(); // the target's node leaves the fabric
+            long deadline = System.nanoTime() + 10_000_000_000L; // liveness runs on real time (a 10 ms heartbeat)
+            while (poster.state() != CLOSED && System.nanoTime() < deadline) {
+                r.pair().a.poll(r.pair().fx.now); // virtual time stands still: only the target's death ends the WQEs
+                r.proxy().poll(r.pair().fx.now);
+                Thread.onSpinWait();
+            }
+            assertEquals(CLOSED, poster.state(), "the proxy stopped serving a ring whose target died");
+            RingCompletion c = new RingCompletion();
+            for (int i = 0; i < 4; i++) {
+                assertEquals(1, poster.poll(c));
+                assertEquals(i, c.wrId);
+                assertEquals(i == 0 ? WcStatus.RETRY_EXC_ERR : WcStatus.WR_FLUSH_ERR, c.status, c.toString());
+            }
+            assertEquals(4, r.proxy().failed());
+            poster.postWrite(9, 0, 0, 1024, true); // a poster that did not look: not taken, not failed
+            r.proxy().poll(r.pair().fx.now);
+            assertEquals(4, r.window().memory().get(ValueLayout.JAVA_LONG, H_SQ_HEAD));
+            assertEquals(4, r.proxy().failed());
+            RdmaException closed = assertThrows(RdmaException.class, () -> {
+                for (int i = 0; i < 2_048; i++) { // a poster that finds no completion checks the ring now and then
+                    poster.poll(c);
+                }
+            });
+            assertTrue(closed.getMessage().contains("is closed: its proxy stopped serving it"), closed.getMessage());
+        }
+    }
+
+    @Test
     void closingFlushesWhatWasTakenAndThePosterLearnsTheRingClosed() {
         try (Ring r = ring(TransferMode.PACKET)) {
             WorkRing poster = r.poster();
