@@ -95,7 +95,7 @@ public final class TcpConnection extends TcpInput {
     /** A connection whose buffers count against {@code budget} (its layer's). */
     TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Output output,
                   Events events, BufferBudget budget) {
-        super(output, new ByteRing(config.sendBuffer(), budget), new ByteRing(config.receiveBuffer(), budget));
+        super(output, new ByteRing(config.sendBuffer(), budget, true), new ByteRing(config.receiveBuffer(), budget));
         begin(localIp, localPort, remoteIp, remotePort, config, events);
     }
 
