@@ -102,6 +102,11 @@ final class BufferBudget {
         return m;
     }
 
+    /** Whether a buffer of {@code capacity} bytes could be given at all, every other buffer's memory given back. */
+    boolean couldFit(int capacity, boolean send) {
+        return capacity <= (send ? pressure() : limit);
+    }
+
     private void counted(long delta) {
         used += delta;
         underPressure = used > pressure();

@@ -121,7 +121,7 @@ final class ByteRing {
 
     private MemorySegment memory() {
         if (!reserve()) {
-            throw new BufferUnavailableException(capacity, budget);
+            throw new BufferUnavailableException(capacity, budget, send);
         }
         return memory;
     }

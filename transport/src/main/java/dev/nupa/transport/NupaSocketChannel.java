@@ -13,6 +13,7 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
 import java.util.concurrent.TimeUnit;
 
+import dev.nupa.tcp.BufferUnavailableException;
 import dev.nupa.tcp.TcpConnection;
 import dev.nupa.tcp.TcpError;
 import dev.nupa.tcp.TcpState;
@@ -82,6 +83,13 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private boolean reading;
     /** The send buffer was full: the connection's next writable event flushes. */
     private boolean flushPending;
+    /** A write found no TCP buffer memory: the channel reads unwritable until a retry finds some. */
+    private Future<?> memoryRetry;
+    private boolean noMemory;
+    /** Netty's user-defined writability bit that a write waiting for buffer memory clears. */
+    private static final int NO_MEMORY = 1;
+    /** How soon a write that found no buffer memory looks again. */
+    private static final long MEMORY_RETRY_MS = 10;
     /** The peer's FIN came while writes waited for room in the send buffer: close once they are in it. */
     private boolean closeWhenFlushed;
     private final BufMemory readMemory = new BufMemory();
@@ -446,16 +454,47 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 if (n > 0) {
                     queued = true;
                     in.removeBytes(n);
+                    if (noMemory) {
+                        noMemory = false; // the send buffer had memory again
+                        in.setUserDefinedWritability(NO_MEMORY, true);
+                    }
                 }
                 if (n < readable) {
                     flushPending = true; // the send buffer is full: onWritable flushes the rest
                     return;
                 }
             }
+        } catch (BufferUnavailableException e) {
+            if (e.neverFits()) {
+                throw e; // a send buffer larger than the bound ever gives: the write fails with the remedy
+            }
+            waitForMemory(in);
         } finally {
             if (queued) {
                 c.poll(System.nanoTime());
             }
+        }
+    }
+
+    /**
+     * The node's TCP buffers are at their bound (Linux's tcp_mem hard limit): the data stays in the outbound
+     * buffer and the channel reads unwritable (Vert.x's writeQueueFull), as a Linux writer waits for memory in
+     * sk_stream_wait_memory rather than failing, and the write is tried again shortly, once other connections
+     * may have given memory back.
+     */
+    private void waitForMemory(ChannelOutboundBuffer in) {
+        flushPending = true;
+        if (!noMemory) {
+            noMemory = true;
+            in.setUserDefinedWritability(NO_MEMORY, false);
+        }
+        if (memoryRetry == null) {
+            memoryRetry = eventLoop().schedule(() -> {
+                memoryRetry = null;
+                if (flushPending && state == State.CONNECTED) {
+                    ((NupaUnsafe) unsafe()).flushNow();
+                }
+            }, MEMORY_RETRY_MS, TimeUnit.MILLISECONDS);
         }
     }
 

@@ -269,6 +269,30 @@ class NupaSocketChannelTest {
     }
 
     @Test
+    void aWriteThatFindsTheBoundFullWaitsUnwritableAndLeavesOnceAnotherConnectionGivesMemoryBack() throws Exception {
+        start(100_000); // room for one 64 KiB send buffer (up to the pressure mark, 2/3 of this), not two
+        Channel a = connect(7010, 64 * 1024)[0].active.get();
+        End[] b = connect(7011, 64 * 1024);
+        Channel bc = b[0].active.get();
+        a.writeAndFlush(Unpooled.copiedBuffer("holds the memory", StandardCharsets.US_ASCII)).sync();
+        ChannelFuture w = bc.writeAndFlush(Unpooled.copiedBuffer("waits for memory", StandardCharsets.US_ASCII));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (bc.isWritable() && !w.isDone() && System.nanoTime() < deadline) {
+            Thread.sleep(5); // a look every 5 ms until the write met the bound
+        }
+        assertTrue(!bc.isWritable() && !w.isDone(), "the write waits, the channel unwritable (Vert.x's writeQueueFull): "
+                + w.cause());
+        a.close().sync(); // its send buffer's memory goes back
+        assertTrue(w.await(10, TimeUnit.SECONDS) && w.isSuccess(), "the waiting write leaves: " + w.cause());
+        deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!b[1].text().equals("waits for memory") && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        assertEquals("waits for memory", b[1].text());
+        assertTrue(bc.isWritable(), "writable again once its send buffer had memory");
+    }
+
+    @Test
     void thePeersFinClosesAChannelOnlyAfterTheWritesItHadAcceptedReachedTheConnection() throws Exception {
         // An echo server without half-closure that reads only while it can write (as Vert.x's pipeTo), and a client
         // that sends 8 MiB, shuts its output down once they are sent and reads slowly: the FIN reaches the server
