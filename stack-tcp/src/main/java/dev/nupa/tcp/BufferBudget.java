@@ -57,6 +57,7 @@ final class BufferBudget {
     private BufferBudget(long limit, int maxPooled) {
         this.limit = checkLimit(limit);
         this.maxPooled = maxPooled;
+        NativeHeap.fixMmapThreshold();
     }
 
     /**

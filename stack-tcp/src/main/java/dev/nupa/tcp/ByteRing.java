@@ -100,6 +100,18 @@ final class ByteRing {
         forgetIfEmpty();
     }
 
+    /**
+     * The connection closed and nothing it holds will be sent: the bytes are dropped and the memory goes back
+     * now (to the pool, or freed), not when the closed connection is next reused.
+     */
+    void discard() {
+        released = true;
+        uncount();
+        head = tail;
+        placedEnd = tail;
+        forgetIfEmpty();
+    }
+
     private void uncount() {
         if (counted) {
             counted = false;
