@@ -75,6 +75,11 @@ final class ByteRing {
         return counted;
     }
 
+    /** Whether the budget could give this ring its memory at all, every other ring's memory given back. */
+    boolean couldEverFit() {
+        return budget.couldFit(capacity, send);
+    }
+
     /** Whether the memory was allocated (a ring never written holds none). */
     boolean allocated() {
         return memory != null;

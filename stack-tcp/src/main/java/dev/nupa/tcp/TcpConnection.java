@@ -316,6 +316,19 @@ public final class TcpConnection extends TcpInput {
         return sendBuf.write(src, offset, length);
     }
 
+    /**
+     * Whether the send buffer has its memory, taken now if the layer's bound allows: false means a write would
+     * throw {@link BufferUnavailableException}, so a writer can wait without the cost of the exception.
+     */
+    public boolean sendBufferReady() {
+        return finQueued || sendBuf.reserve();
+    }
+
+    /** Whether the layer's bound could ever give the send buffer its memory (false: waiting cannot help). */
+    public boolean sendBufferFitsBound() {
+        return sendBuf.couldEverFit();
+    }
+
     /** Bytes that {@link #write} accepts now. */
     public int writable() {
         return finQueued ? 0 : sendBuf.free();
