@@ -232,6 +232,12 @@ public final class GrpcEndpoint {
         return this;
     }
 
+    /** Limits the memory all verbs sessions together may register from now on (default 1 GiB). */
+    public GrpcEndpoint verbsNodeMemory(long bytes) {
+        verbs.nodeMemory(bytes);
+        return this;
+    }
+
     NodeVerbs verbs() {
         return verbs;
     }

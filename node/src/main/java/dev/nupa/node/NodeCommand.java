@@ -87,6 +87,10 @@ final class NodeCommand implements Callable<Integer> {
             description = "The memory one gRPC verbs session may register, in MiB (default: 256).")
     Long grpcVerbsMemory;
 
+    @Option(names = "--grpc-verbs-node-memory", paramLabel = "MIB",
+            description = "The memory all gRPC verbs sessions of the node may register together, in MiB (default: 1024).")
+    Long grpcVerbsNodeMemory;
+
     @Option(names = "--grpc-tls-cert", paramLabel = "PEM", description = "Serve gRPC over mutual TLS: the endpoint's certificate chain.")
     Path grpcTlsCert;
 
@@ -167,6 +171,10 @@ final class NodeCommand implements Callable<Integer> {
             throw new IllegalArgumentException("--grpc-verbs-memory MIB (1..1048576) limits the gRPC endpoint's verbs sessions;"
                     + " give --grpc HOST:PORT too");
         }
+        if (grpcVerbsNodeMemory != null && (grpc == null || grpcVerbsNodeMemory < 1 || grpcVerbsNodeMemory > (1L << 20))) {
+            throw new IllegalArgumentException("--grpc-verbs-node-memory MIB (1..1048576) limits the gRPC endpoint's verbs"
+                    + " sessions together; give --grpc HOST:PORT too");
+        }
         io.opentelemetry.sdk.OpenTelemetrySdk tracing = null;
         if (traceExport != null) {
             TraceExport.check(traceExport);
@@ -202,6 +210,9 @@ final class NodeCommand implements Callable<Integer> {
                         .await(10, TimeUnit.SECONDS);
                 if (grpcVerbsMemory != null) {
                     endpoint.verbsSessionMemory(grpcVerbsMemory << 20);
+                }
+                if (grpcVerbsNodeMemory != null) {
+                    endpoint.verbsNodeMemory(grpcVerbsNodeMemory << 20);
                 }
                 if (grpcFabric != null) {
                     grpcFabricPort = endpoint.listenOnFabric(grpcFabric).await(10, TimeUnit.SECONDS);

@@ -49,7 +49,8 @@ final class NodeOptions {
     Integer tcpBuffer;
 
     @Option(names = "--tcp-buffer-memory", paramLabel = "BYTES", description = "TCP buffer memory of all connections together;"
-            + " past it, arriving data is dropped (the peer resends it) and writes fail (default: 3/4 of the JVM's -XX:MaxDirectMemorySize).")
+            + " past 2/3 of it, emptied buffers give their memory back and send buffers get none (writes wait), past it"
+            + " arriving data is dropped (the peer resends it) (default: 256 MiB, or 3/4 of the JVM's -XX:MaxDirectMemorySize if less).")
     Long tcpBufferMemory;
 
     @Option(names = "--tcp-time-wait", paramLabel = "SECONDS", description = "TCP TIME-WAIT, 2*MSL (default: 60).")

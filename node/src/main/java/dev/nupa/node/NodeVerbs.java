@@ -62,6 +62,8 @@ import io.vertx.core.streams.WriteStream;
 final class NodeVerbs extends VerbsService {
     /** Memory one session may register, in all, unless the endpoint is told otherwise (--grpc-verbs-memory). */
     static final long DEFAULT_SESSION_MEMORY = 256L << 20;
+    /** Memory all sessions of the node may register together, unless told otherwise (--grpc-verbs-node-memory). */
+    static final long DEFAULT_NODE_MEMORY = 1L << 30;
     /** The most one ReadMemory returns: well inside gRPC's usual 4 MiB message limit and Vert.x's 256 KiB. */
     static final int MAX_READ = 128 * 1024;
     static final int DRAIN_BATCH = 256;
@@ -70,6 +72,9 @@ final class NodeVerbs extends VerbsService {
     private final NupaNode node;
     private final Context nodeContext;
     private volatile long sessionMemory;
+    private volatile long nodeMemoryLimit = DEFAULT_NODE_MEMORY;
+    /** Bytes all sessions hold registered; sessions run on several contexts, so they count here atomically. */
+    private final java.util.concurrent.atomic.AtomicLong nodeMemory = new java.util.concurrent.atomic.AtomicLong();
     private final Set<Session> sessions = ConcurrentHashMap.newKeySet();
     /** Spans of signaled work requests, from post to completion; null when the node is not traced. */
     private final Tracer tracer;
@@ -87,6 +92,35 @@ final class NodeVerbs extends VerbsService {
             throw new IllegalArgumentException("a verbs session's memory limit must be positive, not " + bytes);
         }
         this.sessionMemory = bytes;
+    }
+
+    /** The memory all sessions together may register; what sessions hold already stays theirs. */
+    void nodeMemory(long bytes) {
+        if (bytes < 1) {
+            throw new IllegalArgumentException("the verbs sessions' node-wide memory limit must be positive, not " + bytes);
+        }
+        this.nodeMemoryLimit = bytes;
+    }
+
+    /** Bytes all sessions hold registered now. */
+    long nodeMemoryUsed() {
+        return nodeMemory.get();
+    }
+
+    /** Counts {@code length} more bytes node-wide, or throws, counting nothing, when that would pass the node's limit. */
+    private void takeNodeMemory(long length) {
+        long limit = nodeMemoryLimit;
+        while (true) {
+            long held = nodeMemory.get();
+            if (length > limit - held) {
+                throw new IllegalArgumentException("cannot register " + length + " bytes: the node's verbs sessions register "
+                        + limit + " bytes in all and hold " + held + " (" + sessions.size() + " sessions); destroy regions"
+                        + " or end sessions first (the node's --grpc-verbs-node-memory sets the limit)");
+            }
+            if (nodeMemory.compareAndSet(held, held + length)) {
+                return;
+            }
+        }
     }
 
     @Override
@@ -361,12 +395,14 @@ final class NodeVerbs extends VerbsService {
                         + " registers 1 byte to " + limit + " in all and holds " + memory + "; destroy regions first"
                         + " (the node's --grpc-verbs-memory sets the limit)");
             }
+            takeNodeMemory(length);
             Arena arena = Arena.ofShared();
             MemoryRegion mr;
             try {
                 mr = pd().regMr(arena.allocate(length, 64), access);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | OutOfMemoryError e) {
                 arena.close();
+                nodeMemory.addAndGet(-length);
                 throw e;
             }
             regions.put(mr.lkey(), mr);
@@ -429,6 +465,7 @@ final class NodeVerbs extends VerbsService {
                     mr.close();
                     regions.remove(d.getLkey());
                     memory -= mr.length();
+                    nodeMemory.addAndGet(-mr.length());
                     arenas.remove(d.getLkey()).close();
                 }
                 case WHAT_NOT_SET -> throw new IllegalArgumentException("Destroy names a qp_num, a cq or an lkey");
@@ -544,6 +581,8 @@ final class NodeVerbs extends VerbsService {
             for (Arena a : arenas.values()) {
                 quietly(a::close);
             }
+            nodeMemory.addAndGet(-memory);
+            memory = 0;
             if (pd != null) {
                 quietly(pd::close);
             }

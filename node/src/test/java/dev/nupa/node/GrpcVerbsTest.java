@@ -295,6 +295,32 @@ class GrpcVerbsTest {
     }
 
     @Test
+    void sessionsTogetherRegisterNoMoreThanTheNodesLimitAndWhatOneFreesOthersMayTake() throws Exception {
+        atA.verbsSessionMemory(64 * 1024).verbsNodeMemory(100 * 1024);
+        Session first = new Session(atA);
+        Session second = new Session(atA);
+        first.ok(VerbsRequest.newBuilder().setRegMr(RegMr.newBuilder().setLength(64 * 1024).setAccess(RW)));
+        // Within its own session's limit, but past what the node has left.
+        VerbsEvent refused = second.call(VerbsRequest.newBuilder().setRegMr(RegMr.newBuilder().setLength(40 * 1024).setAccess(RW)));
+        assertEquals(VerbsEvent.KindCase.FAILED, refused.getKindCase(), refused.toString());
+        assertTrue(refused.getFailed().getMessage().contains("register 102400 bytes in all and hold 65536")
+                && refused.getFailed().getMessage().contains("--grpc-verbs-node-memory"), refused.getFailed().getMessage());
+        assertEquals(64 * 1024, atA.verbs().nodeMemoryUsed(), "a refused registration counts nothing");
+        second.ok(VerbsRequest.newBuilder().setRegMr(RegMr.newBuilder().setLength(36 * 1024).setAccess(RW)));
+        // The first session ends: what it held is the node's again.
+        first.request.end();
+        assertEquals(GrpcStatus.OK, first.status.get(10, TimeUnit.SECONDS));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (atA.verbs().nodeMemoryUsed() != 36 * 1024 && System.nanoTime() < deadline) {
+            Thread.sleep(5); // a look every 5 ms until the session's release ran on the datapath
+        }
+        assertEquals(36 * 1024, atA.verbs().nodeMemoryUsed(), "an ended session's regions no longer count");
+        second.ok(VerbsRequest.newBuilder().setRegMr(RegMr.newBuilder().setLength(64 * 1024 - 36 * 1024).setAccess(RW)));
+        second.request.end();
+        assertEquals(GrpcStatus.OK, second.status.get(10, TimeUnit.SECONDS));
+    }
+
+    @Test
     void aClientThatGoesAwayLeavesNothingBehindAndItsPeerIsDisconnected() throws Exception {
         Session server = new Session(atA);
         Session client = new Session(atB);

@@ -22,11 +22,20 @@ import java.util.ArrayList;
  * (connect-request-close) spent milliseconds per connection on that; an empty buffer of a closed
  * connection is kept here instead (up to {@value #MAX_POOLED}) and handed to the next connection that
  * needs one of its size. Bytes a ring never wrote are never read, so a reused buffer needs no clearing.
+ *
+ * <p>Memory pressure, as Linux's {@code tcp_mem} middle mark (net/ipv4/tcp.c {@code tcp_init_mem}: pressure
+ * at 2/3 of the hard limit; {@code sk_mem_reclaim} under pressure): past {@link #pressure} a ring that empties
+ * gives its memory back at once instead of keeping it for its next bytes, so idle connections and peers
+ * that never read stop holding memory they do not use. A buffer that leaves the pool is freed at once (its
+ * own shared arena, closed) rather than when the collector next runs, so the process's memory falls when
+ * connections close.
  */
 final class BufferBudget {
     /** No bound and no pool (a connection made outside a layer, as in tests). */
     static final BufferBudget UNLIMITED = new BufferBudget(Long.MAX_VALUE, 0);
     static final int MAX_POOLED = 64;
+    /** The default bound's ceiling: however large the JVM's bound, the connections' buffers hold at most this. */
+    static final long DEFAULT_CEILING = 256L << 20;
 
     private final long limit;
     private final int maxPooled;
@@ -36,6 +45,10 @@ final class BufferBudget {
     private long used;
     /** Bytes waiting in the pool. */
     private long pooled;
+    /** Whether {@link #used} is past the pressure mark; read on the datapath without the lock. */
+    private volatile boolean underPressure;
+    /** The arena of each buffer this budget allocated and has not freed (a fresh allocation only: the pool reuses). */
+    private final java.util.IdentityHashMap<MemorySegment, Arena> arenas = new java.util.IdentityHashMap<>();
 
     BufferBudget(long limit) {
         this(limit, MAX_POOLED);
@@ -44,6 +57,7 @@ final class BufferBudget {
     private BufferBudget(long limit, int maxPooled) {
         this.limit = checkLimit(limit);
         this.maxPooled = maxPooled;
+        NativeHeap.fixMmapThreshold();
     }
 
     /**
@@ -51,7 +65,16 @@ final class BufferBudget {
      * taken) when it does not fit under the bound or the JVM has no memory for it.
      */
     synchronized MemorySegment take(int capacity) {
-        if (capacity > limit - used) {
+        return take(capacity, false);
+    }
+
+    /**
+     * As {@link #take(int)}; a {@code send} buffer is given only below the pressure mark, so connections whose
+     * peers never read hold at most that much, and the rest stays for data that arrives (Linux: under pressure
+     * sk_stream_moderate_sndbuf shrinks send buffers and __sk_mem_raise_allocated refuses them memory first).
+     */
+    synchronized MemorySegment take(int capacity, boolean send) {
+        if (capacity > (send ? pressure() : limit) - used) {
             return null;
         }
         for (int i = 0; i < pool.size(); i++) {
@@ -59,51 +82,93 @@ final class BufferBudget {
             if (m.byteSize() == capacity) {
                 pool.remove(i);
                 pooled -= capacity;
-                used += capacity;
+                counted(capacity);
                 return m;
             }
         }
         while (!pool.isEmpty() && capacity > limit - used - pooled) {
-            pooled -= pool.remove(pool.size() - 1).byteSize(); // buffers of other sizes make room (the collector frees them)
+            dropOldest(); // buffers of other sizes make room
         }
         MemorySegment m = allocate(capacity);
         if (m == null && !pool.isEmpty()) {
-            pool.clear(); // the JVM's own bound came first: let the pool go (the collector frees it) and try again
-            pooled = 0;
+            while (!pool.isEmpty()) {
+                dropOldest(); // the JVM's own bound came first: let the pool go and try again
+            }
             m = allocate(capacity);
         }
         if (m == null) {
             return null;
         }
-        used += capacity;
+        counted(capacity);
         return m;
     }
 
-    private static MemorySegment allocate(int capacity) {
+    /** Whether a buffer of {@code capacity} bytes could be given at all, every other buffer's memory given back. */
+    boolean couldFit(int capacity, boolean send) {
+        return capacity <= (send ? pressure() : limit);
+    }
+
+    private void counted(long delta) {
+        used += delta;
+        underPressure = used > pressure();
+    }
+
+    /** Past this many bytes held, rings that empty give their memory back (Linux's tcp_mem[1], 2/3 of the hard limit). */
+    long pressure() {
+        return limit / 3 * 2;
+    }
+
+    /** Whether the connections hold more than {@link #pressure}: a ring that empties gives its memory back. */
+    boolean underPressure() {
+        return underPressure;
+    }
+
+    private MemorySegment allocate(int capacity) {
+        Arena arena = Arena.ofShared();
         try {
-            return Arena.ofAuto().allocate(capacity, 64);
+            MemorySegment m = arena.allocate(capacity, 64);
+            arenas.put(m, arena);
+            return m;
         } catch (OutOfMemoryError e) {
+            arena.close();
             return null; // the JVM's bound on native memory (other native memory of the process came first)
+        }
+    }
+
+    private void dropOldest() {
+        MemorySegment m = pool.remove(pool.size() - 1);
+        pooled -= m.byteSize();
+        free(m);
+    }
+
+    /** Gives the buffer's memory back to the system now, not when the collector next runs. */
+    private void free(MemorySegment m) {
+        Arena arena = arenas.remove(m);
+        if (arena != null) {
+            arena.close();
         }
     }
 
     /** {@code capacity} bytes a connection held are no longer counted (it closed; see {@link #recycle}). */
     synchronized void give(int capacity) {
-        used -= capacity;
+        counted(-capacity);
     }
 
     /** The memory of an empty buffer whose bytes were given back: kept for the next one of its size while room allows. */
     synchronized void recycle(MemorySegment memory) {
         long size = memory.byteSize();
         if (maxPooled == 0) {
+            free(memory);
             return;
         }
         if (pool.size() == maxPooled) {
-            pooled -= pool.remove(pool.size() - 1).byteSize(); // the oldest goes: a burst of one size must not keep the pool
+            dropOldest(); // the oldest goes: a burst of one size must not keep the pool
         }
         if (size <= limit - used - pooled) {
             pool.add(0, memory);
             pooled += size;
+        } else {
+            free(memory);
         }
     }
 
@@ -127,8 +192,16 @@ final class BufferBudget {
         return limit;
     }
 
-    /** 3/4 of the JVM's bound on native buffer memory ({@code -XX:MaxDirectMemorySize}; by default the heap's maximum). */
+    /**
+     * 3/4 of the JVM's bound on native buffer memory ({@code -XX:MaxDirectMemorySize}; by default the heap's
+     * maximum), and at most {@link #DEFAULT_CEILING}: the JVM's bound grows with the machine (a quarter of its
+     * memory), and connections whose peers never read would otherwise hold gigabytes.
+     */
     static long jvmDefault() {
+        return Math.min(DEFAULT_CEILING, jvmBound() / 4 * 3);
+    }
+
+    private static long jvmBound() {
         long max = Runtime.getRuntime().maxMemory();
         try {
             HotSpotDiagnosticMXBean hs = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
@@ -139,6 +212,6 @@ final class BufferBudget {
         } catch (RuntimeException e) {
             // Not a HotSpot JVM, or no such option: the heap's maximum is the JDK's own default bound.
         }
-        return max / 4 * 3;
+        return max;
     }
 }

@@ -12,23 +12,32 @@ final class ByteRing {
     private MemorySegment memory;
     private int capacity;
     private final BufferBudget budget;
+    private final boolean send;
     /** Set by {@link #release}: no memory is taken again, and what the ring holds goes back once read. */
     private boolean released;
     /** Whether this ring's bytes count as held in the budget (from its take until they are given back). */
     private boolean counted;
     private long head;
     private long tail;
+    /** One past the furthest byte placed ({@link #writeAt}), committed or not: out-of-order data keeps the memory. */
+    private long placedEnd;
 
     ByteRing(int capacity) {
         this(capacity, BufferBudget.UNLIMITED);
     }
 
     ByteRing(int capacity, BufferBudget budget) {
+        this(capacity, budget, false);
+    }
+
+    /** A ring whose memory comes from {@code budget}; a {@code send} ring takes none past the budget's pressure mark. */
+    ByteRing(int capacity, BufferBudget budget, boolean send) {
         if (capacity < 1) {
             throw new IllegalArgumentException("buffer capacity must be positive, got " + capacity);
         }
         this.capacity = capacity;
         this.budget = budget;
+        this.send = send;
     }
 
     /**
@@ -45,7 +54,7 @@ final class ByteRing {
         forgetIfEmpty();
         this.capacity = capacity;
         released = false;
-        head = tail = 0;
+        head = tail = placedEnd = 0;
     }
 
     /**
@@ -61,9 +70,14 @@ final class ByteRing {
         if (released) {
             return false;
         }
-        memory = budget.take(capacity);
+        memory = budget.take(capacity, send);
         counted = memory != null;
         return counted;
+    }
+
+    /** Whether the budget could give this ring its memory at all, every other ring's memory given back. */
+    boolean couldEverFit() {
+        return budget.couldFit(capacity, send);
     }
 
     /** Whether the memory was allocated (a ring never written holds none). */
@@ -91,6 +105,18 @@ final class ByteRing {
         forgetIfEmpty();
     }
 
+    /**
+     * The connection closed and nothing it holds will be sent: the bytes are dropped and the memory goes back
+     * now (to the pool, or freed), not when the closed connection is next reused.
+     */
+    void discard() {
+        released = true;
+        uncount();
+        head = tail;
+        placedEnd = tail;
+        forgetIfEmpty();
+    }
+
     private void uncount() {
         if (counted) {
             counted = false;
@@ -98,8 +124,12 @@ final class ByteRing {
         }
     }
 
+    /**
+     * An empty ring keeps its memory for its next bytes, unless it is released or the layer is under memory
+     * pressure (Linux's tcp_mem: under pressure {@code sk_mem_reclaim} gives back what a socket does not hold).
+     */
     private void forgetIfEmpty() {
-        if (released && tail == head && memory != null) {
+        if ((released || budget.underPressure() && placedEnd <= tail) && tail == head && memory != null) {
             uncount();
             budget.recycle(memory);
             memory = null;
@@ -108,7 +138,7 @@ final class ByteRing {
 
     private MemorySegment memory() {
         if (!reserve()) {
-            throw new BufferUnavailableException(capacity, budget);
+            throw new BufferUnavailableException(capacity, budget, send);
         }
         return memory;
     }
@@ -148,6 +178,7 @@ final class ByteRing {
             throw new IllegalStateException("a released TCP buffer takes no more bytes (its connection is done)");
         }
         MemorySegment m = memory();
+        placedEnd = Math.max(placedEnd, tail + at + length);
         MemorySegment.copy(src, offset, m, pos, first);
         if (length > first) {
             MemorySegment.copy(src, offset + first, m, 0, length - first);

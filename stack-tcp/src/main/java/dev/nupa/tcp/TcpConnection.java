@@ -95,7 +95,7 @@ public final class TcpConnection extends TcpInput {
     /** A connection whose buffers count against {@code budget} (its layer's). */
     TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Output output,
                   Events events, BufferBudget budget) {
-        super(output, new ByteRing(config.sendBuffer(), budget), new ByteRing(config.receiveBuffer(), budget));
+        super(output, new ByteRing(config.sendBuffer(), budget, true), new ByteRing(config.receiveBuffer(), budget));
         begin(localIp, localPort, remoteIp, remotePort, config, events);
     }
 
@@ -314,6 +314,19 @@ public final class TcpConnection extends TcpInput {
                     + (finQueued ? " after close() or shutdownOutput()" : "") + ": the connection is not open for sending");
         }
         return sendBuf.write(src, offset, length);
+    }
+
+    /**
+     * Whether the send buffer has its memory, taken now if the layer's bound allows: false means a write would
+     * throw {@link BufferUnavailableException}, so a writer can wait without the cost of the exception.
+     */
+    public boolean sendBufferReady() {
+        return finQueued || sendBuf.reserve();
+    }
+
+    /** Whether the layer's bound could ever give the send buffer its memory (false: waiting cannot help). */
+    public boolean sendBufferFitsBound() {
+        return sendBuf.couldEverFit();
     }
 
     /** Bytes that {@link #write} accepts now. */

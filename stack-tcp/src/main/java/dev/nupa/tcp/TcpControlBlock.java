@@ -216,8 +216,8 @@ abstract class TcpControlBlock {
         }
         state = TcpState.CLOSED;
         error = why;
-        sendBuf.releaseNow(); // the memory goes back to the layer's budget (what is unread stays readable)
-        recvBuf.releaseNow();
+        sendBuf.discard(); // nothing will be sent: its memory goes back now, not when this connection is reused
+        recvBuf.releaseNow(); // the memory goes back to the layer's budget (what is unread stays readable)
         rtoAt = NEVER;
         delayedAckAt = NEVER;
         persistAt = NEVER;

@@ -133,7 +133,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /**
      * TCP over {@code ip}; connections get {@code defaults} unless a call says otherwise. Registers protocol 6.
-     * The connections' buffers may hold 3/4 of the JVM's native memory bound together (see the other constructor).
+     * The connections' buffers may hold 256 MiB together, or 3/4 of the JVM's native memory bound if less (see the other constructor).
      */
     public TcpLayer(Ipv4Stack ip, TcpConfig defaults) {
         this(ip, defaults, BufferBudget.jvmDefault());
@@ -144,11 +144,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * bounded to {@code bufferMemoryLimit} bytes (Linux's tcp_mem): past it, data that arrives is dropped
      * unacknowledged (counted as {@link TcpCounter#BUFFER_SHORTAGES}; the peer sends it again) and a write
      * throws {@link BufferUnavailableException}. A buffer takes its memory when first used and gives it back
-     * when its connection closes, or in TIME-WAIT once read, into a pool for the next connections. The
-     * default bound is per layer: several nodes in one
-     * JVM should each be given a share. The bound counts what connections hold, not what the collector has
-     * yet to free, so the JVM's own bound can still be met first under heavy churn; the layer then drops
-     * and refuses the same way.
+     * when its connection closes, or in TIME-WAIT once read, into a pool for the next connections; memory
+     * that leaves the pool is freed at once. Past 2/3 of the bound (Linux's tcp_mem pressure mark) a buffer
+     * that empties gives its memory back and send buffers get no new memory, so peers that never read pin at
+     * most that much and data that arrives still finds room. The default bound (256 MiB, or 3/4 of the JVM's
+     * native memory bound if less) is per layer: several nodes in one JVM should each be given a share.
      */
     public TcpLayer(Ipv4Stack ip, TcpConfig defaults, long bufferMemoryLimit) {
         this(ip, defaults, new BufferBudget(bufferMemoryLimit), new LoopFlows());

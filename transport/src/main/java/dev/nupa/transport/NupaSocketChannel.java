@@ -13,6 +13,7 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
 import java.util.concurrent.TimeUnit;
 
+import dev.nupa.tcp.BufferUnavailableException;
 import dev.nupa.tcp.TcpConnection;
 import dev.nupa.tcp.TcpError;
 import dev.nupa.tcp.TcpState;
@@ -82,6 +83,12 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     private boolean reading;
     /** The send buffer was full: the connection's next writable event flushes. */
     private boolean flushPending;
+    /** A write found no TCP buffer memory: the retry that writes once some may be back. */
+    private Future<?> memoryRetry;
+    /** How soon a write that found no buffer memory looks again. */
+    private static final long MEMORY_RETRY_MS = 10;
+    private static final long MAX_MEMORY_RETRY_MS = 1000;
+    private long memoryRetryMs;
     /** The peer's FIN came while writes waited for room in the send buffer: close once they are in it. */
     private boolean closeWhenFlushed;
     private final BufMemory readMemory = new BufMemory();
@@ -400,6 +407,14 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         if (outputShutdown) {
             throw new ChannelOutputShutdownException("output of " + this + " was shut down");
         }
+        if (memoryRetry != null) {
+            flushPending = true; // waiting for buffer memory: the retry writes (no exception per write meanwhile)
+            return;
+        }
+        if (in.current() != null && !c.sendBufferReady() && c.sendBufferFitsBound()) {
+            waitForMemory(in);
+            return;
+        }
         // Every buffer of the flush is queued first and sent by one poll, as epoll's gathering write hands the
         // kernel all of them at once: HTTP/2's frames of one call leave as one segment, not one each.
         boolean queued = false;
@@ -446,16 +461,42 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 if (n > 0) {
                     queued = true;
                     in.removeBytes(n);
+                    memoryRetryMs = 0; // the send buffer had memory
                 }
                 if (n < readable) {
                     flushPending = true; // the send buffer is full: onWritable flushes the rest
                     return;
                 }
             }
+        } catch (BufferUnavailableException e) {
+            if (e.neverFits()) {
+                throw e; // a send buffer larger than the bound ever gives: the write fails with the remedy
+            }
+            waitForMemory(in);
         } finally {
             if (queued) {
                 c.poll(System.nanoTime());
             }
+        }
+    }
+
+    /**
+     * The node's TCP buffers are at their bound (Linux's tcp_mem hard limit): the data stays in the outbound
+     * buffer, whose high-water mark turns the channel unwritable (Vert.x's writeQueueFull) as more is written,
+     * as a Linux writer waits for memory in sk_stream_wait_memory rather than failing; the write is tried again
+     * shortly, once other connections may have given memory back.
+     */
+    private void waitForMemory(ChannelOutboundBuffer in) {
+        flushPending = true;
+        if (memoryRetry == null) {
+            // Tries again after 10 ms, doubling to 1 s while none comes: thousands of waiting writers stay cheap.
+            memoryRetryMs = Math.min(MAX_MEMORY_RETRY_MS, memoryRetryMs == 0 ? MEMORY_RETRY_MS : memoryRetryMs * 2);
+            memoryRetry = eventLoop().schedule(() -> {
+                memoryRetry = null;
+                if (flushPending && state == State.CONNECTED) {
+                    ((NupaUnsafe) unsafe()).flushNow();
+                }
+            }, memoryRetryMs, TimeUnit.MILLISECONDS);
         }
     }
 

@@ -269,6 +269,28 @@ class NupaSocketChannelTest {
     }
 
     @Test
+    void aWriteThatFindsTheBoundFullWaitsUnwritableAndLeavesOnceAnotherConnectionGivesMemoryBack() throws Exception {
+        start(100_000); // room for one 64 KiB send buffer (up to the pressure mark, 2/3 of this), not two
+        Channel a = connect(7010, 64 * 1024)[0].active.get();
+        End[] b = connect(7011, 64 * 1024);
+        Channel bc = b[0].active.get();
+        a.writeAndFlush(Unpooled.copiedBuffer("holds the memory", StandardCharsets.US_ASCII)).sync();
+        byte[] data = new byte[128 * 1024]; // past the outbound buffer's 64 KiB high-water mark
+        java.util.Arrays.fill(data, (byte) 'w');
+        ChannelFuture w = bc.writeAndFlush(Unpooled.wrappedBuffer(data));
+        assertTrue(!bc.isWritable() && !w.isDone(), "the write waits in the outbound buffer, the channel unwritable"
+                + " (Vert.x's writeQueueFull), rather than failing: " + w.cause());
+        a.close().sync(); // its send buffer's memory goes back once its connection ends
+        assertTrue(w.await(10, TimeUnit.SECONDS) && w.isSuccess(), "the waiting write leaves: " + w.cause());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (b[1].text().length() < data.length && System.nanoTime() < deadline) {
+            Thread.sleep(5); // a look every 5 ms until it all arrived
+        }
+        assertEquals(new String(data, StandardCharsets.US_ASCII), b[1].text());
+        assertTrue(bc.isWritable(), "writable again once the outbound buffer drained");
+    }
+
+    @Test
     void thePeersFinClosesAChannelOnlyAfterTheWritesItHadAcceptedReachedTheConnection() throws Exception {
         // An echo server without half-closure that reads only while it can write (as Vert.x's pipeTo), and a client
         // that sends 8 MiB, shuts its output down once they are sent and reads slowly: the FIN reaches the server
