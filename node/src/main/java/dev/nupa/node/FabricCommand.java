@@ -5,6 +5,7 @@ import dev.nupa.device.FabricWindow;
 import dev.nupa.device.FabricCounters;
 import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricGeometry;
+import dev.nupa.device.FabricLayout;
 import dev.nupa.device.NodeInfo;
 import dev.nupa.device.ShmFabric;
 import dev.nupa.device.WindowInfo;
@@ -128,11 +129,12 @@ final class FabricCommand {
     static final class Remove implements Callable<Integer> {
         @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric", description = "Fabric file (default: ${DEFAULT-VALUE}).")
         Path path;
-        @Option(names = "--force", description = "Remove even with nodes up.")
+        @Option(names = "--force", description = "Remove even with nodes up (never a file that is not a fabric).")
         boolean force;
 
         @Override
         public Integer call() throws Exception {
+            requireMagic(path);
             if (!force) {
                 try (Fabric f = ShmFabric.inspect(path)) {
                     long up = f.nodes().stream().filter(n -> n.state().equals("UP")).count();
@@ -144,6 +146,22 @@ final class FabricCommand {
             Files.deleteIfExists(path);
             System.out.println("removed " + path);
             return 0;
+        }
+
+        /** Only a file that starts with the fabric's magic (docs/fabric-layout.md section 3) is a fabric to remove. */
+        private static void requireMagic(Path path) throws java.io.IOException {
+            if (!Files.exists(path)) {
+                throw new FabricException("no fabric at " + path);
+            }
+            byte[] head = new byte[8];
+            int n;
+            try (var in = Files.newInputStream(path)) {
+                n = in.readNBytes(head, 0, 8);
+            }
+            if (n < 8 || java.nio.ByteBuffer.wrap(head).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong() != FabricLayout.MAGIC) {
+                throw new FabricException(path + " is not a NUPA fabric (no magic " + Long.toHexString(FabricLayout.MAGIC)
+                        + " at offset 0); it is left in place");
+            }
         }
     }
 }
