@@ -91,15 +91,17 @@ final class FabricCommand {
         if (nodes.isEmpty()) {
             System.out.println("  nodes: none has joined yet");
         } else {
-            System.out.printf("  %4s %-10s %4s %8s %10s %6s %12s %14s %12s %14s %8s %6s %6s %8s %8s%n", "node", "state", "gen", "pid",
-                    "heartbeat", "queued", "frames-out", "bytes-out", "frames-in", "bytes-in", "backprs", "stalls", "down", "irqs-out",
-                    "irqs-in");
+            // Drops by reason (docs/fabric-layout.md, node table counters): back-pressured, to a down peer, late, skipped
+            // stalled slots, discarded, corrupt frames, handler errors.
+            System.out.printf("  %4s %-10s %4s %8s %10s %6s %12s %14s %12s %14s %8s %6s %6s %6s %8s %8s %8s %8s %8s%n", "node", "state",
+                    "gen", "pid", "heartbeat", "queued", "frames-out", "bytes-out", "frames-in", "bytes-in", "backprs", "stalls", "down",
+                    "late", "discard", "corrupt", "hdl-err", "irqs-out", "irqs-in");
             for (NodeInfo n : nodes) {
                 FabricCounters c = n.counters();
-                System.out.printf("  %4d %-10s %4d %8d %10d %6d %12d %14d %12d %14d %8d %6d %6d %8d %8d%n", n.address(), n.state(),
-                        n.generation(), n.pid(), n.heartbeat(), n.ringOccupancy(), c.framesSent(), c.bytesSent(),
-                        c.framesReceived(), c.bytesReceived(), c.backPressured(), c.stallSkips(), c.sendsToDownPeers(),
-                        c.interruptsSent(), c.interruptsReceived());
+                System.out.printf("  %4d %-10s %4d %8d %10d %6d %12d %14d %12d %14d %8d %6d %6d %6d %8d %8d %8d %8d %8d%n", n.address(),
+                        n.state(), n.generation(), n.pid(), n.heartbeat(), n.ringOccupancy(), c.framesSent(), c.bytesSent(),
+                        c.framesReceived(), c.bytesReceived(), c.backPressured(), c.stallSkips(), c.sendsToDownPeers(), c.lateDrops(),
+                        c.discarded(), c.corrupt(), c.handlerErrors(), c.interruptsSent(), c.interruptsReceived());
             }
         }
         for (Fabric.PublishedCounters p : f.publishedCounters()) {

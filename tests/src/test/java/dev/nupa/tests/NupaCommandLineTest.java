@@ -566,4 +566,32 @@ class NupaCommandLineTest {
             first.destroyForcibly();
         }
     }
+
+    @Test
+    void fabricInfoShowsDropsByReasonAndInjectedFaults() throws Exception {
+        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "4").status());
+        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "node", "--fabric", fabric.toString(), "--address", "0", "--link-faults", "drop=0.5,seed=3", "--run-for", "60")
+                .redirectErrorStream(true).start();
+        try {
+            var out = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream()));
+            String line = out.readLine();
+            assertTrue(line != null && line.startsWith("nupa node:"), line);
+            nupa("ping", "--fabric", fabric.toString(), "--address", "1", "-c", "20", "-i", "0.01", "-W", "1", "10.0.0.1");
+            Pattern dropped = Pattern.compile("faults_dropped ([1-9][0-9]*)");
+            Run info = null;
+            for (int i = 0; i < 20 && (info == null || !dropped.matcher(info.out()).find()); i++) { // published every 100 ms
+                info = nupa("fabric", "info", "--fabric", fabric.toString());
+            }
+            assertEquals(0, info.status(), info.err());
+            assertTrue(info.out().contains("node 0 publishes link faults injected on receive:"), info.out());
+            assertTrue(dropped.matcher(info.out()).find(), info.out());
+            assertTrue(Pattern.compile("backprs +stalls +down +late +discard +corrupt +hdl-err").matcher(info.out()).find(), info.out());
+        } finally {
+            node.destroy();
+            node.waitFor(30, TimeUnit.SECONDS);
+            node.destroyForcibly();
+        }
+    }
 }
