@@ -158,14 +158,31 @@ public final class Fabric implements AutoCloseable {
         long node = nodeOffset(address);
         long host = (long) LONG.getAcquire(mem, node + N_HOST_ID);
         long pid = (long) LONG.getAcquire(mem, node + N_PID);
-        return HOST_ID != 0 && host == HOST_ID && pid > 0 && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false) == false;
+        return HOST_ID != 0 && host == HOST_ID && pid > 0 && !running(pid);
     }
 
     boolean provablyAlive(int address) {
         long node = nodeOffset(address);
         long host = (long) LONG.getAcquire(mem, node + N_HOST_ID);
         long pid = (long) LONG.getAcquire(mem, node + N_PID);
-        return HOST_ID != 0 && host == HOST_ID && pid > 0 && ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false);
+        return HOST_ID != 0 && host == HOST_ID && pid > 0 && running(pid);
+    }
+
+    /**
+     * Whether process {@code pid} still runs: a zombie (killed, not yet reaped by its parent) counts as alive to
+     * ProcessHandle but runs no code and holds nothing, so state Z in /proc/PID/stat (proc(5), third field) is dead.
+     */
+    static boolean running(long pid) {
+        if (!ProcessHandle.of(pid).map(ProcessHandle::isAlive).orElse(false)) {
+            return false;
+        }
+        try {
+            String stat = java.nio.file.Files.readString(java.nio.file.Path.of("/proc", Long.toString(pid), "stat"));
+            int close = stat.lastIndexOf(')'); // the command name in parentheses may itself hold spaces and parentheses
+            return close < 0 || close + 2 >= stat.length() || stat.charAt(close + 2) != 'Z';
+        } catch (java.io.IOException | RuntimeException e) {
+            return true; // no /proc to look at: as ProcessHandle says
+        }
     }
 
     /** Attaches as node {@code address}; waits at most one heartbeat timeout to tell a dead holder from a live one. */

@@ -5,6 +5,7 @@ import dev.nupa.device.FabricWindow;
 import dev.nupa.device.FabricCounters;
 import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricGeometry;
+import dev.nupa.device.FabricLayout;
 import dev.nupa.device.NodeInfo;
 import dev.nupa.device.ShmFabric;
 import dev.nupa.device.WindowInfo;
@@ -91,15 +92,17 @@ final class FabricCommand {
         if (nodes.isEmpty()) {
             System.out.println("  nodes: none has joined yet");
         } else {
-            System.out.printf("  %4s %-10s %4s %8s %10s %6s %12s %14s %12s %14s %8s %6s %6s %8s %8s%n", "node", "state", "gen", "pid",
-                    "heartbeat", "queued", "frames-out", "bytes-out", "frames-in", "bytes-in", "backprs", "stalls", "down", "irqs-out",
-                    "irqs-in");
+            // Drops by reason (docs/fabric-layout.md, node table counters): back-pressured, to a down peer, late, skipped
+            // stalled slots, discarded, corrupt frames, handler errors.
+            System.out.printf("  %4s %-10s %4s %8s %10s %6s %12s %14s %12s %14s %8s %6s %6s %6s %8s %8s %8s %8s %8s%n", "node", "state",
+                    "gen", "pid", "heartbeat", "queued", "frames-out", "bytes-out", "frames-in", "bytes-in", "backprs", "stalls", "down",
+                    "late", "discard", "corrupt", "hdl-err", "irqs-out", "irqs-in");
             for (NodeInfo n : nodes) {
                 FabricCounters c = n.counters();
-                System.out.printf("  %4d %-10s %4d %8d %10d %6d %12d %14d %12d %14d %8d %6d %6d %8d %8d%n", n.address(), n.state(),
-                        n.generation(), n.pid(), n.heartbeat(), n.ringOccupancy(), c.framesSent(), c.bytesSent(),
-                        c.framesReceived(), c.bytesReceived(), c.backPressured(), c.stallSkips(), c.sendsToDownPeers(),
-                        c.interruptsSent(), c.interruptsReceived());
+                System.out.printf("  %4d %-10s %4d %8d %10d %6d %12d %14d %12d %14d %8d %6d %6d %6d %8d %8d %8d %8d %8d%n", n.address(),
+                        n.state(), n.generation(), n.pid(), n.heartbeat(), n.ringOccupancy(), c.framesSent(), c.bytesSent(),
+                        c.framesReceived(), c.bytesReceived(), c.backPressured(), c.stallSkips(), c.sendsToDownPeers(), c.lateDrops(),
+                        c.discarded(), c.corrupt(), c.handlerErrors(), c.interruptsSent(), c.interruptsReceived());
             }
         }
         for (Fabric.PublishedCounters p : f.publishedCounters()) {
@@ -134,11 +137,12 @@ final class FabricCommand {
     static final class Remove implements Callable<Integer> {
         @Option(names = "--fabric", paramLabel = "PATH", defaultValue = "/dev/shm/nupa-fabric", description = "Fabric file (default: ${DEFAULT-VALUE}).")
         Path path;
-        @Option(names = "--force", description = "Remove even with nodes up.")
+        @Option(names = "--force", description = "Remove even with nodes up (never a file that is not a fabric).")
         boolean force;
 
         @Override
         public Integer call() throws Exception {
+            requireMagic(path);
             if (!force) {
                 try (Fabric f = ShmFabric.inspect(path)) {
                     long up = f.nodes().stream().filter(n -> n.state().equals("UP")).count();
@@ -150,6 +154,22 @@ final class FabricCommand {
             Files.deleteIfExists(path);
             System.out.println("removed " + path);
             return 0;
+        }
+
+        /** Only a file that starts with the fabric's magic (docs/fabric-layout.md section 3) is a fabric to remove. */
+        private static void requireMagic(Path path) throws java.io.IOException {
+            if (!Files.exists(path)) {
+                throw new FabricException("no fabric at " + path);
+            }
+            byte[] head = new byte[8];
+            int n;
+            try (var in = Files.newInputStream(path)) {
+                n = in.readNBytes(head, 0, 8);
+            }
+            if (n < 8 || java.nio.ByteBuffer.wrap(head).order(java.nio.ByteOrder.LITTLE_ENDIAN).getLong() != FabricLayout.MAGIC) {
+                throw new FabricException(path + " is not a NUPA fabric (no magic " + Long.toHexString(FabricLayout.MAGIC)
+                        + " at offset 0); it is left in place");
+            }
         }
     }
 }

@@ -25,6 +25,7 @@ public final class Main {
         cl.getSubcommands().get("perf").addSubcommand(new GrpcEndpointPerf()); // it measures the node's own endpoint
         cl.getSubcommands().get("perf").addSubcommand(new PerftestCommand()); // a whole node against stock perftest
         cl.getSubcommands().get("run").setStopAtPositional(true); // what follows the program's main class is the program's
+        cl.setExecutionStrategy(OptionRanges::execute); // every numeric option in range before anything starts
         cl.setParameterExceptionHandler((e, a) -> {
             System.err.println("nupa: " + e.getMessage() + " (see: " + e.getCommandLine().getCommandSpec().qualifiedName()
                     + " --help)");

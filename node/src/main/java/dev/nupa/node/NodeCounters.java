@@ -64,6 +64,7 @@ final class NodeCounters {
                 out.add(new Value("link", "drops_" + e.getKey().name().toLowerCase(), e.getValue()));
             }
             out.add(new Value("link", "capture_errors", lc.captureErrors()));
+            LinkFaultTable.addTo(node.link(), out);
         }
         if (all || layer.equals("ip")) {
             for (Map.Entry<IpCounter, Long> e : node.ip().counters().entrySet()) {

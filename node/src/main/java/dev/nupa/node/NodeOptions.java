@@ -62,8 +62,8 @@ final class NodeOptions {
                     + " both ends to impair both directions.")
     String linkFaults;
 
-    @Option(names = "--nodes", paramLabel = "N", defaultValue = "64", description = "Nodes of a fabric created here (default: ${DEFAULT-VALUE}).")
-    int nodes;
+    @Option(names = "--nodes", paramLabel = "N", description = "Nodes of a fabric created here (default: 64); refused for a fabric that exists.")
+    Integer nodes;
 
     /** The fabric's path: --fabric, or what --device names. */
     Path fabricPath() {
@@ -82,6 +82,10 @@ final class NodeOptions {
     }
 
     NodeConfig config() {
+        if (nodes != null && Files.exists(fabricPath())) {
+            throw new IllegalArgumentException("--nodes " + nodes + " sizes a new fabric, but " + fabricPath()
+                    + " exists with its size fixed; leave --nodes out or name a new fabric");
+        }
         List<Route> rs = new ArrayList<>();
         for (String r : routes) {
             rs.add(Route.parse(r));
@@ -89,7 +93,7 @@ final class NodeOptions {
         NodeConfig c = NodeConfig.defaults(fabricPath(), address).withMtu(mtu).withRoutes(rs)
                 .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.eventLoop()); // the datapath is the node's event loop
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
-                FabricGeometry.defaults().withMaxNodes(nodes), c.idle(), c.capture(), null, 0, null,
+                nodes != null ? FabricGeometry.defaults().withMaxNodes(nodes) : FabricGeometry.defaults(), c.idle(), c.capture(), null, 0, null,
                 linkFaults != null ? LinkFaults.parse(linkFaults) : null, null);
         if (tcpBufferMemory != null) {
             if (tcpBufferMemory < 1) {

@@ -107,6 +107,7 @@ public final class NupaNode {
                 if (config.openTelemetry() != null) {
                     node.rdmaTelemetry().tracer(config.openTelemetry().getTracer("dev.nupa.node.rdma"));
                 }
+                LinkFaultTable.publish(node.link());
                 started.complete(node);
             } else {
                 node.close().onComplete(v -> started.fail(ar.cause()));

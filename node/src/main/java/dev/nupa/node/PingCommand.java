@@ -36,7 +36,7 @@ final class PingCommand implements Callable<Integer> {
     @Option(names = "-i", paramLabel = "SECONDS", defaultValue = "1", description = "Seconds between requests (default: ${DEFAULT-VALUE}).")
     double interval;
 
-    @Option(names = "-s", paramLabel = "BYTES", defaultValue = "56", description = "Data bytes per request (default: ${DEFAULT-VALUE}).")
+    @Option(names = "-s", paramLabel = "BYTES", defaultValue = "56", description = "Data bytes per request, 0..65507; below 8 no send time, so no RTT (default: ${DEFAULT-VALUE}).")
     int size;
 
     @Option(names = "-W", paramLabel = "SECONDS", defaultValue = "10", description = "Seconds to wait for a reply (default: ${DEFAULT-VALUE}).")
@@ -63,10 +63,6 @@ final class PingCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         int dst = Ipv4Address.parse(destination);
-        if (size < 8 || size > 65_507 - IcmpHeader.HEADER) {
-            throw new IllegalArgumentException("-s " + size + " is outside 8.." + (65_507 - IcmpHeader.HEADER)
-                    + " (8 bytes carry the send time)");
-        }
         if (interval < 0.001 || timeout <= 0 || (count != null && count < 1) || (deadline != null && deadline <= 0)) {
             throw new IllegalArgumentException("need -i >= 0.001, -W > 0, -c >= 1 and -w > 0");
         }
@@ -76,12 +72,13 @@ final class PingCommand implements Callable<Integer> {
 
     private int ping(Ipv4Stack ip, int dst) throws InterruptedException {
         int id = (int) (ProcessHandle.current().pid() & 0xFFFF);
+        boolean timing = size >= 8; // iputils ping: fewer than 8 data bytes carry no send time, so no RTT is shown
         LinkedBlockingQueue<Event> events = new LinkedBlockingQueue<>();
         EchoListener listener = new EchoListener() {
             @Override
             public void onEchoReply(int from, int sequence, int ttl, MemorySegment data, long offset, int length, long now) {
-                long sent = length >= 8 ? data.get(ValueLayout.JAVA_LONG_UNALIGNED, offset) : now;
-                events.add(new Event(true, from, sequence, ttl, length + IcmpHeader.HEADER, System.nanoTime() - sent, 0, 0));
+                long rtt = timing && length >= 8 ? System.nanoTime() - data.get(ValueLayout.JAVA_LONG_UNALIGNED, offset) : -1;
+                events.add(new Event(true, from, sequence, ttl, length + IcmpHeader.HEADER, rtt, 0, 0));
             }
 
             @Override
@@ -119,7 +116,9 @@ final class PingCommand implements Callable<Integer> {
                 boolean moreToSend = count == null || (deadline != null ? received < count : transmitted < count);
                 if (moreToSend && now >= nextSend) {
                     int seq = (int) ((transmitted + 1) & 0xFFFF);
-                    data.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, System.nanoTime());
+                    if (timing) {
+                        data.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, System.nanoTime());
+                    }
                     int rc = ip.link().call(() -> ip.sendEchoRequest(dst, id, seq, data, 0, size)); // on the loop
                     transmitted++;
                     lastSend = now;
@@ -150,13 +149,16 @@ final class PingCommand implements Callable<Integer> {
                         nextSend = System.nanoTime(); // the latest request is answered: the next goes now
                     }
                     double ms = e.rttNs / 1e6;
-                    min = Math.min(min, ms);
-                    max = Math.max(max, ms);
-                    sum += ms;
-                    sumSq += ms * ms;
+                    if (e.rttNs >= 0) {
+                        min = Math.min(min, ms);
+                        max = Math.max(max, ms);
+                        sum += ms;
+                        sumSq += ms * ms;
+                    }
                     if (!quiet) {
-                        System.out.printf(Locale.ROOT, "%d bytes from %s: icmp_seq=%d ttl=%d time=%s ms%s%n", e.bytes,
-                                Ipv4Address.toString(e.from), e.sequence, e.ttl, rtt(ms), dup ? " (DUP!)" : "");
+                        System.out.printf(Locale.ROOT, "%d bytes from %s: icmp_seq=%d ttl=%d%s%s%n", e.bytes,
+                                Ipv4Address.toString(e.from), e.sequence, e.ttl, e.rttNs >= 0 ? " time=" + rtt(ms) + " ms" : "",
+                                dup ? " (DUP!)" : "");
                     }
                 } else {
                     errors++;
@@ -172,7 +174,7 @@ final class PingCommand implements Callable<Integer> {
         System.out.printf("%d packets transmitted, %d received,%s %d%% packet loss, time %dms%n", transmitted, received,
                 errors > 0 ? " +" + errors + " errors," : "", transmitted == 0 ? 0 : (transmitted - received) * 100 / transmitted,
                 elapsedMs);
-        if (received > 0) {
+        if (received > 0 && timing) {
             double n = received;
             double avg = sum / n;
             double mdev = Math.sqrt(Math.max(0, sumSq / n - avg * avg));

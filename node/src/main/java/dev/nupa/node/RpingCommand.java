@@ -103,6 +103,9 @@ final class RpingCommand implements Callable<Integer> {
             throw new IllegalArgumentException("a client needs the server's address: -a HOST");
         }
         int peer = address == null ? 0 : Ipv4Address.parse(address);
+        if (role.client) {
+            options.requireExistingFabric("rping -c"); // a server is a node others join; a client needs one to reach
+        }
         return CommandNode.run(options, (vertx, node) -> {
             if (role.server && peer != 0 && peer != node.ip().address()) {
                 throw new IllegalArgumentException("-a " + address + " is not this node's address "

@@ -83,16 +83,17 @@ final class TcpCheckCommand implements Callable<Integer> {
         CompletableFuture<Void> done = new CompletableFuture<>();
         String[] firstError = new String[1];
         int inFlight = window == 0 ? connections : Math.min(window, connections);
+        byte[] pattern = new byte[(int) Math.min(bytes, 1 << 20)];
+        new SplittableRandom(1).nextBytes(pattern);
         Runnable[] next = new Runnable[1];
         next[0] = () -> {
             int i = started.getAndIncrement();
             if (i >= connections) {
                 return;
             }
-            byte[] data = new byte[(int) Math.min(bytes, Integer.MAX_VALUE)];
-            new SplittableRandom(i).nextBytes(data);
-            CRC32C want = new CRC32C();
-            want.update(data);
+            // One shared pattern, each connection reading it from its own offset: nothing is generated per connection
+            // before it connects, and a byte handed to the wrong connection still fails its check.
+            int from = (int) ((i * 4099L) % pattern.length);
             client.connect(port, host).onComplete(ar -> {
                 if (ar.failed()) {
                     failure(firstError, "connection " + i + ": " + ar.cause().getMessage(), failed, done, intact, closed);
@@ -100,6 +101,8 @@ final class TcpCheckCommand implements Callable<Integer> {
                     return;
                 }
                 NetSocket s = ar.result();
+                CRC32C want = new CRC32C();
+                forEachPiece(pattern, from, bytes, want::update);
                 CRC32C got = new CRC32C();
                 long[] count = {0};
                 s.handler(b -> {
@@ -107,7 +110,7 @@ final class TcpCheckCommand implements Callable<Integer> {
                     got.update(chunk);
                     count[0] += chunk.length;
                     echoed.addAndGet(chunk.length);
-                    if (count[0] == data.length) {
+                    if (count[0] == bytes) {
                         if (got.getValue() == want.getValue()) {
                             intact.incrementAndGet();
                         } else {
@@ -125,7 +128,7 @@ final class TcpCheckCommand implements Callable<Integer> {
                     finish(done, intact, failed, closed);
                     next[0].run();
                 });
-                writePaced(s, data);
+                writePaced(s, pattern, from, bytes);
             });
         };
         long start = System.nanoTime();
@@ -188,17 +191,35 @@ final class TcpCheckCommand implements Callable<Integer> {
         }
     }
 
+    /** A piece of a pattern: {@code pattern[offset, offset + length)}. */
+    interface Piece {
+        void accept(byte[] pattern, int offset, int length);
+    }
+
+    /** Hands {@code total} bytes of {@code pattern}, read cyclically from {@code from}, to {@code to} in pieces. */
+    static void forEachPiece(byte[] pattern, int from, long total, Piece to) {
+        int at = from;
+        for (long left = total; left > 0; ) {
+            int n = (int) Math.min(left, pattern.length - at);
+            to.accept(pattern, at, n);
+            left -= n;
+            at = (at + n) % pattern.length;
+        }
+    }
+
     /**
-     * Writes {@code data} in 64 KiB pieces as the socket's write queue drains, the way applications meet
-     * back-pressure (writeQueueFull, then the drain handler); a large transfer is never held twice in memory.
+     * Writes {@code total} bytes of {@code pattern} (cyclically from {@code from}) in pieces of at most 64 KiB as the
+     * socket's write queue drains, the way applications meet back-pressure (writeQueueFull, then the drain handler).
      */
-    static void writePaced(WriteStream<Buffer> s, byte[] data) {
-        int[] offset = {0};
+    static void writePaced(WriteStream<Buffer> s, byte[] pattern, int from, long total) {
+        long[] sent = {0};
+        int[] at = {from};
         Runnable pump = () -> {
-            while (offset[0] < data.length && !s.writeQueueFull()) {
-                int n = Math.min(64 * 1024, data.length - offset[0]);
-                s.write(Buffer.buffer(java.util.Arrays.copyOfRange(data, offset[0], offset[0] + n)));
-                offset[0] += n;
+            while (sent[0] < total && !s.writeQueueFull()) {
+                int n = (int) Math.min(Math.min(64 * 1024, total - sent[0]), pattern.length - at[0]);
+                s.write(Buffer.buffer(java.util.Arrays.copyOfRange(pattern, at[0], at[0] + n)));
+                sent[0] += n;
+                at[0] = (at[0] + n) % pattern.length;
             }
         };
         s.drainHandler(v -> pump.run());

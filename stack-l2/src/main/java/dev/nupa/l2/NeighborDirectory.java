@@ -99,6 +99,10 @@ public final class NeighborDirectory implements AutoCloseable {
     private volatile long lastMissRescan = Long.MIN_VALUE / 2;
     private volatile long rescans;
     private volatile long lastRescan;
+    private volatile long conflicts;
+    private List<Binding> lastConflicts = List.of();
+    private boolean published;
+    private static final System.Logger LOG = System.getLogger(NeighborDirectory.class.getName());
 
     /**
      * Rescans when the last scan is older than {@code maxAgeNs}: for readers of bindings that change without a peer
@@ -124,6 +128,18 @@ public final class NeighborDirectory implements AutoCloseable {
         if (own.size() > MAX_ADDRESSES) {
             throw new IllegalArgumentException(own.size() + " addresses do not fit a node table entry; at most "
                     + MAX_ADDRESSES + " may be published per node");
+        }
+        if (!published) {
+            // RFC 5227 section 2.1 (probe before use): an address a live node holds is refused, not shared.
+            rescan();
+            for (Binding b : own) {
+                Binding holder = heldElsewhere(b.ipv4());
+                if (holder != null) {
+                    throw new IllegalStateException("IPv4 address " + holder + " is in use by a live node (an RFC 5227"
+                            + " address conflict); give another --ip or stop that node");
+                }
+            }
+            published = true;
         }
         MemorySegment rec = Arena.ofAuto().allocate(HEADER + (long) ENTRY * own.size());
         rec.set(BE_SHORT, 0, (short) MAGIC);
@@ -179,7 +195,49 @@ public final class NeighborDirectory implements AutoCloseable {
         }
         if (!all.equals(table.bindings())) {
             table = Table.of(all);
+            noteConflicts();
         }
+    }
+
+    /** Another node's binding of unicast {@code ipv4}, or null. Multicast groups are shared by design. */
+    private Binding heldElsewhere(int ipv4) {
+        if ((ipv4 >>> 28) == 0xE) {
+            return null;
+        }
+        for (Binding t : table.bindings()) {
+            if (t.ipv4() == ipv4 && t.node() != device.address()) {
+                return t;
+            }
+        }
+        return null;
+    }
+
+    /**
+     * RFC 5227 section 2.4 (ongoing conflict detection): a node that publishes one of this node's unicast addresses
+     * after it started is counted and logged once per new conflict.
+     */
+    private void noteConflicts() {
+        List<Binding> now = new ArrayList<>();
+        for (Binding b : table.bindings()) {
+            if (b.node() == device.address()) {
+                Binding other = heldElsewhere(b.ipv4());
+                if (other != null) {
+                    now.add(other);
+                }
+            }
+        }
+        for (Binding c : now) {
+            if (!lastConflicts.contains(c)) {
+                conflicts++;
+                LOG.log(System.Logger.Level.WARNING, "IPv4 address conflict (RFC 5227): " + c + " also claims this node's address");
+            }
+        }
+        lastConflicts = now;
+    }
+
+    /** Address conflicts seen since start: another node published one of this node's unicast addresses. */
+    public long conflicts() {
+        return conflicts;
     }
 
     private void readInto(int node, List<Binding> out) {

@@ -513,4 +513,85 @@ class NupaCommandLineTest {
                 "--keepalive sets the TCP echo server's connections; give --tcp-echo PORT too");
         assertFalse(Files.exists(fabric), "refused before any node started");
     }
+
+    @Test
+    void numericOptionsAreRangeCheckedBeforeAnythingStarts() throws Exception {
+        Path none = ChildJvm.newFabricPath();
+        assertOneLineError(nupa("rping", "-c", "-a", "10.0.0.1", "--fabric", none.toString()), 2, "no fabric at " + none);
+        assertOneLineError(nupa("udp-check", "--fabric", fabric.toString(), "--port", "65536", "10.0.0.1"), 2, "--port 65536 is out of range");
+        assertOneLineError(nupa("tcp-check", "--fabric", fabric.toString(), "--timeout", "0", "10.0.0.1"), 2, "--timeout 0 is out of range");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--udp-echo", "0"), 2, "--udp-echo 0 is out of range: --udp-echo takes 1..65535");
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--address", "-1"), 2, "--address -1 is out of range");
+        assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "65508", "10.0.0.1"), 2, "-s 65508 is out of range: -s takes 0..65507");
+        assertFalse(Files.exists(fabric), "a refused command creates no fabric");
+        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8").status());
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--nodes", "16", "--run-for", "0.1"), 2, "--nodes 16 sizes a new fabric");
+    }
+
+    @Test
+    void pingTakesLinuxSizes() throws Exception {
+        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "4").status());
+        // iputils: fewer than 8 data bytes carry no send time, so the reply line has no time= and there is no rtt line.
+        Run zero = nupa("ping", "--fabric", fabric.toString(), "--address", "0", "-c", "1", "-s", "0", "10.0.0.1");
+        assertEquals(0, zero.status(), zero.out() + zero.err());
+        assertTrue(zero.out().contains("PING 10.0.0.1 (10.0.0.1) 0(28) bytes of data."), zero.out());
+        assertTrue(Pattern.compile("\n8 bytes from 10\\.0\\.0\\.1: icmp_seq=1 ttl=[0-9]+\n").matcher(zero.out()).find(), zero.out());
+        assertFalse(zero.out().contains("rtt "), zero.out());
+        Run most = nupa("ping", "--fabric", fabric.toString(), "--address", "0", "-c", "1", "-W", "2", "-s", "65507", "10.0.0.1");
+        assertTrue(most.out().contains("PING 10.0.0.1 (10.0.0.1) 65507(65535) bytes of data."), most.out() + most.err());
+    }
+
+    @Test
+    void fabricRemoveNeverRemovesAFileThatIsNotAFabric() throws Exception {
+        Files.writeString(fabric, "notes that are not a fabric\n");
+        assertOneLineError(nupa("fabric", "remove", "--force", "--fabric", fabric.toString()), 1, "not a NUPA fabric");
+        assertTrue(Files.exists(fabric), "--force overrides live nodes only");
+    }
+
+    @Test
+    void aNodeRefusesTheIpv4AddressOfALiveNode() throws Exception {
+        Process first = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "node", "--fabric", fabric.toString(), "--address", "0", "--ip", "10.0.0.5/24", "--run-for", "60")
+                .redirectErrorStream(true).start();
+        try {
+            var out = new java.io.BufferedReader(new java.io.InputStreamReader(first.getInputStream()));
+            String line = out.readLine();
+            assertTrue(line != null && line.startsWith("nupa node:"), line);
+            Run second = nupa("node", "--fabric", fabric.toString(), "--address", "1", "--ip", "10.0.0.5/24", "--run-for", "0.5");
+            assertOneLineError(second, 1, "10.0.0.5/24 at node 0 is in use");
+        } finally {
+            first.destroy();
+            first.waitFor(30, TimeUnit.SECONDS);
+            first.destroyForcibly();
+        }
+    }
+
+    @Test
+    void fabricInfoShowsDropsByReasonAndInjectedFaults() throws Exception {
+        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "4").status());
+        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "node", "--fabric", fabric.toString(), "--address", "0", "--link-faults", "drop=0.5,seed=3", "--run-for", "60")
+                .redirectErrorStream(true).start();
+        try {
+            var out = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream()));
+            String line = out.readLine();
+            assertTrue(line != null && line.startsWith("nupa node:"), line);
+            nupa("ping", "--fabric", fabric.toString(), "--address", "1", "-c", "20", "-i", "0.01", "-W", "1", "10.0.0.1");
+            Pattern dropped = Pattern.compile("faults_dropped ([1-9][0-9]*)");
+            Run info = null;
+            for (int i = 0; i < 20 && (info == null || !dropped.matcher(info.out()).find()); i++) { // published every 100 ms
+                info = nupa("fabric", "info", "--fabric", fabric.toString());
+            }
+            assertEquals(0, info.status(), info.err());
+            assertTrue(info.out().contains("node 0 publishes link faults injected on receive:"), info.out());
+            assertTrue(dropped.matcher(info.out()).find(), info.out());
+            assertTrue(Pattern.compile("backprs +stalls +down +late +discard +corrupt +hdl-err").matcher(info.out()).find(), info.out());
+        } finally {
+            node.destroy();
+            node.waitFor(30, TimeUnit.SECONDS);
+            node.destroyForcibly();
+        }
+    }
 }
