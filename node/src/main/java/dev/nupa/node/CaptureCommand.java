@@ -2,8 +2,11 @@ package dev.nupa.node;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.channels.Channels;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
@@ -84,6 +87,7 @@ final class CaptureCommand implements Callable<Integer> {
         if ((count != null && count < 1) || (duration != null && duration <= 0)) {
             throw new IllegalArgumentException("-c must be >= 1 and --duration > 0");
         }
+        checkWritable(file);
         if (grpc != null) {
             return overGrpc();
         }
@@ -92,7 +96,7 @@ final class CaptureCommand implements Callable<Integer> {
         }
         try (Fabric f = ShmFabric.join(where.path()); FabricNode self = f.attachAny()) {
             List<Integer> targets = nodes.isEmpty() ? upNodes(self) : nodes;
-            try (PcapWriter pcap = PcapWriter.open(file)) {
+            try (PcapWriter pcap = PcapWriter.to(openFile(file), file.toString(), PcapWriter.DEFAULT_SNAPLEN)) {
                 capture(self, targets, pcap);
             }
         }
@@ -176,7 +180,7 @@ final class CaptureCommand implements Callable<Integer> {
                 .setHost(filterHost).setPort(filterPort).setCount(count != null ? count : 0).build();
         boolean toStdout = file.toString().equals("-");
         Vertx vertx = Vertx.vertx();
-        try (OutputStream out = toStdout ? System.out : Files.newOutputStream(file)) {
+        try (OutputStream out = toStdout ? System.out : Channels.newOutputStream(openFile(file))) {
             GrpcClient client = GrpcClient.client(vertx);
             ServiceMethod<CaptureChunk, CaptureRequest> method =
                     ServiceMethod.client(ServiceName.create("nupa.admin.v1", "Admin"),
@@ -196,13 +200,18 @@ final class CaptureCommand implements Callable<Integer> {
                 }
                 var answers = ar.result();
                 answers.handler(chunk -> {
-                    try {
-                        chunk.getPcap().writeTo(out);
-                        out.flush();
-                        records[0] = chunk.getRecords();
-                        records[1] = chunk.getDropped();
-                    } catch (IOException e) {
-                        ended.complete("cannot write " + file + ": " + e.getMessage());
+                    synchronized (records) { // once the capture ended, the file and its count stay as they are
+                        if (ended.isDone()) {
+                            return;
+                        }
+                        try {
+                            chunk.getPcap().writeTo(out);
+                            out.flush();
+                            records[0] = chunk.getRecords();
+                            records[1] = chunk.getDropped();
+                        } catch (IOException e) {
+                            ended.complete("cannot write " + file + ": " + e.getMessage());
+                        }
                     }
                 });
                 answers.endHandler(v -> ended.complete(answers.status() == GrpcStatus.OK ? null
@@ -235,12 +244,47 @@ final class CaptureCommand implements Callable<Integer> {
             if (duration != null) {
                 call.cancel(); // the time is up (a call that ended already ignores it)
             }
-            System.err.println("nupa capture: " + records[0] + " frames written to " + (toStdout ? "standard output" : file)
-                    + (records[1] > 0 ? ", " + records[1] + " dropped by the node (read too slowly)" : ""));
+            ended.complete(null); // chunks that come after this are not written
+            synchronized (records) {
+                System.err.println("nupa capture: " + records[0] + " frames captured, " + records[1] + " dropped"
+                        + (records[1] > 0 ? " (by the node: read too slowly)" : "") + ", written to "
+                        + (toStdout ? "standard output" : file));
+            }
         } finally {
             vertx.close().await(10, TimeUnit.SECONDS);
         }
         return 0;
+    }
+
+    /** Refuses, before anything starts, a file that cannot be written: one line naming why. */
+    private static void checkWritable(Path file) {
+        if (file.toString().equals("-")) {
+            return;
+        }
+        Path dir = file.toAbsolutePath().getParent();
+        if (dir == null || !Files.isDirectory(dir)) {
+            throw new IllegalArgumentException("cannot write capture file " + file + ": directory " + dir + " does not exist");
+        }
+        if (Files.isDirectory(file)) {
+            throw new IllegalArgumentException("cannot write capture file " + file + ": it is a directory");
+        }
+        if (Files.exists(file) ? !Files.isWritable(file) : !Files.isWritable(dir)) {
+            throw new IllegalArgumentException("cannot write capture file " + file + ": permission denied"
+                    + (Files.exists(file) ? "" : " in " + dir));
+        }
+    }
+
+    /** Creates (or truncates) the capture file: the one place a capture file is opened. */
+    private static FileChannel openFile(Path file) {
+        try {
+            return FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+        } catch (IOException e) {
+            // NoSuchFileException and friends carry only the path as their message: say what went wrong.
+            String why = e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason()
+                    : e instanceof java.nio.file.NoSuchFileException ? "no such directory"
+                    : e instanceof java.nio.file.AccessDeniedException ? "permission denied" : e.getMessage();
+            throw new IllegalArgumentException("cannot write capture file " + file + ": " + why);
+        }
     }
 
     private static List<Integer> upNodes(FabricNode self) {

@@ -94,11 +94,10 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
     private final Filter filter;
     private final long count;
     private final PacketCapture previous;
-    private final Consumer<byte[]> deliver;
+    private final Consumer<Chunk> deliver;
     private final Runnable finished;
     private final PcapWriter writer;
     private final AtomicInteger pending = new AtomicInteger();
-    private final AtomicLong records = new AtomicLong();
     private final AtomicLong dropped = new AtomicLong();
     private volatile boolean stalled;
     private volatile boolean done;
@@ -107,7 +106,7 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
      * Starts capturing on {@code link}: {@code deliver} gets each chunk of the stream (the file header first), and
      * {@code finished} runs once after the last chunk when {@code count} frames (0: no bound) were captured.
      */
-    LiveCapture(Link link, Filter filter, long count, int snaplen, Consumer<byte[]> deliver, Runnable finished) throws IOException {
+    LiveCapture(Link link, Filter filter, long count, int snaplen, Consumer<Chunk> deliver, Runnable finished) throws IOException {
         this.link = link;
         this.filter = filter;
         this.count = count;
@@ -131,8 +130,16 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
             dropped.incrementAndGet();
             return;
         }
-        writer.capture(timestampNanos, outbound, srcNode, dstNode, protocol, mem, off, len);
-        if (records.incrementAndGet() == count) {
+        // Senders and the event loop capture at once: one frame at a time, so that the count is whole.
+        boolean last;
+        synchronized (this) {
+            if (done) {
+                return;
+            }
+            writer.capture(timestampNanos, outbound, srcNode, dstNode, protocol, mem, off, len);
+            last = writer.records() == count;
+        }
+        if (last) {
             stop();
             finished.run();
         }
@@ -166,7 +173,7 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
     }
 
     long records() {
-        return records.get();
+        return writer.records();
     }
 
     long dropped() {
@@ -175,13 +182,21 @@ final class LiveCapture implements PacketCapture, WritableByteChannel {
 
     // ---- the writer's sink: a chunk per drain ---------------------------------------------
 
+    /**
+     * The next bytes of the stream, with the records in the stream up to and including them and the frames dropped
+     * so far: the counts are taken when the bytes are, so a receiver that stops after any chunk holds what it says.
+     */
+    record Chunk(byte[] pcap, long records, long dropped) {
+    }
+
     @Override
     public int write(ByteBuffer src) {
-        byte[] chunk = new byte[src.remaining()];
-        src.get(chunk);
+        byte[] bytes = new byte[src.remaining()];
+        src.get(bytes);
         pending.incrementAndGet();
-        deliver.accept(chunk);
-        return chunk.length;
+        // The writer drains (under its lock) before it adds a record: every record it counted is in these bytes or before.
+        deliver.accept(new Chunk(bytes, writer != null ? writer.records() : 0, dropped.get())); // null: the file header
+        return bytes.length;
     }
 
     @Override

@@ -219,6 +219,7 @@ final class NodeAdmin extends AdminService {
         boolean[] ended = {false};
         LiveCapture[] self = new LiveCapture[1];
         long[] timer = {-1};
+        long[] sent = {0, 0, 0}; // records and dropped of the last answer, answers since the last tick
         Runnable end = () -> { // on the endpoint's context, after every chunk
             if (!ended[0]) {
                 ended[0] = true;
@@ -229,6 +230,14 @@ final class NodeAdmin extends AdminService {
             ended[0] = true;
             stopCapture(self[0], timer[0]);
         });
+        // A write to a call the client cancelled throws ("the stream is failed") rather than failing its future.
+        Consumer<CaptureChunk> send = chunk -> {
+            try {
+                r.write(chunk).onFailure(gone::accept);
+            } catch (IllegalStateException e) {
+                gone.accept(e);
+            }
+        };
         try {
             self[0] = new LiveCapture(node.link(), filter, request.getCount(), snaplen,
                     chunk -> endpoint.runOnContext(v -> {
@@ -237,8 +246,11 @@ final class NodeAdmin extends AdminService {
                         if (ended[0]) {
                             return;
                         }
-                        r.write(CaptureChunk.newBuilder().setPcap(ByteString.copyFrom(chunk)).setRecords(c.records())
-                                .setDropped(c.dropped()).build()).onFailure(gone::accept);
+                        sent[0] = chunk.records();
+                        sent[1] = chunk.dropped();
+                        sent[2]++;
+                        send.accept(CaptureChunk.newBuilder().setPcap(ByteString.copyFrom(chunk.pcap())).setRecords(chunk.records())
+                                .setDropped(chunk.dropped()).build());
                         if (r.writeQueueFull()) {
                             c.stall(true);
                             r.drainHandler(x -> c.stall(false));
@@ -260,7 +272,20 @@ final class NodeAdmin extends AdminService {
             return;
         }
         r.exceptionHandler(gone::accept); // the client cancelled, or the connection broke
-        timer[0] = node.vertx().setPeriodic(CAPTURE_FLUSH_MS, id -> self[0].flush());
+        timer[0] = node.vertx().setPeriodic(CAPTURE_FLUSH_MS, id -> endpoint.runOnContext(v -> {
+            LiveCapture c = self[0];
+            // A drain that came between a chunk's write and its drain handler would leave the capture stalled for good.
+            if (!ended[0] && !r.writeQueueFull()) {
+                c.stall(false);
+            }
+            c.flush();
+            // A cancelled call is not always reported to the response's exception handler: a quiet tick writes an
+            // answer with no bytes, which fails on a stream that is gone and so ends the capture.
+            if (!ended[0] && sent[2] == 0) {
+                send.accept(CaptureChunk.newBuilder().setRecords(sent[0]).setDropped(sent[1]).build());
+            }
+            sent[2] = 0;
+        }));
         liveTimer = timer[0];
     }
 

@@ -397,7 +397,6 @@ class GrpcEndpointTest {
         Thread.sleep(2000); // the client reads nothing meanwhile
         long held = written.get();
         assertTrue(held > 0 && held < 8 << 20, "the peer was held back, not let write all " + total + " B: " + held + " B written");
-        s.resume();
         assertTrue(s.next().hasOpened());
         assertEquals(total, read(s, total).length, "everything arrived once the client read");
         s.request.end();
@@ -556,6 +555,72 @@ class GrpcEndpointTest {
         // The capture went with its call: another may start.
         var again = capture(dev.nupa.node.admin.CaptureRequest.newBuilder().setCount(1).build());
         again.next();
+        sender.send(io.vertx.core.buffer.Buffer.buffer("any"), 4444, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        assertEquals(GrpcStatus.OK, again.status.get(10, TimeUnit.SECONDS));
+    }
+
+    /** Parses a pcap stream and answers how many whole records it holds (and fails on a torn one). */
+    private static long pcapRecords(byte[] pcap) {
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.wrap(pcap).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        assertEquals(dev.nupa.l2.PcapWriter.MAGIC_NANOS, b.getInt(0));
+        long n = 0;
+        int at = 24;
+        while (at < pcap.length) {
+            assertTrue(at + 16 <= pcap.length, "a whole record header at " + at);
+            int included = b.getInt(at + 8);
+            assertTrue(included >= 14 && at + 16 + included <= pcap.length, "a whole record at " + at);
+            at += 16 + included;
+            n++;
+        }
+        return n;
+    }
+
+    @Test
+    void aLiveCaptureUnderLoadCountsWhatItsStreamHoldsAndFreesItselfWhenTheClientGoes() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
+        ServiceMethod<dev.nupa.node.admin.CaptureChunk, dev.nupa.node.admin.CaptureRequest> m = ServiceMethod.client(ADMIN, "Capture",
+                GrpcMessageEncoder.encoder(), GrpcMessageDecoder.decoder(dev.nupa.node.admin.CaptureChunk.newBuilder()));
+        var s = new Stream<>(grpc.request(at(), m).await(10, TimeUnit.SECONDS), false);
+        s.request.end(dev.nupa.node.admin.CaptureRequest.newBuilder().setProtocol("udp").setPort(4444).build());
+        s.response.get(10, TimeUnit.SECONDS); // the call is answered: the capture is on
+        int sent = 20_000;
+        io.vertx.core.datagram.DatagramSocket sender = peer.vertx().createDatagramSocket();
+        io.vertx.core.buffer.Buffer payload = io.vertx.core.buffer.Buffer.buffer(new byte[1000]);
+        for (int i = 0; i < sent; i++) { // as fast as the peer can: the node captures or drops and counts each
+            sender.send(payload, 4444, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        }
+        java.io.ByteArrayOutputStream pcap = new java.io.ByteArrayOutputStream();
+        long records = 0;
+        long dropped = 0;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (records + dropped < sent && System.nanoTime() < deadline) { // every frame either delivered or dropped
+            dev.nupa.node.admin.CaptureChunk c = s.answers.poll(100, TimeUnit.MILLISECONDS);
+            if (c != null) {
+                pcap.write(c.getPcap().toByteArray());
+                records = c.getRecords();
+                dropped = c.getDropped();
+            }
+        }
+        assertEquals(sent, records + dropped, "each frame sent is captured or counted dropped (" + records + " + " + dropped + "); the node's link: "
+                + node.link().counters());
+        assertEquals(records, pcapRecords(pcap.toByteArray()), "the count the stream gives is what it holds");
+        s.context.runOnContext(v -> s.request.cancel()); // the client goes away
+        // The capture went with its call: another may start, and it streams.
+        long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        Stream<dev.nupa.node.admin.CaptureRequest, dev.nupa.node.admin.CaptureChunk> again;
+        dev.nupa.node.admin.CaptureChunk first = null;
+        do { // the node learns of the cancel shortly after it
+            again = capture(dev.nupa.node.admin.CaptureRequest.newBuilder().setProtocol("udp").setPort(4444).setCount(1).build());
+            long t = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (first == null && !again.status.isDone() && System.nanoTime() < t) {
+                first = again.answers.poll(50, TimeUnit.MILLISECONDS);
+            }
+            if (first == null) {
+                first = again.answers.poll();
+            }
+        } while (first == null && again.status.getNow(null) == GrpcStatus.FAILED_PRECONDITION && System.nanoTime() < until);
+        assertTrue(first != null, "a second capture starts once the first one's client went away; status "
+                + again.status.getNow(null));
         sender.send(io.vertx.core.buffer.Buffer.buffer("any"), 4444, "10.0.0.1").await(10, TimeUnit.SECONDS);
         assertEquals(GrpcStatus.OK, again.status.get(10, TimeUnit.SECONDS));
     }
