@@ -90,7 +90,7 @@ final class CaptureCommand implements Callable<Integer> {
         if (!protocol.isEmpty() || !filterHost.isEmpty() || filterPort != 0 || grpcTokenFile != null) {
             throw new IllegalArgumentException("--protocol, --filter-host, --filter-port and --grpc-token-file go with --grpc HOST:PORT");
         }
-        try (Fabric f = ShmFabric.join(where.path()); FabricNode self = f.attachAny()) {
+        try (Fabric f = ShmFabric.join(where.path(), where.access()); FabricNode self = f.attachAny()) {
             List<Integer> targets = nodes.isEmpty() ? upNodes(self) : nodes;
             try (PcapWriter pcap = PcapWriter.open(file)) {
                 capture(self, targets, pcap);
@@ -176,7 +176,7 @@ final class CaptureCommand implements Callable<Integer> {
                 .setHost(filterHost).setPort(filterPort).setCount(count != null ? count : 0).build();
         boolean toStdout = file.toString().equals("-");
         Vertx vertx = Vertx.vertx();
-        try (OutputStream out = toStdout ? System.out : Files.newOutputStream(file)) {
+        try (OutputStream out = toStdout ? System.out : ownerOnly(file)) {
             GrpcClient client = GrpcClient.client(vertx);
             ServiceMethod<CaptureChunk, CaptureRequest> method =
                     ServiceMethod.client(ServiceName.create("nupa.admin.v1", "Admin"),
@@ -256,4 +256,11 @@ final class CaptureCommand implements Callable<Integer> {
         return up;
     }
 
+    /** Creates (or truncates) {@code file} mode 0600 at creation: a capture holds every frame's payload. */
+    private static OutputStream ownerOnly(Path file) throws java.io.IOException {
+        return java.nio.channels.Channels.newOutputStream(java.nio.channels.FileChannel.open(file,
+                java.util.Set.of(java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
+                        java.nio.file.StandardOpenOption.TRUNCATE_EXISTING),
+                java.nio.file.attribute.PosixFilePermissions.asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"))));
+    }
 }
