@@ -185,6 +185,9 @@ run() {
   fi
   [ -f "$dir/vmlinuz" ] && [ -f "$dir/initramfs.cpio.gz" ] || die "no guest in $dir: vms/guest.sh build $dir first"
   [ -f "$fabric" ] || die "no fabric file $fabric"
+  # QEMU runs as this user and maps the file read-write: a fabric is its creator's alone (0600), so run as that
+  # user, or create it with nupa fabric create --fabric-group G for a group this user is in.
+  [ -r "$fabric" ] && [ -w "$fabric" ] || die "fabric file $fabric is not readable and writable by $(id -un) (ls -l $fabric)"
   # A PCI BAR is a power of two: grow the (sparse) file to the next one, which the fabric's nodes accept.
   local size
   size=$(stat -c %s "$fabric")

@@ -40,7 +40,7 @@ typedef void (*nupa_frame_fn)(void *ctx, int source, uint16_t protocol, const ui
 /*
  * Maps the fabric file at path and joins address (or, with -1, the lowest FREE one). Returns NULL with a
  * one-line reason in err (errlen bytes) if the file is not a fabric, the address is held, or the system
- * refuses a step.
+ * refuses a step. A file any user may write, or another user's, is refused unless NUPA_TRUST_FABRIC=1.
  */
 nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen);
 

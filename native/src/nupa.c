@@ -184,6 +184,15 @@ nupa_node *nupa_join(const char *path, int address, char *err, size_t errlen) {
         return NULL;
     }
     struct stat st;
+    /* As the Java node: a file any user may write, or another user's, could let them read and forge frames. */
+    const char *trust = getenv("NUPA_TRUST_FABRIC");
+    if (fstat(fd, &st) == 0 && !(trust && strcmp(trust, "1") == 0)
+            && ((st.st_mode & S_IWOTH) || st.st_uid != geteuid())) {
+        nupa_fail(err, errlen, "fabric %s %s; set NUPA_TRUST_FABRIC=1 to join it anyway", path,
+                  (st.st_mode & S_IWOTH) ? "may be written by any user" : "belongs to another user");
+        close(fd);
+        return NULL;
+    }
     if (fstat(fd, &st) < 0 || st.st_size < 4096) {
         nupa_fail(err, errlen, "%s is too small to be a NUPA fabric", path);
         close(fd);

@@ -10,11 +10,19 @@ import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.GroupPrincipal;
+import java.nio.file.attribute.PosixFileAttributeView;
+import java.nio.file.attribute.PosixFileAttributes;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Set;
 
 /**
  * The shm backend: the fabric is a file (by default under /dev/shm) that every node process maps.
  * The first node creates it, later nodes join. Creation is race-free: the file is created with
  * CREATE_NEW, sized, and its header's magic is stored last; joiners wait briefly for the magic.
+ * File permissions guard it ({@link FabricAccess}): it is created 0600 (0660 for a group), and a node joins
+ * only a file no other user may write and that its own user owns, unless told otherwise.
  */
 public final class ShmFabric {
     public static final Path DEFAULT_PATH = Path.of("/dev/shm/nupa-fabric");
@@ -65,15 +73,27 @@ public final class ShmFabric {
         return path.toAbsolutePath().startsWith("/sys/");
     }
 
-    /** Creates a new fabric file; fails if the file exists. */
+    /** Creates a new fabric file, mode 0600; fails if the file exists. */
     public static Fabric create(Path path, FabricGeometry geometry) {
+        return create(path, geometry, FabricAccess.PRIVATE);
+    }
+
+    /**
+     * Creates a new fabric file; fails if the file exists. It is created 0600 (with the mode given at creation, so
+     * it is never readable by others, whatever the umask); with {@code access}'s group, that group is set and only
+     * then the mode widened to 0660.
+     */
+    public static Fabric create(Path path, FabricGeometry geometry, FabricAccess access) {
         if (isDevice(path)) {
             throw new FabricException(path + " is a device's memory: a fabric in it is created on the host, in the file that backs it"
                     + " (nupa fabric create), and joined here");
         }
         long size = geometry.totalBytes();
-        try (FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                StandardOpenOption.WRITE)) {
+        try (FileChannel ch = FileChannel.open(path, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                StandardOpenOption.WRITE), PosixFilePermissions.asFileAttribute(OWNER_RW))) {
+            if (access.group() != null) {
+                share(path, access.group());
+            }
             // Extend to size with one byte at the end: the file stays sparse, and a zero-filled
             // fabric is a valid empty one, so nothing else needs writing.
             ch.write(java.nio.ByteBuffer.wrap(new byte[1]), size - 1);
@@ -89,14 +109,19 @@ public final class ShmFabric {
         }
     }
 
-    /** Maps an existing fabric file, checking magic, version and size. */
+    /** Maps an existing fabric file, checking magic, version and size, and that this user may trust it. */
     public static Fabric join(Path path) {
-        return map(path, true);
+        return join(path, FabricAccess.PRIVATE);
+    }
+
+    /** Maps an existing fabric file, checking magic, version and size, and the file's owner and mode against {@code access}. */
+    public static Fabric join(Path path, FabricAccess access) {
+        return map(path, true, access);
     }
 
     /** Maps an existing fabric file read-only, for tools that only look. */
     public static Fabric inspect(Path path) {
-        return map(path, false);
+        return map(path, false, FabricAccess.PRIVATE);
     }
 
     /**
@@ -105,14 +130,19 @@ public final class ShmFabric {
      * existing fabric is left untouched.
      */
     public static Fabric openOrCreate(Path path, FabricGeometry geometry) {
+        return openOrCreate(path, geometry, FabricAccess.PRIVATE);
+    }
+
+    /** As {@link #openOrCreate(Path, FabricGeometry)}, creating and joining as {@code access} says. */
+    public static Fabric openOrCreate(Path path, FabricGeometry geometry, FabricAccess access) {
         FabricGeometry wanted = geometry != null ? geometry : FabricGeometry.defaults();
         if (isDevice(path)) {
-            return join(path); // a device's memory is never created here
+            return join(path, access); // a device's memory is never created here
         }
         for (int attempt = 0; ; attempt++) {
             if (!Files.exists(path)) {
                 try {
-                    return create(path, wanted);
+                    return create(path, wanted, access);
                 } catch (FabricException e) {
                     if (!Files.exists(path) || attempt > 3) {
                         throw e;
@@ -121,7 +151,7 @@ public final class ShmFabric {
                 }
             }
             try {
-                Fabric f = join(path);
+                Fabric f = join(path, access);
                 if (geometry != null && !f.geometry().equals(geometry)) {
                     f.close();
                     throw new FabricException("fabric " + path + " exists with geometry " + f.geometry()
@@ -138,7 +168,12 @@ public final class ShmFabric {
 
     /** Attaches as {@code address} to the fabric at {@code path}, creating it if needed; closing the node unmaps it. */
     public static FabricNode attach(Path path, int address, FabricGeometry geometry) {
-        Fabric f = openOrCreate(path, geometry);
+        return attach(path, address, geometry, FabricAccess.PRIVATE);
+    }
+
+    /** As {@link #attach(Path, int, FabricGeometry)}, creating and joining as {@code access} says. */
+    public static FabricNode attach(Path path, int address, FabricGeometry geometry, FabricAccess access) {
+        Fabric f = openOrCreate(path, geometry, access);
         try {
             FabricNode node = f.attach(address);
             node.closeFabricOnClose();
@@ -146,6 +181,50 @@ public final class ShmFabric {
         } catch (RuntimeException e) {
             f.close();
             throw e;
+        }
+    }
+
+    private static final Set<PosixFilePermission> OWNER_RW = PosixFilePermissions.fromString("rw-------");
+    private static final Set<PosixFilePermission> GROUP_RW = PosixFilePermissions.fromString("rw-rw----");
+
+    /** Gives the new file at {@code path} (still 0600) to {@code group}, then opens it to the group: 0660. */
+    private static void share(Path path, String group) throws IOException {
+        PosixFileAttributeView view = Files.getFileAttributeView(path, PosixFileAttributeView.class);
+        try {
+            GroupPrincipal g = path.getFileSystem().getUserPrincipalLookupService().lookupPrincipalByGroupName(group);
+            view.setGroup(g);
+            view.setPermissions(GROUP_RW);
+        } catch (IOException e) {
+            Files.deleteIfExists(path);
+            throw new FabricException("cannot give fabric file " + path + " to group " + group + ": " + e.getMessage()
+                    + " (the group must exist and this user be in it: id -Gn)", e);
+        }
+    }
+
+    /** The user this process runs as: the owner of its /proc/self (the effective uid; root is no exception). */
+    private static String self() throws IOException {
+        return Files.getOwner(Path.of("/proc/self")).getName();
+    }
+
+    /**
+     * Refuses a fabric file any user may write, or one another user owns (unless it is shared with {@code access}'s
+     * group): such a file lets someone else read and forge every frame. As ssh treats a key file, root included.
+     */
+    private static void checkTrusted(Path path, FabricAccess access) throws IOException {
+        if (access.trustFile()) {
+            return;
+        }
+        PosixFileAttributes a = Files.readAttributes(path, PosixFileAttributes.class);
+        String mode = PosixFilePermissions.toString(a.permissions());
+        if (a.permissions().contains(PosixFilePermission.OTHERS_WRITE)) {
+            throw new FabricException("fabric file " + path + " may be written by any user (" + mode + "), who could read and forge"
+                    + " its frames; chmod o-w " + path + ", or give --trust-fabric to join it anyway");
+        }
+        String me = self();
+        String owner = a.owner().getName();
+        if (!owner.equals(me) && !(access.group() != null && a.group().getName().equals(access.group()))) {
+            throw new FabricException("fabric file " + path + " belongs to user " + owner + ", not to " + me + ", and could be a trap;"
+                    + " give --trust-fabric to join it anyway (or --fabric-group G for a file shared with group G)");
         }
     }
 
@@ -191,7 +270,7 @@ public final class ShmFabric {
         return true;
     }
 
-    private static Fabric map(Path path, boolean writable) {
+    private static Fabric map(Path path, boolean writable, FabricAccess access) {
         if (isDevice(path) && Files.isDirectory(path)) {
             return mapVfio(path);
         }
@@ -204,6 +283,10 @@ public final class ShmFabric {
             try (FileChannel ch = writable
                     ? FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE)
                     : FileChannel.open(path, StandardOpenOption.READ)) {
+                if (writable && !device) {
+                    // Checked on the file just opened: in /dev/shm (sticky) no other user can swap it for another.
+                    checkTrusted(path, access);
+                }
                 long size = ch.size();
                 boolean young = size < FabricLayout.PAGE;
                 Arena arena = Arena.ofShared();

@@ -94,7 +94,7 @@ final class CaptureCommand implements Callable<Integer> {
         if (!protocol.isEmpty() || !filterHost.isEmpty() || filterPort != 0 || grpcTokenFile != null) {
             throw new IllegalArgumentException("--protocol, --filter-host, --filter-port and --grpc-token-file go with --grpc HOST:PORT");
         }
-        try (Fabric f = ShmFabric.join(where.path()); FabricNode self = f.attachAny()) {
+        try (Fabric f = ShmFabric.join(where.path(), where.access()); FabricNode self = f.attachAny()) {
             List<Integer> targets = nodes.isEmpty() ? upNodes(self) : nodes;
             try (PcapWriter pcap = PcapWriter.to(openFile(file), file.toString(), PcapWriter.DEFAULT_SNAPLEN)) {
                 capture(self, targets, pcap);
@@ -277,7 +277,9 @@ final class CaptureCommand implements Callable<Integer> {
     /** Creates (or truncates) the capture file: the one place a capture file is opened. */
     private static FileChannel openFile(Path file) {
         try {
-            return FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING);
+            // 0600 at creation: a capture holds every byte of the frames, TCP payloads included.
+            return FileChannel.open(file, java.util.Set.of(StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.TRUNCATE_EXISTING),
+                    java.nio.file.attribute.PosixFilePermissions.asFileAttribute(java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
         } catch (IOException e) {
             // NoSuchFileException and friends carry only the path as their message: say what went wrong.
             String why = e instanceof java.nio.file.FileSystemException f && f.getReason() != null ? f.getReason()
@@ -299,5 +301,4 @@ final class CaptureCommand implements Callable<Integer> {
         }
         return up;
     }
-
 }

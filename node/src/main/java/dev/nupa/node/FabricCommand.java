@@ -1,6 +1,7 @@
 package dev.nupa.node;
 
 import dev.nupa.device.Fabric;
+import dev.nupa.device.FabricAccess;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.device.FabricCounters;
 import dev.nupa.device.FabricException;
@@ -47,6 +48,8 @@ final class FabricCommand {
         long stallMs;
         @Option(names = "--force", description = "Replace an existing file, even one with nodes attached.")
         boolean force;
+        @Option(names = "--fabric-group", paramLabel = "GROUP", description = "Create the file mode 0660 with group GROUP (default: 0600, this user's alone).")
+        String group;
 
         @Override
         public Integer call() throws Exception {
@@ -59,7 +62,7 @@ final class FabricCommand {
             if (force) {
                 Files.deleteIfExists(path);
             }
-            try (Fabric f = ShmFabric.create(path, g)) {
+            try (Fabric f = ShmFabric.create(path, g, new FabricAccess(group, false))) {
                 System.out.printf("created %s: %d bytes, %d nodes x %d ring(s) x %d slots of %d-byte frames, %d windows in %d MiB%n",
                         f.name(), g.totalBytes(), nodes, rings, slots, maxFrame, windows, windowMiB);
             }
@@ -84,6 +87,7 @@ final class FabricCommand {
     static void print(Fabric f) {
         FabricGeometry g = f.geometry();
         System.out.printf("fabric %s (layout v1, created %s)%n", f.name(), Instant.ofEpochMilli(f.createdMillis()));
+        printFile(Path.of(f.name()));
         System.out.printf("  geometry: %d nodes, %d ring(s)/node, %d slots/ring, max frame %d B, %d windows, %d MiB window space, %d bytes%n",
                 g.maxNodes(), g.ringsPerNode(), g.ringSlots(), g.maxFrame(), g.maxWindows(), g.windowBytes() >> 20, g.totalBytes());
         System.out.printf("  liveness: heartbeat %d ms, timeout %d ms, stall timeout %d ms%n",
@@ -130,6 +134,17 @@ final class FabricCommand {
                     w.offset(), w.length(), (w.access() & 1) != 0 ? ((w.access() & 2) != 0 ? "rw" : "r") : ((w.access() & 2) != 0 ? "w" : "-"),
                     (w.access() & FabricWindow.DIRECTORY) != 0 ? " (verbs directory)" : "",
                     (w.access() & FabricWindow.COUNTERS) != 0 ? " (counter table)" : "");
+        }
+    }
+
+    /** The fabric file's owner, group and mode: who may read and write its frames. */
+    private static void printFile(Path file) {
+        try {
+            var a = Files.readAttributes(file, java.nio.file.attribute.PosixFileAttributes.class);
+            System.out.printf("  file: owner %s, group %s, mode %s%n", a.owner().getName(), a.group().getName(),
+                    java.nio.file.attribute.PosixFilePermissions.toString(a.permissions()));
+        } catch (java.io.IOException | UnsupportedOperationException | java.nio.file.InvalidPathException e) {
+            // a device's memory (vfio:BDF) or a file gone meanwhile: nothing to show
         }
     }
 

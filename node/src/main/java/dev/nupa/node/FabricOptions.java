@@ -2,6 +2,7 @@ package dev.nupa.node;
 
 import java.nio.file.Path;
 
+import dev.nupa.device.FabricAccess;
 import dev.nupa.device.ShmFabric;
 import picocli.CommandLine.Option;
 
@@ -17,6 +18,20 @@ final class FabricOptions {
                     + " the same for the device uio_pci_generic holds; or vfio:BDF, an ivshmem-doorbell device bound to vfio-pci (BAR2"
                     + " through VFIO, doorbells as MSI-X interrupts between guests).")
     String device;
+
+    @Option(names = "--fabric-group", paramLabel = "GROUP",
+            description = "Share the fabric file with GROUP: a file created here is mode 0660 with that group (else 0600, this user's"
+                    + " alone), and a file of another user that has that group is joined.")
+    String group;
+
+    @Option(names = "--trust-fabric", description = "Join the fabric file even if another user owns it or any user may write it"
+            + " (refused by default: such a user could read and forge its frames).")
+    boolean trust;
+
+    /** Who may touch the fabric file: --fabric-group and --trust-fabric. */
+    FabricAccess access() {
+        return new FabricAccess(group, trust);
+    }
 
     /** The fabric's path: --fabric, or what --device names. */
     Path path() {

@@ -342,6 +342,13 @@ final class NodeCommand implements Callable<Integer> {
 
     static String readToken(Path file) {
         try {
+            // A token any local user can read lets any of them call the endpoint: refused, as ssh refuses such a key file.
+            var perms = java.nio.file.Files.getPosixFilePermissions(file);
+            if (perms.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_READ)
+                    || perms.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_WRITE)) {
+                throw new IllegalArgumentException("the token file " + file + " may be read or written by any user ("
+                        + java.nio.file.attribute.PosixFilePermissions.toString(perms) + "); chmod 600 " + file);
+            }
             String t = java.nio.file.Files.readString(file).strip();
             if (t.isEmpty()) {
                 throw new IllegalArgumentException("the token file " + file + " is empty; put the bearer token in it");

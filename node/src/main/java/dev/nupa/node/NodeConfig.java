@@ -3,6 +3,7 @@ package dev.nupa.node;
 import java.nio.file.Path;
 import java.util.List;
 
+import dev.nupa.device.FabricAccess;
 import dev.nupa.device.FabricGeometry;
 import dev.nupa.gateway.GatewayConfig;
 import dev.nupa.ip.IpConfig;
@@ -30,16 +31,26 @@ import io.opentelemetry.api.OpenTelemetry;
  * @param gateway  an Ethernet side through a TAP device (the node then is a gateway; it needs forwarding on), or null
  * @param linkFaults faults injected into the frames the node receives, as netem on an interface (for tests), or null
  * @param openTelemetry where the node's spans go (HTTP and gRPC calls, verbs work requests), or null: not traced
+ * @param access   who may touch the fabric file (created 0600, joined if this user's: {@link FabricAccess#PRIVATE})
  */
 public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Route> routes, FabricGeometry geometry,
                          Datapath.Idle idle, Path capture, TcpConfig tcp, long tcpBufferMemory, GatewayConfig gateway,
-                         LinkFaults linkFaults, OpenTelemetry openTelemetry) {
+                         LinkFaults linkFaults, OpenTelemetry openTelemetry, FabricAccess access) {
     public NodeConfig {
         routes = List.copyOf(routes);
+        access = access != null ? access : FabricAccess.PRIVATE;
         if (tcpBufferMemory < 0) {
             throw new IllegalArgumentException("TCP buffer memory " + tcpBufferMemory
                     + " is negative; give a number of bytes, or 0 for the default (3/4 of the JVM's native memory bound)");
         }
+    }
+
+    /** With the fabric file {@link FabricAccess#PRIVATE}. */
+    public NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Route> routes, FabricGeometry geometry,
+                      Datapath.Idle idle, Path capture, TcpConfig tcp, long tcpBufferMemory, GatewayConfig gateway,
+                      LinkFaults linkFaults, OpenTelemetry openTelemetry) {
+        this(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry,
+                FabricAccess.PRIVATE);
     }
 
     public static NodeConfig defaults(Path fabric, int address) {
@@ -48,36 +59,36 @@ public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Ro
     }
 
     public NodeConfig withIp(IpConfig ip) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry, access);
     }
 
     public NodeConfig withMtu(int mtu) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry, access);
     }
 
     public NodeConfig withRoutes(List<Route> routes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry, access);
     }
 
     public NodeConfig withIdle(Datapath.Idle idle) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry, access);
     }
 
     public NodeConfig withCapture(Path capture) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry, access);
     }
 
     public NodeConfig withTcp(TcpConfig tcp) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry, access);
     }
 
     public NodeConfig withTcpBufferMemory(long bytes) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes, gateway, linkFaults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, bytes, gateway, linkFaults, openTelemetry, access);
     }
 
     /** With an Ethernet side: the node becomes a gateway between the fabric and a TAP device (docs/gateway.md). */
     public NodeConfig withGateway(GatewayConfig gateway) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults, openTelemetry, access);
     }
 
     /** With {@code faults} injected into the frames the node receives (null: none). */
@@ -87,11 +98,17 @@ public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Ro
      */
     public NodeConfig withOpenTelemetry(OpenTelemetry openTelemetry) {
         return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults,
-                openTelemetry);
+                openTelemetry, access);
     }
 
     public NodeConfig withLinkFaults(LinkFaults faults) {
-        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, faults, openTelemetry);
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, faults, openTelemetry, access);
+    }
+
+    /** With the fabric file created and joined as {@code access} says (--fabric-group, --trust-fabric). */
+    public NodeConfig withAccess(FabricAccess access) {
+        return new NodeConfig(fabric, address, ip, mtu, routes, geometry, idle, capture, tcp, tcpBufferMemory, gateway, linkFaults,
+                openTelemetry, access);
     }
 
     /** The TCP settings: as given, or the defaults for the MTU. */

@@ -94,7 +94,7 @@ final class NodeOptions {
                 .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.eventLoop()); // the datapath is the node's event loop
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
                 nodes != null ? FabricGeometry.defaults().withMaxNodes(nodes) : FabricGeometry.defaults(), c.idle(), c.capture(), null, 0, null,
-                linkFaults != null ? LinkFaults.parse(linkFaults) : null, null);
+                linkFaults != null ? LinkFaults.parse(linkFaults) : null, null, where.access());
         if (tcpBufferMemory != null) {
             if (tcpBufferMemory < 1) {
                 throw new IllegalArgumentException("--tcp-buffer-memory must be a positive number of bytes, not " + tcpBufferMemory);

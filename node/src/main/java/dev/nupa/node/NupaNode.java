@@ -73,7 +73,7 @@ public final class NupaNode {
             }
             StackConfig stack = new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
                     config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(),
-                    config.gateway() == null ? 1 : config.gateway().queues(), config.linkFaults()); // a loop per TAP queue
+                    config.gateway() == null ? 1 : config.gateway().queues(), config.linkFaults(), config.access()); // a loop per TAP queue
             vertx = config.openTelemetry() == null ? NupaVertx.create(stack)
                     : NupaVertx.create(stack, tracingOptions(), new OpenTelemetryTracingFactory(config.openTelemetry()));
         } catch (IOException e) {

@@ -97,8 +97,10 @@ public final class PcapWriter implements PacketCapture, AutoCloseable {
     /** Creates (or truncates) {@code path}; frames are cut to {@code snaplen} bytes, Ethernet header included. */
     public static PcapWriter open(Path path, int snaplen) throws IOException {
         checkSnaplen(snaplen);
-        FileChannel ch = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING);
+        // 0600 at creation: a capture holds every frame's payload (as tcpdump -w under a 077 umask)
+        FileChannel ch = FileChannel.open(path, java.util.Set.of(StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING), java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                java.nio.file.attribute.PosixFilePermissions.fromString("rw-------")));
         try {
             return start(new PcapWriter(path, ch, path.toString(), snaplen));
         } catch (IOException e) {

@@ -78,6 +78,13 @@ class PcapWriterTest {
     }
 
     @Test
+    void aCaptureFileIsTheOwnersAlone() throws IOException {
+        Path f = dir.resolve("private.pcap");
+        PcapWriter.open(f).close();
+        assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(f)));
+    }
+
+    @Test
     void framesAreCutToTheSnapshotLength() throws IOException {
         Path f = dir.resolve("snap.pcap");
         try (PcapWriter w = PcapWriter.open(f, 20)) {

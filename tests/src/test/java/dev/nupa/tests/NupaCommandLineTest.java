@@ -85,6 +85,39 @@ class NupaCommandLineTest {
     }
 
     @Test
+    void fabricFilesCapturesAndTokensAreTheOwnersAlone() throws Exception {
+        Run created = nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8");
+        assertEquals(0, created.status(), created.err());
+        String owner = Files.getOwner(Path.of("/proc/self")).getName();
+        Run info = nupa("fabric", "info", "--fabric", fabric.toString());
+        assertTrue(info.out().contains("  file: owner " + owner + ", group ") && info.out().contains(", mode rw-------"), info.out());
+        // Any user may write it: refused, one line saying how to override; joined with the override.
+        Files.setPosixFilePermissions(fabric, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
+        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--run-for", "0.1"), 1, "--trust-fabric");
+        Path capture = Files.createTempDirectory("nupa-perms").resolve("node.pcap");
+        Path token = capture.resolveSibling("token");
+        try {
+            Run trusted = nupa("node", "--fabric", fabric.toString(), "--trust-fabric", "--capture", capture.toString(), "--run-for", "0.1");
+            assertEquals(0, trusted.status(), trusted.err());
+            assertEquals("rw-------", java.nio.file.attribute.PosixFilePermissions.toString(Files.getPosixFilePermissions(capture)));
+            // A token any user may read is refused; 0600 passes that check (and fails on the missing --grpc instead).
+            Files.writeString(token, "secret");
+            Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
+            assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", token.toString()), 2, "chmod 600");
+            Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+            assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", token.toString()), 2, "--grpc HOST:PORT");
+        } finally {
+            Files.deleteIfExists(capture);
+            Files.deleteIfExists(token);
+            Files.deleteIfExists(capture.getParent());
+        }
+        Files.delete(fabric);
+        String group = Files.readAttributes(Path.of("/proc/self"), java.nio.file.attribute.PosixFileAttributes.class).group().getName();
+        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8", "--fabric-group", group).status());
+        assertTrue(nupa("fabric", "info", "--fabric", fabric.toString()).out().contains(", group " + group + ", mode rw-rw----"));
+    }
+
+    @Test
     void errorsAreOneLineWithAStatus() throws Exception {
         assertOneLineError(nupa("perf", "fabric-lat", "--bogus"), 2, "--bogus");
         assertOneLineError(nupa("fabric", "create", "--fabric", fabric.toString(), "--slots", "3"), 1, "power of two");

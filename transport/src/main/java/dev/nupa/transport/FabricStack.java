@@ -87,8 +87,8 @@ public final class FabricStack implements AutoCloseable {
     }
 
     private static FabricStack open(StackConfig config, LoopGroup group, int loop, FabricStack primary) {
-        Fabric fabric = Files.exists(config.fabric()) ? ShmFabric.join(config.fabric())
-                : ShmFabric.openOrCreate(config.fabric(), config.geometry());
+        Fabric fabric = Files.exists(config.fabric()) ? ShmFabric.join(config.fabric(), config.access())
+                : ShmFabric.openOrCreate(config.fabric(), config.geometry(), config.access());
         FabricDevice device = null;
         NeighborDirectory neighbors = null;
         try {
