@@ -26,6 +26,7 @@ final class SoakCapture implements Runnable {
     private final int port;
     private final SoakFailures failures;
     private volatile boolean stopping;
+    private long refusedSince;
 
     SoakCapture(SoakChild node, int port, SoakFailures failures) {
         this.node = node;
@@ -57,7 +58,15 @@ final class SoakCapture implements Runnable {
         int generation = node.generation;
         Process p = new ProcessBuilder(Children.javaCommand(SoakChild.JVM, List.of("capture", "--grpc", "127.0.0.1:" + node.grpcPort,
                 "--protocol", "udp", "--filter-port", String.valueOf(port), "-w", "-", "--duration", String.valueOf(DURATION_S))))
-                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+                .start();
+        StringBuilder errors = new StringBuilder();
+        Thread errReader = Thread.ofPlatform().daemon().start(() -> {
+            try {
+                errors.append(new String(p.getErrorStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8));
+            } catch (IOException e) {
+                // gone
+            }
+        });
         String problem;
         try {
             problem = read(p.getInputStream());
@@ -65,10 +74,26 @@ final class SoakCapture implements Runnable {
             p.getInputStream().close();
         }
         int status = Children.waitFor(p, 30);
+        errReader.join(5000);
+        String said = errors.toString().strip().replace('\n', ' ');
+        if (status != 0 && said.contains("already running") && node.generation == generation) {
+            // The node ends the last capture when it sees its stream go, which may come a moment after the client
+            // left: try again, but a capture that stays behind for 10 s is a leak.
+            long now = System.nanoTime();
+            if (refusedSince == 0) {
+                refusedSince = now;
+            } else if (now - refusedSince > 10_000_000_000L) {
+                failures.add("capture: the node kept a finished live capture running for 10 s: " + said);
+            }
+            Thread.sleep(200);
+            return;
+        }
+        refusedSince = 0;
         if (problem == null && status != 0) {
             problem = "nupa capture exited " + status;
         }
         if (problem != null) {
+            problem += " (" + said + ")";
             if (node.generation != generation) {
                 broken.incrementAndGet(); // its node was killed under it
             } else if (!stopping) {
