@@ -84,6 +84,7 @@ final class SoakCapture implements Runnable {
                 refusedSince = now;
             } else if (now - refusedSince > 10_000_000_000L) {
                 failures.add("capture: the node kept a finished live capture running for 10 s: " + said);
+                refusedSince = now; // counted again if it stays another 10 s
             }
             Thread.sleep(200);
             return;
