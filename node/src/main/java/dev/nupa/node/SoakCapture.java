@@ -17,7 +17,7 @@ import dev.nupa.perf.Children;
  * the bytes {@link SoakUdp#fill} puts there. A round may break only when its node was killed meanwhile.
  */
 final class SoakCapture implements Runnable {
-    private static final int DURATION_S = 10;
+    private static final int DURATION_S = 5;
 
     final AtomicLong frames = new AtomicLong();
     final AtomicLong bytesChecked = new AtomicLong();
