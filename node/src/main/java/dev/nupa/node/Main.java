@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 /** The `nupa` command line. Errors print one line and exit non-zero; there are no stack traces for users. */
 @Command(name = "nupa", mixinStandardHelpOptions = true, version = "nupa 0.1.0",
         description = "NUPA for the JVM: a userspace network stack over a CXL/PCIe memory fabric.",
-        subcommands = {NodeCommand.class, PingCommand.class, RpingCommand.class, CaptureCommand.class, UdpCheckCommand.class, TcpCheckCommand.class, FabricCommand.class,
+        subcommands = {NodeCommand.class, PingCommand.class, RpingCommand.class, CaptureCommand.class, UdpCheckCommand.class, TcpCheckCommand.class, FabricCommand.class, SoakCommand.class,
                 PerfCommand.class, DemoCommand.class, DemoNode.class, RunCommand.class,
                 CommandLine.HelpCommand.class})
 public final class Main {
