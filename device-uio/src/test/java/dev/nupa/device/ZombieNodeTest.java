@@ -33,8 +33,14 @@ class ZombieNodeTest {
 
     @Test
     void aZombieHoldsNoAddress() throws Exception {
-        // The shell starts a child and then becomes `sleep`, a parent that never waits: the killed child stays a zombie.
-        parent = new ProcessBuilder("sh", "-c", "sleep 1000 & echo $!; exec sleep 1000").start();
+        // A parent that never waits, with SIGCHLD at its default (an ignored SIGCHLD, which a child inherits from
+        // whoever started the build, would have the kernel reap at once): the killed child stays a zombie.
+        parent = new ProcessBuilder("python3", "-c", "import os, signal, sys, time\n"
+                + "signal.signal(signal.SIGCHLD, signal.SIG_DFL)\n"
+                + "pid = os.fork()\n"
+                + "if pid == 0:\n    time.sleep(1000)\n    os._exit(0)\n"
+                + "print(pid, flush=True)\n"
+                + "time.sleep(1000)\n").start();
         long pid = Long.parseLong(new BufferedReader(new InputStreamReader(parent.getInputStream())).readLine().strip());
         ProcessHandle.of(pid).orElseThrow().destroyForcibly();
         FabricFixture.waitUntil("the killed child is a zombie", () -> {
