@@ -41,6 +41,7 @@ final class OptionRanges {
             Map.entry("--port", PORT), Map.entry("rping -p", PORT), Map.entry("perftest -p", PORT),
             Map.entry("--udp-echo", PORT), Map.entry("--tcp-echo", PORT), Map.entry("--grpc-fabric", PORT),
             Map.entry("--rdma-target", PORT), Map.entry("--filter-port", new Range(0, 65_535, false)),
+            Map.entry("--linger", new Range(0, 65_535, false)),
             Map.entry("--timeout", POSITIVE), Map.entry("--run-for", POSITIVE),
             Map.entry("--address", new Range(0, FabricGeometry.MAX_NODES - 1, false)),
             Map.entry("--nodes", new Range(1, FabricGeometry.MAX_NODES, false)),

@@ -397,6 +397,7 @@ class GrpcEndpointTest {
         Thread.sleep(2000); // the client reads nothing meanwhile
         long held = written.get();
         assertTrue(held > 0 && held < 8 << 20, "the peer was held back, not let write all " + total + " B: " + held + " B written");
+        s.resume();
         assertTrue(s.next().hasOpened());
         assertEquals(total, read(s, total).length, "everything arrived once the client read");
         s.request.end();

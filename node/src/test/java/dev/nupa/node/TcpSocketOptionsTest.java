@@ -133,8 +133,8 @@ class TcpSocketOptionsTest {
         new CommandLine(command).parseArgs("--linger", "0", "10.0.0.1");
         assertEquals(0, command.sockets.linger);
         assertEquals(BASE, command.sockets.apply(BASE), "linger lives on the socket, not in its TcpConfig");
-        assertOneLineError("--linger -1 is outside 0..65535 seconds", tcpCheckArgs("--linger", "-1"));
-        assertOneLineError("--linger 65536 is outside 0..65535 seconds", tcpCheckArgs("--linger", "65536"));
+        assertOneLineError("--linger -1 is out of range: --linger takes 0..65535", tcpCheckArgs("--linger", "-1"));
+        assertOneLineError("--linger 65536 is out of range: --linger takes 0..65535", tcpCheckArgs("--linger", "65536"));
     }
 
     @Test
