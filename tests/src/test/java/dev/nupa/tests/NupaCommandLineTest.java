@@ -350,7 +350,7 @@ class NupaCommandLineTest {
     @Test
     void ipCommandsGiveOneLineErrors() throws Exception {
         assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
-        assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "3", "10.0.0.1"), 2, "-s 3 is outside");
+        assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "65508", "10.0.0.1"), 2, "-s 65508 is out of range");
         // A fabric file that does not exist has no node to reach: refused, not created (no node would answer but itself).
         Path none = Path.of(fabric + "-none");
         for (String command : List.of("ping", "udp-check", "tcp-check")) {
@@ -537,7 +537,7 @@ class NupaCommandLineTest {
     @Test
     void tcpSocketOptionsGiveOneLineErrors() throws Exception {
         assertOneLineError(nupa("tcp-check", "--fabric", fabric.toString(), "--linger", "65536", "10.0.0.1"), 2,
-                "--linger 65536 is outside 0..65535 seconds");
+                "--linger 65536 is out of range: --linger takes 0..65535");
         assertOneLineError(nupa("tcp-check", "--fabric", fabric.toString(), "--congestion", "bbr", "10.0.0.1"), 2,
                 "--congestion bbr is unknown; choose one of: newreno, cubic");
         assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-echo", "7", "--recv-buffer", "100",
