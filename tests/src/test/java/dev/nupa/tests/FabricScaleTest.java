@@ -101,7 +101,7 @@ class FabricScaleTest {
             if (System.nanoTime() > deadline) {
                 fail("timed out after " + timeoutMs + " ms waiting until " + what);
             }
-            Thread.sleep(100);
+            Thread.sleep(100); // between looks at the condition: each look maps the whole 1,024-node fabric
         }
     }
 
