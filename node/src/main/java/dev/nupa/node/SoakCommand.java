@@ -115,7 +115,11 @@ final class SoakCommand implements Callable<Integer> {
                     progress(start, tcp, udp, rdma, capture);
                     nextProgress = now + (long) (progress * 1e9);
                 }
-                if (now >= nextKill && end - now > 10_000_000_000L) { // leave room for the restart to settle
+                if (now >= nextKill && end - now > 10_000_000_000L && random.nextInt(children.size() + 1) == 0
+                        && rdma.killOne(random)) { // an rping end, as often as each echo node; the round checks its survivor
+                    kills++;
+                    nextKill = System.nanoTime() + killWait(random);
+                } else if (now >= nextKill && end - now > 10_000_000_000L) { // leave room for the restart to settle
                     SoakChild victim = children.get(random.nextInt(children.size()));
                     victim.kill();
                     kills++;
@@ -257,7 +261,8 @@ final class SoakCommand implements Callable<Integer> {
                 + tcp.resets.get());
         System.out.println("soak:   udp bytes checked " + udp.bytesChecked.get() + " in " + udp.datagrams.get() + " datagrams, lost "
                 + udp.lost.get());
-        System.out.println("soak:   rdma bytes checked " + rdma.bytesChecked.get() + " in " + rdma.rounds.get() + " rping rounds");
+        System.out.println("soak:   rdma bytes checked " + rdma.bytesChecked.get() + " in " + rdma.rounds.get() + " rping rounds, "
+                + rdma.kills.get() + " rping ends killed");
         System.out.println("soak:   capture bytes checked " + capture.bytesChecked.get() + " in " + capture.frames.get()
                 + " frames, captures broken " + capture.broken.get());
         System.out.println("soak:   kills " + kills + ", restarts " + restarts);
