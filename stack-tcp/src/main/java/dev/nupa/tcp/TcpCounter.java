@@ -22,6 +22,10 @@ public enum TcpCounter {
      * ({@link TcpLayer#endConnectionsTo}): reset, or "No route to host" while opening.
      */
     PEER_DOWN_RESETS,
+    /** Resets kept to send again because the next hop's ring was full ({@code PendingResets}). */
+    RESETS_QUEUED,
+    /** Resets dropped because the queue of those waiting for ring room was full. */
+    RESETS_DROPPED,
     /** ICMP errors about no connection of this layer, or soft errors (RFC 1122 4.2.3.9): counted, nothing else. */
     ICMP_ERRORS_IGNORED,
     /** ICMP errors quoting a sequence number outside [SND.UNA, SND.NXT] (RFC 5927 4.1; Linux's OutOfWindowIcmps). */

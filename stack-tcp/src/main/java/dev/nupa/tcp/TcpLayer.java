@@ -123,6 +123,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final TcpOptions txOptions = new TcpOptions();
     private final MemorySegment txScratch = Arena.ofAuto().allocate(TcpHeader.MAX_HEADER, 8);
     private final Segment rstOut = new Segment();
+    private final Segment rstRetry = new Segment();
+    private final PendingResets pendingResets = new PendingResets();
     private final TcpConnection.Output output = this::transmit;
     // RFC 6056 3.3.1: start the ephemeral search at a random port, so a process that restarts does
     // not reuse the 4-tuples its previous run may still have in the peer's TIME-WAIT.
@@ -890,6 +892,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (!lostNodes.isEmpty()) {
             endLostNodes();
         }
+        if (!pendingResets.isEmpty()) {
+            sendPendingResets();
+        }
         if (now < nextDeadline) {
             return nextDeadline;
         }
@@ -905,6 +910,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             }
         }
         nextDeadline = Math.min(timers.earliest(), timeWaitRecords.nextExpiry());
+        if (!pendingResets.isEmpty()) {
+            nextDeadline = Math.min(nextDeadline, now + TcpConnection.BLOCKED_RETRY_NS);
+        }
         return nextDeadline;
     }
 
@@ -943,6 +951,43 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * {@code via} if the connection learned one (-1: IP's route); false if it did not leave.
      */
     private boolean send(int via, int localIp, int remoteIp, int remotePort, int localPort, Segment s) {
+        int rc = emit(via, localIp, remoteIp, remotePort, localPort, s);
+        if (rc == FabricDevice.BACK_PRESSURED && s.has(Segment.RST)) {
+            // A reset has no retransmission behind it: kept and sent again when the ring has room (PendingResets).
+            if (pendingResets.add(via, localIp, remoteIp, remotePort, localPort, s.seq, s.ack, s.flags)) {
+                count(TcpCounter.RESETS_QUEUED);
+                deadlineMoved(System.nanoTime() + TcpConnection.BLOCKED_RETRY_NS);
+            } else {
+                count(TcpCounter.RESETS_DROPPED);
+            }
+            return true;
+        }
+        return rc != FabricDevice.BACK_PRESSURED;
+    }
+
+    /** Sends the resets a full ring refused, oldest first, until the ring refuses again. Datapath thread. */
+    private void sendPendingResets() {
+        while (!pendingResets.isEmpty()) {
+            Segment s = rstRetry.clear();
+            s.seq = pendingResets.oldest(5);
+            s.ack = pendingResets.oldest(6);
+            s.flags = pendingResets.oldest(7);
+            int rc = emit(pendingResets.oldest(0), pendingResets.oldest(1), pendingResets.oldest(2), pendingResets.oldest(3),
+                    pendingResets.oldest(4), s);
+            if (rc == FabricDevice.BACK_PRESSURED) {
+                return;
+            }
+            pendingResets.removeOldest(); // sent, or failed for good (the peer is down): like a reset lost on a wire
+        }
+    }
+
+    /** Resets waiting for ring room now. */
+    public int pendingResets() {
+        return pendingResets.size();
+    }
+
+    /** Builds and hands one segment to IP; returns the device's code. */
+    private int emit(int via, int localIp, int remoteIp, int remotePort, int localPort, Segment s) {
         TcpOptions o = txOptions.clear();
         if (s.mss > 0) {
             o.setMss(s.mss);
@@ -985,7 +1030,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         // A full ring is not loss: the connection keeps the segment and retries shortly. Other
         // failures (peer down, no route) are like loss on a wire; the retransmission timer handles them.
         count(rc == 0 ? TcpCounter.SEGMENTS_OUT : rc == FabricDevice.BACK_PRESSURED ? TcpCounter.SEND_DEFERRED : TcpCounter.SEND_FAILURES);
-        return rc != FabricDevice.BACK_PRESSURED;
+        return rc;
     }
 
     @Override

@@ -407,6 +407,11 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         if (outputShutdown) {
             throw new ChannelOutputShutdownException("output of " + this + " was shut down");
         }
+        // An empty buffer at the front needs no memory and is done at once, as epoll's doWriteSingle does: Vert.x
+        // flushes one before it closes, and that close must not wait for send memory the connection never uses.
+        while (in.current() instanceof ByteBuf b && b.readableBytes() == 0) {
+            in.remove();
+        }
         if (memoryRetry != null) {
             flushPending = true; // waiting for buffer memory: the retry writes (no exception per write meanwhile)
             return;
