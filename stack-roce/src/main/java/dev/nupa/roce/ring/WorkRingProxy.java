@@ -45,6 +45,8 @@ public final class WorkRingProxy implements AutoCloseable {
     private final long pollNs;
     private final long spinNs;
     private final int maxInFlight;
+    /** The target's fabric node (the header's peer_node as formatted): posters may write the header later. */
+    private final int peerNode;
 
     // Per submission slot, the WQE taken there until its completion is written.
     private final long[] wrId;
@@ -91,6 +93,7 @@ public final class WorkRingProxy implements AutoCloseable {
         this.maxInFlight = Math.min(maxInFlight, sqEntries);
         this.pollNs = pollNs;
         this.spinNs = spinNs;
+        this.peerNode = mem.get(ValueLayout.JAVA_INT, H_PEER_NODE);
         this.wrId = new long[sqEntries];
         this.opcode = new int[sqEntries];
         this.flags = new int[sqEntries];
@@ -109,7 +112,7 @@ public final class WorkRingProxy implements AutoCloseable {
      */
     private void onPeerEvent(PeerEvent e) {
         if ((e.kind() == PeerEvent.Kind.DOWN || e.kind() == PeerEvent.Kind.RESTARTED)
-                && e.address() == mem.get(ValueLayout.JAVA_INT, H_PEER_NODE)) {
+                && e.address() == peerNode) {
             targetLost = true;
         }
     }
@@ -209,8 +212,7 @@ public final class WorkRingProxy implements AutoCloseable {
         if (targetLost) {
             return true;
         }
-        int peer = mem.get(ValueLayout.JAVA_INT, H_PEER_NODE);
-        return peer >= 0 && peer < device.geometry().maxNodes() && !device.isUp(peer);
+        return peerNode >= 0 && peerNode < device.geometry().maxNodes() && !device.isUp(peerNode);
     }
 
     /** Takes WQEs in order while they are written, their completion has room, and the QP can take them. */
