@@ -4,6 +4,8 @@ import static dev.nupa.roce.ring.WorkRingLayout.*;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
+import dev.nupa.device.PeerEvent;
+import dev.nupa.device.PeerListener;
 import dev.nupa.roce.Access;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
@@ -43,6 +45,8 @@ public final class WorkRingProxy implements AutoCloseable {
     private final long pollNs;
     private final long spinNs;
     private final int maxInFlight;
+    /** The target's fabric node (the header's peer_node as formatted): posters may write the header later. */
+    private final int peerNode;
 
     // Per submission slot, the WQE taken there until its completion is written.
     private final long[] wrId;
@@ -65,6 +69,9 @@ public final class WorkRingProxy implements AutoCloseable {
     private long executed;
     private long failed;
     private boolean closed;
+    /** Set by the liveness thread when the target's node died or restarted (a new generation at its address). */
+    private volatile boolean targetLost;
+    private final PeerListener peers = this::onPeerEvent;
 
     /**
      * Serves the ring in {@code window} (laid out by {@link #format} already) on {@code qp}, an RC QP in RTS whose send
@@ -86,6 +93,7 @@ public final class WorkRingProxy implements AutoCloseable {
         this.maxInFlight = Math.min(maxInFlight, sqEntries);
         this.pollNs = pollNs;
         this.spinNs = spinNs;
+        this.peerNode = mem.get(ValueLayout.JAVA_INT, H_PEER_NODE);
         this.wrId = new long[sqEntries];
         this.opcode = new int[sqEntries];
         this.flags = new int[sqEntries];
@@ -95,6 +103,18 @@ public final class WorkRingProxy implements AutoCloseable {
         this.windows = new FabricWindow[maxWindows];
         this.regions = new MemoryRegion[maxWindows];
         INT.setRelease(mem, (long) H_STATE, READY);
+        device.addPeerListener(peers);
+    }
+
+    /**
+     * DOWN or RESTARTED alike end the target's life: a restarted node holds the address but not the QP or the region
+     * the ring was made for, so nothing posted to the ring can ever execute there either.
+     */
+    private void onPeerEvent(PeerEvent e) {
+        if ((e.kind() == PeerEvent.Kind.DOWN || e.kind() == PeerEvent.Kind.RESTARTED)
+                && e.address() == peerNode) {
+            targetLost = true;
+        }
     }
 
     /**
@@ -171,8 +191,8 @@ public final class WorkRingProxy implements AutoCloseable {
             }
         }
         if (qp.state() == QpState.ERR && targetGone()) {
-            // Its target died: nothing posted to the ring can ever execute. Rather than complete every later WQE
-            // flushed as fast as posters write them, stop serving it (close: what was taken completes, CLOSED).
+            // Its target died or restarted: nothing posted to the ring can ever execute. Rather than complete every
+            // later WQE flushed as fast as posters write them, stop serving it (close: what was taken completes, CLOSED).
             close();
             return Long.MAX_VALUE;
         }
@@ -184,10 +204,15 @@ public final class WorkRingProxy implements AutoCloseable {
         return now - lastWork < spinNs || inFlight > 0 && work > 0 ? now : now + pollNs;
     }
 
-    /** Whether the ring's target node (the header's peer_node) is no longer up in the fabric: it left or died. */
+    /**
+     * Whether the ring's target node (the header's peer_node) is gone: it left or died, or came back with a new
+     * generation, as the fabric's liveness reported.
+     */
     private boolean targetGone() {
-        int peer = mem.get(ValueLayout.JAVA_INT, H_PEER_NODE);
-        return peer >= 0 && peer < device.geometry().maxNodes() && !device.isUp(peer);
+        if (targetLost) {
+            return true;
+        }
+        return peerNode >= 0 && peerNode < device.geometry().maxNodes() && !device.isUp(peerNode);
     }
 
     /** Takes WQEs in order while they are written, their completion has room, and the QP can take them. */
@@ -347,6 +372,7 @@ public final class WorkRingProxy implements AutoCloseable {
         drain();
         INT.setRelease(mem, (long) H_STATE, CLOSED);
         closed = true;
+        device.removePeerListener(peers);
         for (int id = 0; id < windows.length; id++) {
             if (windows[id] != null) {
                 forget(id);

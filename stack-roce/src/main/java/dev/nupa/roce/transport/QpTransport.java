@@ -304,12 +304,23 @@ public final class QpTransport {
     }
 
     /**
-     * Whether this RC QP's peer is fabric node {@code node} and it still talks to it (RTR, RTS, SQD, SQE): a QP that
-     * {@link #peerLost} ends when that node dies.
+     * Whether this RC QP's peer is fabric node {@code node}, or (RoCEv2) one of the IPv4 {@code addresses} it held, and
+     * it still talks to it (RTR, RTS, SQD, SQE): a QP that {@link #peerLost} ends when that node dies.
      */
-    boolean talksTo(int node) {
-        return type == QpType.RC && !destroyed && attr.destNode == node
-                && (state == QpState.RTR || state == QpState.RTS || state == QpState.SQD || state == QpState.SQE);
+    boolean talksTo(int node, int[] addresses) {
+        if (type != QpType.RC || destroyed
+                || !(state == QpState.RTR || state == QpState.RTS || state == QpState.SQD || state == QpState.SQE)) {
+            return false;
+        }
+        if (attr.destNode >= 0) {
+            return attr.destNode == node;
+        }
+        for (int a : addresses) {
+            if (a == attr.destIp) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -10,6 +10,7 @@ import dev.nupa.ip.UdpReceiver;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkClaim;
+import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.roce.GsiAgent;
 import dev.nupa.roce.QpType;
 import dev.nupa.roce.RdmaContext;
@@ -90,17 +91,32 @@ public final class RdmaDevice {
 
     // ---- peers' death (the liveness thread hands it to the owner) ---------------------------------
 
+    /** A fabric node whose life ended, and the IPv4 addresses it held (none where the IP layer did not say). */
+    private record LostNode(int node, int[] addresses) {
+    }
+
+    private static final int[] NO_ADDRESSES = new int[0];
     private final dev.nupa.device.PeerListener peers = this::onPeerEvent;
-    /** Fabric nodes the liveness thread reported dead or restarted; {@link #poll} ends their QPs on the owner. */
-    private final java.util.concurrent.ConcurrentLinkedQueue<Integer> lostNodes = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final NeighborDirectory.NodeLostListener ipPeers = this::onNodeLost;
+    /** Nodes the liveness thread reported dead or restarted; {@link #poll} ends their QPs on the owner. */
+    private final java.util.concurrent.ConcurrentLinkedQueue<LostNode> lostNodes = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
     private void onPeerEvent(dev.nupa.device.PeerEvent e) {
         if (e.kind() == dev.nupa.device.PeerEvent.Kind.DOWN || e.kind() == dev.nupa.device.PeerEvent.Kind.RESTARTED) {
-            lostNodes.add(e.address());
-            dev.nupa.l2.Datapath d = link.datapath();
-            if (d != null) {
-                d.timersChanged(); // the loop polls its timers, this device's among them, on its next round
-            }
+            lost(new LostNode(e.address(), NO_ADDRESSES));
+        }
+    }
+
+    /** From the IP layer's neighbor directory (with an IP layer attached): the addresses a lost node held. */
+    private void onNodeLost(dev.nupa.device.PeerEvent e, int[] addresses) {
+        lost(new LostNode(e.address(), addresses));
+    }
+
+    private void lost(LostNode n) {
+        lostNodes.add(n);
+        dev.nupa.l2.Datapath d = link.datapath();
+        if (d != null) {
+            d.timersChanged(); // the loop polls its timers, this device's among them, on its next round
         }
     }
 
@@ -109,9 +125,18 @@ public final class RdmaDevice {
      * QpTransport#peerLost}): the node died or restarted. Owner thread; returns how many QPs it ended.
      */
     public int endQpsTo(int node) {
+        return endQpsTo(node, NO_ADDRESSES);
+    }
+
+    /**
+     * As {@link #endQpsTo(int)}, and also every RC QP that talks RoCEv2 to one of the {@code addresses} that node held:
+     * the peer behind the address is gone as surely. A QP to an address no fabric node held (a host beyond a gateway)
+     * is not one of them. Owner thread; returns how many QPs it ended.
+     */
+    public int endQpsTo(int node, int[] addresses) {
         int n = 0;
         for (QpTransport qp : qps) {
-            if (qp != null && qp.talksTo(node)) {
+            if (qp != null && qp.talksTo(node, addresses)) {
                 qp.peerLost();
                 counters.add(RdmaCounter.PEER_DOWN_QP_ERRORS, 1);
                 n++;
@@ -123,6 +148,7 @@ public final class RdmaDevice {
     /** Takes RoCEv2 from {@code stack} (UDP 4791) and sends it through it; the caller checked that none is attached. */
     public void attachIp(Ipv4Stack stack) {
         stack.bindUdp(Icrc.UDP_PORT, roceV2);
+        stack.neighbors().addNodeLostListener(ipPeers);
         ip = stack;
     }
 
@@ -295,8 +321,8 @@ public final class RdmaDevice {
      */
     public long poll(long now) {
         if (!lostNodes.isEmpty()) {
-            for (Integer node; (node = lostNodes.poll()) != null; ) {
-                endQpsTo(node);
+            for (LostNode n; (n = lostNodes.poll()) != null; ) {
+                endQpsTo(n.node(), n.addresses());
             }
         }
         if (ipTxPending) {
@@ -406,6 +432,7 @@ public final class RdmaDevice {
         link.unregister(EtherType.NUPA_RDMA);
         if (ip != null) {
             ip.unbindUdp(Icrc.UDP_PORT, roceV2);
+            ip.neighbors().removeNodeLostListener(ipPeers);
         }
         for (QpTransport qp : qps) {
             if (qp != null) {

@@ -7,14 +7,26 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
+import dev.nupa.device.PeerEvent;
+import dev.nupa.device.PeerListener;
 import dev.nupa.roce.RcPair;
+import dev.nupa.roce.RdmaContext;
+import dev.nupa.roce.RdmaFixture;
 import dev.nupa.roce.RdmaException;
 import dev.nupa.roce.TransferMode;
 import dev.nupa.roce.WcStatus;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
+import java.util.List;
 import java.util.Random;
 import java.util.Set;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -40,7 +52,10 @@ class WorkRingProxyTest {
     }
 
     private static Ring ring(TransferMode mode) {
-        RcPair p = new RcPair(mode, 4096);
+        return ring(new RcPair(mode, 4096));
+    }
+
+    private static Ring ring(RcPair p) {
         FabricDevice device = p.fx.devices.get(0);
         FabricWindow w = device.exportWindow(windowBytes(ENTRIES, ENTRIES, DATA),
                 FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE | FabricWindow.WORK_RING);
@@ -139,6 +154,128 @@ class WorkRingProxyTest {
             });
             assertTrue(closed.getMessage().contains("is closed: its proxy stopped serving it"), closed.getMessage());
         }
+    }
+
+    /** Node 1's peer events about node 2, from now on (the liveness thread's, or those a test fires). */
+    private static BlockingQueue<PeerEvent> eventsOf2(FabricDevice node1) {
+        BlockingQueue<PeerEvent> events = new LinkedBlockingQueue<>();
+        node1.addPeerListener(e -> {
+            if (e.address() == 2) {
+                events.add(e);
+            }
+        });
+        return events;
+    }
+
+    private static PeerEvent await(BlockingQueue<PeerEvent> events, String what, Predicate<PeerEvent> p) throws InterruptedException {
+        long deadline = System.nanoTime() + 10_000_000_000L; // liveness runs on real time (a 10 ms heartbeat)
+        for (PeerEvent e; (e = events.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS)) != null; ) {
+            if (p.test(e)) {
+                return e;
+            }
+        }
+        throw new AssertionError("node 1 never saw " + what);
+    }
+
+    /**
+     * Posts 4 WRITEs that the proxy takes and sends (no pump, so no ACK comes back), lets {@code kill} end the target's
+     * life, then serves the ring until it is CLOSED: the oldest ends RETRY_EXC_ERR, the rest flushed, once; a WQE
+     * posted after is neither taken nor failed, however often the proxy is polled.
+     */
+    private static void assertStopsOnceWhenTheTargetsLifeEnds(Ring r, Runnable kill) {
+        WorkRing poster = r.poster();
+        for (int i = 0; i < 4; i++) {
+            assertTrue(poster.postWrite(i, 0, (long) i * 1024, 1024, true) >= 0);
+        }
+        r.proxy().poll(r.pair().fx.now);
+        kill.run();
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (poster.state() != CLOSED && System.nanoTime() < deadline) {
+            r.pair().a.poll(r.pair().fx.now); // virtual time stands still: only the target's end ends the WQEs
+            r.proxy().poll(r.pair().fx.now);
+            Thread.onSpinWait();
+        }
+        assertEquals(CLOSED, poster.state(), "the proxy stopped serving the ring; its failures: " + r.proxy().failed());
+        RingCompletion c = new RingCompletion();
+        for (int i = 0; i < 4; i++) {
+            assertEquals(1, poster.poll(c));
+            assertEquals(i, c.wrId);
+            assertEquals(i == 0 ? WcStatus.RETRY_EXC_ERR : WcStatus.WR_FLUSH_ERR, c.status, c.toString());
+        }
+        assertEquals(4, r.proxy().failed());
+        for (int i = 0; i < 8; i++) { // posters that did not look
+            poster.postWrite(10 + i, 0, 0, 1024, true);
+            r.pair().a.poll(r.pair().fx.now);
+            r.proxy().poll(r.pair().fx.now);
+        }
+        assertEquals(4, r.window().memory().get(ValueLayout.JAVA_LONG, H_SQ_HEAD), "nothing more was taken");
+        assertEquals(4, r.proxy().failed(), "the failures stopped growing");
+        assertEquals(CLOSED, poster.state());
+    }
+
+    @Test
+    void aRingWhoseTargetRestartedAtItsAddressStopsOnceAsForADeadOne() throws InterruptedException {
+        RdmaFixture fx = new RdmaFixture();
+        RdmaContext a = fx.node(1);
+        BlockingQueue<PeerEvent> events = eventsOf2(fx.devices.get(0)); // before node 2 attaches: its UP is heard
+        try (Ring r = ring(new RcPair(fx, a, fx.node(2)))) {
+            await(events, "node 2 up", e -> e.kind() == PeerEvent.Kind.UP); // else it has nothing to see restart
+            FabricDevice[] again = new FabricDevice[1];
+            try {
+                assertStopsOnceWhenTheTargetsLifeEnds(r, () -> {
+                    fx.devices.get(1).close(); // the target's node dies, and a new one takes its address at once
+                    again[0] = fx.fabric.attach(2);
+                    try {
+                        // Node 1 knows the new incarnation (RESTARTED, or DOWN then UP, as its heartbeats fell) before
+                        // the proxy looks again: the target is up, at the same address, but it is not the same node.
+                        await(events, "node 2's new generation", e -> e.kind() != PeerEvent.Kind.DOWN
+                                && e.generation() == again[0].generation());
+                    } catch (InterruptedException e) {
+                        throw new AssertionError(e);
+                    }
+                    assertTrue(fx.devices.get(0).isUp(2));
+                });
+            } finally {
+                if (again[0] != null) {
+                    again[0].close();
+                }
+            }
+        }
+    }
+
+    @Test
+    void aRestartedEventForTheTargetStopsTheRingOnce() {
+        // Node 1's device, with a hand on its peer listeners: the test tells them node 2 RESTARTED, as the liveness
+        // thread would on a heartbeat that finds a new generation in node 2's entry (node 2 itself goes on here).
+        List<PeerListener> listeners = new CopyOnWriteArrayList<>();
+        RdmaFixture fx = new RdmaFixture();
+        RcPair p = new RcPair(fx, fx.node(1, d -> withListeners(d, listeners)), fx.node(2));
+        try (Ring r = ring(p)) {
+            int generation = fx.devices.get(1).generation() + 1;
+            assertStopsOnceWhenTheTargetsLifeEnds(r, () -> {
+                for (PeerListener l : listeners) {
+                    l.onPeerEvent(new PeerEvent(PeerEvent.Kind.RESTARTED, 2, generation));
+                }
+            });
+            assertTrue(fx.devices.get(0).isUp(2), "the target's address is up all along");
+        }
+    }
+
+    /** {@code inner}, whose added peer listeners also go into {@code listeners}. */
+    private static FabricDevice withListeners(FabricDevice inner, List<PeerListener> listeners) {
+        return (FabricDevice) Proxy.newProxyInstance(FabricDevice.class.getClassLoader(), new Class<?>[] {FabricDevice.class},
+                (self, m, args) -> {
+                    switch (m.getName()) {
+                        case "addPeerListener" -> listeners.add((PeerListener) args[0]);
+                        case "removePeerListener" -> listeners.remove(args[0]);
+                        default -> { }
+                    }
+                    try {
+                        return m.invoke(inner, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
     }
 
     @Test
