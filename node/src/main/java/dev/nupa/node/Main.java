@@ -16,11 +16,31 @@ public final class Main {
         System.exit(run(args));
     }
 
+    /**
+     * This process's heap shrinks to its live data + 30% when a collection finds it mostly free (G1 by default keeps
+     * up to 70% free), so memory a node's connections held goes back to the system when they end (HeapReturn in the
+     * transport). Both ratios are manageable flags; a JVM without them keeps its own.
+     */
+    private static void shrinkingHeap() {
+        try {
+            var hs = java.lang.management.ManagementFactory.getPlatformMXBean(com.sun.management.HotSpotDiagnosticMXBean.class);
+            if (Integer.parseInt(hs.getVMOption("MinHeapFreeRatio").getValue()) > 10) {
+                hs.setVMOption("MinHeapFreeRatio", "10");
+            }
+            if (Integer.parseInt(hs.getVMOption("MaxHeapFreeRatio").getValue()) > 30) {
+                hs.setVMOption("MaxHeapFreeRatio", "30");
+            }
+        } catch (RuntimeException e) {
+            // Not HotSpot, or the flags were fixed on the command line in a way that refuses these: keep the JVM's.
+        }
+    }
+
     static int run(String... args) {
         Children.launcher(Main.class); // the perf tools and the demo start their other processes with this command line
         // The nupa command places its own Vert.x instances (nodes, and the perf tools' Linux peers, which must stay on
         // Linux): a NUPA_FABRIC in the environment is for the programs that `nupa run` starts, not for this process.
         System.setProperty("nupa.fabric", "");
+        shrinkingHeap();
         CommandLine cl = new CommandLine(new Main());
         cl.getSubcommands().get("perf").addSubcommand(new GrpcEndpointPerf()); // it measures the node's own endpoint
         cl.getSubcommands().get("perf").addSubcommand(new PerftestCommand()); // a whole node against stock perftest

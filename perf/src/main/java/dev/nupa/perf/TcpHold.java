@@ -30,17 +30,23 @@ import picocli.CommandLine.Option;
 /**
  * `nupa perf tcp-hold`: the memory a node holds for connections whose peer never reads. A Vert.x server on
  * fabric node 0 (this process) writes to every connection until its write queue is full; a client on node 1
- * (a child JVM) opens {@code --connections} connections and never reads them, then closes them all (a close
- * with unread data resets, as Linux's does). Prints this process's RSS (VmRSS of /proc/self/status) idle,
- * holding the connections, and 5 s after they closed, with the TCP layer's buffer memory.
+ * (a child JVM) opens {@code --connections} connections and never reads them; then it is killed (SIGKILL; the
+ * node learns it from the fabric's liveness) or, with {@code --end close}, closes them all (a close with unread data
+ * resets, as Linux's does). Prints this process's RSS (VmRSS of /proc/self/status) idle, holding the connections,
+ * and 5 s after the client's end, with the TCP layer's buffer memory; exits 1 if a connection was still open then.
  */
 @Command(name = "tcp-hold", mixinStandardHelpOptions = true,
-        description = "RSS of a node whose TCP peers never read: idle, holding N connections, 5 s after they close.")
+        description = "RSS of a node whose TCP peers never read: idle, holding N connections, 5 s after their client died (or closed them).")
 public final class TcpHold implements Callable<Integer> {
     static final int PORT = 7000;
 
     @Option(names = {"-c", "--connections"}, paramLabel = "N", defaultValue = "10000", description = "Connections (default: ${DEFAULT-VALUE}).")
     int connections;
+
+    @Option(names = "--end", paramLabel = "HOW", defaultValue = "kill",
+            description = "How the client's connections end: kill (SIGKILL the client process; the node learns it from the fabric's"
+                    + " liveness) or close (the client closes them all; with unread data, a reset each) (default: ${DEFAULT-VALUE}).")
+    String end;
 
     @Option(names = "--fabric", paramLabel = "PATH", description = "Fabric file to create and remove (default: a fresh one in /dev/shm).")
     Path fabric;
@@ -61,6 +67,9 @@ public final class TcpHold implements Callable<Integer> {
     public Integer call() throws Exception {
         if (connections < 1 || connections > 60_000) {
             throw new IllegalArgumentException("--connections takes 1..60000, not " + connections);
+        }
+        if (!end.equals("kill") && !end.equals("close")) {
+            throw new IllegalArgumentException("--end takes kill or close, not " + end);
         }
         return client ? client() : server();
     }
@@ -106,21 +115,29 @@ public final class TcpHold implements Callable<Integer> {
             long held = rss();
             line("holding " + open.get() + " connections (" + written.get() / (1 << 20) + " MiB written)", held, tcp);
 
-            Writer in = new OutputStreamWriter(child.getOutputStream(), StandardCharsets.UTF_8);
-            in.write("close\n");
-            in.flush();
-            deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            long ended = System.nanoTime();
+            if (end.equals("kill")) {
+                child.destroyForcibly();
+            } else {
+                Writer in = new OutputStreamWriter(child.getOutputStream(), StandardCharsets.UTF_8);
+                in.write("close\n");
+                in.flush();
+            }
+            deadline = ended + TimeUnit.SECONDS.toNanos(60);
             while (open.get() > 0 && System.nanoTime() < deadline) {
                 Thread.sleep(10);
             }
-            line("closed (" + open.get() + " still open)", rss(), tcp);
-            Thread.sleep(5000);
+            line("ended (" + open.get() + " still open after " + (System.nanoTime() - ended) / 1_000_000 + " ms)", rss(), tcp);
+            long at5s = ended + TimeUnit.SECONDS.toNanos(5);
+            while (System.nanoTime() < at5s) { // the figure is the RSS 5 s after the client's end, whatever came before
+                Thread.sleep(10);
+            }
             long after = rss();
-            line("5 s after closing", after, tcp);
-            System.out.printf("tcp-hold: connections=%d idle_mib=%.1f held_mib=%.1f after5s_mib=%.1f after_vs_idle=%+.1f%%%n",
-                    connections, idle / 1048576.0, held / 1048576.0, after / 1048576.0, 100.0 * (after - idle) / idle);
+            line("5 s after the client's " + (end.equals("kill") ? "death" : "close"), after, tcp);
+            System.out.printf("tcp-hold: connections=%d end=%s idle_mib=%.1f held_mib=%.1f after5s_mib=%.1f after_vs_idle=%+.1f%%%n",
+                    connections, end, idle / 1048576.0, held / 1048576.0, after / 1048576.0, 100.0 * (after - idle) / idle);
             Children.waitFor(child, 30);
-            return 0;
+            return open.get() == 0 ? 0 : 1;
         } finally {
             Children.kill(child);
             vertx.close().await(10, TimeUnit.SECONDS);

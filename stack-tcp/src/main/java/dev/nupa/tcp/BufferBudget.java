@@ -43,8 +43,10 @@ final class BufferBudget {
     private final ArrayList<MemorySegment> pool = new ArrayList<>();
     /** Bytes connections hold (rings not yet released). */
     private long used;
-    /** Bytes waiting in the pool. */
-    private long pooled;
+    /** Bytes waiting in the pool; written under the lock, read without it by {@link #hasPooled}. */
+    private volatile long pooled;
+    /** Whether a buffer was taken from the pool since the last {@link #trimUnused}. */
+    private boolean drawn;
     /** Whether {@link #used} is past the pressure mark; read on the datapath without the lock. */
     private volatile boolean underPressure;
     /** The arena of each buffer this budget allocated and has not freed (a fresh allocation only: the pool reuses). */
@@ -82,6 +84,7 @@ final class BufferBudget {
             if (m.byteSize() == capacity) {
                 pool.remove(i);
                 pooled -= capacity;
+                drawn = true;
                 counted(capacity);
                 return m;
             }
@@ -170,6 +173,24 @@ final class BufferBudget {
         } else {
             free(memory);
         }
+    }
+
+    /**
+     * Frees the whole pool when no buffer was taken from it since the last call: a layer calls this about once a
+     * second while the pool holds memory, so memory kept for churn goes back to the system once the churn stops.
+     */
+    synchronized void trimUnused() {
+        if (!drawn) {
+            while (!pool.isEmpty()) {
+                dropOldest();
+            }
+        }
+        drawn = false;
+    }
+
+    /** Whether the pool holds memory now (no lock: a hint for the datapath). */
+    boolean hasPooled() {
+        return pooled > 0;
     }
 
     synchronized long used() {

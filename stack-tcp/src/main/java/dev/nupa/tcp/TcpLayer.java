@@ -94,6 +94,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * it sees it become another connection.
      */
     private final ArrayDeque<TcpConnection> free = new ArrayDeque<>();
+    /** Connections taken from {@link #free} since the last pool check. */
+    private int freeDrawn;
+    /** When the pools are checked next ({@link #trimIdlePools}); 0 while they hold nothing. */
+    private long poolsCheckAt;
+    /** A pool no connection drew from for this long is let go, its memory back to the system. */
+    static final long POOL_IDLE_NS = 1_000_000_000L;
     final ArrayDeque<TcpConnection> released = new ArrayDeque<>();
     private int connectionPoolLimit = DEFAULT_CONNECTION_POOL_LIMIT;
     int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
@@ -442,6 +448,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private TcpConnection newConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Listener l,
             TcpConnection.Events user) {
         TcpConnection c = free.pollFirst();
+        if (c != null) {
+            freeDrawn++;
+        }
         if (c == null) {
             c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, output, new ConnectionHooks(this), buffers);
         } else {
@@ -450,6 +459,37 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         ((ConnectionHooks) c.events()).begin(l, user);
         return c;
+    }
+
+    /**
+     * Lets the pools go that no connection drew from for {@link #POOL_IDLE_NS}: closed connections kept for reuse
+     * and the budget's empty buffers. Kept, they serve churn; once the churn stops (a client that held thousands of
+     * connections died) their memory goes back to the system, as a kernel's would when its sockets close.
+     */
+    private void trimIdlePools(long now) {
+        if (poolsCheckAt != 0) {
+            if (freeDrawn == 0 && !free.isEmpty()) {
+                int n = free.size();
+                free.clear();
+                poolsReleased.accept(n);
+            }
+            freeDrawn = 0;
+            buffers.trimUnused();
+        }
+        poolsCheckAt = !free.isEmpty() || buffers.hasPooled() ? now + POOL_IDLE_NS : 0;
+        if (poolsCheckAt != 0) {
+            deadlineMoved(poolsCheckAt);
+        }
+    }
+
+    private java.util.function.IntConsumer poolsReleased = n -> { };
+
+    /**
+     * Told, on the datapath thread, how many closed connections the layer let go after they went unused for
+     * {@link #POOL_IDLE_NS}: their objects are garbage now, which the embedding may want collected.
+     */
+    public void setPoolReleaseHandler(java.util.function.IntConsumer handler) {
+        poolsReleased = handler == null ? n -> { } : handler;
     }
 
     /** Released connections become reusable; called where no connection's processing is under way. */
@@ -895,6 +935,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (!pendingResets.isEmpty()) {
             sendPendingResets();
         }
+        if (poolsCheckAt != 0 ? now >= poolsCheckAt : !free.isEmpty() || buffers.hasPooled()) {
+            trimIdlePools(now);
+        }
         if (now < nextDeadline) {
             return nextDeadline;
         }
@@ -912,6 +955,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         nextDeadline = Math.min(timers.earliest(), timeWaitRecords.nextExpiry());
         if (!pendingResets.isEmpty()) {
             nextDeadline = Math.min(nextDeadline, now + TcpConnection.BLOCKED_RETRY_NS);
+        }
+        if (poolsCheckAt != 0) {
+            nextDeadline = Math.min(nextDeadline, poolsCheckAt);
         }
         return nextDeadline;
     }

@@ -111,6 +111,7 @@ public final class FabricStack implements AutoCloseable {
             TcpLayer tcp = primary != null ? new TcpLayer(ip, primary.tcp)
                     : config.tcpBufferMemory() > 0 ? new TcpLayer(ip, tc, config.tcpBufferMemory()) : new TcpLayer(ip, tc);
             tcp.setTimerWakeup(datapath::timersChanged);
+            tcp.setPoolReleaseHandler(HeapReturn::released);
             datapath.addTimer(tcp);
             return new FabricStack(fabric, device, link, neighbors, datapath, ip, tcp);
         } catch (RuntimeException e) {

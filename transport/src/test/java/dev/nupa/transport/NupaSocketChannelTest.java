@@ -291,6 +291,20 @@ class NupaSocketChannelTest {
     }
 
     @Test
+    void anEmptyFlushAndTheCloseBehindItWaitForNoMemoryWhenTheBoundIsFull() throws Exception {
+        // Vert.x's close writes and flushes an empty buffer, then closes once that write completes: with the bound
+        // full, a connection that never wrote must still close at once (thousands of closes stalled behind it).
+        start(100_000);
+        Channel a = connect(7012, 64 * 1024)[0].active.get();
+        a.writeAndFlush(Unpooled.copiedBuffer("holds the memory", StandardCharsets.US_ASCII)).sync();
+        Channel idle = connect(7013, 64 * 1024)[0].active.get();
+        ChannelFuture empty = idle.writeAndFlush(Unpooled.EMPTY_BUFFER);
+        assertTrue(empty.await(5, TimeUnit.SECONDS) && empty.isSuccess(), "the empty write completed: " + empty.cause());
+        assertTrue(idle.close().await(5, TimeUnit.SECONDS), "the close completed");
+        assertTrue(a.isActive(), "the connection that holds the memory is untouched");
+    }
+
+    @Test
     void thePeersFinClosesAChannelOnlyAfterTheWritesItHadAcceptedReachedTheConnection() throws Exception {
         // An echo server without half-closure that reads only while it can write (as Vert.x's pipeTo), and a client
         // that sends 8 MiB, shuts its output down once they are sent and reads slowly: the FIN reaches the server
