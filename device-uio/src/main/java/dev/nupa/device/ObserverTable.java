@@ -20,7 +20,7 @@ public final class ObserverTable {
     private ObserverTable() {
     }
 
-    public static final long OFFSET = 512;
+    public static final long OFFSET = FabricLayout.H_OBSERVERS;
     public static final int SLOTS = 8;
     public static final int SLOT_BYTES = 256;
     static final long O_WORD = 0;

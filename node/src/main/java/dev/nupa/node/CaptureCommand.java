@@ -263,11 +263,9 @@ final class CaptureCommand implements Callable<Integer> {
                 return;
             }
         }
-        pcap.capture(ts, out, src, dst, RAW_FRAME, mem, off, captured, len);
+        pcap.capture(ts, out, src, dst, EtherType.NUPA_RAW, mem, off, captured, len);
     }
 
-    /** The EtherType a frame without a link header is written with. */
-    static final int RAW_FRAME = EtherType.NUPA_MIRROR;
     private final LinkHeader linkHeader = new LinkHeader();
 
     /** Admin.Capture from a node's endpoint, written to the file (or standard output) chunk by chunk. */

@@ -116,7 +116,7 @@ class IpMultiProcessTest {
                 "10.0.0.1");
         run("udp-check", 0, 300, "udp-check", "--fabric", fabric.toString(), "--address", "2", "--count", "300",
                 "--max-size", "30000", "--seed", "3", "10.0.0.1");
-        capture.process.toHandle().destroy(); // SIGTERM: it asks the node to stop mirroring and flushes the file
+        capture.process.toHandle().destroy(); // SIGTERM: it writes what the rings hold, releases its slot and flushes the file
         assertTrue(capture.process.waitFor(30, TimeUnit.SECONDS), capture.output());
         assertTrue(capture.output().contains("frames written to"), capture.output());
 
