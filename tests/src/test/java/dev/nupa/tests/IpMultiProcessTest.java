@@ -135,6 +135,13 @@ class IpMultiProcessTest {
                 "-Y", "ip.checksum.status == 1 && (!udp || udp.checksum.status == 1) && (!icmp || icmp.checksum.status == 1)",
                 "-T", "fields", "-e", "frame.number");
         assertEquals(frames, good.lines().count(), "frames whose checksums tshark verified good");
+        // The observer's summary: what it wrote is what the file holds, and node 0 recorded it (or counted it dropped).
+        Matcher m = Pattern.compile("nupa capture: (\\d+) frames written to .*; node 0: (\\d+) recorded, (\\d+) dropped")
+                .matcher(capture.output());
+        assertTrue(m.find(), capture.output());
+        assertEquals(frames, Long.parseLong(m.group(1)), capture.output());
+        assertEquals(frames, Long.parseLong(m.group(2)), "node 0 is the only node watched: each record is written");
+        System.out.println("IpMultiProcessTest: " + m.group());
     }
 
     private static boolean tshark() {
