@@ -57,6 +57,19 @@ class CaptureCommandTest {
         }
     }
 
+    /** `nupa ARGS` in this JVM; returns its standard output. */
+    static String stdout(String... args) {
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        PrintStream before = System.out;
+        System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+        try {
+            assertEquals(0, Main.run(args));
+        } finally {
+            System.setOut(before);
+        }
+        return out.toString(StandardCharsets.UTF_8);
+    }
+
     String err() {
         return err.toString(StandardCharsets.UTF_8);
     }
@@ -115,6 +128,9 @@ class CaptureCommandTest {
             }
             assertEquals(before.stream().map(NodeInfo::address).toList(), f.nodes().stream().map(NodeInfo::address).toList(),
                     "the observer holds no node address");
+            String info = stdout("fabric", "info", "--fabric", fabric.toString());
+            assertTrue(Pattern.compile("  capture observers: 1\n    slot 0 pid " + ProcessHandle.current().pid()
+                    + " file /dev/shm/nupa-capture-[0-9a-f-]+ watching nodes \\[1, 3\\]\n").matcher(info).find(), info);
             MemorySegment frame = Arena.ofAuto().allocate(1000);
             int sent = 0;
             for (int i = 0; i < 5_000; i++) { // offered faster than the observer's 4 KiB ring empties: some drop
