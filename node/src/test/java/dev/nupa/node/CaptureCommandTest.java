@@ -98,6 +98,17 @@ class CaptureCommandTest {
     }
 
     @Test
+    void aRingSizeThatIsNoPowerOfTwoIsOneLine() throws Exception {
+        try (Fabric f = ShmFabric.create(fabric, geometry())) {
+            upWithoutJava(3);
+            int status = nupa("capture", "--fabric", fabric.toString(), "--node", "3", "-w", pcap.toString(), "--ring-size", "5000");
+            assertEquals(2, status, err());
+            assertEquals("nupa: capture ring size 5000 must be a power of two in 4096..1073741824 bytes\n", err());
+            assertEquals(List.of(), ObserverTable.list(f));
+        }
+    }
+
+    @Test
     void aNodeThatDoesNotServeCaptureIsNamedInOneLineAndWithNoneServingTheStatusIsOne() throws Exception {
         try (Fabric f = ShmFabric.create(fabric, geometry())) {
             upWithoutJava(3);
