@@ -41,13 +41,15 @@ import picocli.CommandLine.Option;
  * `nupa capture`: observes the fabric without holding a node address. It names a capture file in the fabric's
  * observer table; each watched node records every frame it sends and receives into its ring there, or counts it
  * dropped when the ring is full (docs/fabric-layout.md 12). The frames go to a pcap file that Wireshark and tshark
- * decode natively, and the summary line gives each node's recorded and dropped counts. With {@code --grpc}, it asks one node's gRPC
- * endpoint for a live capture instead (Admin.Capture, docs/grpc.md), filtered there, and writes the
+ * decode natively, and the summary line gives each node's recorded and dropped counts. With {@code --grpc}, it asks
+ * one node's gRPC endpoint for a live capture instead (Admin.Capture, docs/grpc.md), filtered there, and writes the
  * stream as it comes ({@code -w -}: to standard output, for {@code wireshark -k -i -}).
  */
 @Command(name = "capture", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Capture the frames of running nodes into a pcap file (Wireshark/tshark decode IPv4, ICMP, UDP, TCP, RoCE).",
-                "Stops after -c frames, after --duration, or on Ctrl-C."})
+                "Observes without taking a node address; each watched node records its frames into a ring of --ring-size bytes and",
+                "counts those that find it full. Stops after -c frames, after --duration, or on Ctrl-C, and prints the frames",
+                "written and, per node, recorded and dropped."})
 final class CaptureCommand implements Callable<Integer> {
     @Option(names = "-w", paramLabel = "FILE", required = true, description = "pcap file to write (with --grpc, - for standard output).")
     Path file;
@@ -84,7 +86,7 @@ final class CaptureCommand implements Callable<Integer> {
     Double duration;
 
     @Option(names = "--snaplen", paramLabel = "BYTES",
-            description = "Record at most BYTES of each frame (default: whole frames, the fabric's largest).")
+            description = "Record at most BYTES of each frame (default: whole frames, as far as one fits the ring).")
     Integer snaplen;
 
     @Option(names = "--ring-size", paramLabel = "BYTES", defaultValue = "4194304",
@@ -108,7 +110,8 @@ final class CaptureCommand implements Callable<Integer> {
         }
         try (Fabric f = ShmFabric.join(where.path(), where.access())) { // joined, not attached: no address taken
             int[] targets = targets(f);
-            int snap = snaplen != null ? snaplen : f.geometry().maxFrame();
+            // Whole frames by default, as far as a record fits the ring.
+            int snap = snaplen != null ? snaplen : (int) Math.min(f.geometry().maxFrame(), Math.max(1, ringSize - CaptureRing.RECORD_HEADER));
             RUNNING.add(this);
             try (CaptureObserver o = CaptureObserver.start(f, targets, ringSize, snap)) {
                 return observe(f, o);

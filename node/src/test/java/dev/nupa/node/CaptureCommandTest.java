@@ -131,7 +131,7 @@ class CaptureCommandTest {
             upWithoutJava(3);
             List<NodeInfo> before = f.nodes();
             CompletableFuture<Integer> capture = CompletableFuture.supplyAsync(() -> nupa("capture", "--fabric", fabric.toString(),
-                    "--node", "1", "--node", "3", "-w", pcap.toString(), "--ring-size", "4096", "--snaplen", "64", "--duration", "30"));
+                    "--node", "1", "--node", "3", "-w", pcap.toString(), "--ring-size", "4096", "--duration", "30"));
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (ObserverTable.list(f).isEmpty() || watched.captureObservers() == 0) {
                 assertTrue(System.nanoTime() < deadline, "node 1 never attached: " + err());
