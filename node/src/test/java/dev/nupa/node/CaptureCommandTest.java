@@ -144,7 +144,7 @@ class CaptureCommandTest {
                     + " file /dev/shm/nupa-capture-[0-9a-f-]+ watching nodes \\[1, 3\\]\n").matcher(info).find(), info);
             MemorySegment frame = Arena.ofAuto().allocate(1000);
             int sent = 0;
-            for (int i = 0; i < 5_000; i++) { // offered faster than the observer's 4 KiB ring empties: some drop
+            for (int i = 0; i < 5_000; i++) {
                 if (sender.offer(1, frame, 0, 100 + i % 900) == FabricDevice.OK) {
                     sent++;
                 }
@@ -156,8 +156,8 @@ class CaptureCommandTest {
             CaptureCommand.stopAll(); // what its SIGTERM hook does
 
             assertEquals(0, capture.get(30, TimeUnit.SECONDS), err());
-            Matcher m = Pattern.compile("nupa capture: (\\d+) frames written to .*; node 1: (\\d+) recorded, (\\d+) dropped"
-                    + " \\(dropped: the capture ring was full").matcher(err());
+            Matcher m = Pattern.compile("nupa capture: (\\d+) frames written to .*; node 1: (\\d+) recorded, (\\d+) dropped")
+                    .matcher(err());
             assertTrue(m.find(), err());
             long written = Long.parseLong(m.group(1));
             long recorded = Long.parseLong(m.group(2));
@@ -166,7 +166,9 @@ class CaptureCommandTest {
                     + ", dropped " + dropped);
             assertEquals(sent, recorded + dropped, err());
             assertEquals(recorded, written, err());
-            assertTrue(dropped > 0, err());
+            // Drops depend on how fast this observer reads (CaptureObserverLoadTest and CaptureUdpLoadTest force them);
+            // when there are some, the line says why.
+            assertEquals(dropped > 0, err().contains("(dropped: the capture ring was full"), err());
             assertTrue(err().contains("nupa capture: node 3 does not serve capture"), err());
             assertEquals(written, pcapRecords(), "records in the pcap file");
             assertEquals(List.of(), ObserverTable.list(f), "the observer's slot is released");
