@@ -45,6 +45,8 @@ public final class FabricLayout {
     public static final long H_LOCK = 192;
     /** u64 membership epoch: added to after every change of a node's state word, so watchers scan states only then. */
     public static final long H_EPOCH = 256;
+    /** The observer table: 8 slots of 256 bytes for capture observers (docs/fabric-layout.md 12.1; {@link ObserverTable}). */
+    public static final long H_OBSERVERS = 512;
 
     // Node table entry (512 bytes).
     public static final int NODE_BYTES = 512;

@@ -22,6 +22,8 @@ public final class FabricNode implements FabricDevice {
     private final CopyOnWriteArrayList<PeerListener> listeners = new CopyOnWriteArrayList<>();
     private final Liveness liveness;
     private final Thread livenessThread;
+    /** Copies frames to the capture observers that watch this node (docs/fabric-layout.md 12). */
+    private final CaptureTap tap;
     /** The polling thread's totals behind frames_received and bytes_received (zeroed in the entry at attach). */
     private long framesReceived;
     private long bytesReceived;
@@ -64,6 +66,7 @@ public final class FabricNode implements FabricDevice {
         LONG.getAndAdd(mem, self + N_HEARTBEAT, 1L);
         LONG.setRelease(mem, self + N_STATE, Fabric.word(STATE_UP, generation));
         fabric.bumpEpoch();
+        this.tap = new CaptureTap(fabric, address, generation);
         this.liveness = new Liveness(fabric, this);
         this.livenessThread = Thread.ofPlatform().daemon().name("nupa-liveness-" + address).start(liveness);
     }
@@ -167,6 +170,11 @@ public final class FabricNode implements FabricDevice {
         if (Trace.ENABLED) {
             Trace.mark(Trace.DEVICE_OUT);
         }
+        if (flags == 0 && tap.active()) {
+            // Before the publish: after it the consumer may take the slot back. A publish that then fails (LATE) was
+            // recorded all the same (docs/fabric-layout.md 12.4).
+            tap.record(true, address, claim.destination, claim.ring.mem, claim.offset, claim.length);
+        }
         boolean ok = claim.ring.publish(position, claim.length, address, generation, flags);
         return published(claim.destination, ok, flags == 0 ? claim.length : -1);
     }
@@ -191,7 +199,11 @@ public final class FabricNode implements FabricDevice {
             r.publish(p, 0, address, generation, CTRL_PADDING); // never leave a claim to stall the ring
             throw e;
         }
-        return published(destination, r.publish(p, length, address, generation, 0), length);
+        int rc = published(destination, r.publish(p, length, address, generation, 0), length);
+        if (rc == OK && tap.active()) {
+            tap.record(true, address, destination, source, offset, length);
+        }
+        return rc;
     }
 
     private static FabricException outsideSource(MemorySegment source, long offset, int length) {
@@ -227,11 +239,12 @@ public final class FabricNode implements FabricDevice {
         }
         int n = 0;
         long bytes = 0;
+        FrameHandler h = tap.active() ? tap.wrap(handler) : handler; // records each frame, then hands it on
         for (Ring r : in) {
             if (n >= limit) {
                 break;
             }
-            n += r.poll(handler, limit - n);
+            n += r.poll(h, limit - n);
             bytes += r.lastBatchBytes;
         }
         if (n > 0) {
@@ -587,6 +600,7 @@ public final class FabricNode implements FabricDevice {
         if (interrupted) {
             Thread.currentThread().interrupt();
         }
+        tap.close(); // after liveness stopped: it alone attaches
         String gone = lost == null ? fabric.lostReason() : null;
         if (gone != null) {
             markLost(gone); // closed before liveness looked: leave the memory alone all the same
@@ -607,6 +621,21 @@ public final class FabricNode implements FabricDevice {
         if (closeFabric) {
             fabric.close();
         }
+    }
+
+    /** Liveness tick: serve the observer slots that name this node (docs/fabric-layout.md 12.4). */
+    void checkObservers() {
+        tap.check();
+    }
+
+    /** Capture observers this node records frames for now. */
+    public int captureObservers() {
+        return tap.observers();
+    }
+
+    /** Why the last observer that named this node could not be served, or null. */
+    public String captureRefusal() {
+        return tap.lastRefusal;
     }
 
     @Override

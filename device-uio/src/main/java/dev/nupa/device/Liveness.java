@@ -112,6 +112,7 @@ final class Liveness implements Runnable {
             lastScan = ticks;
             scanStates();
         }
+        node.checkObservers();
     }
 
     /**

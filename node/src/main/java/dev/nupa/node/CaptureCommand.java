@@ -2,6 +2,7 @@ package dev.nupa.node;
 
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.foreign.MemorySegment;
 import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
@@ -14,12 +15,13 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
+import dev.nupa.device.CaptureObserver;
+import dev.nupa.device.CaptureRing;
 import dev.nupa.device.Fabric;
-import dev.nupa.device.FabricNode;
+import dev.nupa.device.NodeInfo;
 import dev.nupa.device.ShmFabric;
-import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.EtherType;
-import dev.nupa.l2.Link;
+import dev.nupa.l2.LinkHeader;
 import dev.nupa.l2.PcapWriter;
 import dev.nupa.node.admin.CaptureChunk;
 import dev.nupa.node.admin.CaptureRequest;
@@ -36,15 +38,18 @@ import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;
 
 /**
- * `nupa capture`: joins the fabric as a node of its own, asks the nodes to watch to mirror every
- * frame they send and receive to it (docs/link-layer.md, "Remote capture"), and writes them to a
- * pcap file that Wireshark and tshark decode natively. With {@code --grpc}, it asks one node's gRPC
- * endpoint for a live capture instead (Admin.Capture, docs/grpc.md), filtered there, and writes the
+ * `nupa capture`: observes the fabric without holding a node address. It names a capture file in the fabric's
+ * observer table; each watched node records every frame it sends and receives into its ring there, or counts it
+ * dropped when the ring is full (docs/fabric-layout.md 12). The frames go to a pcap file that Wireshark and tshark
+ * decode natively, and the summary line gives each node's recorded and dropped counts. With {@code --grpc}, it asks
+ * one node's gRPC endpoint for a live capture instead (Admin.Capture, docs/grpc.md), filtered there, and writes the
  * stream as it comes ({@code -w -}: to standard output, for {@code wireshark -k -i -}).
  */
 @Command(name = "capture", mixinStandardHelpOptions = true, sortOptions = false,
         description = {"Capture the frames of running nodes into a pcap file (Wireshark/tshark decode IPv4, ICMP, UDP, TCP, RoCE).",
-                "Stops after -c frames, after --duration, or on Ctrl-C."})
+                "Observes without taking a node address; each watched node records its frames into a ring of --ring-size bytes and",
+                "counts those that find it full. Stops after -c frames, after --duration, or on Ctrl-C, and prints the frames",
+                "written and, per node, recorded and dropped."})
 final class CaptureCommand implements Callable<Integer> {
     @Option(names = "-w", paramLabel = "FILE", required = true, description = "pcap file to write (with --grpc, - for standard output).")
     Path file;
@@ -80,6 +85,15 @@ final class CaptureCommand implements Callable<Integer> {
     @Option(names = "--duration", paramLabel = "SECONDS", description = "Stop after SECONDS.")
     Double duration;
 
+    @Option(names = "--snaplen", paramLabel = "BYTES",
+            description = "Record at most BYTES of each frame (default: whole frames, as far as one fits the ring).")
+    Integer snaplen;
+
+    @Option(names = "--ring-size", paramLabel = "BYTES", defaultValue = "4194304",
+            description = "Capture ring per watched node, a power of two (default: ${DEFAULT-VALUE}); frames that find it full"
+                    + " are counted dropped.")
+    long ringSize;
+
     private volatile boolean stop;
 
     @Override
@@ -94,83 +108,168 @@ final class CaptureCommand implements Callable<Integer> {
         if (!protocol.isEmpty() || !filterHost.isEmpty() || filterPort != 0 || grpcTokenFile != null) {
             throw new IllegalArgumentException("--protocol, --filter-host, --filter-port and --grpc-token-file go with --grpc HOST:PORT");
         }
-        try (Fabric f = ShmFabric.join(where.path(), where.access()); FabricNode self = f.attachAny()) {
-            List<Integer> targets = nodes.isEmpty() ? upNodes(self) : nodes;
-            try (PcapWriter pcap = PcapWriter.to(openFile(file), file.toString(), PcapWriter.DEFAULT_SNAPLEN)) {
-                capture(self, targets, pcap);
+        try (Fabric f = ShmFabric.join(where.path(), where.access())) { // joined, not attached: no address taken
+            int[] targets = targets(f);
+            // Whole frames by default, as far as a record fits the ring.
+            int snap = snaplen != null ? snaplen : (int) Math.min(f.geometry().maxFrame(), Math.max(1, ringSize - CaptureRing.RECORD_HEADER));
+            RUNNING.add(this);
+            try (CaptureObserver o = CaptureObserver.start(f, targets, ringSize, snap)) {
+                return observe(f, o);
+            } finally {
+                RUNNING.remove(this);
             }
         }
-        return 0;
     }
 
-    private void capture(FabricNode self, List<Integer> targets, PcapWriter pcap) {
-        Link link = new Link(self);
-        long[] frames = {0};
-        link.register(EtherType.NUPA_MIRROR, (src, mem, off, len) -> {
-            if (len < CaptureMirror.MIRROR_HEADER) {
-                return;
+    /** The nodes to watch: --node, each checked, or every node up now. */
+    private int[] targets(Fabric f) {
+        int max = f.geometry().maxNodes();
+        if (nodes.isEmpty()) {
+            int[] up = f.nodes().stream().filter(n -> n.state().equals("UP")).mapToInt(NodeInfo::address).toArray();
+            if (up.length == 0) {
+                throw new IllegalStateException("no node is up on the fabric to capture; start one (nupa node) or name one with --node");
             }
-            long ts = mem.get(CaptureMirror.BE_LONG, off);
-            int s = mem.get(CaptureMirror.BE_SHORT, off + 8) & 0xFFFF;
-            int d = mem.get(CaptureMirror.BE_SHORT, off + 10) & 0xFFFF;
-            int proto = mem.get(CaptureMirror.BE_SHORT, off + 12) & 0xFFFF;
-            boolean out = (mem.get(java.lang.foreign.ValueLayout.JAVA_BYTE, off + 14) & CaptureMirror.FLAG_OUTBOUND) != 0;
-            // A frame seen by two watched nodes arrives twice (sent, then received): keep the sender's copy.
-            if (!out && watching(s)) {
-                return;
-            }
-            int frameLength = mem.get(CaptureMirror.BE_INT, off + 16); // the whole payload; the copy may be cut
-            pcap.capture(ts, out, s, d, proto, mem, off + CaptureMirror.MIRROR_HEADER, len - CaptureMirror.MIRROR_HEADER,
-                    frameLength);
-            frames[0]++;
-        });
-        for (int t : targets) {
-            if (t == self.address()) {
-                continue;
-            }
-            int rc = CaptureMirror.request(link, t, CaptureMirror.START);
-            if (rc != 0) {
-                throw new IllegalStateException("cannot reach node " + t + " to start capture: "
-                        + dev.nupa.device.FabricDevice.describe(rc));
+            return up;
+        }
+        for (int n : nodes) {
+            if (n < 0 || n >= max) {
+                throw new IllegalArgumentException("--node " + n + " is not an address of this fabric (0.." + (max - 1) + ")");
             }
         }
-        watched = targets;
-        System.err.println("nupa capture: node " + self.address() + " capturing nodes " + targets + " to " + file
-                + "; Ctrl-C to stop");
-        CountDownLatch written = new CountDownLatch(1);
+        return nodes.stream().mapToInt(Integer::intValue).distinct().toArray();
+    }
+
+    private int observe(Fabric f, CaptureObserver o) throws Exception {
+        int[] targets = o.nodes();
+        long deadline = System.nanoTime() + ATTACH_WAIT_NS;
+        while (System.nanoTime() < deadline && !allAttached(o)) {
+            Thread.sleep(5); // polling the rings' attached words, which the nodes set at their next heartbeat tick
+        }
+        List<Integer> serving = new ArrayList<>();
+        for (int i = 0; i < targets.length; i++) {
+            if (o.attached(i) != 0) {
+                serving.add(targets[i]);
+            } else {
+                System.err.println("nupa capture: " + notServing(f, targets[i]));
+            }
+        }
+        if (serving.isEmpty()) {
+            throw new IllegalStateException("no watched node serves capture (see above); nothing to record");
+        }
+        long[] written = {0};
+        CountDownLatch done = new CountDownLatch(1);
         Thread hook = new Thread(() -> {
             stop = true;
             try {
-                written.await(5, TimeUnit.SECONDS); // until the file is complete
+                done.await(5, TimeUnit.SECONDS); // until the file is complete and the slot released
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             }
         });
         Runtime.getRuntime().addShutdownHook(hook);
-        long end = duration != null ? System.nanoTime() + (long) (duration * 1e9) : Long.MAX_VALUE;
-        while (!stop && System.nanoTime() < end && (count == null || frames[0] < count)) {
-            if (link.poll(64) == 0) {
-                link.awaitFrames(10_000_000L);
+        try (PcapWriter pcap = PcapWriter.to(openFile(file), file.toString(), PcapWriter.DEFAULT_SNAPLEN)) {
+            System.err.println("nupa capture: observing nodes " + serving + " of " + f.name() + " (no node address taken) to "
+                    + file + "; Ctrl-C to stop");
+            CaptureRing.RecordHandler write = (ts, out, src, dst, len, mem, off, captured) -> {
+                if (count != null && written[0] >= count) {
+                    return; // past -c: read, so the ring frees, but not written
+                }
+                // A frame between two watched nodes is recorded by both: keep the sender's copy.
+                if (!out && serving.contains(src)) {
+                    return;
+                }
+                writeRecord(pcap, ts, out, src, dst, len, mem, off, captured);
+                written[0]++;
+            };
+            long end = duration != null ? System.nanoTime() + (long) (duration * 1e9) : Long.MAX_VALUE;
+            int idle = 0;
+            while (!stop && System.nanoTime() < end && (count == null || written[0] < count)) {
+                if (o.poll(write, 256) > 0) {
+                    idle = 0;
+                } else if (++idle > 100) {
+                    Thread.sleep(1); // nothing for a while: sleep a little instead of spinning a core
+                }
+            }
+            if (count == null || written[0] < count) {
+                o.poll(write, Integer.MAX_VALUE); // what the rings hold now: every recorded frame up to the stop is written
+            }
+            pcap.flush();
+            StringBuilder line = new StringBuilder("nupa capture: " + written[0] + " frames written to " + file + ";");
+            for (int i = 0; i < targets.length; i++) {
+                if (o.attached(i) != 0 || o.recorded(i) + o.dropped(i) > 0) {
+                    line.append(" node ").append(targets[i]).append(": ").append(o.recorded(i)).append(" recorded, ")
+                            .append(o.dropped(i)).append(" dropped").append(o.broken(i) ? " (its ring held foreign bytes)" : "")
+                            .append(';');
+                }
+            }
+            line.setLength(line.length() - 1);
+            System.err.println(line + (anyDropped(o) ? " (dropped: the capture ring was full; a larger --ring-size keeps more)" : ""));
+        } finally {
+            o.close();
+            done.countDown();
+            if (!stop) {
+                Runtime.getRuntime().removeShutdownHook(hook);
             }
         }
-        for (int t : targets) {
-            if (t != self.address()) {
-                CaptureMirror.request(link, t, CaptureMirror.STOP);
+        return 0;
+    }
+
+    static final long ATTACH_WAIT_NS = 2_000_000_000L;
+    private static final java.util.Set<CaptureCommand> RUNNING = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /** Stops the captures running in this JVM as Ctrl-C would (for tests, which cannot signal their own JVM). */
+    static void stopAll() {
+        RUNNING.forEach(c -> c.stop = true);
+    }
+
+    private static boolean allAttached(CaptureObserver o) {
+        for (int i = 0; i < o.nodes().length; i++) {
+            if (o.attached(i) == 0) {
+                return false;
             }
         }
-        pcap.flush();
-        System.err.println("nupa capture: " + frames[0] + " frames written to " + file);
-        written.countDown();
-        if (!stop) {
-            Runtime.getRuntime().removeShutdownHook(hook);
+        return true;
+    }
+
+    private static boolean anyDropped(CaptureObserver o) {
+        for (int i = 0; i < o.nodes().length; i++) {
+            if (o.dropped(i) > 0) {
+                return true;
+            }
         }
+        return false;
     }
 
-    private List<Integer> watched = List.of();
-
-    private boolean watching(int node) {
-        return watched.contains(node);
+    /** Why node {@code a} did not attach to the capture, in one line. */
+    private static String notServing(Fabric f, int a) {
+        String state = f.nodes().stream().filter(n -> n.address() == a).map(NodeInfo::state).findFirst().orElse("FREE");
+        if (!state.equals("UP")) {
+            return "node " + a + " is not up (" + state + "): nothing to capture there";
+        }
+        return "node " + a + " does not serve capture: it did not attach within " + ATTACH_WAIT_NS / 1_000_000_000L
+                + " s; Java nodes (nupa node, nupa perf servers, any FabricNode) attach at their next heartbeat, but a C node or"
+                + " a node older than the observer table reads its rings raw, and a node of another user cannot open the"
+                + " capture file";
     }
+
+    /**
+     * One recorded fabric frame to the pcap: a frame with a link header (docs/link-layer.md) as its protocol; one
+     * without (a raw frame, as perf streams send) whole, as EtherType 0x88B6 (IEEE local experimental 2).
+     */
+    private void writeRecord(PcapWriter pcap, long ts, boolean out, int src, int dst, int len, MemorySegment mem,
+                                    long off, int captured) {
+        if (captured >= LinkHeader.LENGTH && len >= LinkHeader.LENGTH) {
+            LinkHeader h = linkHeader.wrap(mem, off);
+            if (h.destination() == dst && h.source() == src && h.payloadLength() == len - LinkHeader.LENGTH) {
+                pcap.capture(ts, out, src, dst, h.protocol(), mem, off + LinkHeader.LENGTH, captured - LinkHeader.LENGTH,
+                        len - LinkHeader.LENGTH);
+                return;
+            }
+        }
+        pcap.capture(ts, out, src, dst, EtherType.NUPA_RAW, mem, off, captured, len);
+    }
+
+    private final LinkHeader linkHeader = new LinkHeader();
 
     /** Admin.Capture from a node's endpoint, written to the file (or standard output) chunk by chunk. */
     private int overGrpc() throws Exception {
@@ -287,18 +386,5 @@ final class CaptureCommand implements Callable<Integer> {
                     : e instanceof java.nio.file.AccessDeniedException ? "permission denied" : e.getMessage();
             throw new IllegalArgumentException("cannot write capture file " + file + ": " + why);
         }
-    }
-
-    private static List<Integer> upNodes(FabricNode self) {
-        List<Integer> up = new ArrayList<>();
-        for (int a = 0; a < self.geometry().maxNodes(); a++) {
-            if (a != self.address() && self.isUp(a)) {
-                up.add(a);
-            }
-        }
-        if (up.isEmpty()) {
-            throw new IllegalStateException("no node is up on the fabric to capture; start one (nupa node) or name one with --node");
-        }
-        return up;
     }
 }

@@ -122,6 +122,12 @@ final class FabricCommand {
             }
             System.out.println(line);
         }
+        var observers = dev.nupa.device.ObserverTable.list(f);
+        System.out.println("  capture observers: " + (observers.isEmpty() ? "none" : observers.size()));
+        for (var o : observers) { // they hold no node address: `nupa capture` (docs/fabric-layout.md 12)
+            System.out.println("    slot " + o.slot() + " pid " + o.pid() + " file "
+                    + (o.file() != null ? o.file() : "(foreign bytes: no valid path)") + " watching nodes " + o.nodes());
+        }
         var windows = f.windows();
         List<Integer> corrupt = f.corruptEntries();
         if (!corrupt.isEmpty() || f.corruptWindowEntries() > 0) {

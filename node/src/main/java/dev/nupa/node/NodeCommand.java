@@ -23,7 +23,7 @@ import picocli.CommandLine.Option;
 
 @Command(name = "node", mixinStandardHelpOptions = true,
         description = {"Run a node in the foreground until interrupted: it answers ping, serves UDP echo if asked,",
-                "forwards if asked, and mirrors its frames to `nupa capture`. Prints its counters on exit.",
+                "forwards if asked, and records its frames for `nupa capture`. Prints its counters on exit.",
                 "The TCP socket options (--no-delay to --congestion) set the connections of the TCP echo server."})
 final class NodeCommand implements Callable<Integer> {
     @Mixin

@@ -6,7 +6,6 @@ import java.util.concurrent.TimeUnit;
 
 import dev.nupa.gateway.vertx.GatewayVerticle;
 import dev.nupa.ip.Ipv4Stack;
-import dev.nupa.l2.CaptureMirror;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.PcapWriter;
 import dev.nupa.roce.vertx.RoceVerticle;
@@ -23,7 +22,8 @@ import io.vertx.tracing.opentelemetry.OpenTelemetryTracingFactory;
 /**
  * A node, assembled: a Vert.x instance whose event loop is the node's datapath (the Vert.x transport,
  * {@link NupaVertx}) with the link (fabric, neighbor directory), IP (IPv4, ICMP, UDP) and TCP under
- * it, RDMA (verbs context and connection manager) deployed on it, and remote capture. Applications use
+ * it, RDMA (verbs context and connection manager) deployed on it, and a local capture if asked for (`nupa capture`
+ * observers are served by the fabric node itself, docs/fabric-layout.md 12). Applications use
  * the node through that Vert.x instance, unmodified:
  *
  * <pre>{@code
@@ -39,14 +39,13 @@ public final class NupaNode {
     private final Ipv4Stack ip;
     private final TcpLayer tcp;
     private final RoceVerticle roceVerticle;
-    private final CaptureMirror mirror;
     private final PcapWriter pcap;
     private volatile GatewayVerticle gateway;
     private final OpenTelemetry openTelemetry;
     private TcpTelemetry tcpTelemetry;
     private RdmaTelemetry rdmaTelemetry;
 
-    private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, CaptureMirror mirror, PcapWriter pcap,
+    private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, PcapWriter pcap,
                      OpenTelemetry openTelemetry) {
         this.openTelemetry = openTelemetry;
         this.vertx = vertx;
@@ -54,7 +53,6 @@ public final class NupaNode {
         this.ip = ip;
         this.tcp = tcp;
         this.roceVerticle = roce;
-        this.mirror = mirror;
         this.pcap = pcap;
     }
 
@@ -85,11 +83,10 @@ public final class NupaNode {
         }
         FabricStack fabricStack = NupaVertx.stack(vertx);
         RoceVerticle roce = new RoceVerticle(fabricStack.link(), fabricStack.neighbors(), fabricStack.ip());
-        CaptureMirror mirror = new CaptureMirror(fabricStack.link());
         if (pcap != null) {
-            mirror.setLocal(pcap);
+            fabricStack.link().setCapture(pcap);
         }
-        NupaNode node = new NupaNode(vertx, fabricStack.link(), fabricStack.ip(), fabricStack.tcp(), roce, mirror, pcap,
+        NupaNode node = new NupaNode(vertx, fabricStack.link(), fabricStack.ip(), fabricStack.tcp(), roce, pcap,
                 config.openTelemetry());
         // Without a context: on a failure it completes after the node's event loop is gone.
         Promise<NupaNode> started = Promise.promise();
@@ -126,10 +123,6 @@ public final class NupaNode {
 
     public Link link() {
         return link;
-    }
-
-    public CaptureMirror mirror() {
-        return mirror;
     }
 
     public TcpLayer tcp() {
@@ -187,7 +180,9 @@ public final class NupaNode {
 
     /** Takes the node down: closes its Vert.x instance; the node leaves the fabric, its capture is flushed and closed. */
     public Future<Void> close() {
-        mirror.close();
+        if (pcap != null && link.capture() == pcap) {
+            link.setCapture(null); // the file is closed below; frames sent meanwhile are not written to it
+        }
         return vertx.close().andThen(v -> {
             closeQuietly(pcap);
             TcpTelemetry t;

@@ -50,6 +50,8 @@ final class OptionRanges {
             Map.entry("ping -c", new Range(1, ANY, false)), Map.entry("ping -i", new Range(0.001, ANY, false)),
             Map.entry("ping -W", POSITIVE), Map.entry("ping -w", POSITIVE),
             Map.entry("--trace-sample", RATE), Map.entry("--trace", RATE),
+            Map.entry("capture --snaplen", new Range(1, 262_144, false)),
+            Map.entry("capture --ring-size", new Range(4096, 1L << 30, false)),
             Map.entry("--seed", new Range(-ANY, ANY, false)), Map.entry("--cpu", new Range(-1, 4095, false)));
 
     private OptionRanges() {

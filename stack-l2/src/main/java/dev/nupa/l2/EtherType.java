@@ -18,10 +18,11 @@ public final class EtherType {
      */
     public static final int NUPA_RDMA = 0x8915;
 
-    /** NUPA control messages between nodes (capture start/stop); IEEE 802 "local experimental 1". */
-    public static final int NUPA_CONTROL = 0x88B5;
-    /** Mirrored frames for a remote capture; IEEE 802 "local experimental 2". */
-    public static final int NUPA_MIRROR = 0x88B6;
+    /**
+     * Not carried on the link: the EtherType `nupa capture` gives, in a pcap file, a recorded fabric frame that has no
+     * link header (a perf stream's raw frames), written whole; IEEE 802 "local experimental 2".
+     */
+    public static final int NUPA_RAW = 0x88B6;
 
     private EtherType() {
     }
@@ -33,8 +34,7 @@ public final class EtherType {
             case ARP -> "ARP";
             case IPV6 -> "IPv6";
             case NUPA_RDMA -> "RDMA";
-            case NUPA_CONTROL -> "NUPA-control";
-            case NUPA_MIRROR -> "NUPA-mirror";
+            case NUPA_RAW -> "NUPA-raw";
             default -> String.format("0x%04x", protocol);
         };
     }

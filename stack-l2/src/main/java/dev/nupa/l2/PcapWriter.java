@@ -165,7 +165,7 @@ public final class PcapWriter implements PacketCapture, AutoCloseable {
     /**
      * Like {@link #capture(long, boolean, int, int, int, MemorySegment, long, int)} for a frame of
      * which only the first {@code len} of {@code frameLength} payload bytes are at hand (a remote
-     * capture's mirror copy that did not fit the capturing node's slot): the record's original length
+     * capture observer's record cut at its snapshot length): the record's original length
      * counts the whole frame and it includes what is at hand. An RDMA frame cut that way has no ICRC.
      */
     public synchronized void capture(long timestampNanos, boolean outbound, int srcNode, int dstNode, int protocol,

@@ -198,7 +198,7 @@ class PcapWriterTest {
     }
 
     @Test
-    void aMirrorCopyCutShortKeepsTheWholeLengthInItsHeadersAndHasNoIcrc() throws IOException {
+    void aCopyCutShortKeepsTheWholeLengthInItsHeadersAndHasNoIcrc() throws IOException {
         byte[] got = captureRdma(dir.resolve("mirror.pcap"), PcapWriter.DEFAULT_SNAPLEN, 20, RDMA_SEND.length);
         assertArrayEquals(b(42 + 20, 0, 0, 0, 78, 0, 0, 0), Arrays.copyOfRange(got, 32, 40));
         assertArrayEquals(concat(ROCE_HEADERS, Arrays.copyOf(RDMA_SEND, 20)), Arrays.copyOfRange(got, 40, got.length),

@@ -116,7 +116,7 @@ class IpMultiProcessTest {
                 "10.0.0.1");
         run("udp-check", 0, 300, "udp-check", "--fabric", fabric.toString(), "--address", "2", "--count", "300",
                 "--max-size", "30000", "--seed", "3", "10.0.0.1");
-        capture.process.toHandle().destroy(); // SIGTERM: it asks the node to stop mirroring and flushes the file
+        capture.process.toHandle().destroy(); // SIGTERM: it writes what the rings hold, releases its slot and flushes the file
         assertTrue(capture.process.waitFor(30, TimeUnit.SECONDS), capture.output());
         assertTrue(capture.output().contains("frames written to"), capture.output());
 
@@ -135,6 +135,13 @@ class IpMultiProcessTest {
                 "-Y", "ip.checksum.status == 1 && (!udp || udp.checksum.status == 1) && (!icmp || icmp.checksum.status == 1)",
                 "-T", "fields", "-e", "frame.number");
         assertEquals(frames, good.lines().count(), "frames whose checksums tshark verified good");
+        // The observer's summary: what it wrote is what the file holds, and node 0 recorded it (or counted it dropped).
+        Matcher m = Pattern.compile("nupa capture: (\\d+) frames written to .*; node 0: (\\d+) recorded, (\\d+) dropped")
+                .matcher(capture.output());
+        assertTrue(m.find(), capture.output());
+        assertEquals(frames, Long.parseLong(m.group(1)), capture.output());
+        assertEquals(frames, Long.parseLong(m.group(2)), "node 0 is the only node watched: each record is written");
+        System.out.println("IpMultiProcessTest: " + m.group());
     }
 
     private static boolean tshark() {
