@@ -86,7 +86,7 @@ final class FabricCommand {
 
     static void print(Fabric f) {
         FabricGeometry g = f.geometry();
-        System.out.printf("fabric %s (layout v1, created %s)%n", f.name(), Instant.ofEpochMilli(f.createdMillis()));
+        System.out.printf("fabric %s (layout v%d, created %s)%n", f.name(), dev.nupa.device.FabricLayout.VERSION, Instant.ofEpochMilli(f.createdMillis()));
         printFile(Path.of(f.name()));
         System.out.printf("  geometry: %d nodes, %d ring(s)/node, %d slots/ring, max frame %d B, %d windows, %d MiB window space, %d bytes%n",
                 g.maxNodes(), g.ringsPerNode(), g.ringSlots(), g.maxFrame(), g.maxWindows(), g.windowBytes() >> 20, g.totalBytes());
