@@ -245,7 +245,10 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
                 }
             }
             blockedSince = 0;
-            if (rc == SendStatus.OK) {
+            if (rc == SendStatus.OK || rc == SendStatus.NO_NEIGHBOR || rc == FabricDevice.PEER_DOWN) {
+                // An address of the fabric's subnet that no live node holds is Linux's on-link host that never answers
+                // ARP: its sendto(2) succeeds, the datagram is dropped when resolution fails, and only a connected socket
+                // or IP_RECVERR hears of it (udp(7)). IP counted it (OUT_NO_ROUTES, OUT_DISCARDS).
                 in.remove();
             } else {
                 in.remove(new IOException("UDP send of " + length + " bytes to " + to + " failed: " + SendStatus.describe(rc)));
