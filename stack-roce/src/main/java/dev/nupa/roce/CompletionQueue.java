@@ -53,6 +53,7 @@ public final class CompletionQueue implements AutoCloseable {
 
     /** Polls the oldest completion into {@code wc}; returns whether there was one. Throws once the queue has overrun. */
     public boolean poll(WorkCompletion wc) {
+        context.checkThread();
         Completions c = completions;
         if (c.overruns() != 0) {
             throw new RdmaException("completion queue overrun: " + c.overruns() + " completion(s) did not fit its " + c.capacity()
@@ -63,6 +64,7 @@ public final class CompletionQueue implements AutoCloseable {
 
     /** Arms the event handler for the next completion (or the next solicited one). */
     public void requestNotify(boolean solicitedOnly) {
+        context.checkThread();
         completions.requestNotify(solicitedOnly);
     }
 

@@ -77,6 +77,7 @@ public final class QueuePair implements AutoCloseable {
      * throws RdmaException naming it and changes nothing.
      */
     public void modify(QpAttr a, int mask) {
+        ctx.checkThread();
         requireLive();
         QpState state = transport.state();
         QpState to = (mask & STATE) != 0 ? a.qpState : state;
@@ -171,6 +172,7 @@ public final class QueuePair implements AutoCloseable {
         if (Trace.ENABLED) {
             Trace.mark(Trace.RDMA_OUT);
         }
+        ctx.checkThread();
         QpTransport t = transport;
         requireLive();
         QpState state = t.state();
@@ -186,6 +188,7 @@ public final class QueuePair implements AutoCloseable {
 
     /** Posts a receive request ({@code ibv_post_recv}); throws if the QP uses a shared receive queue or is in RESET. */
     public void postRecv(RecvWorkRequest wr) {
+        ctx.checkThread();
         requireLive();
         if (srq != null) {
             throw new RdmaException("QP " + qpNum() + " takes its receives from a shared receive queue; post to it instead");

@@ -91,6 +91,14 @@ public final class RdmaContext implements AutoCloseable {
         return device.node();
     }
 
+    /**
+     * The verbs that touch queues (post, poll, modify, notify) run on the link's owner, the datapath loop, as the
+     * link's own sends do; from another thread they throw before changing anything, naming the remedy.
+     */
+    void checkThread() {
+        device.link.checkOwner();
+    }
+
     public Link link() {
         return device.link;
     }

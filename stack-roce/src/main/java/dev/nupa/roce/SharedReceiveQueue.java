@@ -15,6 +15,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
 
     /** Posts a receive request ({@code ibv_post_srq_recv}); copies it, so {@code wr} may be reused at once. */
     public void postRecv(RecvWorkRequest wr) {
+        pd.context().checkThread();
         if (pd.closed) {
             throw new RdmaException("shared receive queue's protection domain is closed");
         }
