@@ -57,8 +57,13 @@ public final class RdmaCm implements AutoCloseable {
      */
     public record Options(int pathMtu, int timeout, int retryCount, int rnrRetry, int minRnrTimer, int rdAtomic,
             long resendNs, int resends, int ipPathMtu) {
+        /**
+         * The ACK timeout is 17 (4.096 us x 2^17, about 537 ms a try, 4.3 s over 7 retries), as Linux's rdma_cm gives a
+         * RoCE path (CMA_IBOE_PACKET_LIFETIME 16, and cm_ack_timeout adds 1): a responder here is a process, and one
+         * the host did not schedule for half a second must not end a connection that nothing lost.
+         */
         public static Options defaults() {
-            return new Options(4096, 14, 7, 7, 12, 4, 100_000_000L, 8, 1024);
+            return new Options(4096, 17, 7, 7, 12, 4, 100_000_000L, 8, 1024);
         }
 
         public Options withResend(long ns, int times) {
