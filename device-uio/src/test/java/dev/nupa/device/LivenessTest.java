@@ -15,6 +15,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -22,6 +23,7 @@ import dev.nupa.device.PeerEvent.Kind;
 
 /** Heartbeats, peer events, eviction, and the reclaiming of dead nodes, all in one JVM. */
 @Timeout(30)
+@Tag("process")
 class LivenessTest {
     private final FabricFixture fx = new FabricFixture();
     private Fabric fabric;

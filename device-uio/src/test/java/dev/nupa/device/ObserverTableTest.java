@@ -16,9 +16,11 @@ import java.util.List;
 import java.util.UUID;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** The observer table in the fabric header (docs/fabric-layout.md 12.1), and a node's handling of its slots. */
+@Tag("process")
 class ObserverTableTest {
     final FabricFixture fx = new FabricFixture();
     final Path stray = Path.of("/dev/shm/nupa-test-observer-" + UUID.randomUUID());

@@ -11,9 +11,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** A node killed but not yet reaped by its parent (a zombie) is dead: its address is free to take. */
+@Tag("linux")
 class ZombieNodeTest {
     private final FabricFixture fx = new FabricFixture();
     private Process parent;

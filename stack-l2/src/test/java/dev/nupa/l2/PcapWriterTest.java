@@ -13,10 +13,12 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /** pcap output: exact bytes of the global header and a record, and (where installed) tshark's reading of it. */
+@Tag("linux")
 class PcapWriterTest {
     /** An ICMP echo request 10.0.0.1 -> 10.0.0.2 (id 7, seq 1, no data), checksums computed by hand. */
     static final byte[] ICMP_ECHO = {

@@ -22,6 +22,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -31,6 +32,7 @@ import org.junit.jupiter.api.io.TempDir;
  * tshark as InfiniBand: every frame, every opcode, no malformed packet, every IPv4 checksum good.
  * tshark (4.0) shows the ICRC but does not check it; this test checks every record's ICRC itself.
  */
+@Tag("linux")
 class RoceCaptureTsharkTest {
     @TempDir
     Path dir;

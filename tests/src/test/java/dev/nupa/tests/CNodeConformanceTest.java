@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -21,6 +22,7 @@ import org.junit.jupiter.api.Test;
  * `nupa udp-check` against it. Afterwards its address is FREE again: it left as docs/fabric-layout.md says. And it
  * reclaims a Java node that died.
  */
+@Tag("process")
 class CNodeConformanceTest {
     private static final Path NATIVE = Path.of(System.getProperty("user.dir")).getParent().resolve("native");
     static final Path CNODE = NATIVE.resolve("build/nupa-cnode");

@@ -14,11 +14,13 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.node.Main;
 
 /** `nupa capture` records a `nupa perf` server's frames: the server is a Java fabric node, which serves the observer table. */
+@Tag("process")
 class CaptureMultiProcessTest {
     private final Path fabric = ChildJvm.newFabricPath();
     private final Path pcap = Path.of("/tmp/nupa-test-capture-" + UUID.randomUUID() + ".pcap");

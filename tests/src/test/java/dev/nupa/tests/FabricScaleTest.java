@@ -17,6 +17,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.device.Fabric;
@@ -49,6 +50,7 @@ import io.vertx.core.net.NetSocket;
  * It prints what it measured (join time, the C nodes' CPU use at idle, the time to reclaim the 100) on a RESULT line:
  * figures, not pass/fail conditions (docs/figures.md says how they were taken).
  */
+@Tag("process")
 class FabricScaleTest {
     private static final int NODES = 1024;
     private static final int DRIVER = 0;

@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.gateway.EthernetFrame;
@@ -26,6 +27,7 @@ import dev.nupa.ip.Ipv4Address;
  * fetching from a fabric node through it. Nothing crashes, curl goes on succeeding, and the gateway's
  * counters, printed when it stops, show each kind of drop.
  */
+@Tag("linux")
 class GatewayHostileFramesTest {
     private static final Path SCRIPT = Path.of("src/test/resources/hostile-frames.py");
     private static final String PYTHON = "/usr/bin/python3"; // Debian's, which has scapy

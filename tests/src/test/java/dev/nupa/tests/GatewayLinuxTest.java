@@ -17,6 +17,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 
@@ -26,6 +27,7 @@ import org.junit.jupiter.api.Test;
  * to fabric node 1 (the example Vert.x services, over the Vert.x transport) through it. The namespace,
  * the TAP device and the fabric file are removed afterwards.
  */
+@Tag("linux")
 class GatewayLinuxTest {
     private static final String GATEWAY = GatewayRig.GATEWAY;
     private static final String SERVER = GatewayRig.SERVER;

@@ -17,6 +17,7 @@ import java.util.Random;
 import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.device.Fabric;
@@ -30,6 +31,7 @@ import dev.nupa.node.Main;
  * 10.5): random bytes over a live node's receive ring and table entry leave it answering pings, and a fabric file
  * truncated or removed under a node makes it say so in one line and exit with status 1, with no stack trace.
  */
+@Tag("process")
 class HostileFabricProcessTest {
     private final Path fabric = ChildJvm.newFabricPath();
     private final List<ChildJvm> children = new ArrayList<>();

@@ -15,6 +15,7 @@ import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.node.Main;
@@ -24,6 +25,7 @@ import dev.nupa.node.Main;
  * serving, `nupa ping` and `nupa udp-check` asking, `nupa capture` writing a pcap that tshark (the
  * peer no one here wrote) decodes without a malformed packet or a bad checksum.
  */
+@Tag("linux")
 class IpMultiProcessTest {
     private final Path fabric = ChildJvm.newFabricPath();
     private final List<ChildJvm> children = new ArrayList<>();

@@ -32,6 +32,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.Predicate;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -44,6 +45,7 @@ import org.junit.jupiter.api.Timeout;
  * claimed but not published when it died is skipped after the stall timeout: at most one.
  */
 @Timeout(150)
+@Tag("process")
 class KilledProducerTest {
     static final int CONSUMER = 0;
     static final int VICTIM = 2;

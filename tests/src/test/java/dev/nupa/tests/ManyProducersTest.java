@@ -13,6 +13,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.Timeout;
  * already published survive their sender's departure.
  */
 @Timeout(180)
+@Tag("process")
 class ManyProducersTest {
     static final int PRODUCERS = 4;
     static final long FRAMES = 250_000;

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,6 +24,7 @@ import org.junit.jupiter.api.Test;
  * gRPC endpoints on one fabric, and {@link NodeClient} in a third process using them through Admin, Sockets and
  * Verbs only.
  */
+@Tag("process")
 class NodeClientExampleTest {
     private final Path fabric = Path.of("/dev/shm/nupa-test-node-client-" + UUID.randomUUID());
     private final List<Process> nodes = new ArrayList<>();

@@ -14,9 +14,11 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** The `nupa` command line as a user meets it: real processes, exit codes, one-line errors, the perf contract. */
+@Tag("process")
 class NupaCommandLineTest {
     private final Path fabric = ChildJvm.newFabricPath();
 

@@ -27,9 +27,11 @@ import java.util.jar.JarEntry;
 import java.util.jar.JarOutputStream;
 import java.util.jar.Manifest;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** `nupa run`: an unmodified Vert.x program on a fabric node, reached from another node; the launcher's errors. */
+@Tag("process")
 class NupaRunTest {
     private final Path fabric = ChildJvm.newFabricPath();
     private final List<Path> files = new ArrayList<>(List.of(fabric));

@@ -11,6 +11,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.device.FabricGeometry;
@@ -27,6 +28,7 @@ import dev.nupa.transport.StackConfig;
  * within the fabric's liveness timeout the server has ended every one of them, its application saw each reset, their
  * buffers are back in the budget, and no segment to the dead node is tried any more.
  */
+@Tag("process")
 class PeerDeathTest {
     private static final int PORT = 7400;
     private static final int CONNECTIONS = Integer.getInteger("nupa.peerDeathConnections", 300);

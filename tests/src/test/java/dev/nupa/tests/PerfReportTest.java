@@ -24,6 +24,7 @@ import org.HdrHistogram.Histogram;
 import org.HdrHistogram.HistogramLogReader;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.Test;
  * are in the rendered page, the screenshot shows them, and the browser logs no console message. A run stopped
  * early still leaves a report, marked partial.
  */
+@Tag("linux")
 class PerfReportTest {
     private final Path dir = tempDir();
 

@@ -44,6 +44,7 @@ import java.util.Random;
 import java.util.stream.Stream;
 import java.util.zip.CRC32;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -63,6 +64,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * clock, and every wait is bounded.
  */
 @Timeout(90)
+@Tag("process")
 class RdmaMultiProcessTest {
     static final int CLIENT = 0;
     static final int PEER = 1;

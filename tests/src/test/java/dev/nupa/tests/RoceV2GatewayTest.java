@@ -14,6 +14,7 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -24,6 +25,7 @@ import org.junit.jupiter.api.Test;
  * apart from ours (Python's zlib, IBA 7.8.1 and annex A17) finds every ICRC right. A datagram to port 4791 with a wrong
  * ICRC, sent from Linux, is dropped by the gateway and counted. Everything it creates is removed afterwards.
  */
+@Tag("linux")
 class RoceV2GatewayTest {
     private static final String A_GATEWAY = "192.168.77.2";
     private static final String A_LINUX = "192.168.77.1";

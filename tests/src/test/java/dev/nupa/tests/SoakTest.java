@@ -12,9 +12,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /** `nupa soak` for a short while: every kind of traffic checked, a node killed and restarted, nothing left behind. */
+@Tag("process")
 class SoakTest {
     private static long count(String out, String pattern) {
         Matcher m = Pattern.compile(pattern).matcher(out);

@@ -13,6 +13,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.node.Main;
@@ -22,6 +23,7 @@ import dev.nupa.node.Main;
  * opening connections all at once, checking every echoed byte, closing, and checking that no
  * connection state is left on either side afterwards.
  */
+@Tag("process")
 class TcpMultiProcessTest {
     private final Path fabric = ChildJvm.newFabricPath();
     private final List<ChildJvm> children = new ArrayList<>();

@@ -13,6 +13,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -22,6 +23,7 @@ import org.junit.jupiter.api.Timeout;
  * each receiver's running hash over (seq, length, crc) equals its sender's.
  */
 @Timeout(180)
+@Tag("process")
 class TwoProcessExchangeTest {
     static final long FRAMES = 1_000_000;
     /** A long stall timeout: no live sender may lose a claim to a busy machine's scheduler. */

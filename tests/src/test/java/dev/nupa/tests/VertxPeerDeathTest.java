@@ -28,6 +28,7 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -38,6 +39,7 @@ import org.junit.jupiter.api.Test;
  * afterwards fails at once with "No route to host", as Linux's connect(2) once ARP failed (EHOSTUNREACH), not after
  * the connect timeout; a datagram sent afterwards fails its send, and the socket goes on.
  */
+@Tag("process")
 class VertxPeerDeathTest {
     private static final String SERVER = "10.0.0.1";
     private static final int SOCKETS = 30;

@@ -40,6 +40,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -47,6 +48,7 @@ import org.junit.jupiter.api.Test;
  * WebSocket, TCP echo, a resetting TCP server, UDP echo) runs in a child JVM on node 0, and this
  * JVM's Vert.x, on node 1, uses it with Vert.x's own clients.
  */
+@Tag("process")
 class VertxTransportMultiProcessTest {
     private static final String SERVER = "10.0.0.1";
     private static final long UPLOAD = 1L << 30; // 1 GiB, chunked

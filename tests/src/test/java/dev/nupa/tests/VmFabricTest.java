@@ -12,6 +12,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -19,6 +20,7 @@ import org.junit.jupiter.api.Test;
  * boots it under software emulation with an ivshmem-plain device backed by a fabric file. Without QEMU,
  * busybox-static, cpio or gcc, or when the kernel package cannot be downloaded, the tests say so and skip.
  */
+@Tag("vm")
 class VmFabricTest {
     private static final Path GUEST = Path.of("target", "guest");
     private static final Path SCRIPT = Path.of("..", "vms", "guest.sh").toAbsolutePath().normalize();

@@ -23,6 +23,7 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.Test;
  * reaches the target is checked by its FNV-1a 64 or read back with RDMA READ; errors come back as completions; a
  * proxy killed mid-stream ends its posters' waits.
  */
+@Tag("process")
 class WorkRingTest {
     private static final Path NATIVE = Path.of(System.getProperty("user.dir")).getParent().resolve("native");
     private static final Path WR = NATIVE.resolve("build/nupa-wr");
