@@ -51,7 +51,7 @@ final class Doorbell {
     /** Wakes up to {@code count} sleepers on the word at {@code address}; a polled sleeper finds the counter itself. */
     void wake(long address, int count) {
         if (futex != null) {
-            Futex.wake(address, count);
+            futex.wake(address, count);
         }
     }
 }

@@ -10,6 +10,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * whose turn it is (Vyukov's bounded queue): a producer claims a position with one CAS, fills the
  * cell and publishes it with a release store; the consumer reads it with an acquire load. Nothing is
  * allocated per task, and a full queue refuses rather than grows (the caller decides how to wait).
+ * Not Agrona's ManyToOneConcurrentArrayQueue, which is the same design: Agrona 2 reaches
+ * jdk.internal.misc.Unsafe, so every JVM that embeds a node would need
+ * {@code --add-exports java.base/jdk.internal.misc=ALL-UNNAMED} or fail with IllegalAccessError.
  */
 final class TaskQueue {
     private static final VarHandle SEQ = MethodHandles.arrayElementVarHandle(long[].class);

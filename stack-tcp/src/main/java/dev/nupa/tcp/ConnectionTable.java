@@ -3,14 +3,15 @@ package dev.nupa.tcp;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.agrona.collections.Long2LongHashMap;
 
 /**
- * Connections by (remote address, remote port, local port): a {@link LongIntMap} from the key to a slot
- * of a connection array, so a lookup on the datapath allocates nothing. Not thread-safe: the layer's
+ * Connections by (remote address, remote port, local port): an open-addressing map (Agrona's) from the
+ * key to a slot of a connection array, -1 for none, so a lookup on the datapath allocates nothing. Not thread-safe: the layer's
  * owner thread uses it.
  */
 final class ConnectionTable {
-    private final LongIntMap index = new LongIntMap();
+    private final Long2LongHashMap index = new Long2LongHashMap(-1);
     private TcpConnection[] slots = new TcpConnection[64];
     /** Slots given back, to take before {@link #top}; slots from {@code top} on were never used. */
     private int[] free = new int[64];
@@ -26,12 +27,12 @@ final class ConnectionTable {
     }
 
     TcpConnection get(long key) {
-        int i = index.get(key);
+        int i = (int) index.get(key);
         return i < 0 ? null : slots[i];
     }
 
     void put(long key, TcpConnection c) {
-        int i = index.get(key);
+        int i = (int) index.get(key);
         if (i < 0) {
             i = freeCount > 0 ? free[--freeCount] : top++;
             if (i == slots.length) {
@@ -43,7 +44,7 @@ final class ConnectionTable {
     }
 
     boolean remove(long key, TcpConnection c) {
-        int i = index.get(key);
+        int i = (int) index.get(key);
         if (i < 0 || c == null || slots[i] != c) {
             return false;
         }

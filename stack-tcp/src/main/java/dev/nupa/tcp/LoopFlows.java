@@ -1,5 +1,7 @@
 package dev.nupa.tcp;
 
+import org.agrona.collections.Long2LongHashMap;
+
 /**
  * Where the connections that moved off a node's primary loop live now: four-tuple key ({@link
  * ConnectionTable#key}) to loop. The primary looks here when a segment finds no connection of its own,
@@ -8,7 +10,7 @@ package dev.nupa.tcp;
  * reads it only on a miss of its own table, and only while it holds something.
  */
 final class LoopFlows {
-    private final LongIntMap map = new LongIntMap();
+    private final Long2LongHashMap map = new Long2LongHashMap(-1); // key to loop, -1 for none
     private volatile int size;
 
     synchronized void put(long key, int loop) {
@@ -22,7 +24,7 @@ final class LoopFlows {
             return -1;
         }
         synchronized (this) {
-            return map.get(key);
+            return (int) map.get(key);
         }
     }
 

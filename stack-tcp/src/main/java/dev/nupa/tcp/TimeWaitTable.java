@@ -1,6 +1,7 @@
 package dev.nupa.tcp;
 
 import java.util.Arrays;
+import org.agrona.collections.Long2LongHashMap;
 
 /**
  * Connections in TIME-WAIT (RFC 9293 3.6) as records in primitive arrays, after their application let go
@@ -19,7 +20,7 @@ final class TimeWaitTable {
     /** {@link #answer}: a SYN that opens a new connection; the record is gone, the listener takes the SYN. */
     static final int REOPEN = 2;
 
-    private final LongIntMap index = new LongIntMap();
+    private final Long2LongHashMap index = new Long2LongHashMap(-1); // key to slot, -1 for none
     private long[] key = new long[0];
     private int[] sndNxt = new int[0];
     private int[] rcvNxt = new int[0];
@@ -45,7 +46,7 @@ final class TimeWaitTable {
 
     /** The slot of {@code key}'s record, or -1. */
     int find(long key) {
-        return index.get(key);
+        return (int) index.get(key);
     }
 
     /** Adds a record; the caller keeps the table within its bound. Returns its slot. */
