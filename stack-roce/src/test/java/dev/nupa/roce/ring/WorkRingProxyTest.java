@@ -40,7 +40,7 @@ class WorkRingProxyTest {
     private record Ring(RcPair pair, FabricWindow window, WorkRingProxy proxy, WorkRing poster) implements AutoCloseable {
         void pump() {
             pair.fx.pump();
-            proxy.poll(pair.fx.now);
+            proxy.poll(Integer.MAX_VALUE, pair.fx.now);
         }
 
         @Override
@@ -127,12 +127,12 @@ class WorkRingProxyTest {
             for (int i = 0; i < 4; i++) {
                 assertTrue(poster.postWrite(i, 0, (long) i * 1024, 1024, true) >= 0);
             }
-            r.proxy().poll(r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
             r.pair().fx.devices.get(1).close(); // the target's node leaves the fabric
             long deadline = System.nanoTime() + 10_000_000_000L; // liveness runs on real time (a 10 ms heartbeat)
             while (poster.state() != CLOSED && System.nanoTime() < deadline) {
                 r.pair().a.poll(r.pair().fx.now); // virtual time stands still: only the target's death ends the WQEs
-                r.proxy().poll(r.pair().fx.now);
+                r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
                 Thread.onSpinWait();
             }
             assertEquals(CLOSED, poster.state(), "the proxy stopped serving a ring whose target died");
@@ -144,7 +144,7 @@ class WorkRingProxyTest {
             }
             assertEquals(4, r.proxy().failed());
             poster.postWrite(9, 0, 0, 1024, true); // a poster that did not look: not taken, not failed
-            r.proxy().poll(r.pair().fx.now);
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
             assertEquals(4, r.window().memory().get(ValueLayout.JAVA_LONG, H_SQ_HEAD));
             assertEquals(4, r.proxy().failed());
             RdmaException closed = assertThrows(RdmaException.class, () -> {
@@ -187,12 +187,12 @@ class WorkRingProxyTest {
         for (int i = 0; i < 4; i++) {
             assertTrue(poster.postWrite(i, 0, (long) i * 1024, 1024, true) >= 0);
         }
-        r.proxy().poll(r.pair().fx.now);
+        r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
         kill.run();
         long deadline = System.nanoTime() + 10_000_000_000L;
         while (poster.state() != CLOSED && System.nanoTime() < deadline) {
             r.pair().a.poll(r.pair().fx.now); // virtual time stands still: only the target's end ends the WQEs
-            r.proxy().poll(r.pair().fx.now);
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
             Thread.onSpinWait();
         }
         assertEquals(CLOSED, poster.state(), "the proxy stopped serving the ring; its failures: " + r.proxy().failed());
@@ -206,7 +206,7 @@ class WorkRingProxyTest {
         for (int i = 0; i < 8; i++) { // posters that did not look
             poster.postWrite(10 + i, 0, 0, 1024, true);
             r.pair().a.poll(r.pair().fx.now);
-            r.proxy().poll(r.pair().fx.now);
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
         }
         assertEquals(4, r.window().memory().get(ValueLayout.JAVA_LONG, H_SQ_HEAD), "nothing more was taken");
         assertEquals(4, r.proxy().failed(), "the failures stopped growing");
@@ -285,7 +285,7 @@ class WorkRingProxyTest {
             for (int i = 0; i < 4; i++) {
                 assertTrue(poster.postWrite(i, 0, (long) i * 1024, 1024, true) >= 0);
             }
-            r.proxy().poll(r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
             r.proxy().close();
             RingCompletion c = new RingCompletion();
             for (int i = 0; i < 4; i++) {
