@@ -9,6 +9,7 @@ import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.device.PeerEvent;
 import dev.nupa.device.PeerListener;
+import dev.nupa.l2.Datapath;
 import dev.nupa.roce.RcPair;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.RdmaFixture;
@@ -62,6 +63,41 @@ class WorkRingProxyTest {
         WorkRingProxy.format(w, 0, ENTRIES, ENTRIES, DATA, p.mrB.addr(), p.mrB.length(), p.mrB.rkey(), p.qa.qpNum(), 2, p.qb.qpNum());
         WorkRingProxy proxy = new WorkRingProxy(w, device, p.pdA, p.qa, p.cqA, ENTRIES, 1_000, 0);
         return new Ring(p, w, proxy, WorkRing.of(w));
+    }
+
+    /**
+     * A proxy that is a source of a real datapath loop, asleep for a minute and with no timer to wake it, takes a WRITE
+     * posted from another node as soon as the poster rings the doorbell: whether the post comes while the loop sleeps,
+     * or just as it goes to sleep (its look at the proxy's {@code ready} sees the WQE then). 30 s is far less than the
+     * loop's sleep, so only the doorbell ends it in time.
+     */
+    @Test
+    void aPostersDoorbellWakesTheSleepingLoopWhoseSourceTakesTheWqe() throws Exception {
+        try (Ring r = ring(TransferMode.DIRECT)) {
+            RcPair p = r.pair();
+            Datapath loop = new Datapath(p.a.link(), new Datapath.Idle(0, 0, TimeUnit.MINUTES.toNanos(1)));
+            loop.addSource(r.proxy());
+            loop.start();
+            try (WorkRing poster = WorkRing.open(p.fx.devices.get(1), p.fx.devices.get(0).address(), 0)) {
+                RingCompletion c = new RingCompletion();
+                for (int i = 0; i < 4; i++) {
+                    Thread.sleep(i % 2 == 0 ? 100 : 0); // asleep for long, or perhaps on its way to sleep
+                    poster.data().set(ValueLayout.JAVA_BYTE, 0, (byte) (i + 1));
+                    assertTrue(poster.postWrite(i, 0, i, 1, true) >= 0);
+                    poster.doorbell();
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                    while (poster.poll(c) == 0) {
+                        assertTrue(System.nanoTime() < deadline, "post " + i + ": the doorbell woke the loop and the proxy took the WQE");
+                        Thread.onSpinWait();
+                    }
+                    assertEquals(WcStatus.SUCCESS, c.status, c.toString());
+                    assertEquals(i, c.wrId);
+                    assertEquals(i + 1, p.mrB.memory().get(ValueLayout.JAVA_BYTE, i), "the WRITE landed in the target's region");
+                }
+            } finally {
+                loop.close();
+            }
+        }
     }
 
     @Test
