@@ -271,7 +271,7 @@ public final class FabricNode implements FabricDevice {
      * Sleeping on the doorbell futex. Measured on this project's 2-vCPU VMs (`nupa perf fabric-lat
      * --wait interrupt`): a frame reaches a sleeping consumer in about 22 us (p50), against 0.1-0.3 us
      * busy-polling. The wake of an idle (halted) vCPU and the scheduler's switch dominate, not the
-     * futex itself, so callers spin first and sleep only when idle ({@link BackoffIdleStrategy}).
+     * futex itself, so callers spin first and sleep only when idle (the datapath's {@code Datapath.Idle}).
      * A futex, not an fd: it needs no per-peer file and wakes exactly the one waiter.
      */
     @Override
@@ -364,7 +364,7 @@ public final class FabricNode implements FabricDevice {
         }
         long peer = fabric.nodeOffset(address);
         // The add first, as wakeup's: a sleeper that took its token before it returns at once; one that takes it
-        // after looks for the work itself (Datapath.addIdleCheck). Only an armed sleep needs the system call.
+        // after looks for the work itself (a Datapath.Source's ready()). Only an armed sleep needs the system call.
         INT.getAndAdd(mem, peer + N_DOORBELL, 1);
         if ((int) INT.getVolatile(mem, peer + N_ARMED) != 0) {
             ring(peer);

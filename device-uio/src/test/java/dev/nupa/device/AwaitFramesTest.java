@@ -130,16 +130,4 @@ class AwaitFramesTest {
         consumer.close();
         assertEquals(Boolean.FALSE, s.ended("close wakes the thread sleeping in awaitFrames"));
     }
-
-    @Test
-    void backoffIdleStrategySleepsUntilAFrameArrives() throws Exception {
-        BackoffIdleStrategy idle = new BackoffIdleStrategy(consumer, 0, 0, MINUTE);
-        Sleeper s = consumerAsleep(() -> {
-            idle.idle(0);
-            return true;
-        });
-        assertEquals(OK, send(producer, 1, "x"));
-        s.ended("the frame ended the minute's park");
-        assertEquals(1, consumer.poll(new Collector(), 10));
-    }
 }

@@ -23,9 +23,9 @@ import dev.nupa.l2.Datapath;
  * datagram whose next hop lies in its subnet, and it hands the node every IPv4 datagram that arrives
  * for it; it answers ARP for its own address and, as proxy ARP (RFC 1027), for the fabric's nodes.
  *
- * <p>Everything runs on the node's loop, as a {@link Datapath.Timer}: the loop reads frames when the
- * TAP's watcher says some wait ({@link #frameArrived}), at most {@link #BATCH} a round, and runs ARP's
- * timers. The TAP side is untrusted: whatever is malformed, not for us, or spoofs a fabric address is
+ * <p>Everything runs on the node's loop. As a {@link Datapath.Source} it reads frames when the TAP's watcher
+ * says some wait ({@link #frameArrived}, which rings the loop's doorbell), at most {@link #BATCH} a round; as a
+ * {@link Datapath.Timer} it runs ARP's timers and keeps the loop awake while it busy-polls the TAP. The TAP side is untrusted: whatever is malformed, not for us, or spoofs a fabric address is
  * counted ({@link GatewayCounter}) and dropped, and memory is bounded (the ARP cache and its queue).
  *
  * <p>With offloads ({@link Tap#offloads}) every frame carries a {@link VnetHeader}: partial checksums from Linux
@@ -38,7 +38,7 @@ import dev.nupa.l2.Datapath;
  * table it publishes, and hand it what they cannot send themselves (a datagram for a next hop not yet known, an
  * ARP frame that arrived on their queue), through its loop's task queue.
  */
-public final class EthernetInterface implements IpInterface, Datapath.Timer {
+public final class EthernetInterface implements IpInterface, Datapath.Source, Datapath.Timer {
     /** Frames read per round of the loop at most, so the fabric side is not starved. */
     public static final int BATCH = 64;
     /**
@@ -175,14 +175,21 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
 
     // ---- receiving -------------------------------------------------------------------------
 
+    /** Whether the watcher said frames wait: the loop's look before it sleeps. */
     @Override
-    public long poll(long now) {
-        flushCoalesced();
+    public boolean ready() {
+        return readable;
+    }
+
+    /** Reads up to {@code limit} frames (at most {@link #BATCH}) when the watcher said some wait, or while busy. */
+    @Override
+    public int poll(int limit, long now) {
         boolean busy = now - lastFrameAt < BUSY_POLL_NS;
+        int n = 0;
         if (readable || busy) {
             readable = false;
-            int n = 0;
-            while (n < BATCH) {
+            int max = Math.min(limit, BATCH);
+            while (n < max) {
                 int len = tap.read(rx, 0, (int) rx.byteSize());
                 if (len == 0) {
                     break;
@@ -197,7 +204,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
             if (n > 0) {
                 lastFrameAt = now;
             }
-            if (n == BATCH) {
+            if (n == max) {
                 readable = true; // more may wait: read them on the next round
             }
         }
@@ -206,12 +213,22 @@ public final class EthernetInterface implements IpInterface, Datapath.Timer {
             watcherWaits = false;
             rearm.run();
         }
+        return n;
+    }
+
+    /**
+     * Writes the TCP segments joined this round, runs ARP's timers; returns now while the loop busy-polls the TAP
+     * (for {@link #BUSY_POLL_NS} after a frame: the loop does not sleep meanwhile), else ARP's next deadline.
+     */
+    @Override
+    public long poll(long now) {
+        flushCoalesced();
         long next = Long.MAX_VALUE;
         if (arp != null) {
             next = arp.poll(now, arpActions);
             publishNeighbors();
         }
-        return readable || now - lastFrameAt < BUSY_POLL_NS ? now : next;
+        return now - lastFrameAt < BUSY_POLL_NS ? now : next;
     }
 
     private void onFrame(int len, long now) {

@@ -28,11 +28,11 @@ final class WorkRingOptions {
     String data;
 
     @Option(names = "--proxy-poll-us", paramLabel = "US", defaultValue = "20",
-            description = "How often an idle proxy looks for WQEs, in microseconds (default: ${DEFAULT-VALUE}).")
+            description = "How often an idle proxy looks for WQEs that nobody rang for (a GPU's), in microseconds (default: ${DEFAULT-VALUE}).")
     long pollUs;
 
     @Option(names = "--proxy-spin-us", paramLabel = "US", defaultValue = "1000",
-            description = "How long after its last WQE the proxy looks on every round of the loop (default: ${DEFAULT-VALUE}).")
+            description = "How long after its last WQE the proxy keeps its loop from sleeping, in microseconds (default: ${DEFAULT-VALUE}).")
     long spinUs;
 
     @Option(names = "--rdma-target", paramLabel = "PORT",

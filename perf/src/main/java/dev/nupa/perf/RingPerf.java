@@ -6,6 +6,7 @@ import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.device.ShmFabric;
+import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
 import dev.nupa.roce.Access;
 import dev.nupa.roce.CompletionQueue;
@@ -114,7 +115,7 @@ final class RingPerf implements Callable<Integer> {
                     if (work > 0 || now >= targetNext) {
                         targetNext = target.poll(now);
                     }
-                    proxy.poll(now);
+                    proxy.poll(Datapath.BATCH, now); // a source of the round, as on a datapath
                 }
             });
             Measures ring = new Measures();

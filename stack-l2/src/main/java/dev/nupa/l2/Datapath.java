@@ -73,8 +73,14 @@ public final class Datapath implements AutoCloseable {
     public static final int BATCH = 64;
 
     /**
-     * Work the loop takes each round beside its link's ring, on the loop's thread: a loopback interface's queue.
-     * Polled right after the ring, and looked at before the loop sleeps.
+     * Work the loop takes each round beside its link's ring, on the loop's thread: a loopback interface's queue, a
+     * work ring's WQEs. Polled every round right after the ring, and asked before the loop sleeps: {@link #ready} is
+     * asked after the loop has taken its sleep token ({@link Link#prepareSleep}), so a producer on another thread or
+     * process wakes a sleeping loop by making its work visible and then ringing the node's doorbell ({@link
+     * dev.nupa.device.FabricDevice#wake}, as a work ring's poster does, docs/work-rings.md): work made visible before
+     * that look is seen by it, and a ring after it ends the sleep. A producer on the loop itself needs no ring: the
+     * look sees its work. A producer that cannot ring (a GPU kernel) is found by polling: its layer adds a
+     * {@link Timer} whose deadline bounds the sleep. Timers are for time only.
      */
     public interface Source {
         /** Handles up to {@code limit} items at {@code now}; returns how many. */
@@ -83,6 +89,7 @@ public final class Datapath implements AutoCloseable {
         /** Whether items wait; cheap (a load or two). */
         boolean ready();
     }
+
     /** Default bound of tasks handed over and not yet run ({@link #execute}). */
     public static final int DEFAULT_TASK_QUEUE = 16_384;
     /** How long {@link #execute} waits for room in a full task queue before it refuses the task. */
@@ -94,8 +101,6 @@ public final class Datapath implements AutoCloseable {
     private final Idle idle;
     private volatile Timer[] timers = new Timer[0];
     private volatile Source[] sources = new Source[0];
-    /** Looks for work that arrives outside the rings (a work ring's WQEs), made before the loop sleeps. */
-    private volatile BooleanSupplier[] idleChecks = new BooleanSupplier[0];
     private final TaskQueue tasks;
     private volatile boolean tasksPending;
     private volatile boolean stopped;
@@ -136,11 +141,25 @@ public final class Datapath implements AutoCloseable {
         timers = t;
     }
 
-    /** Adds a source of work the loop polls each round after its ring. Callable from any thread. */
+    /** Adds a source of work the loop polls each round after its ring ({@link Source}). Callable from any thread. */
     public synchronized void addSource(Source source) {
         Source[] t = Arrays.copyOf(sources, sources.length + 1);
         t[t.length - 1] = source;
         sources = t;
+    }
+
+    /** Removes a source added before; the loop stops polling it on its next round. */
+    public synchronized void removeSource(Source source) {
+        Source[] t = sources;
+        for (int i = 0; i < t.length; i++) {
+            if (t[i] == source) {
+                Source[] u = new Source[t.length - 1];
+                System.arraycopy(t, 0, u, 0, i);
+                System.arraycopy(t, i + 1, u, i, t.length - i - 1);
+                sources = u;
+                return;
+            }
+        }
     }
 
     /** Removes a timer added before (an undeployed layer's); the loop stops polling it on its next round. */
@@ -155,23 +174,6 @@ public final class Datapath implements AutoCloseable {
                 return;
             }
         }
-    }
-
-    /**
-     * Adds a look for work that others hand over outside the rings and announce by ringing this node's doorbell
-     * ({@link dev.nupa.device.FabricDevice#wake}): a work ring's new WQEs. The loop makes it after taking its sleep
-     * token and before sleeping, so work announced after that look ends the sleep, and work announced before it is
-     * seen by it; when it finds work, every timer is polled on the next round. Cheap: a load or two. Any thread.
-     */
-    public synchronized void addIdleCheck(BooleanSupplier hasWork) {
-        BooleanSupplier[] c = Arrays.copyOf(idleChecks, idleChecks.length + 1);
-        c[c.length - 1] = hasWork;
-        idleChecks = c;
-    }
-
-    /** Removes a look added before. */
-    public synchronized void removeIdleCheck(BooleanSupplier hasWork) {
-        idleChecks = Arrays.stream(idleChecks).filter(c -> c != hasWork).toArray(BooleanSupplier[]::new);
     }
 
     /**
@@ -414,21 +416,11 @@ public final class Datapath implements AutoCloseable {
         int token = link.prepareSleep();
         for (Source src : sources) {
             if (src.ready()) {
-                return; // handed work on the loop itself after its last poll (a loopback datagram): no sleep
-            }
-        }
-        for (BooleanSupplier c : idleChecks) {
-            if (c.getAsBoolean()) {
-                timersChanged = true; // work outside the rings, which a timer takes: poll every timer now
-                return;
+                return; // work handed over after its last poll (a loopback datagram, a work ring's WQE): no sleep
             }
         }
         if (sleep > 0 && running && !tasksPending && !timersChanged && mayBlock.getAsBoolean()) {
-            if (!link.awaitFrames(sleep, token) && System.nanoTime() - now < sleep) {
-                // Woken early with no frame: someone rang for work outside the rings (a work ring's poster,
-                // docs/work-rings.md), which a timer finds: poll every timer on the next round.
-                timersChanged = true;
-            }
+            link.awaitFrames(sleep, token); // a doorbell for a source's work ends it: the next round polls the sources
         }
     }
 

@@ -198,31 +198,39 @@ class DatapathTest {
     }
 
     /**
-     * Work handed over outside the rings (a work ring) and announced by ringing the node's doorbell from another
-     * node wakes a loop asleep for a minute, and its timers are polled: whether the ring comes while the loop sleeps,
-     * or just before it goes to sleep (its idle check sees the work then).
+     * A source's work handed over from another node (a work ring's WQE) and announced by ringing the node's doorbell
+     * wakes a loop asleep for a minute, and the source takes it: whether the ring comes while the loop sleeps, or just
+     * before it goes to sleep (its look at the source's {@code ready} sees the work then).
      */
     @Test
-    void aDoorbellFromAnotherNodeWakesTheLoopForWorkOutsideTheRings() throws Exception {
+    void aDoorbellFromAnotherNodeWakesTheLoopForASourcesWork() throws Exception {
         fx.create(L2Fixture.jumbo());
         long sleep = 60_000_000_000L;
         Datapath d = new Datapath(new Link(fx.attach(0)), new Datapath.Idle(0, 0, sleep));
         var poster = fx.attach(1);
         java.util.concurrent.atomic.AtomicBoolean work = new java.util.concurrent.atomic.AtomicBoolean();
         java.util.concurrent.Semaphore taken = new java.util.concurrent.Semaphore(0);
-        d.addTimer(now -> {
-            if (work.compareAndSet(true, false)) {
-                taken.release();
+        d.addSource(new Datapath.Source() {
+            @Override
+            public int poll(int limit, long now) {
+                if (work.compareAndSet(true, false)) {
+                    taken.release();
+                    return 1;
+                }
+                return 0;
             }
-            return Long.MAX_VALUE; // never due by itself
+
+            @Override
+            public boolean ready() {
+                return work.get();
+            }
         });
-        d.addIdleCheck(work::get);
         d.start();
         for (int round = 0; round < 5; round++) {
             Thread.sleep(round % 2 == 0 ? 100 : 0); // asleep for long, or perhaps on its way to sleep
             work.set(true);
             poster.wake(0);
-            assertTrue(taken.tryAcquire(30, TimeUnit.SECONDS), "round " + round + ": the doorbell woke the loop and its timer took the work");
+            assertTrue(taken.tryAcquire(30, TimeUnit.SECONDS), "round " + round + ": the doorbell woke the loop and its source took the work");
         }
         d.close();
     }

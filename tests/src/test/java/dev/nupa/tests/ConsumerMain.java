@@ -1,10 +1,8 @@
 package dev.nupa.tests;
 
-import dev.nupa.device.BackoffIdleStrategy;
 import dev.nupa.device.FabricCounters;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.FrameHandler;
-import dev.nupa.device.IdleStrategy;
 import dev.nupa.device.ShmFabric;
 import java.nio.file.Path;
 
@@ -48,12 +46,19 @@ public final class ConsumerMain {
                     strangers[0]++;
                 }
             };
-            IdleStrategy idle = new BackoffIdleStrategy(node, 200, 100, 1_000_000L);
+            int idle = 0; // idle rounds: spin 200, yield 100, then sleep on the doorbell for up to 1 ms at a time
             long t0 = System.nanoTime();
             long allIn = 0;
             while (true) {
                 int n = node.poll(handler, 256);
-                idle.idle(n);
+                idle = n > 0 ? 0 : idle + 1;
+                if (idle > 300) {
+                    node.awaitFrames(1_000_000L);
+                } else if (idle > 200) {
+                    Thread.yield();
+                } else if (idle > 0) {
+                    Thread.onSpinWait();
+                }
                 long now = System.nanoTime();
                 if (allIn == 0) {
                     boolean all = true;

@@ -1,11 +1,9 @@
 package dev.nupa.tests;
 
-import dev.nupa.device.BackoffIdleStrategy;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.FrameClaim;
 import dev.nupa.device.FrameHandler;
-import dev.nupa.device.IdleStrategy;
 import dev.nupa.device.ShmFabric;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -60,7 +58,7 @@ public final class ExchangeNodeMain {
                     in.accept(mem, off, len);
                 }
             };
-            IdleStrategy idle = new BackoffIdleStrategy(node, 200, 100, 1_000_000L);
+            int idle = 0; // idle rounds: spin 200, yield 100, then sleep on the doorbell for up to 1 ms at a time
             boolean toldPeer = false;
             int length = out.nextLength();
             t0 = System.nanoTime();
@@ -102,7 +100,14 @@ public final class ExchangeNodeMain {
                     toldPeer = true;
                     work++;
                 }
-                idle.idle(work);
+                idle = work > 0 ? 0 : idle + 1;
+                if (idle > 300) {
+                    node.awaitFrames(1_000_000L);
+                } else if (idle > 200) {
+                    Thread.yield();
+                } else if (idle > 0) {
+                    Thread.onSpinWait();
+                }
                 if ((++spins & 0x3FF) == 0 && System.nanoTime() - deadline > 0) {
                     timedOut = true;
                     break;

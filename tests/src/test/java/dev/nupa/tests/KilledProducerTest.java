@@ -6,14 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.device.BackoffIdleStrategy;
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricCounters;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.FrameHandler;
-import dev.nupa.device.IdleStrategy;
 import dev.nupa.device.NodeInfo;
 import dev.nupa.device.PeerEvent;
 import dev.nupa.device.PeerEvent.Kind;
@@ -123,9 +121,16 @@ class KilledProducerTest {
         };
         consumerThread = Thread.ofPlatform().name("test-consumer").start(() -> {
             try {
-                IdleStrategy idle = new BackoffIdleStrategy(consumer, 200, 100, 1_000_000L);
+                int idle = 0; // idle rounds: spin 200, yield 100, then sleep on the doorbell for up to 1 ms at a time
                 while (consuming) {
-                    idle.idle(consumer.poll(handler, 256));
+                    idle = consumer.poll(handler, 256) > 0 ? 0 : idle + 1;
+                    if (idle > 300) {
+                        consumer.awaitFrames(1_000_000L);
+                    } else if (idle > 200) {
+                        Thread.yield();
+                    } else if (idle > 0) {
+                        Thread.onSpinWait();
+                    }
                 }
             } catch (Throwable t) {
                 consumerFailure = t;

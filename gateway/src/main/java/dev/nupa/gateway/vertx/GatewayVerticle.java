@@ -70,6 +70,7 @@ public final class GatewayVerticle extends VerticleBase {
             for (Route r : config.routes()) {
                 ip.addRoute(r);
             }
+            datapath().addSource(iface);
             datapath().addTimer(iface);
             publishCounters();
             watcher = Thread.ofPlatform().daemon().name("nupa-tap-watch-" + config.tap() + "-" + tap.queue()).start(this::watch);
@@ -80,6 +81,7 @@ public final class GatewayVerticle extends VerticleBase {
 
         /** On the queue's loop (or anywhere once it stopped): everything {@link #attach} did, undone. */
         void detach() {
+            datapath().removeSource(iface);
             datapath().removeTimer(iface);
             if (publisher != null) {
                 datapath().removeTimer(publisher);
@@ -136,7 +138,7 @@ public final class GatewayVerticle extends VerticleBase {
                 if (tap.awaitReadable(WATCH_MS)) {
                     armed = false;
                     iface.frameArrived(rearm);
-                    datapath().timersChanged(); // polls the interface's timer on the loop's next round, waking it
+                    datapath().wakeup(); // a sleeping loop wakes, looks at its sources and reads the TAP
                 }
             }
         }

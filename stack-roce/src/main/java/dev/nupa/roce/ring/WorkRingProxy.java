@@ -6,6 +6,7 @@ import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.device.PeerEvent;
 import dev.nupa.device.PeerListener;
+import dev.nupa.l2.Datapath;
 import dev.nupa.roce.Access;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
@@ -24,11 +25,13 @@ import java.lang.invoke.VarHandle;
 /**
  * The proxy's side of one work ring (docs/work-rings.md), sans-IO: {@link #poll} takes the WQEs posters wrote, posts
  * each on the ring's connected RC queue pair, and writes their completions back in posting order (IBA 10.8.5), all
- * on the caller's thread, the node's datapath. A WQE the proxy can check itself (version, opcode, the local window,
+ * on the caller's thread, the node's datapath, where it is a {@link Datapath.Source}: polled every round, and
+ * {@link #ready} when a WQE waits, which a poster that rings the node's doorbell wakes a sleeping loop for. A poster
+ * that cannot ring (a GPU kernel) is found by the loop's looks that {@link #nextLook}, a timer, schedules. A WQE the proxy can check itself (version, opcode, the local window,
  * key and range) completes in error without reaching the QP; what only the peer can check (the remote key and
  * range) comes back from it, and then, as in a verbs QP, the QP is in ERR and every later WQE completes flushed.
  */
-public final class WorkRingProxy implements AutoCloseable {
+public final class WorkRingProxy implements Datapath.Source, AutoCloseable {
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int PENDING = -1;
@@ -75,8 +78,8 @@ public final class WorkRingProxy implements AutoCloseable {
 
     /**
      * Serves the ring in {@code window} (laid out by {@link #format} already) on {@code qp}, an RC QP in RTS whose send
-     * CQ is {@code cq} and holds room for {@code maxInFlight} completions. Idle, it looks for new WQEs every
-     * {@code pollNs}; for {@code spinNs} after its last work, on every round of the loop.
+     * CQ is {@code cq} and holds room for {@code maxInFlight} completions. Idle, it has the loop look for new WQEs
+     * at least every {@code pollNs}; for {@code spinNs} after its last work, on every round ({@link #nextLook}).
      */
     public WorkRingProxy(FabricWindow window, FabricDevice device, ProtectionDomain pd, QueuePair qp, CompletionQueue cq,
             int maxInFlight, long pollNs, long spinNs) {
@@ -171,14 +174,16 @@ public final class WorkRingProxy implements AutoCloseable {
     }
 
     /** Whether a WQE waits at the head of the submission ring: the datapath's look before it sleeps. */
-    public boolean hasWork() {
+    @Override
+    public boolean ready() {
         return !closed && (int) INT.getAcquire(mem, HEADER_BYTES + (sqHead & sqMask) * (long) WQE_BYTES + W_SEQ) == (int) (sqHead + 1);
     }
 
-    /** Takes completions and new WQEs, writes what completed; returns when to be polled next. */
-    public long poll(long now) {
+    /** Takes completions and up to {@code limit} new WQEs, writes what completed; returns how many of both. */
+    @Override
+    public int poll(int limit, long now) {
         if (closed) {
-            return Long.MAX_VALUE;
+            return 0;
         }
         int work = 0;
         while (cq.poll(wc)) {
@@ -194,14 +199,25 @@ public final class WorkRingProxy implements AutoCloseable {
             // Its target died or restarted: nothing posted to the ring can ever execute. Rather than complete every
             // later WQE flushed as fast as posters write them, stop serving it (close: what was taken completes, CLOSED).
             close();
-            return Long.MAX_VALUE;
+            return work;
         }
-        work += take();
+        work += take(limit);
         drain();
         if (work > 0) {
             lastWork = now;
         }
-        return now - lastWork < spinNs || inFlight > 0 && work > 0 ? now : now + pollNs;
+        return work;
+    }
+
+    /**
+     * When the loop must look at the ring again though nobody rang (a GPU poster cannot): at once for {@code spinNs}
+     * after its last work, else {@code pollNs} from now. A {@link Datapath.Timer}: the deadline bounds the loop's sleep.
+     */
+    public long nextLook(long now) {
+        if (closed) {
+            return Long.MAX_VALUE;
+        }
+        return now - lastWork < spinNs ? now : now + pollNs;
     }
 
     /**
@@ -215,11 +231,11 @@ public final class WorkRingProxy implements AutoCloseable {
         return peerNode >= 0 && peerNode < device.geometry().maxNodes() && !device.isUp(peerNode);
     }
 
-    /** Takes WQEs in order while they are written, their completion has room, and the QP can take them. */
-    private int take() {
+    /** Takes up to {@code limit} WQEs in order while they are written, their completion has room, and the QP can take them. */
+    private int take(int limit) {
         int n = 0;
         long cqHead = (long) LONG.getAcquire(mem, (long) H_CQ_HEAD);
-        while (inFlight < maxInFlight && cqTail - cqHead + (sqHead - drained) < cqEntries) {
+        while (n < limit && inFlight < maxInFlight && cqTail - cqHead + (sqHead - drained) < cqEntries) {
             long e = HEADER_BYTES + (sqHead & sqMask) * (long) WQE_BYTES;
             if ((int) INT.getAcquire(mem, e + W_SEQ) != (int) (sqHead + 1)) {
                 break;

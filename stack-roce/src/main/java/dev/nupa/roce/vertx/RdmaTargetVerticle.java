@@ -49,7 +49,8 @@ public final class RdmaTargetVerticle extends VerticleBase {
     private MemoryRegion receiveArea;
     private SharedReceiveQueue srq;
     private CompletionQueue cq;
-    private Datapath.Timer timer;
+    /** The CQ's completions, taken on the loop: SENDs arrive as frames, so the round that took one polls it. */
+    private Datapath.Source completions;
     private volatile long sends;
     private volatile long sendBytes;
     private volatile long receiveErrors;
@@ -79,8 +80,18 @@ public final class RdmaTargetVerticle extends VerticleBase {
                     qps.add(qp);
                     req.accept(qp, new RemoteRegion(region.addr(), region.length(), region.rkey()).toBytes());
                 });
-                timer = this::poll;
-                ctx.link().datapath().addTimer(timer);
+                completions = new Datapath.Source() {
+                    @Override
+                    public int poll(int limit, long now) {
+                        return take(limit);
+                    }
+
+                    @Override
+                    public boolean ready() {
+                        return cq.size() > 0;
+                    }
+                };
+                ctx.link().datapath().addSource(completions);
                 done.complete();
             } catch (RuntimeException e) {
                 done.tryFail(e);
@@ -106,9 +117,11 @@ public final class RdmaTargetVerticle extends VerticleBase {
         srq.postRecv(recv);
     }
 
-    /** Counts the SENDs that arrived and gives their receives back. */
-    private long poll(long now) {
-        while (cq.poll(wc)) {
+    /** Counts up to {@code limit} SENDs that arrived and gives their receives back; returns how many. */
+    private int take(int limit) {
+        int n = 0;
+        while (n < limit && cq.poll(wc)) {
+            n++;
             if (wc.status == WcStatus.SUCCESS) {
                 sends++;
                 sendBytes += wc.byteLen;
@@ -119,7 +132,7 @@ public final class RdmaTargetVerticle extends VerticleBase {
                 repost((int) wc.wrId);
             }
         }
-        return now + 1_000_000; // SENDs arrive as frames, and a round with frames polls every timer
+        return n;
     }
 
     /** The region's bytes (any thread may read them; what arrived by WRITE lands here). */
@@ -158,8 +171,8 @@ public final class RdmaTargetVerticle extends VerticleBase {
         Promise<Void> done = Promise.promise();
         roce.execute(ctx -> {
             try {
-                if (timer != null) {
-                    ctx.link().datapath().removeTimer(timer);
+                if (completions != null) {
+                    ctx.link().datapath().removeSource(completions);
                 }
                 roce.cm().unlisten(options.port());
                 for (QueuePair qp : qps) {

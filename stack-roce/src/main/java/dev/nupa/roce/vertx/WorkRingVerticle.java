@@ -22,7 +22,9 @@ import java.util.List;
 /**
  * A proxy (docs/work-rings.md): connects one RC queue pair per ring to a target through the RDMA CM, exports each
  * ring as a fabric window ({@link FabricWindow#WORK_RING}) and serves it on the node's datapath, so that any process
- * that maps the fabric (C, CUDA kernels, Java) posts RDMA work by writing memory. Deploy it after {@link RoceVerticle}.
+ * that maps the fabric (C, CUDA kernels, Java) posts RDMA work by writing memory. Each ring's proxy is a
+ * {@link Datapath.Source} of the loop; a timer of its own only bounds the loop's sleep for posters that cannot ring.
+ * Deploy it after {@link RoceVerticle}.
  */
 public final class WorkRingVerticle extends VerticleBase {
     /**
@@ -52,8 +54,7 @@ public final class WorkRingVerticle extends VerticleBase {
     }
 
     /** What one served ring holds; touched on the datapath thread only. */
-    private record Served(WorkRingProxy proxy, QueuePair qp, CompletionQueue cq, FabricWindow window, Datapath.Timer timer,
-            java.util.function.BooleanSupplier hasWork) {
+    private record Served(WorkRingProxy proxy, QueuePair qp, CompletionQueue cq, FabricWindow window, Datapath.Timer looks) {
     }
 
     /** The most WQEs a ring has on its QP at once (the rest wait in the ring). */
@@ -121,11 +122,10 @@ public final class WorkRingVerticle extends VerticleBase {
                 WorkRingProxy.format(w, i, options.sqEntries(), options.cqEntries(), options.dataBytes(), r.addr(), r.length(), r.rkey(),
                         qp.qpNum(), c.peerNode(), c.peerQpn());
                 WorkRingProxy proxy = new WorkRingProxy(w, device, pd, qp, cq, inFlight, options.pollNs(), options.spinNs());
-                Datapath.Timer timer = proxy::poll;
-                java.util.function.BooleanSupplier hasWork = proxy::hasWork;
-                served.add(new Served(proxy, qp, cq, w, timer, hasWork));
-                ctx.link().datapath().addTimer(timer);
-                ctx.link().datapath().addIdleCheck(hasWork); // a poster's doorbell finds the proxy awake or looking
+                Datapath.Timer looks = proxy::nextLook;
+                served.add(new Served(proxy, qp, cq, w, looks));
+                ctx.link().datapath().addSource(proxy); // polled every round; a poster's doorbell finds it awake or looking
+                ctx.link().datapath().addTimer(looks); // time only: looks for posters that cannot ring (a GPU's)
             } catch (RuntimeException e) {
                 if (w != null) {
                     w.close();
@@ -148,8 +148,8 @@ public final class WorkRingVerticle extends VerticleBase {
     /** Stops serving every ring and gives back what they held; on the datapath thread. */
     private void release(RdmaContext ctx) {
         for (Served s : served) {
-            ctx.link().datapath().removeTimer(s.timer());
-            ctx.link().datapath().removeIdleCheck(s.hasWork());
+            ctx.link().datapath().removeSource(s.proxy());
+            ctx.link().datapath().removeTimer(s.looks());
             s.proxy().close();
             roce.cm().release(s.qp());
             s.qp().close();

@@ -9,6 +9,7 @@ import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.device.PeerEvent;
 import dev.nupa.device.PeerListener;
+import dev.nupa.l2.Datapath;
 import dev.nupa.roce.RcPair;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.RdmaFixture;
@@ -40,7 +41,7 @@ class WorkRingProxyTest {
     private record Ring(RcPair pair, FabricWindow window, WorkRingProxy proxy, WorkRing poster) implements AutoCloseable {
         void pump() {
             pair.fx.pump();
-            proxy.poll(pair.fx.now);
+            proxy.poll(Integer.MAX_VALUE, pair.fx.now);
         }
 
         @Override
@@ -62,6 +63,41 @@ class WorkRingProxyTest {
         WorkRingProxy.format(w, 0, ENTRIES, ENTRIES, DATA, p.mrB.addr(), p.mrB.length(), p.mrB.rkey(), p.qa.qpNum(), 2, p.qb.qpNum());
         WorkRingProxy proxy = new WorkRingProxy(w, device, p.pdA, p.qa, p.cqA, ENTRIES, 1_000, 0);
         return new Ring(p, w, proxy, WorkRing.of(w));
+    }
+
+    /**
+     * A proxy that is a source of a real datapath loop, asleep for a minute and with no timer to wake it, takes a WRITE
+     * posted from another node as soon as the poster rings the doorbell: whether the post comes while the loop sleeps,
+     * or just as it goes to sleep (its look at the proxy's {@code ready} sees the WQE then). 30 s is far less than the
+     * loop's sleep, so only the doorbell ends it in time.
+     */
+    @Test
+    void aPostersDoorbellWakesTheSleepingLoopWhoseSourceTakesTheWqe() throws Exception {
+        try (Ring r = ring(TransferMode.DIRECT)) {
+            RcPair p = r.pair();
+            Datapath loop = new Datapath(p.a.link(), new Datapath.Idle(0, 0, TimeUnit.MINUTES.toNanos(1)));
+            loop.addSource(r.proxy());
+            loop.start();
+            try (WorkRing poster = WorkRing.open(p.fx.devices.get(1), p.fx.devices.get(0).address(), 0)) {
+                RingCompletion c = new RingCompletion();
+                for (int i = 0; i < 4; i++) {
+                    Thread.sleep(i % 2 == 0 ? 100 : 0); // asleep for long, or perhaps on its way to sleep
+                    poster.data().set(ValueLayout.JAVA_BYTE, 0, (byte) (i + 1));
+                    assertTrue(poster.postWrite(i, 0, i, 1, true) >= 0);
+                    poster.doorbell();
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                    while (poster.poll(c) == 0) {
+                        assertTrue(System.nanoTime() < deadline, "post " + i + ": the doorbell woke the loop and the proxy took the WQE");
+                        Thread.onSpinWait();
+                    }
+                    assertEquals(WcStatus.SUCCESS, c.status, c.toString());
+                    assertEquals(i, c.wrId);
+                    assertEquals(i + 1, p.mrB.memory().get(ValueLayout.JAVA_BYTE, i), "the WRITE landed in the target's region");
+                }
+            } finally {
+                loop.close();
+            }
+        }
     }
 
     @Test
@@ -127,12 +163,12 @@ class WorkRingProxyTest {
             for (int i = 0; i < 4; i++) {
                 assertTrue(poster.postWrite(i, 0, (long) i * 1024, 1024, true) >= 0);
             }
-            r.proxy().poll(r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
             r.pair().fx.devices.get(1).close(); // the target's node leaves the fabric
             long deadline = System.nanoTime() + 10_000_000_000L; // liveness runs on real time (a 10 ms heartbeat)
             while (poster.state() != CLOSED && System.nanoTime() < deadline) {
                 r.pair().a.poll(r.pair().fx.now); // virtual time stands still: only the target's death ends the WQEs
-                r.proxy().poll(r.pair().fx.now);
+                r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
                 Thread.onSpinWait();
             }
             assertEquals(CLOSED, poster.state(), "the proxy stopped serving a ring whose target died");
@@ -144,7 +180,7 @@ class WorkRingProxyTest {
             }
             assertEquals(4, r.proxy().failed());
             poster.postWrite(9, 0, 0, 1024, true); // a poster that did not look: not taken, not failed
-            r.proxy().poll(r.pair().fx.now);
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
             assertEquals(4, r.window().memory().get(ValueLayout.JAVA_LONG, H_SQ_HEAD));
             assertEquals(4, r.proxy().failed());
             RdmaException closed = assertThrows(RdmaException.class, () -> {
@@ -187,12 +223,12 @@ class WorkRingProxyTest {
         for (int i = 0; i < 4; i++) {
             assertTrue(poster.postWrite(i, 0, (long) i * 1024, 1024, true) >= 0);
         }
-        r.proxy().poll(r.pair().fx.now);
+        r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
         kill.run();
         long deadline = System.nanoTime() + 10_000_000_000L;
         while (poster.state() != CLOSED && System.nanoTime() < deadline) {
             r.pair().a.poll(r.pair().fx.now); // virtual time stands still: only the target's end ends the WQEs
-            r.proxy().poll(r.pair().fx.now);
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
             Thread.onSpinWait();
         }
         assertEquals(CLOSED, poster.state(), "the proxy stopped serving the ring; its failures: " + r.proxy().failed());
@@ -206,7 +242,7 @@ class WorkRingProxyTest {
         for (int i = 0; i < 8; i++) { // posters that did not look
             poster.postWrite(10 + i, 0, 0, 1024, true);
             r.pair().a.poll(r.pair().fx.now);
-            r.proxy().poll(r.pair().fx.now);
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now);
         }
         assertEquals(4, r.window().memory().get(ValueLayout.JAVA_LONG, H_SQ_HEAD), "nothing more was taken");
         assertEquals(4, r.proxy().failed(), "the failures stopped growing");
@@ -285,7 +321,7 @@ class WorkRingProxyTest {
             for (int i = 0; i < 4; i++) {
                 assertTrue(poster.postWrite(i, 0, (long) i * 1024, 1024, true) >= 0);
             }
-            r.proxy().poll(r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
+            r.proxy().poll(Integer.MAX_VALUE, r.pair().fx.now); // taken and sent as packets; no pump, so no ACK comes back
             r.proxy().close();
             RingCompletion c = new RingCompletion();
             for (int i = 0; i < 4; i++) {
