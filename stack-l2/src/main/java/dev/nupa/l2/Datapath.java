@@ -150,30 +150,24 @@ public final class Datapath implements AutoCloseable {
 
     /** Removes a source added before; the loop stops polling it on its next round. */
     public synchronized void removeSource(Source source) {
-        Source[] t = sources;
-        for (int i = 0; i < t.length; i++) {
-            if (t[i] == source) {
-                Source[] u = new Source[t.length - 1];
-                System.arraycopy(t, 0, u, 0, i);
-                System.arraycopy(t, i + 1, u, i, t.length - i - 1);
-                sources = u;
-                return;
+        sources = without(sources, source);
+    }
+
+    /** {@code array} less its first element that is {@code item} (the same array when none is). */
+    private static <T> T[] without(T[] array, T item) {
+        for (int i = 0; i < array.length; i++) {
+            if (array[i] == item) {
+                T[] u = java.util.Arrays.copyOf(array, array.length - 1);
+                System.arraycopy(array, i + 1, u, i, array.length - i - 1);
+                return u;
             }
         }
+        return array;
     }
 
     /** Removes a timer added before (an undeployed layer's); the loop stops polling it on its next round. */
     public synchronized void removeTimer(Timer timer) {
-        Timer[] t = timers;
-        for (int i = 0; i < t.length; i++) {
-            if (t[i] == timer) {
-                Timer[] u = new Timer[t.length - 1];
-                System.arraycopy(t, 0, u, 0, i);
-                System.arraycopy(t, i + 1, u, i, t.length - i - 1);
-                timers = u;
-                return;
-            }
-        }
+        timers = without(timers, timer);
     }
 
     /**
