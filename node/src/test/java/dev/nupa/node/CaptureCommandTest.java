@@ -132,11 +132,8 @@ class CaptureCommandTest {
             List<NodeInfo> before = f.nodes();
             CompletableFuture<Integer> capture = CompletableFuture.supplyAsync(() -> nupa("capture", "--fabric", fabric.toString(),
                     "--node", "1", "--node", "3", "-w", pcap.toString(), "--ring-size", "4096", "--duration", "30"));
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (ObserverTable.list(f).isEmpty() || watched.captureObservers() == 0) {
-                assertTrue(System.nanoTime() < deadline, "node 1 never attached: " + err());
-                Thread.sleep(1);
-            }
+            CaptureUdpLoadTest.waitUntil("node 1 attaches", 10, () -> !ObserverTable.list(f).isEmpty() && watched.captureObservers() != 0,
+                    () -> "node 1 never attached: " + err());
             assertEquals(before.stream().map(NodeInfo::address).toList(), f.nodes().stream().map(NodeInfo::address).toList(),
                     "the observer holds no node address");
             String info = stdout("fabric", "info", "--fabric", fabric.toString());
@@ -172,11 +169,7 @@ class CaptureCommandTest {
             assertTrue(err().contains("nupa capture: node 3 does not serve capture"), err());
             assertEquals(written, pcapRecords(), "records in the pcap file");
             assertEquals(List.of(), ObserverTable.list(f), "the observer's slot is released");
-            long wait = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-            while (watched.captureObservers() != 0) {
-                assertTrue(System.nanoTime() < wait, "node 1 never let go");
-                Thread.sleep(1);
-            }
+            CaptureUdpLoadTest.waitUntil("node 1 lets go", 10, () -> watched.captureObservers() == 0, () -> "node 1 never let go");
         }
     }
 

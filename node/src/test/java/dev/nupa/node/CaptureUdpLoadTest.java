@@ -33,7 +33,17 @@ class CaptureUdpLoadTest {
     static final int DATAGRAMS = 20_000;
 
     static void waitUntil(String what, BooleanSupplier done, java.util.function.Supplier<String> state) throws InterruptedException {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        waitUntil(what, 30, done, state);
+    }
+
+    /**
+     * Waits for a condition, failing with {@code state} after {@code seconds}. The condition lives in another process
+     * or in fabric memory, which nothing signals here, so it is looked at every millisecond: the sleep is the look's
+     * interval, not a time the test relies on.
+     */
+    static void waitUntil(String what, long seconds, BooleanSupplier done, java.util.function.Supplier<String> state)
+            throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (!done.getAsBoolean()) {
             if (System.nanoTime() > deadline) {
                 fail("timed out waiting until " + what + ": " + state.get());

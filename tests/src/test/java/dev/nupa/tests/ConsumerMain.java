@@ -46,19 +46,12 @@ public final class ConsumerMain {
                     strangers[0]++;
                 }
             };
-            int idle = 0; // idle rounds: spin 200, yield 100, then sleep on the doorbell for up to 1 ms at a time
+            IdleRounds idle = new IdleRounds(node);
             long t0 = System.nanoTime();
             long allIn = 0;
             while (true) {
                 int n = node.poll(handler, 256);
-                idle = n > 0 ? 0 : idle + 1;
-                if (idle > 300) {
-                    node.awaitFrames(1_000_000L);
-                } else if (idle > 200) {
-                    Thread.yield();
-                } else if (idle > 0) {
-                    Thread.onSpinWait();
-                }
+                idle.after(n);
                 long now = System.nanoTime();
                 if (allIn == 0) {
                     boolean all = true;

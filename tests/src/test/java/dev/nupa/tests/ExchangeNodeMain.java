@@ -58,7 +58,7 @@ public final class ExchangeNodeMain {
                     in.accept(mem, off, len);
                 }
             };
-            int idle = 0; // idle rounds: spin 200, yield 100, then sleep on the doorbell for up to 1 ms at a time
+            IdleRounds idle = new IdleRounds(node);
             boolean toldPeer = false;
             int length = out.nextLength();
             t0 = System.nanoTime();
@@ -100,14 +100,7 @@ public final class ExchangeNodeMain {
                     toldPeer = true;
                     work++;
                 }
-                idle = work > 0 ? 0 : idle + 1;
-                if (idle > 300) {
-                    node.awaitFrames(1_000_000L);
-                } else if (idle > 200) {
-                    Thread.yield();
-                } else if (idle > 0) {
-                    Thread.onSpinWait();
-                }
+                idle.after(work);
                 if ((++spins & 0x3FF) == 0 && System.nanoTime() - deadline > 0) {
                     timedOut = true;
                     break;

@@ -121,16 +121,9 @@ class KilledProducerTest {
         };
         consumerThread = Thread.ofPlatform().name("test-consumer").start(() -> {
             try {
-                int idle = 0; // idle rounds: spin 200, yield 100, then sleep on the doorbell for up to 1 ms at a time
+                IdleRounds idle = new IdleRounds(consumer);
                 while (consuming) {
-                    idle = consumer.poll(handler, 256) > 0 ? 0 : idle + 1;
-                    if (idle > 300) {
-                        consumer.awaitFrames(1_000_000L);
-                    } else if (idle > 200) {
-                        Thread.yield();
-                    } else if (idle > 0) {
-                        Thread.onSpinWait();
-                    }
+                    idle.after(consumer.poll(handler, 256));
                 }
             } catch (Throwable t) {
                 consumerFailure = t;
