@@ -11,5 +11,6 @@ module dev.nupa.roce {
     exports dev.nupa.roce;
     exports dev.nupa.roce.cm;
     exports dev.nupa.roce.ring;
+    exports dev.nupa.roce.verbs;
     exports dev.nupa.roce.vertx;
 }

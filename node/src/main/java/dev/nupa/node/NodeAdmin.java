@@ -121,7 +121,7 @@ final class NodeAdmin extends AdminService {
             for (Map.Entry<TcpState, Integer> e : node.tcp().states().entrySet()) {
                 b.putTcpStates(e.getKey().name(), e.getValue());
             }
-            dev.nupa.roce.QpAttr attr = new dev.nupa.roce.QpAttr();
+            dev.nupa.roce.verbs.QpAttr attr = new dev.nupa.roce.verbs.QpAttr();
             for (dev.nupa.roce.QueuePair qp : node.rdma().context().queuePairs()) {
                 if (b.getQpsCount() == limit) {
                     b.setTruncated(true);

@@ -9,7 +9,7 @@ import dev.nupa.ip.IpCounter;
 import dev.nupa.l2.DropReason;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.LinkCounters;
-import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaCounter;
 import dev.nupa.tcp.TcpCounter;
 
 /**

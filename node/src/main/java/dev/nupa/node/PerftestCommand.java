@@ -10,7 +10,7 @@ import java.util.concurrent.TimeoutException;
 
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.roce.QueuePair;
-import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaCounter;
 import dev.nupa.roce.cm.ConnectionRejected;
 import dev.nupa.roce.cm.RdmaCm;
 import io.vertx.core.Context;

@@ -6,9 +6,9 @@ import java.util.concurrent.atomic.AtomicLong;
 
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaObserver;
-import dev.nupa.roce.SendWorkRequest;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WrOpcode;
 import io.opentelemetry.api.common.AttributeKey;
 import io.opentelemetry.api.metrics.DoubleHistogram;
 import io.opentelemetry.api.trace.Span;

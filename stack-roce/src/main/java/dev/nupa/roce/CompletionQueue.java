@@ -1,6 +1,8 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.transport.Completions;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.WorkCompletion;
 
 /**
  * A completion queue ({@code ibv_cq}): work completions in the order the transport produced them,

@@ -1,5 +1,7 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.RdmaException;
 import java.lang.foreign.MemorySegment;
 
 /**

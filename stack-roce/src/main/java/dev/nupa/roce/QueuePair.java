@@ -6,9 +6,19 @@ import dev.nupa.roce.transport.QpTransport;
 import dev.nupa.roce.transport.RcRequester;
 import dev.nupa.roce.transport.RcResponder;
 import dev.nupa.roce.transport.RnrTimer;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Psn;
-import static dev.nupa.roce.QpAttrMask.*;
+import static dev.nupa.roce.verbs.QpAttrMask.*;
 
 /**
  * A queue pair ({@code ibv_qp}): a send queue and a receive queue (its own or a shared one) and the
@@ -32,7 +42,7 @@ public final class QueuePair implements AutoCloseable {
         this.sendCq = init.sendCq();
         this.recvCq = init.recvCq();
         this.srq = init.srq();
-        this.transport = new QpTransport(ctx.device, qpn, pd.id, init, sendCq.completions, recvCq.completions,
+        this.transport = new QpTransport(ctx.device, qpn, pd.id, init.type(), init.mode(), init.cap(), init.sqSigAll(), sendCq.completions, recvCq.completions,
                 srq == null ? null : srq.queue);
     }
 
@@ -179,7 +189,7 @@ public final class QueuePair implements AutoCloseable {
         if (state != QpState.RTS && state != QpState.SQD && state != QpState.ERR && state != QpState.SQE) {
             throw new RdmaException("QP " + t.qpn + " is in state " + state + "; postSend needs RTS: modify it to RTR, then RTS");
         }
-        RdmaObserver o = ctx.device.observer();
+        RdmaObserver o = ctx.observer;
         if (o != null && (t.sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0)) {
             o.posted(this, wr, ctx.device.clock.getAsLong()); // before: a direct operation completes within the post
         }

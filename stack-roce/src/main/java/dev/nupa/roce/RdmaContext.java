@@ -6,6 +6,10 @@ import dev.nupa.l2.Link;
 import dev.nupa.roce.transport.RcResponder;
 import dev.nupa.roce.transport.RdmaDevice;
 import dev.nupa.roce.transport.Region;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.GsiAgent;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.wire.Psn;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
@@ -34,7 +38,7 @@ public final class RdmaContext implements AutoCloseable {
     public static final int DEFAULT_MAX_QPS = 1024;
     public static final int DEFAULT_MAX_MRS = 4096;
     /** QP 1, the general services interface (IBA 10.2.4): the CM's datagrams go to and from it. */
-    public static final int GSI_QPN = 1;
+    public static final int GSI_QPN = RdmaDevice.GSI_QPN;
     /** READs and atomics a QP answers at once at most (ibv_device_attr's max_qp_rd_atom). */
     public static final int MAX_QP_RD_ATOM = RcResponder.MAX_RD_ATOMIC;
 
@@ -44,6 +48,8 @@ public final class RdmaContext implements AutoCloseable {
     private int nextQpn = 2; // 0 and 1 are the special QPs of IBA 10.2.4
     private int nextPd = 1;
     private boolean closed;
+    /** Told of signaled posts (and, through the device, of send completions); null: nothing is called. */
+    RdmaObserver observer;
     private volatile Gsi gsi; // the attached agent's handle (the device holds the agent); attached from a deploying thread
 
     private RdmaContext(Link link, int maxQps, int maxMrs, LongSupplier clock) {
@@ -191,6 +197,7 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Sets (or, with null, removes) the observer of signaled posts and send completions. On the context's thread. */
     public void setObserver(RdmaObserver o) {
+        observer = o;
         device.observe(o);
     }
 

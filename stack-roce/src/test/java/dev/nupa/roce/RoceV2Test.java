@@ -1,6 +1,19 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.transport.RcRequester;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Opcode;

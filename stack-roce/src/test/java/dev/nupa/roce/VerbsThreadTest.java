@@ -6,6 +6,16 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.l2.Datapath;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import org.junit.jupiter.api.function.Executable;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;

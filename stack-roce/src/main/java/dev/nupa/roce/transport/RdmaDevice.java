@@ -11,12 +11,11 @@ import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkClaim;
 import dev.nupa.l2.NeighborDirectory;
-import dev.nupa.roce.GsiAgent;
-import dev.nupa.roce.QpType;
-import dev.nupa.roce.RdmaContext;
-import dev.nupa.roce.RdmaCounter;
-import dev.nupa.roce.RdmaException;
-import dev.nupa.roce.RdmaObserver;
+import dev.nupa.roce.verbs.CompletionObserver;
+import dev.nupa.roce.verbs.GsiAgent;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.wire.Deth;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Opcode;
@@ -34,6 +33,8 @@ import java.util.function.LongSupplier;
  * context checks the verbs calls and owns the handles; this is what runs per packet.
  */
 public final class RdmaDevice {
+    /** QP 1, the general services interface (IBA 10.2.4): the CM's datagrams go to and from it. */
+    public static final int GSI_QPN = 1;
     public final Link link;
     public final LongSupplier clock;
     public final RdmaCounters counters = new RdmaCounters();
@@ -68,7 +69,7 @@ public final class RdmaDevice {
     private boolean closed;
     private volatile GsiAgent gsi; // attached from a deploying thread while the datapath may run
     /** Told of signaled posts and send completions; null (the default): nothing is called. */
-    RdmaObserver observer;
+    CompletionObserver observer;
 
     /** Opens the device on {@code link} with room for {@code maxQps} QPs and {@code maxMrs} regions (checked by the caller). */
     public RdmaDevice(Link link, int maxQps, int maxMrs, LongSupplier clock) {
@@ -162,11 +163,7 @@ public final class RdmaDevice {
         return link.address();
     }
 
-    public RdmaObserver observer() {
-        return observer;
-    }
-
-    public void observe(RdmaObserver o) {
+    public void observe(CompletionObserver o) {
         observer = o;
     }
 
@@ -285,7 +282,7 @@ public final class RdmaDevice {
         }
         int qpn = pkt.destQp();
         GsiAgent g = gsi;
-        if (qpn == RdmaContext.GSI_QPN && g != null && (pkt.flags() & Opcode.DETH) != 0) {
+        if (qpn == GSI_QPN && g != null && (pkt.flags() & Opcode.DETH) != 0) {
             g.onMessage(sourceNode, sourceIp, Deth.qkey(pkt.segment(), pkt.deth()), pkt.segment(), pkt.payload(), pkt.payloadLength());
             return;
         }

@@ -8,7 +8,7 @@ import dev.nupa.roce.ProtectionDomain;
 import dev.nupa.roce.QpInitAttr;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
-import dev.nupa.roce.TransferMode;
+import dev.nupa.roce.verbs.TransferMode;
 import dev.nupa.roce.cm.RdmaCm;
 import dev.nupa.roce.ring.RemoteRegion;
 import dev.nupa.roce.ring.WorkRingLayout;

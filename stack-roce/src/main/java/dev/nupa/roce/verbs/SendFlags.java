@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /** Send work request flags, with the values of libibverbs' {@code IBV_SEND_*}. */
 public final class SendFlags {

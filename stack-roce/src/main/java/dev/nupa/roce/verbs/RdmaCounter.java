@@ -1,6 +1,6 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
-/** What an {@link RdmaContext} counts; read with {@link RdmaContext#counter}. */
+/** What an {@code RdmaContext} counts; read with {@code RdmaContext.counter}. */
 public enum RdmaCounter {
     PACKETS_SENT,
     PACKETS_RECEIVED,

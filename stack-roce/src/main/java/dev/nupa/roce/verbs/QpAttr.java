@@ -1,8 +1,8 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /**
  * Queue pair attributes, in the manner of libibverbs' {@code struct ibv_qp_attr}: a mutable holder that
- * {@link QueuePair#modify} reads the masked fields of and {@link QueuePair#query} fills. Setters return
+ * {@code QueuePair.modify} reads the masked fields of and {@code QueuePair.query} fills. Setters return
  * {@code this} so a transition reads as one expression.
  *
  * <p>The address vector names the peer: a fabric node ({@link #destNode}), or an IPv4 address

@@ -1,9 +1,9 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /**
  * A scatter/gather list, in the manner of an array of libibverbs' {@code struct ibv_sge}: up to
  * {@code capacity} entries of (address, length, lkey), where the address is an offset into the
- * region's {@link MemoryRegion#addr() address space}. Reused by work requests, so posting allocates nothing.
+ * region's {@link LocalRegion#addr() address space}. Reused by work requests, so posting allocates nothing.
  */
 public final class ScatterGather {
     final long[] addr;
@@ -27,7 +27,7 @@ public final class ScatterGather {
     }
 
     /** Appends {@code length} bytes at {@code offset} of {@code mr}. */
-    public ScatterGather add(MemoryRegion mr, long offset, int length) {
+    public ScatterGather add(LocalRegion mr, long offset, int length) {
         return add(mr.addr() + offset, length, mr.lkey());
     }
 

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /** Memory region and queue pair access flags, with the values of libibverbs' {@code IBV_ACCESS_*}. */
 public final class Access {
@@ -12,7 +12,8 @@ public final class Access {
     private Access() {
     }
 
-    static void check(int access, String what) {
+    /** Throws, naming {@code what} and the known flags, when {@code access} holds unknown bits. */
+    public static void check(int access, String what) {
         if ((access & ~ALL) != 0) {
             throw new RdmaException(what + " access flags 0x" + Integer.toHexString(access)
                     + " hold unknown bits; use Access.LOCAL_WRITE, REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC");
@@ -20,7 +21,7 @@ public final class Access {
     }
 
     /** A memory region's flags: known bits, and remote write or atomic only with local write (IBA 10.6.3.1, C10-30). */
-    static void checkRegion(int access) {
+    public static void checkRegion(int access) {
         check(access, "memory region");
         if ((access & (REMOTE_WRITE | REMOTE_ATOMIC)) != 0 && (access & LOCAL_WRITE) == 0) {
             throw new RdmaException("memory region access " + describe(access)

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /** Work completion opcodes, numbered like libibverbs' {@code enum ibv_wc_opcode}. */
 public final class WcOpcode {

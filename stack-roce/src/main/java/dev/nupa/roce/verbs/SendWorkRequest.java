@@ -1,8 +1,8 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /**
  * A send work request, in the manner of libibverbs' {@code struct ibv_send_wr}, built once and
- * posted as often as needed: {@link QueuePair#postSend} copies it into the send queue, so a reused
+ * posted as often as needed: {@code QueuePair.postSend} copies it into the send queue, so a reused
  * request allocates nothing. Setters return {@code this}.
  */
 public final class SendWorkRequest {
@@ -59,7 +59,7 @@ public final class SendWorkRequest {
         return this;
     }
     /** Replaces the gather list with one entry. */
-    public SendWorkRequest local(MemoryRegion mr, long offset, int length) {
+    public SendWorkRequest local(LocalRegion mr, long offset, int length) {
         sg.clear().add(mr, offset, length);
         return this;
     }

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /** Work completion statuses, numbered like libibverbs' {@code enum ibv_wc_status}; ints so polling allocates nothing. */
 public final class WcStatus {

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /** Queue pair transport services carried: reliable connected and unreliable datagram. */
 public enum QpType {

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /** Send work request opcodes, numbered like libibverbs' {@code enum ibv_wr_opcode}. */
 public final class WrOpcode {

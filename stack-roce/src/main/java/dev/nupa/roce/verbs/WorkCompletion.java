@@ -1,8 +1,8 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /**
  * One work completion, in the manner of libibverbs' {@code struct ibv_wc}: a caller-owned holder that
- * {@link CompletionQueue#poll} fills, so polling allocates nothing.
+ * {@code CompletionQueue.poll} fills, so polling allocates nothing.
  */
 public final class WorkCompletion {
     /** {@code wc_flags}: the completion carries immediate data. */

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /** Which {@link QpAttr} fields a {@code modify} applies, with the bits of libibverbs' {@code enum ibv_qp_attr_mask}. */
 public final class QpAttrMask {

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /** A receive work request, in the manner of libibverbs' {@code struct ibv_recv_wr}; reusable like {@link SendWorkRequest}. */
 public final class RecvWorkRequest {
@@ -16,7 +16,7 @@ public final class RecvWorkRequest {
     public RecvWorkRequest wrId(long v) { this.wrId = v; return this; }
 
     /** Replaces the scatter list with one entry. */
-    public RecvWorkRequest local(MemoryRegion mr, long offset, int length) {
+    public RecvWorkRequest local(LocalRegion mr, long offset, int length) {
         sg.clear().add(mr, offset, length);
         return this;
     }

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /**
  * How a reliable connected QP moves its payloads.

@@ -1,4 +1,4 @@
-package dev.nupa.roce;
+package dev.nupa.roce.verbs;
 
 /**
  * Misuse of the verbs API (the libibverbs call would return EINVAL, ENOMEM, ...), or a failure the peer reported;
