@@ -8,6 +8,7 @@ import dev.nupa.gateway.vertx.GatewayVerticle;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.PcapWriter;
+import dev.nupa.roce.ip.Ipv4RoceIp;
 import dev.nupa.roce.vertx.RoceVerticle;
 import dev.nupa.tcp.TcpLayer;
 import dev.nupa.transport.FabricStack;
@@ -82,7 +83,8 @@ public final class NupaNode {
             return Future.failedFuture(e);
         }
         FabricStack fabricStack = NupaVertx.stack(vertx);
-        RoceVerticle roce = new RoceVerticle(fabricStack.link(), fabricStack.neighbors(), fabricStack.ip());
+        RoceVerticle roce = new RoceVerticle(fabricStack.link(), fabricStack.neighbors(),
+                fabricStack.ip() == null ? null : new Ipv4RoceIp(fabricStack.ip()));
         if (pcap != null) {
             fabricStack.link().setCapture(pcap);
         }

@@ -1,7 +1,6 @@
 package dev.nupa.roce;
 
 import dev.nupa.device.Trace;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.roce.transport.QpTransport;
 import dev.nupa.roce.transport.RcRequester;
 import dev.nupa.roce.transport.RcResponder;
@@ -13,6 +12,7 @@ import dev.nupa.roce.verbs.QpState;
 import dev.nupa.roce.verbs.QpType;
 import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.RoceIp;
 import dev.nupa.roce.verbs.SendFlags;
 import dev.nupa.roce.verbs.SendWorkRequest;
 import dev.nupa.roce.verbs.TransferMode;
@@ -118,18 +118,18 @@ public final class QueuePair implements AutoCloseable {
         if ((mask & AV) != 0 && a.destIp != 0) {
             if (a.destNode >= 0) {
                 throw new RdmaException("address vector names fabric node " + a.destNode + " and IP peer "
-                        + Ipv4Address.toString(a.destIp) + "; name one (destNode for the fabric, destIp for RoCEv2)");
+                        + RoceIp.toString(a.destIp) + "; name one (destNode for the fabric, destIp for RoCEv2)");
             }
             if (ctx.ip() == null) {
-                throw new RdmaException("address vector names IP peer " + Ipv4Address.toString(a.destIp) + " but node " + ctx.node()
+                throw new RdmaException("address vector names IP peer " + RoceIp.toString(a.destIp) + " but node " + ctx.node()
                         + " has no IP layer for RoCEv2; attach it (RdmaContext.attachIp) or name a fabric node");
             }
             if (transport.mode == TransferMode.DIRECT) {
                 throw new RdmaException("QP " + qpNum() + " places DIRECT, which needs a fabric peer; create it with TransferMode.PACKET"
-                        + " to reach IP peer " + Ipv4Address.toString(a.destIp));
+                        + " to reach IP peer " + RoceIp.toString(a.destIp));
             }
             int path = (mask & PATH_MTU) != 0 ? a.pathMtu : transport.pathMtu();
-            int room = ctx.ip().maxUnfragmentedUdpPayload() - Icrc.LENGTH;
+            int room = ctx.ip().maxUdpPayload() - Icrc.LENGTH;
             if (path + RcRequester.MAX_HEADERS > room) {
                 throw new RdmaException("path MTU " + path + " plus " + RcRequester.MAX_HEADERS + " header bytes exceeds the "
                         + room + " bytes a RoCEv2 datagram carries on this node's IP layer; pick a smaller path MTU (1024 for Ethernet)");

@@ -1,7 +1,6 @@
 package dev.nupa.roce;
 
 import dev.nupa.device.FabricWindow;
-import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Link;
 import dev.nupa.roce.transport.RcResponder;
 import dev.nupa.roce.transport.RdmaDevice;
@@ -10,6 +9,7 @@ import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.GsiAgent;
 import dev.nupa.roce.verbs.RdmaCounter;
 import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RoceIp;
 import dev.nupa.roce.wire.Psn;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
@@ -72,12 +72,13 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     /**
-     * Speaks RoCEv2 through {@code stack}, the node's IP layer on this context's thread: binds UDP port 4791
-     * there, so QPs may name IPv4 peers. Throws if the port is taken or an IP layer is attached already.
+     * Speaks RoCEv2 through {@code stack}, the node's IP layer on this context's thread (over {@code Ipv4Stack}:
+     * {@code new dev.nupa.roce.ip.Ipv4RoceIp(stack)}): binds UDP port 4791 there, so QPs may name IPv4 peers. Throws if
+     * the port is taken or an IP layer is attached already.
      */
-    public void attachIp(Ipv4Stack stack) {
+    public void attachIp(RoceIp stack) {
         requireOpen();
-        Ipv4Stack ip = device.ip();
+        RoceIp ip = device.ip();
         if (ip != null) {
             throw new RdmaException("node " + node() + " already speaks RoCEv2 through " + ip + "; attach one IP layer");
         }
@@ -88,7 +89,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     /** The IP layer RoCEv2 goes through, or null. */
-    Ipv4Stack ip() {
+    RoceIp ip() {
         return device.ip();
     }
 

@@ -1,5 +1,6 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.ip.Ipv4RoceIp;
 import dev.nupa.roce.transport.RcRequester;
 import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.QpAttr;
@@ -227,9 +228,9 @@ class RoceV2Test {
             toRtr(tight, new QpAttr().destIp(RdmaFixture.ip(2)).pathMtu(512));
             assertEquals(QpState.RTR, tight.state());
 
-            e = assertThrows(RdmaException.class, () -> withIp.attachIp(fx.stack(0)));
+            e = assertThrows(RdmaException.class, () -> withIp.attachIp(new Ipv4RoceIp(fx.stack(0))));
             assertTrue(e.getMessage().contains("already speaks RoCEv2"), e.getMessage());
-            e = assertThrows(RdmaException.class, () -> fabricOnly.attachIp(fx.stack(0)));
+            e = assertThrows(RdmaException.class, () -> fabricOnly.attachIp(new Ipv4RoceIp(fx.stack(0))));
             assertTrue(e.getMessage().contains("another link"), e.getMessage());
 
             ProtectionDomain pd = fabricOnly.allocPd();

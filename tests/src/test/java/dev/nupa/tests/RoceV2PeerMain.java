@@ -13,6 +13,7 @@ import dev.nupa.roce.ProtectionDomain;
 import dev.nupa.roce.QpInitAttr;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
+import dev.nupa.roce.ip.Ipv4RoceIp;
 import dev.nupa.roce.verbs.RdmaCounter;
 import dev.nupa.roce.verbs.RecvWorkRequest;
 import dev.nupa.roce.verbs.SendFlags;
@@ -64,7 +65,7 @@ public final class RoceV2PeerMain {
              RdmaContext ctx = RdmaContext.open(link, 16, 16, System::nanoTime)) {
             Ipv4Stack ip = new Ipv4Stack(link, neighbors, ipConfig);
             ip.addRoute(route);
-            ctx.attachIp(ip);
+            ctx.attachIp(new Ipv4RoceIp(ip));
             Poller poller = new Poller(link, ip, ctx, deadline);
             ProtectionDomain pd = ctx.allocPd();
             MemoryRegion mr = pd.allocMr(2 * MIB + 4096, RdmaPeerMain.ALL);

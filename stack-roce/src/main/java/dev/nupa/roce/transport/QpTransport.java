@@ -2,12 +2,12 @@ package dev.nupa.roce.transport;
 
 import static dev.nupa.roce.verbs.QpAttrMask.*;
 
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.roce.verbs.QpAttr;
 import dev.nupa.roce.verbs.QpCap;
 import dev.nupa.roce.verbs.QpState;
 import dev.nupa.roce.verbs.QpType;
 import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.RoceIp;
 import dev.nupa.roce.verbs.SendFlags;
 import dev.nupa.roce.verbs.SendWorkRequest;
 import dev.nupa.roce.verbs.TransferMode;
@@ -414,7 +414,7 @@ public final class QpTransport {
 
     @Override
     public String toString() {
-        String peer = attr.destIp != 0 ? ", peer " + Ipv4Address.toString(attr.destIp) : ", peer node " + attr.destNode;
+        String peer = attr.destIp != 0 ? ", peer " + RoceIp.toString(attr.destIp) : ", peer node " + attr.destNode;
         return type + " QP " + qpn + " (" + state + (type == QpType.RC ? peer + " qp " + attr.destQpNum : "") + ", " + mode + ")";
     }
 }

@@ -1,11 +1,11 @@
 package dev.nupa.roce.vertx;
 
-import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.cm.RdmaCm;
+import dev.nupa.roce.verbs.RoceIp;
 import io.vertx.core.Future;
 import io.vertx.core.Handler;
 import io.vertx.core.Promise;
@@ -25,16 +25,17 @@ import io.vertx.core.VerticleBase;
 public final class RoceVerticle extends VerticleBase {
     private final Link link;
     private final NeighborDirectory neighbors;
-    private final Ipv4Stack ip;
+    private final RoceIp ip;
     private volatile RdmaContext ctx;
     private volatile RdmaCm cm;
     private Datapath.Timer timer;
 
     /**
      * Over a link that is already open and driven by its datapath (a node under the Vert.x transport), speaking
-     * RoCEv2 to IP peers through {@code ip}, the node's IP layer on that link (null: to fabric nodes only).
+     * RoCEv2 to IP peers through {@code ip}, the node's IP layer on that link (over {@code Ipv4Stack}: {@code new
+     * dev.nupa.roce.ip.Ipv4RoceIp(stack)}; null: to fabric nodes only).
      */
-    public RoceVerticle(Link link, NeighborDirectory neighbors, Ipv4Stack ip) {
+    public RoceVerticle(Link link, NeighborDirectory neighbors, RoceIp ip) {
         this.link = link;
         this.neighbors = neighbors;
         this.ip = ip;
