@@ -60,6 +60,7 @@ public final class MemoryRegion implements LocalRegion, AutoCloseable {
 
     @Override
     public void close() {
+        pd.context.checkThread();
         pd.context.deregister(this);
     }
 

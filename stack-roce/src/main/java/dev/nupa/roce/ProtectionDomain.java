@@ -33,6 +33,7 @@ public final class ProtectionDomain implements AutoCloseable {
      * The segment must be native (heap arrays move) and stay alive until the region is closed.
      */
     public MemoryRegion regMr(MemorySegment memory, int access) {
+        context.checkThread();
         if (!memory.isNative()) {
             throw new RdmaException("memory regions need native memory (Arena.allocate or a mapped file); heap segments move");
         }
@@ -47,6 +48,7 @@ public final class ProtectionDomain implements AutoCloseable {
      * region both by packets and by direct placement.
      */
     public MemoryRegion allocMr(long length, int access) {
+        context.checkThread();
         if (length <= 0) {
             throw new RdmaException("memory region length must be positive, was " + length);
         }
@@ -56,6 +58,7 @@ public final class ProtectionDomain implements AutoCloseable {
     /** Deallocates the domain ({@code ibv_dealloc_pd}); throws if regions or QPs still use it. */
     @Override
     public void close() {
+        context.checkThread();
         if (closed) {
             return;
         }

@@ -42,8 +42,8 @@ public final class QueuePair implements AutoCloseable {
         this.sendCq = init.sendCq();
         this.recvCq = init.recvCq();
         this.srq = init.srq();
-        this.transport = new QpTransport(ctx.device, qpn, pd.id, init.type(), init.mode(), init.cap(), init.sqSigAll(), sendCq.completions, recvCq.completions,
-                srq == null ? null : srq.queue);
+        this.transport = new QpTransport(ctx.device, qpn, pd.id, init.type(), init.mode(), init.cap(), init.sqSigAll(),
+                sendCq.completions, recvCq.completions, srq == null ? null : srq.queue);
     }
 
     public int qpNum() {
@@ -78,6 +78,7 @@ public final class QueuePair implements AutoCloseable {
 
     /** Copies the current attributes into {@code into} ({@code ibv_query_qp}) and returns it. */
     public QpAttr query(QpAttr into) {
+        ctx.checkThread();
         return transport.query(into);
     }
 
@@ -218,6 +219,7 @@ public final class QueuePair implements AutoCloseable {
     /** Destroys the QP ({@code ibv_destroy_qp}): outstanding requests are dropped without completions. */
     @Override
     public void close() {
+        ctx.checkThread();
         if (!transport.destroyed()) {
             ctx.destroy(this);
         }

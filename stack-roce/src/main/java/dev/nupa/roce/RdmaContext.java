@@ -77,6 +77,7 @@ public final class RdmaContext implements AutoCloseable {
      * the port is taken or an IP layer is attached already.
      */
     public void attachIp(RoceIp stack) {
+        checkThread();
         requireOpen();
         RoceIp ip = device.ip();
         if (ip != null) {
@@ -99,11 +100,17 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     /**
-     * The verbs that touch queues (post, poll, modify, notify) run on the link's owner, the datapath loop, as the
-     * link's own sends do; from another thread they throw before changing anything, naming the remedy.
+     * Throws IllegalStateException, naming the remedy, unless the caller owns the context: every verb (create,
+     * destroy, register, query, post, poll, modify, notify, the CM's calls) runs on the link's owner, the datapath
+     * loop, as the link's own sends do, and from another thread throws before changing anything. A compare in line.
      */
-    void checkThread() {
-        device.link.checkOwner();
+    public void checkThread() {
+        if (!device.link.isOwner()) {
+            throw new IllegalStateException("node " + node() + "'s RDMA context belongs to its datapath loop; thread "
+                    + Thread.currentThread().getName() + " may not call its verbs: run the call on the loop with"
+                    + " rdma().execute(ctx -> ...) (RoceVerticle.execute; Link.execute for a bare link), or from a handler"
+                    + " that runs on the loop");
+        }
     }
 
     public Link link() {
@@ -111,12 +118,14 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     public ProtectionDomain allocPd() {
+        checkThread();
         requireOpen();
         return new ProtectionDomain(this, nextPd++);
     }
 
     /** Creates a completion queue of {@code cqe} entries ({@code ibv_create_cq}). */
     public CompletionQueue createCq(int cqe) {
+        checkThread();
         requireOpen();
         if (cqe < 1 || cqe > (1 << 22)) {
             throw new RdmaException("completion queue size " + cqe + " is outside 1..4194304");
@@ -125,6 +134,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     public SharedReceiveQueue createSrq(ProtectionDomain pd, int maxWr, int maxSge) {
+        checkThread();
         requireOpen();
         checkPd(pd);
         if (maxWr < 1 || maxWr > (1 << 20) || maxSge < 1 || maxSge > 64) {
@@ -136,6 +146,7 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Creates a queue pair in RESET ({@code ibv_create_qp}). */
     public QueuePair createQp(ProtectionDomain pd, QpInitAttr init) {
+        checkThread();
         requireOpen();
         checkPd(pd);
         if (init.type() == null || init.sendCq() == null || init.recvCq() == null || init.mode() == null) {
@@ -181,6 +192,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     void destroy(QueuePair qp) {
+        checkThread();
         qp.transport.destroy();
         release(qp);
     }
@@ -198,12 +210,14 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Sets (or, with null, removes) the observer of signaled posts and send completions. On the context's thread. */
     public void setObserver(RdmaObserver o) {
+        checkThread();
         observer = o;
         device.observe(o);
     }
 
     /** The live queue pairs, by QP number (a snapshot; for tools, not the datapath). */
     public java.util.List<QueuePair> queuePairs() {
+        checkThread();
         java.util.List<QueuePair> live = new java.util.ArrayList<>();
         for (QueuePair qp : qps) {
             if (qp != null) {
@@ -216,6 +230,7 @@ public final class RdmaContext implements AutoCloseable {
     // ---- memory regions ---------------------------------------------------------------------
 
     MemoryRegion register(ProtectionDomain pd, MemorySegment memory, int access) {
+        checkThread();
         requireOpen();
         checkPd(pd);
         Access.checkRegion(access);
@@ -223,6 +238,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     MemoryRegion allocRegion(ProtectionDomain pd, long length, int access) {
+        checkThread();
         requireOpen();
         checkPd(pd);
         Access.checkRegion(access);
@@ -247,6 +263,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     void deregister(MemoryRegion mr) {
+        checkThread();
         if (mr.region.closed()) {
             return;
         }
@@ -263,6 +280,7 @@ public final class RdmaContext implements AutoCloseable {
      * the link delivered, and at that time. Registered as a {@code Datapath.Timer} in a node.
      */
     public long poll(long now) {
+        checkThread();
         return device.poll(now);
     }
 
@@ -278,6 +296,7 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Attaches the agent (the connection manager) that takes QP 1's messages; {@link Gsi#detach} removes it. */
     public Gsi attachGsi(GsiAgent agent) {
+        checkThread();
         if (agent == null) {
             throw new RdmaException("attachGsi needs an agent; to detach one, call detach() on the Gsi it returned");
         }
@@ -291,6 +310,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     void detach(Gsi g) {
+        checkThread();
         if (gsi == g) {
             gsi = null;
             device.attachGsi(null);
@@ -312,6 +332,7 @@ public final class RdmaContext implements AutoCloseable {
     /** Closes the context: QPs are destroyed, regions deregistered and their windows withdrawn. */
     @Override
     public void close() {
+        checkThread();
         if (closed) {
             return;
         }

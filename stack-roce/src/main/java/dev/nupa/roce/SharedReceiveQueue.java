@@ -31,6 +31,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
 
     @Override
     public void close() {
+        pd.context().checkThread();
         if (users > 0) {
             throw new RdmaException("shared receive queue still serves " + users + " queue pair(s); destroy them first");
         }
