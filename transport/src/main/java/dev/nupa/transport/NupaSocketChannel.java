@@ -183,7 +183,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         if (!NupaIoHandle.compatible(loop, NupaUnsafe.class)) {
             return false;
         }
-        FabricStack to = NupaIoHandler.stackOf(loop);
+        FabricStack to = NupaEventLoop.stackOf(loop);
         if (stack == null || connection == null || to == stack) {
             return true;
         }
