@@ -1,19 +1,11 @@
-package dev.nupa.gateway.vertx;
+package dev.nupa.gateway;
 
 import dev.nupa.device.CounterTable;
 import dev.nupa.device.FabricWindow;
-import dev.nupa.gateway.ArpCache;
-import dev.nupa.gateway.EthernetInterface;
-import dev.nupa.gateway.GatewayConfig;
-import dev.nupa.gateway.GatewayCounter;
-import dev.nupa.gateway.Tap;
 import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.Route;
 import dev.nupa.l2.Datapath;
-import io.vertx.core.Future;
-import io.vertx.core.Promise;
-import io.vertx.core.VerticleBase;
 import java.util.ArrayList;
 import java.util.EnumMap;
 import java.util.List;
@@ -22,25 +14,24 @@ import java.util.Map;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The gateway as a verticle over the node's event loops: on deploy it opens the TAP device with one queue per
- * loop, gives each loop's IP layer its Ethernet side ({@link EthernetInterface}: the first queue's keeps the
- * neighbor cache, the others read it) and that side's routes, hands each interface's timer to its loop, starts
- * one watcher per queue and announces the gateway's address; on undeploy it takes all of it back and the TAP
- * device goes away.
+ * A node's gateway to Ethernet: {@link #open} opens the TAP device with one queue per event loop of the node, gives
+ * each loop's IP layer its Ethernet side ({@link EthernetInterface}: the first queue's keeps the neighbor cache, the
+ * others read it) and that side's routes, hands each interface to its loop's datapath (a poll source and a timer),
+ * starts one watcher per queue and announces the gateway's address. It is opened before the loops start (the node's
+ * builder does it); {@link #close(int)} takes a queue back on its loop as the loop ends, and the last queue closed
+ * takes the TAP device away.
  *
  * <p>A watcher is a thread that blocks in poll(2) on its queue and, when frames wait, wakes its loop (through the
  * fabric's doorbell) and waits until the loop has read them; no frame crosses a thread.
  */
-public final class GatewayVerticle extends VerticleBase {
+public final class Gateway {
     /** How long a watcher's poll waits before it looks whether it should stop. */
     private static final int WATCH_MS = 100;
     /** How often the published counters are refreshed. */
     static final long PUBLISH_NS = 200_000_000L;
 
-    private final List<Ipv4Stack> loops;
     private final GatewayConfig config;
-    private final List<Queue> queues = new ArrayList<>();
-    private volatile boolean stopping;
+    private final List<Queue> queues;
 
     /** One queue of the TAP device and what serves it on its loop. */
     private final class Queue {
@@ -48,6 +39,7 @@ public final class GatewayVerticle extends VerticleBase {
         final Tap tap;
         final EthernetInterface iface;
         Thread watcher;
+        volatile boolean stopping;
         volatile boolean armed = true;
         FabricWindow counterWindow;
         Datapath.Timer publisher;
@@ -144,82 +136,66 @@ public final class GatewayVerticle extends VerticleBase {
         }
     }
 
-    /** A gateway of one queue on the node's one event loop. */
-    public GatewayVerticle(Ipv4Stack ip, GatewayConfig config) {
-        this(List.of(ip), config);
+    private Gateway(GatewayConfig config, List<Queue> queues) {
+        this.config = config;
+        this.queues = queues;
     }
 
-    /** A gateway whose TAP has a queue for each of the node's event loops: {@code loops} are their IP layers, the primary first. */
-    public GatewayVerticle(List<Ipv4Stack> loops, GatewayConfig config) {
+    /**
+     * The gateway {@code config} describes over a node's IP layers, one per event loop ({@code loops}, the primary
+     * first; as many as the TAP has queues), whose loops have not started. Throws with the reason (forwarding off,
+     * loops and queues unequal, the TAP device), leaving nothing open.
+     */
+    public static Gateway open(List<Ipv4Stack> loops, GatewayConfig config) {
         if (loops.size() != config.queues()) {
             throw new IllegalArgumentException("a gateway of " + config.queues() + " TAP queues needs a node of as many event"
                     + " loops, not " + loops.size() + "; give the node one loop per queue");
         }
-        this.loops = List.copyOf(loops);
-        this.config = config;
-    }
-
-    @Override
-    public Future<?> start() {
         if (!loops.getFirst().config().forwarding()) {
-            return Future.failedFuture(new IllegalArgumentException("a gateway forwards between the fabric and Ethernet:"
-                    + " its node needs forwarding on (--forwarding, IpConfig.withForwarding(true))"));
+            throw new IllegalArgumentException("a gateway forwards between the fabric and Ethernet:"
+                    + " its node needs forwarding on (--forwarding, IpConfig.withForwarding(true))");
         }
         for (Ipv4Stack ip : loops) {
             if (ip.link().datapath() == null) {
-                return Future.failedFuture(new IllegalStateException("deploy the gateway on a node whose event loops run its"
-                        + " datapath (NupaNode, NupaVertx), where the node's IP layers run"));
+                throw new IllegalStateException("a gateway runs on a node whose event loops run its datapath (NupaNode,"
+                        + " FabricNode), where the node's IP layers run");
             }
         }
+        List<Tap> taps = Tap.open(config.tap(), config.mtu(), config.offloads(), config.queues());
+        Gateway g;
         try {
-            List<Tap> taps = Tap.open(config.tap(), config.mtu(), config.offloads(), config.queues());
             EthernetInterface primary = new EthernetInterface(taps.getFirst(), loops.getFirst(), config.address(),
                     config.prefixLength(), EthernetInterface.localMac(config.address()),
                     new ArpCache(256, 64, config.mtu(), 30_000_000_000L, 1_000_000_000L, 3));
+            List<Queue> queues = new ArrayList<>();
+            g = new Gateway(config, queues);
             for (int q = 0; q < taps.size(); q++) {
                 EthernetInterface iface = q == 0 ? primary : new EthernetInterface(taps.get(q), loops.get(q), primary);
-                queues.add(new Queue(loops.get(q), taps.get(q), iface));
+                queues.add(g.new Queue(loops.get(q), taps.get(q), iface));
             }
         } catch (RuntimeException e) {
-            for (Queue q : queues) {
-                q.tap.close();
+            taps.forEach(Tap::close);
+            throw e;
+        }
+        try {
+            for (Queue q : g.queues) {
+                q.attach();
             }
-            queues.clear();
-            return Future.failedFuture(e);
+        } catch (RuntimeException e) {
+            for (int q = 0; q < g.queues.size(); q++) {
+                g.close(q);
+            }
+            throw e;
         }
-        List<Future<Void>> attached = new ArrayList<>();
-        for (Queue q : queues) {
-            attached.add(onLoop(q, q::attach));
-        }
-        return Future.all(attached).recover(e -> stop().transform(v -> Future.failedFuture(e)));
+        return g;
     }
 
-    /** Runs {@code task} on {@code q}'s loop (at once when the loop is not running); its Future completes after. */
-    private static Future<Void> onLoop(Queue q, Runnable task) {
-        Promise<Void> done = Promise.promise();
-        Runnable run = () -> {
-            try {
-                task.run();
-                done.tryComplete();
-            } catch (RuntimeException e) {
-                done.tryFail(e);
-            }
-        };
-        Datapath d = q.datapath();
-        if (d.isRunning()) {
-            d.execute(run); // runs exactly once: on the loop, or here if the loop stops first
-        } else {
-            run.run();
-        }
-        return done.future();
-    }
-
-    /** The primary queue's Ethernet side (the one that keeps the neighbor cache), once deployed. */
+    /** The primary queue's Ethernet side (the one that keeps the neighbor cache). */
     public EthernetInterface iface() {
-        return queues.isEmpty() ? null : queues.getFirst().iface;
+        return queues.getFirst().iface;
     }
 
-    /** Every queue's Ethernet side, queue 0 first, once deployed. */
+    /** Every queue's Ethernet side, queue 0 first. */
     public List<EthernetInterface> interfaces() {
         return queues.stream().map(q -> q.iface).toList();
     }
@@ -237,26 +213,25 @@ public final class GatewayVerticle extends VerticleBase {
         return sum;
     }
 
-    @Override
-    public Future<?> stop() {
-        stopping = true;
-        for (Queue q : queues) {
-            if (q.watcher != null) {
-                LockSupport.unpark(q.watcher);
-                try {
-                    q.watcher.join(2L * WATCH_MS + 1000);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
+    /**
+     * Takes queue {@code loop} back: its watcher stops, its interface leaves the loop and the IP layer, its TAP queue
+     * closes. On that loop's thread as it ends (or on any thread when the loops never ran).
+     */
+    public void close(int loop) {
+        Queue q = queues.get(loop);
+        q.stopping = true;
+        if (q.watcher != null) {
+            LockSupport.unpark(q.watcher);
+            try {
+                q.watcher.join(2L * WATCH_MS + 1000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
             }
         }
-        List<Future<Void>> detached = new ArrayList<>();
-        for (Queue q : queues) {
-            detached.add(onLoop(q, q::detach).eventually(() -> {
-                q.tap.close();
-                return Future.succeededFuture();
-            }));
+        try {
+            q.detach();
+        } finally {
+            q.tap.close();
         }
-        return Future.join(detached);
     }
 }
