@@ -158,7 +158,7 @@ public final class Gateway {
         for (Ipv4Stack ip : loops) {
             if (ip.link().datapath() == null) {
                 throw new IllegalStateException("a gateway runs on a node whose event loops run its datapath (NupaNode,"
-                        + " FabricNode), where the node's IP layers run");
+                        + " NupaStack), where the node's IP layers run");
             }
         }
         List<Tap> taps = Tap.open(config.tap(), config.mtu(), config.offloads(), config.queues());

@@ -10,7 +10,7 @@ import dev.nupa.l2.Link;
 import dev.nupa.l2.PcapWriter;
 import dev.nupa.roce.vertx.NodeRdma;
 import dev.nupa.tcp.TcpLayer;
-import dev.nupa.transport.FabricNode;
+import dev.nupa.transport.NupaStack;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.opentelemetry.api.OpenTelemetry;
@@ -20,7 +20,7 @@ import io.vertx.core.VertxOptions;
 import io.vertx.tracing.opentelemetry.OpenTelemetryTracingFactory;
 
 /**
- * A node, assembled: the node's builder ({@link FabricNode}) makes the link (fabric, neighbor directory), IP (IPv4,
+ * A node, assembled: the node's builder ({@link NupaStack}) makes the link (fabric, neighbor directory), IP (IPv4,
  * ICMP, UDP) and TCP of each event loop, then RDMA (verbs context and connection manager, {@link NodeRdma}) and the
  * gateway if asked for; a Vert.x instance runs it (the Vert.x transport, {@link NupaVertx}: its event loops are the
  * node's datapaths), with a local capture if asked for (`nupa capture`
@@ -46,7 +46,7 @@ public final class NupaNode {
     private TcpTelemetry tcpTelemetry;
     private RdmaTelemetry rdmaTelemetry;
 
-    private NupaNode(Vertx vertx, FabricNode node, PcapWriter pcap, OpenTelemetry openTelemetry) {
+    private NupaNode(Vertx vertx, NupaStack node, PcapWriter pcap, OpenTelemetry openTelemetry) {
         this.openTelemetry = openTelemetry;
         this.vertx = vertx;
         this.link = node.primary().link();
@@ -73,11 +73,11 @@ public final class NupaNode {
             StackConfig stack = new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
                     config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(),
                     config.gateway() == null ? 1 : config.gateway().queues(), config.linkFaults(), config.access()); // a loop per TAP queue
-            FabricNode.Builder builder = FabricNode.builder(stack).layer(RdmaLayer::open);
+            NupaStack.Builder builder = NupaStack.builder(stack).layer(RdmaLayer::open);
             if (config.gateway() != null) {
                 builder.layer(GatewayLayer.factory(config.gateway()));
             }
-            FabricNode built = builder.open();
+            NupaStack built = builder.open();
             if (pcap != null) {
                 built.primary().link().setCapture(pcap);
             }

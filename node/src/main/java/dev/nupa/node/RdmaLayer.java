@@ -1,7 +1,7 @@
 package dev.nupa.node;
 
 import dev.nupa.roce.vertx.NodeRdma;
-import dev.nupa.transport.FabricNode;
+import dev.nupa.transport.NupaStack;
 import dev.nupa.transport.FabricStack;
 import dev.nupa.transport.NodeLayer;
 
@@ -16,7 +16,7 @@ final class RdmaLayer implements NodeLayer {
     }
 
     /** The builder's step that opens RDMA on the node's primary loop, speaking RoCEv2 through its IP layer. */
-    static RdmaLayer open(FabricNode node) {
+    static RdmaLayer open(NupaStack node) {
         FabricStack s = node.primary();
         return new RdmaLayer(s, NodeRdma.open(s.link(), s.neighbors(), s.ip()));
     }

@@ -57,16 +57,16 @@ public final class FabricStack implements AutoCloseable {
 
     /**
      * Joins (or creates) the fabric and builds a node of one loop with no layers above TCP, for code that drives the
-     * stack itself; throws with the reason. A node of more loops, or with layers, is built by {@link FabricNode}.
+     * stack itself; throws with the reason. A node of more loops, or with layers, is built by {@link NupaStack}.
      */
     public static FabricStack open(StackConfig config) {
         if (config.loops() != 1) {
-            throw new IllegalArgumentException("a node of " + config.loops() + " event loops has a stack per loop: build it with FabricNode.builder");
+            throw new IllegalArgumentException("a node of " + config.loops() + " event loops has a stack per loop: build it with NupaStack.builder");
         }
-        return FabricNode.builder(config).open().primary();
+        return NupaStack.builder(config).open().primary();
     }
 
-    /** Loop {@code loop}'s stack of a node ({@link FabricNode.Builder#open}); {@code primary} is loop 0's, or null for it. */
+    /** Loop {@code loop}'s stack of a node ({@link NupaStack.Builder#open}); {@code primary} is loop 0's, or null for it. */
     static FabricStack open(StackConfig config, LoopGroup group, int loop, FabricStack primary) {
         Fabric fabric = Files.exists(config.fabric()) ? ShmFabric.join(config.fabric(), config.access())
                 : ShmFabric.openOrCreate(config.fabric(), config.geometry(), config.access());

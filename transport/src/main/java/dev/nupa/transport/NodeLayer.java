@@ -2,7 +2,7 @@ package dev.nupa.transport;
 
 /**
  * A layer of a node above TCP (RDMA, a gateway's Ethernet side), built onto the node's stacks by
- * {@link FabricNode.Builder#layer} before its event loops start, and taken down as they end.
+ * {@link NupaStack.Builder#layer} before its event loops start, and taken down as they end.
  */
 public interface NodeLayer {
     /**
@@ -16,6 +16,6 @@ public interface NodeLayer {
     @FunctionalInterface
     interface Factory {
         /** The layer over {@code node}; throws with the reason, leaving nothing of itself behind. */
-        NodeLayer open(FabricNode node);
+        NodeLayer open(NupaStack node);
     }
 }

@@ -13,7 +13,7 @@ import io.netty.channel.SingleThreadIoEventLoop;
 final class NupaEventLoop extends SingleThreadIoEventLoop {
     private final FabricStack stack;
 
-    NupaEventLoop(IoEventLoopGroup parent, Executor executor, FabricNode node, FabricStack stack) {
+    NupaEventLoop(IoEventLoopGroup parent, Executor executor, NupaStack node, FabricStack stack) {
         super(parent, executor, loop -> new NupaIoHandler(loop, node, stack));
         this.stack = stack;
     }

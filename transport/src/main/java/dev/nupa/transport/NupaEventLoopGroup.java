@@ -10,7 +10,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 
 /** A fabric node's event loops: one {@link NupaEventLoop} per stack of the node, the primary first. */
 final class NupaEventLoopGroup extends MultiThreadIoEventLoopGroup {
-    NupaEventLoopGroup(FabricNode node, ThreadFactory threads) {
+    NupaEventLoopGroup(NupaStack node, ThreadFactory threads) {
         // Netty makes the loops in its constructor, before this class's fields are set: the node comes as an argument.
         super(node.stacks().size(), threads, NupaEventLoopGroup::noHandler, new Stacks(node));
     }
@@ -28,10 +28,10 @@ final class NupaEventLoopGroup extends MultiThreadIoEventLoopGroup {
 
     /** The node's stacks, handed to the loops in order. */
     private static final class Stacks {
-        final FabricNode node;
+        final NupaStack node;
         final Iterator<FabricStack> next;
 
-        Stacks(FabricNode node) {
+        Stacks(NupaStack node) {
             this.node = node;
             this.next = node.stacks().iterator();
         }

@@ -24,13 +24,13 @@ import io.netty.util.concurrent.ThreadAwareExecutor;
  */
 final class NupaIoHandler implements IoHandler {
     private final ThreadAwareExecutor executor;
-    private final FabricNode node;
+    private final NupaStack node;
     private final FabricStack stack;
     private final Set<NupaIoHandle> handles = new LinkedHashSet<>();
     private IoHandlerContext context;
     private final BooleanSupplier mayBlock = () -> context.canBlock();
 
-    NupaIoHandler(ThreadAwareExecutor executor, FabricNode node, FabricStack stack) {
+    NupaIoHandler(ThreadAwareExecutor executor, NupaStack node, FabricStack stack) {
         this.executor = executor;
         this.node = node;
         this.stack = stack;

@@ -53,10 +53,10 @@ public final class NupaNetty {
     }
 
     /**
-     * The event loops of {@code node}, built already ({@link FabricNode#builder}), started: one per stack. Shutting
+     * The event loops of {@code node}, built already ({@link NupaStack#builder}), started: one per stack. Shutting
      * the group down closes the node. If the loops cannot start, the node is closed and the reason thrown.
      */
-    public static EventLoopGroup eventLoopGroup(FabricNode node, ThreadFactory threads) {
+    public static EventLoopGroup eventLoopGroup(NupaStack node, ThreadFactory threads) {
         return eventLoopGroup(new NupaTransport(node), threads);
     }
 

@@ -26,24 +26,24 @@ import io.vertx.core.net.NetServerOptions;
 @SuppressWarnings("deprecation") // InternetProtocolFamily: the type of Vert.x 5.0's SPI
 final class NupaTransport implements io.vertx.core.spi.transport.Transport {
     /** The node to build as Vert.x asks for its event loops, or null when it was built beforehand. */
-    private final FabricNode.Builder builder;
-    private FabricNode node;
+    private final NupaStack.Builder builder;
+    private NupaStack node;
     private EventLoopGroup group;
     private boolean ioGroupGiven;
     private boolean openFailed;
 
     /** A transport that builds the node {@code config} describes when Vert.x asks for its event loops (in its build). */
     NupaTransport(StackConfig config) {
-        this(FabricNode.builder(config));
+        this(NupaStack.builder(config));
     }
 
     /** A transport that builds the node {@code builder} describes when Vert.x asks for its event loops. */
-    NupaTransport(FabricNode.Builder builder) {
+    NupaTransport(NupaStack.Builder builder) {
         this.builder = builder;
     }
 
     /** A transport over a node built already; the transport closes it with its loops (or when it is abandoned). */
-    NupaTransport(FabricNode node) {
+    NupaTransport(NupaStack node) {
         this.builder = null;
         this.node = node;
     }
@@ -62,7 +62,7 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
         return node().stacks();
     }
 
-    synchronized FabricNode node() {
+    synchronized NupaStack node() {
         if (node == null) {
             throw new IllegalStateException("the node is not open: it opens when a Vert.x instance is built with this transport");
         }

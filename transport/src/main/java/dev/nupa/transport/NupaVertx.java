@@ -48,11 +48,11 @@ public final class NupaVertx {
     }
 
     /**
-     * A Vert.x instance on {@code node}, built already ({@link FabricNode#builder}: with layers such as RDMA or a
+     * A Vert.x instance on {@code node}, built already ({@link NupaStack#builder}: with layers such as RDMA or a
      * gateway): its event loops run the node's stacks, one each, and closing the Vert.x instance closes the node. If
      * the Vert.x build fails, the node is closed and the failure thrown. {@code tracer} may be null.
      */
-    public static Vertx create(FabricNode node, VertxOptions options, VertxTracerFactory tracer) {
+    public static Vertx create(NupaStack node, VertxOptions options, VertxTracerFactory tracer) {
         return create(new NupaTransport(node), node.stacks().size(), options, tracer);
     }
 
@@ -91,7 +91,7 @@ public final class NupaVertx {
     }
 
     /** The node under a Vert.x instance from {@link #create}; throws if it has none. */
-    public static FabricNode node(Vertx vertx) {
+    public static NupaStack node(Vertx vertx) {
         return transport(vertx).node();
     }
 

@@ -40,7 +40,7 @@ public final class NodeRdma {
         Datapath d = link.datapath();
         if (d == null) {
             throw new IllegalStateException("node " + link.address() + " has no datapath loop to run RDMA on; "
-                    + "open RDMA on a node built by FabricNode or NupaNode");
+                    + "open RDMA on a node built by NupaStack or NupaNode");
         }
         RdmaContext c = RdmaContext.open(link);
         RdmaCm cm;

@@ -8,20 +8,20 @@ import dev.nupa.ip.LoopGroup;
 /**
  * A fabric node, built in one place: for each event loop a stack (device, link, datapath, IPv4, TCP; see
  * {@link FabricStack}), then the layers above them in order (RDMA, a gateway: {@link NodeLayer}). The Vert.x
- * transport ({@link NupaVertx#create(FabricNode, io.vertx.core.VertxOptions, io.vertx.core.spi.VertxTracerFactory)})
- * and plain Netty ({@link NupaNetty#eventLoopGroup(FabricNode, java.util.concurrent.ThreadFactory)}) take the built
+ * transport ({@link NupaVertx#create(NupaStack, io.vertx.core.VertxOptions, io.vertx.core.spi.VertxTracerFactory)})
+ * and plain Netty ({@link NupaNetty#eventLoopGroup(NupaStack, java.util.concurrent.ThreadFactory)}) take the built
  * node and run its loops; as each loop ends, the layers let go of it and its stack closes.
  *
  * <pre>{@code
- * FabricNode node = FabricNode.builder(StackConfig.defaults(fabric, 0)).layer(rdma).open();
+ * NupaStack node = NupaStack.builder(StackConfig.defaults(fabric, 0)).layer(rdma).open();
  * Vertx vertx = NupaVertx.create(node, new VertxOptions(), null);
  * }</pre>
  */
-public final class FabricNode {
+public final class NupaStack {
     private final List<FabricStack> stacks;
     private final List<NodeLayer> layers = new ArrayList<>();
 
-    private FabricNode(List<FabricStack> stacks) {
+    private NupaStack(List<FabricStack> stacks) {
         this.stacks = stacks;
     }
 
@@ -54,7 +54,7 @@ public final class FabricNode {
          * Joins (or creates) the fabric, attaches the node's loops and builds their stacks, then the layers. All or
          * none: throws with the reason, leaving nothing attached.
          */
-        public FabricNode open() {
+        public NupaStack open() {
             LoopGroup group = new LoopGroup(config.loops());
             List<FabricStack> stacks = new ArrayList<>();
             try {
@@ -65,7 +65,7 @@ public final class FabricNode {
                 stacks.forEach(FabricStack::close);
                 throw e;
             }
-            FabricNode node = new FabricNode(List.copyOf(stacks));
+            NupaStack node = new NupaStack(List.copyOf(stacks));
             try {
                 for (NodeLayer.Factory f : layers) {
                     node.layers.add(f.open(node));
