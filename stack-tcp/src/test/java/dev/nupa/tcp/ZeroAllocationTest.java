@@ -1,10 +1,14 @@
 package dev.nupa.tcp;
 
-import static dev.nupa.tcp.WireBytes.LOCALHOST;
-import static dev.nupa.tcp.WireBytes.hex;
+import static dev.nupa.tcp.wire.WireBytes.LOCALHOST;
+import static dev.nupa.tcp.wire.WireBytes.hex;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.nupa.tcp.wire.Captured;
+import dev.nupa.tcp.wire.Seq;
+import dev.nupa.tcp.wire.TcpHeader;
+import dev.nupa.tcp.wire.TcpOptions;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
