@@ -2,9 +2,9 @@ package dev.nupa.gateway;
 
 import dev.nupa.device.CounterTable;
 import dev.nupa.device.FabricWindow;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.Route;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.l2.Datapath;
 import java.util.ArrayList;
 import java.util.EnumMap;

@@ -1,7 +1,7 @@
 package dev.nupa.roce;
 
 import dev.nupa.device.Trace;
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.roce.transport.QpTransport;
 import dev.nupa.roce.transport.RcRequester;
 import dev.nupa.roce.transport.RcResponder;

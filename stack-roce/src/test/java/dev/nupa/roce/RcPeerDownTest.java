@@ -7,8 +7,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.device.PeerEvent;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Route;
+import dev.nupa.ip.wire.Ipv4Address;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 

@@ -2,7 +2,7 @@ package dev.nupa.roce.transport;
 
 import static dev.nupa.roce.QpAttrMask.*;
 
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.roce.QpAttr;
 import dev.nupa.roce.QpInitAttr;
 import dev.nupa.roce.QpState;

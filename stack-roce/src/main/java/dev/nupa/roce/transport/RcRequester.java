@@ -1,6 +1,6 @@
 package dev.nupa.roce.transport;
 
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.roce.QpState;
 import dev.nupa.roce.QpType;
 import dev.nupa.roce.RdmaCounter;
