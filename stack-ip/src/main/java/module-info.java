@@ -3,4 +3,5 @@ module dev.nupa.ip {
     requires transitive dev.nupa.l2;
 
     exports dev.nupa.ip;
+    exports dev.nupa.ip.wire;
 }

@@ -6,4 +6,5 @@ module dev.nupa.tcp {
     requires jdk.management; // BufferBudget reads the heap's limit through HotSpotDiagnosticMXBean
 
     exports dev.nupa.tcp;
+    exports dev.nupa.tcp.wire;
 }

@@ -5,9 +5,9 @@ import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
 

@@ -8,13 +8,13 @@ import java.util.EnumMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import dev.nupa.ip.Checksum;
 import dev.nupa.ip.IpInterface;
-import dev.nupa.ip.Ipv4Address;
-import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.Route;
 import dev.nupa.ip.SendStatus;
+import dev.nupa.ip.wire.Checksum;
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
 import dev.nupa.l2.Datapath;
 
 /**

@@ -2,8 +2,8 @@ package dev.nupa.gateway;
 
 import java.util.List;
 
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.Route;
+import dev.nupa.ip.wire.Ipv4Address;
 
 /**
  * A gateway's Ethernet side.

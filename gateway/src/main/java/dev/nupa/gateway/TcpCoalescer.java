@@ -1,6 +1,6 @@
 package dev.nupa.gateway;
 
-import dev.nupa.ip.Checksum;
+import dev.nupa.ip.wire.Checksum;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

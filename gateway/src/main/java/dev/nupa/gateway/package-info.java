@@ -5,6 +5,6 @@
  * IPv4 interface of the node with its neighbor cache ({@link dev.nupa.gateway.EthernetInterface}), the
  * offloads (virtio-net headers: {@link dev.nupa.gateway.VnetHeader}, {@link dev.nupa.gateway.TcpSegmenter},
  * {@link dev.nupa.gateway.TcpCoalescer}), the checks of RoCEv2 at the edge ({@link dev.nupa.gateway.RoceV2Filter}),
- * and the verticle that runs it on the node's event loops ({@link dev.nupa.gateway.vertx.GatewayVerticle}).
+ * and the gateway itself on the node's event loops, a watcher thread per TAP queue ({@link dev.nupa.gateway.Gateway}).
  */
 package dev.nupa.gateway;

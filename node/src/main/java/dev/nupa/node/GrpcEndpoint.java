@@ -76,7 +76,7 @@ public final class GrpcEndpoint {
         }
         HttpServer s = node.vertx().createHttpServer(new HttpServerOptions(options)).requestHandler(handler);
         onFabric = s;
-        String at = dev.nupa.ip.Ipv4Address.toString(node.ip().address());
+        String at = dev.nupa.ip.wire.Ipv4Address.toString(node.ip().address());
         return s.listen(port, at).map(HttpServer::actualPort).recover(e -> Future.failedFuture(new IllegalStateException(
                 "the gRPC endpoint cannot listen on the fabric at " + at + ":" + port + ": " + e.getMessage(), e)));
     }

@@ -5,7 +5,7 @@ import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.node.admin.AdminService;
 import dev.nupa.node.admin.ConnectionsRequest;

@@ -11,9 +11,9 @@ import java.util.concurrent.TimeUnit;
 
 import dev.nupa.device.FabricNode;
 import dev.nupa.gateway.GatewayConfig;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.IpCounter;
 import dev.nupa.ip.Route;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.tcp.TcpConfig;
 import io.vertx.core.datagram.DatagramSocket;
 import io.vertx.core.net.NetServerOptions;

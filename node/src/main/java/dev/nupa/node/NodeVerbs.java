@@ -12,7 +12,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import com.google.protobuf.ByteString;
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.node.verbs.Connected;
 import dev.nupa.node.verbs.Done;
 import dev.nupa.node.verbs.Failed;
@@ -444,7 +444,7 @@ final class NodeVerbs extends VerbsService {
             RdmaCm.Connection c = ar.result();
             return VerbsEvent.newBuilder().setId(id).setConnected(Connected.newBuilder().setQpNum(c.qp().qpNum())
                     .setPeerNode(c.peerNode()).setPeerQpNum(c.peerQpn()).setPrivateData(ByteString.copyFrom(c.privateData()))
-                .setPeerIp(dev.nupa.ip.Ipv4Address.toString(c.peerIp()))).build();
+                .setPeerIp(dev.nupa.ip.wire.Ipv4Address.toString(c.peerIp()))).build();
         }
 
         private VerbsEvent destroy(long id, dev.nupa.node.verbs.Destroy d) {

@@ -4,26 +4,26 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.TimeUnit;
 
-import dev.nupa.gateway.vertx.GatewayVerticle;
+import dev.nupa.gateway.Gateway;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.PcapWriter;
-import dev.nupa.roce.ip.Ipv4RoceIp;
-import dev.nupa.roce.vertx.RoceVerticle;
+import dev.nupa.roce.vertx.NodeRdma;
 import dev.nupa.tcp.TcpLayer;
-import dev.nupa.transport.FabricStack;
+import dev.nupa.transport.NupaStack;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.opentelemetry.api.OpenTelemetry;
 import io.vertx.core.Future;
-import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
+import io.vertx.core.VertxOptions;
 import io.vertx.tracing.opentelemetry.OpenTelemetryTracingFactory;
 
 /**
- * A node, assembled: a Vert.x instance whose event loop is the node's datapath (the Vert.x transport,
- * {@link NupaVertx}) with the link (fabric, neighbor directory), IP (IPv4, ICMP, UDP) and TCP under
- * it, RDMA (verbs context and connection manager) deployed on it, and a local capture if asked for (`nupa capture`
+ * A node, assembled: the node's builder ({@link NupaStack}) makes the link (fabric, neighbor directory), IP (IPv4,
+ * ICMP, UDP) and TCP of each event loop, then RDMA (verbs context and connection manager, {@link NodeRdma}) and the
+ * gateway if asked for; a Vert.x instance runs it (the Vert.x transport, {@link NupaVertx}: its event loops are the
+ * node's datapaths), with a local capture if asked for (`nupa capture`
  * observers are served by the fabric node itself, docs/fabric-layout.md 12). Applications use
  * the node through that Vert.x instance, unmodified:
  *
@@ -39,21 +39,22 @@ public final class NupaNode {
     private final Link link;
     private final Ipv4Stack ip;
     private final TcpLayer tcp;
-    private final RoceVerticle roceVerticle;
+    private final NodeRdma rdma;
+    private final Gateway gateway;
     private final PcapWriter pcap;
-    private volatile GatewayVerticle gateway;
     private final OpenTelemetry openTelemetry;
     private TcpTelemetry tcpTelemetry;
     private RdmaTelemetry rdmaTelemetry;
 
-    private NupaNode(Vertx vertx, Link link, Ipv4Stack ip, TcpLayer tcp, RoceVerticle roce, PcapWriter pcap,
-                     OpenTelemetry openTelemetry) {
+    private NupaNode(Vertx vertx, NupaStack node, PcapWriter pcap, OpenTelemetry openTelemetry) {
         this.openTelemetry = openTelemetry;
         this.vertx = vertx;
-        this.link = link;
-        this.ip = ip;
-        this.tcp = tcp;
-        this.roceVerticle = roce;
+        this.link = node.primary().link();
+        this.ip = node.primary().ip();
+        this.tcp = node.primary().tcp();
+        this.rdma = node.layer(RdmaLayer.class).rdma();
+        GatewayLayer g = node.layer(GatewayLayer.class);
+        this.gateway = g == null ? null : g.gateway();
         this.pcap = pcap;
     }
 
@@ -65,7 +66,6 @@ public final class NupaNode {
      */
     public static Future<NupaNode> create(NodeConfig config) {
         PcapWriter pcap = null;
-        Vertx vertx;
         try {
             if (config.capture() != null) { // first: a capture that cannot be written starts nothing
                 pcap = PcapWriter.open(config.capture());
@@ -73,8 +73,23 @@ public final class NupaNode {
             StackConfig stack = new StackConfig(config.fabric(), config.address(), config.geometry(), config.mtu(),
                     config.idle(), config.ip(), config.routes(), config.tcp(), config.tcpBufferMemory(),
                     config.gateway() == null ? 1 : config.gateway().queues(), config.linkFaults(), config.access()); // a loop per TAP queue
-            vertx = config.openTelemetry() == null ? NupaVertx.create(stack)
-                    : NupaVertx.create(stack, tracingOptions(), new OpenTelemetryTracingFactory(config.openTelemetry()));
+            NupaStack.Builder builder = NupaStack.builder(stack).layer(RdmaLayer::open);
+            if (config.gateway() != null) {
+                builder.layer(GatewayLayer.factory(config.gateway()));
+            }
+            NupaStack built = builder.open();
+            if (pcap != null) {
+                built.primary().link().setCapture(pcap);
+            }
+            Vertx vertx = config.openTelemetry() == null ? NupaVertx.create(built, new VertxOptions(), null)
+                    : NupaVertx.create(built, tracingOptions(), new OpenTelemetryTracingFactory(config.openTelemetry()));
+            NupaNode node = new NupaNode(vertx, built, pcap, config.openTelemetry());
+            if (config.openTelemetry() != null) {
+                node.tcpTelemetry().tracer(config.openTelemetry().getTracer("dev.nupa.node.tcp"));
+                node.rdmaTelemetry().tracer(config.openTelemetry().getTracer("dev.nupa.node.rdma"));
+            }
+            LinkFaultTable.publish(node.link());
+            return Future.succeededFuture(node);
         } catch (IOException e) {
             return Future.failedFuture(new UncheckedIOException("cannot write capture " + config.capture() + ": "
                     + e.getMessage(), e));
@@ -82,37 +97,6 @@ public final class NupaNode {
             closeQuietly(pcap);
             return Future.failedFuture(e);
         }
-        FabricStack fabricStack = NupaVertx.stack(vertx);
-        RoceVerticle roce = new RoceVerticle(fabricStack.link(), fabricStack.neighbors(),
-                fabricStack.ip() == null ? null : new Ipv4RoceIp(fabricStack.ip()));
-        if (pcap != null) {
-            fabricStack.link().setCapture(pcap);
-        }
-        NupaNode node = new NupaNode(vertx, fabricStack.link(), fabricStack.ip(), fabricStack.tcp(), roce, pcap,
-                config.openTelemetry());
-        // Without a context: on a failure it completes after the node's event loop is gone.
-        Promise<NupaNode> started = Promise.promise();
-        if (config.openTelemetry() != null) {
-            node.tcpTelemetry().tracer(config.openTelemetry().getTracer("dev.nupa.node.tcp"));
-        }
-        vertx.deployVerticle(roce).compose(id -> {
-            if (config.gateway() == null) {
-                return Future.succeededFuture(id);
-            }
-            node.gateway = new GatewayVerticle(NupaVertx.stacks(vertx).stream().map(FabricStack::ip).toList(), config.gateway());
-            return vertx.deployVerticle(node.gateway);
-        }).onComplete(ar -> {
-            if (ar.succeeded()) {
-                if (config.openTelemetry() != null) {
-                    node.rdmaTelemetry().tracer(config.openTelemetry().getTracer("dev.nupa.node.rdma"));
-                }
-                LinkFaultTable.publish(node.link());
-                started.complete(node);
-            } else {
-                node.close().onComplete(v -> started.fail(ar.cause()));
-            }
-        });
-        return started.future();
     }
 
     public Vertx vertx() {
@@ -135,8 +119,8 @@ public final class NupaNode {
      * The node's RDMA: its verbs context and connection manager live on the datapath thread; reach them
      * with {@code rdma().execute(ctx -> ...)} (docs/rdma.md, docs/embedding.md).
      */
-    public RoceVerticle rdma() {
-        return roceVerticle;
+    public NodeRdma rdma() {
+        return rdma;
     }
 
     /**
@@ -159,7 +143,7 @@ public final class NupaNode {
     synchronized RdmaTelemetry rdmaTelemetry() {
         if (rdmaTelemetry == null) {
             RdmaTelemetry t = new RdmaTelemetry();
-            roceVerticle.execute(ctx -> ctx.setObserver(t));
+            rdma.execute(ctx -> ctx.setObserver(t));
             rdmaTelemetry = t;
         }
         return rdmaTelemetry;
@@ -171,12 +155,12 @@ public final class NupaNode {
     }
 
     /** Tracing on for Vert.x; each server and client then follows its own tracing policy (PROPAGATE by default). */
-    static io.vertx.core.VertxOptions tracingOptions() {
-        return new io.vertx.core.VertxOptions().setTracingOptions(new io.vertx.core.tracing.TracingOptions());
+    static VertxOptions tracingOptions() {
+        return new VertxOptions().setTracingOptions(new io.vertx.core.tracing.TracingOptions());
     }
 
     /** The gateway's Ethernet side, or null when the node is no gateway. */
-    public GatewayVerticle gateway() {
+    public Gateway gateway() {
         return gateway;
     }
 

@@ -8,7 +8,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.verbs.RdmaCounter;
 import dev.nupa.roce.cm.ConnectionRejected;

@@ -3,7 +3,7 @@ package dev.nupa.node;
 import java.util.function.Consumer;
 import java.util.function.Function;
 
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
 import io.vertx.core.Context;

@@ -9,11 +9,11 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
 import dev.nupa.ip.EchoListener;
-import dev.nupa.ip.IcmpHeader;
-import dev.nupa.ip.Ipv4Address;
-import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
+import dev.nupa.ip.wire.IcmpHeader;
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Option;

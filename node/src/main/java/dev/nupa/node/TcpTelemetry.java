@@ -4,7 +4,7 @@ import dev.nupa.perf.TraceLog;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.tcp.TcpConnection;
 import dev.nupa.tcp.TcpError;
 import dev.nupa.tcp.TcpObserver;

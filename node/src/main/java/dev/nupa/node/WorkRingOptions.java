@@ -1,6 +1,6 @@
 package dev.nupa.node;
 
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.roce.vertx.RdmaTargetVerticle;
 import dev.nupa.roce.vertx.WorkRingVerticle;
 import io.vertx.core.VerticleBase;

@@ -2,7 +2,7 @@ package dev.nupa.perf;
 
 import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

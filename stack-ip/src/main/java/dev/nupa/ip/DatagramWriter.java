@@ -5,6 +5,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 import dev.nupa.device.FabricDevice;
+import dev.nupa.ip.wire.Ipv4Header;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkClaim;

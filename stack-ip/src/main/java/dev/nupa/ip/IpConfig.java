@@ -1,5 +1,7 @@
 package dev.nupa.ip;
 
+import dev.nupa.ip.wire.Ipv4Address;
+
 /**
  * What an IPv4 stack is configured with. Build with {@link #of} and the {@code with...} methods;
  * the constructor checks every value and names the one that is wrong.

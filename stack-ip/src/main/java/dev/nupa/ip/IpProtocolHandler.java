@@ -1,5 +1,7 @@
 package dev.nupa.ip;
 
+import dev.nupa.ip.wire.Ipv4Header;
+
 /**
  * An upper protocol (TCP) registered with {@link Ipv4Stack#register}. Called on the datapath
  * thread, in place: the datagram's bytes are valid only during the call.

@@ -9,6 +9,12 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import dev.nupa.device.FabricDevice;
+import dev.nupa.ip.wire.Checksum;
+import dev.nupa.ip.wire.IcmpHeader;
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
+import dev.nupa.ip.wire.UdpHeader;
+import dev.nupa.ip.wire.WireStatus;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;

@@ -1,6 +1,7 @@
 package dev.nupa.ip;
 
 import dev.nupa.device.FabricDevice;
+import dev.nupa.ip.wire.Ipv4Header;
 import dev.nupa.l2.Datapath;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

@@ -3,6 +3,10 @@ package dev.nupa.ip;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
+import dev.nupa.ip.wire.IcmpHeader;
+import dev.nupa.ip.wire.Ipv4Header;
+import dev.nupa.ip.wire.WireStatus;
+
 /**
  * IPv4 reassembly (RFC 791 3.2, RFC 815) with bounded memory: a fixed number of slots, each a
  * 64 KiB buffer allocated on first use and kept, so steady-state reassembly allocates nothing.

@@ -1,5 +1,7 @@
 package dev.nupa.ip;
 
+import dev.nupa.ip.wire.Ipv4Address;
+
 /**
  * One route: datagrams to {@code prefix/prefixLength} go to {@code gateway}, or straight to the
  * destination when {@code gateway} is 0 (on-link).

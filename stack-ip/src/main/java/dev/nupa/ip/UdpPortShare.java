@@ -3,6 +3,9 @@ package dev.nupa.ip;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
+
 /**
  * Several sockets on one UDP port, as Linux lets them share it when each sets SO_REUSEADDR, or each sets
  * SO_REUSEPORT (socket(7)). A broadcast reaches every one of them; a unicast datagram reaches one: with SO_REUSEPORT on

@@ -2,6 +2,8 @@ package dev.nupa.ip;
 
 import java.lang.foreign.MemorySegment;
 
+import dev.nupa.ip.wire.Ipv4Header;
+
 /**
  * Receives the datagrams of a bound UDP port, on the datapath thread, in place: {@code [offset,
  * offset + length)} of {@code data} is valid only during the call. The zero-copy interface; the

@@ -14,6 +14,7 @@ import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.ShmFabric;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
 

@@ -14,6 +14,10 @@ import java.util.List;
 
 import org.junit.jupiter.api.Test;
 
+import dev.nupa.ip.wire.Checksum;
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
+import dev.nupa.ip.wire.UdpHeader;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.FaultPlan;
 import dev.nupa.l2.FaultyDevice;

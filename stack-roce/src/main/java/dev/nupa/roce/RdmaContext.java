@@ -108,7 +108,7 @@ public final class RdmaContext implements AutoCloseable {
         if (!device.link.isOwner()) {
             throw new IllegalStateException("node " + node() + "'s RDMA context belongs to its datapath loop; thread "
                     + Thread.currentThread().getName() + " may not call its verbs: run the call on the loop with"
-                    + " rdma().execute(ctx -> ...) (RoceVerticle.execute; Link.execute for a bare link), or from a handler"
+                    + " rdma().execute(ctx -> ...) (NodeRdma.execute; Link.execute for a bare link), or from a handler"
                     + " that runs on the loop");
         }
     }

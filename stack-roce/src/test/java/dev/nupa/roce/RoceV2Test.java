@@ -26,8 +26,8 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.ip.IpCounter;
-import dev.nupa.ip.Ipv4Address;
 import dev.nupa.ip.SendStatus;
+import dev.nupa.ip.wire.Ipv4Address;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

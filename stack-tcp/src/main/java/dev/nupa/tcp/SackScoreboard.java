@@ -1,5 +1,7 @@
 package dev.nupa.tcp;
 
+import dev.nupa.tcp.wire.Seq;
+
 /**
  * The sender's SACK scoreboard of RFC 6675 section 3: which octets above SND.UNA the peer has
  * selectively acknowledged, kept as sorted, disjoint, non-touching ranges {@code [left, right)} in

@@ -2,6 +2,9 @@ package dev.nupa.tcp;
 
 import java.lang.foreign.MemorySegment;
 
+import dev.nupa.tcp.wire.TcpHeader;
+import dev.nupa.tcp.wire.TcpOptions;
+
 /**
  * One TCP segment as the connection core sees it, coming in or going out: header fields, the
  * options that matter, and where the payload is. Reused (one per direction per owner), so the

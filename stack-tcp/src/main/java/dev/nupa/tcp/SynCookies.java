@@ -2,6 +2,8 @@ package dev.nupa.tcp;
 
 import java.security.SecureRandom;
 
+import dev.nupa.tcp.wire.TcpOptions;
+
 /**
  * Stateless SYN cookies (RFC 4987 section 3.6): under a SYN flood a listener answers a SYN without
  * keeping any state, encoding what it must remember into the ISN of its SYN-ACK; the client's ACK

@@ -1,6 +1,7 @@
 package dev.nupa.tcp;
 
 import dev.nupa.device.Trace;
+import dev.nupa.tcp.wire.Seq;
 
 /**
  * The receiving half of a {@link TcpConnection}: a segment arrives (RFC 9293 3.10.7). The SYN-SENT

@@ -12,17 +12,20 @@ import java.util.EnumMap;
 import java.util.Map;
 
 import dev.nupa.device.FabricDevice;
-import dev.nupa.ip.Checksum;
-import dev.nupa.ip.IcmpHeader;
 import dev.nupa.ip.IpProtocolHandler;
-import dev.nupa.ip.Ipv4Address;
-import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.LoopGroup;
 import dev.nupa.ip.SendStatus;
-import dev.nupa.ip.WireStatus;
+import dev.nupa.ip.wire.Checksum;
+import dev.nupa.ip.wire.IcmpHeader;
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
+import dev.nupa.ip.wire.WireStatus;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
+import dev.nupa.tcp.wire.Seq;
+import dev.nupa.tcp.wire.TcpHeader;
+import dev.nupa.tcp.wire.TcpOptions;
 
 /**
  * TCP for one node: registered with the {@link Ipv4Stack} for protocol 6, it demultiplexes

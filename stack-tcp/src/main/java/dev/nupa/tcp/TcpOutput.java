@@ -1,6 +1,7 @@
 package dev.nupa.tcp;
 
 import dev.nupa.device.Trace;
+import dev.nupa.tcp.wire.Seq;
 
 /**
  * The sending half of a {@link TcpConnection} and its timers: what leaves and when. Segments within

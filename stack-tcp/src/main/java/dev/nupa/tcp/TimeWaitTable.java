@@ -1,5 +1,6 @@
 package dev.nupa.tcp;
 
+import dev.nupa.tcp.wire.Seq;
 import java.util.Arrays;
 import org.agrona.collections.Long2LongHashMap;
 

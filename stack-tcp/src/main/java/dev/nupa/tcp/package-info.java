@@ -1,10 +1,8 @@
 /**
- * TCP over the node's IPv4: the wire format ({@link dev.nupa.tcp.TcpHeader}, a flyweight that
- * validates a segment once and checks or fills its checksum; {@link dev.nupa.tcp.TcpOptions};
- * {@link dev.nupa.tcp.TcpRepr}; {@link dev.nupa.tcp.Seq}, sequence numbers modulo 2^32), the sans-IO
- * connection core ({@link dev.nupa.tcp.TcpConnection}: RFC 9293 with window scaling, timestamps,
- * SACK, NewReno and CUBIC), the layer that demultiplexes segments to connections and answers for
- * listeners ({@link dev.nupa.tcp.TcpLayer}, SYN cookies, buffer memory bound, timers). Applications
- * reach it through the Vert.x transport's sockets (module transport).
+ * TCP over the node's IPv4: the sans-IO connection core ({@link dev.nupa.tcp.TcpConnection}: RFC 9293
+ * with window scaling, timestamps, SACK, NewReno and CUBIC), the layer that demultiplexes segments to
+ * connections and answers for listeners ({@link dev.nupa.tcp.TcpLayer}, SYN cookies, buffer memory
+ * bound, timers). The bytes on the wire are read and written through {@link dev.nupa.tcp.wire}.
+ * Applications reach it through the Vert.x transport's sockets (module transport).
  */
 package dev.nupa.tcp;

@@ -15,13 +15,16 @@ import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.IpProtocolHandler;
-import dev.nupa.ip.Ipv4Address;
-import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.LoopGroup;
-import dev.nupa.ip.WireStatus;
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
+import dev.nupa.ip.wire.WireStatus;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
+import dev.nupa.tcp.wire.TcpHeader;
+import dev.nupa.tcp.wire.TcpOptions;
+import dev.nupa.tcp.wire.TcpRepr;
 
 /**
  * Test support for whole {@link TcpLayer}s: nodes with IPv4 stacks on a fresh fabric file, driven by

@@ -18,6 +18,7 @@ import java.util.zip.CRC32C;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.tcp.Wire.Seg;
+import dev.nupa.tcp.wire.Seq;
 
 /**
  * Two connections across a seeded simulated network with loss, duplication, reordering and delay,

@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import dev.nupa.tcp.LayerWire.Got;
+import dev.nupa.tcp.wire.TcpHeader;
+import dev.nupa.tcp.wire.TcpRepr;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 

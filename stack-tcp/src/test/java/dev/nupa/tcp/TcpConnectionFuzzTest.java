@@ -6,6 +6,7 @@ import com.code_intelligence.jazzer.junit.FuzzTest;
 
 import dev.nupa.tcp.Wire.One;
 import dev.nupa.tcp.Wire.Seg;
+import dev.nupa.tcp.wire.Seq;
 
 /**
  * The connection core against arbitrary segment sequences: whatever arrives,

@@ -16,8 +16,10 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 import dev.nupa.tcp.LayerWire.Got;
-import dev.nupa.tcp.TcpRepr.SackBlock;
-import dev.nupa.tcp.TcpRepr.Timestamps;
+import dev.nupa.tcp.wire.TcpHeader;
+import dev.nupa.tcp.wire.TcpRepr.SackBlock;
+import dev.nupa.tcp.wire.TcpRepr.Timestamps;
+import dev.nupa.tcp.wire.TcpRepr;
 
 /**
  * Scripted tests of a listener's {@link TcpLayer} on virtual time: a raw peer on another node sends

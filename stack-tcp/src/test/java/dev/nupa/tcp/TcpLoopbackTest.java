@@ -6,11 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.ip.IpCounter;
-import dev.nupa.ip.Ipv4Address;
-import dev.nupa.ip.Ipv4Header;
-import dev.nupa.ip.Ipv4Repr;
 import dev.nupa.ip.Ipv4Stack;
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
+import dev.nupa.ip.wire.Ipv4Repr;
 import dev.nupa.l2.EtherType;
+import dev.nupa.tcp.wire.TcpRepr;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;

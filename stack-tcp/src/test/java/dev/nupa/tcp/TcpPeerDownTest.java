@@ -8,6 +8,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 
+import dev.nupa.tcp.wire.TcpRepr;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 

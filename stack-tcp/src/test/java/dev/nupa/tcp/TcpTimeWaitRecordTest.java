@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.tcp.LayerWire.Got;
+import dev.nupa.tcp.wire.TcpHeader;
+import dev.nupa.tcp.wire.TcpRepr;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

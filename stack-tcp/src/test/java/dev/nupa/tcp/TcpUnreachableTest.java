@@ -6,11 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.ip.IcmpHeader;
-import dev.nupa.ip.IcmpRepr;
-import dev.nupa.ip.Ipv4Address;
-import dev.nupa.ip.Ipv4Header;
-import dev.nupa.ip.Ipv4Repr;
+import dev.nupa.ip.wire.IcmpHeader;
+import dev.nupa.ip.wire.IcmpRepr;
+import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Header;
+import dev.nupa.ip.wire.Ipv4Repr;
+import dev.nupa.tcp.wire.TcpRepr;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.net.NoRouteToHostException;

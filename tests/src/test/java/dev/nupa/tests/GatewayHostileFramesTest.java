@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
 
 import dev.nupa.gateway.EthernetFrame;
 import dev.nupa.gateway.EthernetInterface;
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 
 /**
  * The gateway's Ethernet side is untrusted: a scapy script (Debian's python3-scapy) sends it every kind of

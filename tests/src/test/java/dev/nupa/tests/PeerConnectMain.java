@@ -2,7 +2,7 @@ package dev.nupa.tests;
 
 import java.nio.file.Path;
 
-import dev.nupa.ip.Ipv4Address;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.tcp.TcpConnection;
 import dev.nupa.tcp.TcpState;
 import dev.nupa.transport.FabricStack;

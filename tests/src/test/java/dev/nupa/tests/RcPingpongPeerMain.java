@@ -45,7 +45,7 @@ public final class RcPingpongPeerMain {
     public static void main(String[] args) throws Exception {
         Path fabric = Path.of(args[0]);
         int address = Integer.parseInt(args[1]);
-        int ip = dev.nupa.ip.Ipv4Address.parse(args[2]);
+        int ip = dev.nupa.ip.wire.Ipv4Address.parse(args[2]);
         Route route = Route.parse(args[3]);
         int iterations = Integer.parseInt(args[4]);
         int size = Integer.parseInt(args[5]);

@@ -2,10 +2,13 @@ package dev.nupa.transport;
 
 import java.net.Inet4Address;
 import java.net.InetAddress;
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.net.UnknownHostException;
 import java.nio.channels.UnresolvedAddressException;
+
+import dev.nupa.ip.Ipv4Stack;
 
 /** Between the JDK's socket addresses and the stack's IPv4 addresses (ints, big-endian order of the octets). */
 final class Addresses {
@@ -42,6 +45,20 @@ final class Addresses {
         }
         byte[] b = ia.getAddress();
         return (b[0] & 0xFF) << 24 | (b[1] & 0xFF) << 16 | (b[2] & 0xFF) << 8 | (b[3] & 0xFF);
+    }
+
+    /**
+     * The IPv4 address of {@code a}, a local address to {@code verb} (bind, listen) on: one of the node's, a loopback
+     * one, or 0 for the wildcard. Refused as Linux's inet_bind refuses it (EADDRNOTAVAIL), with a {@link BindException}.
+     */
+    static int local(Ipv4Stack ip, InetSocketAddress a, String verb) throws BindException {
+        int addr = ipv4(a);
+        if (addr != 0 && !ip.isLocal(addr)) {
+            throw new BindException("Cannot assign requested address: " + a.getAddress().getHostAddress() + " is not an"
+                    + " address of this node (" + inet(ip.address(), 0).getAddress().getHostAddress()
+                    + ", 127.0.0.0/8); " + verb + " one of them or 0.0.0.0");
+        }
+        return addr;
     }
 
     /** {@code a} as a resolved IPv4 socket address; throws naming what is wrong otherwise. */

@@ -1,8 +1,6 @@
 package dev.nupa.transport;
 
 import java.nio.file.Files;
-import java.util.ArrayList;
-import java.util.List;
 
 import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricDevice;
@@ -57,36 +55,19 @@ public final class FabricStack implements AutoCloseable {
         this.tcp = tcp;
     }
 
-    /** Joins (or creates) the fabric, attaches the node (one loop) and builds its layers; throws with the reason. */
+    /**
+     * Joins (or creates) the fabric and builds a node of one loop with no layers above TCP, for code that drives the
+     * stack itself; throws with the reason. A node of more loops, or with layers, is built by {@link NupaStack}.
+     */
     public static FabricStack open(StackConfig config) {
         if (config.loops() != 1) {
-            throw new IllegalArgumentException("a node of " + config.loops() + " event loops has a stack per loop: open it with openLoops");
+            throw new IllegalArgumentException("a node of " + config.loops() + " event loops has a stack per loop: build it with NupaStack.builder");
         }
-        return openLoops(config).getFirst();
+        return NupaStack.builder(config).open().primary();
     }
 
-    /**
-     * The stacks of a node's {@link StackConfig#loops} event loops, which share its IPv4 address ({@link LoopGroup}):
-     * the first is the primary, at the configured fabric address; the others take free addresses. All or none:
-     * throws with the reason, leaving nothing attached.
-     */
-    public static List<FabricStack> openLoops(StackConfig config) {
-        LoopGroup group = new LoopGroup(config.loops());
-        List<FabricStack> stacks = new ArrayList<>();
-        try {
-            for (int loop = 0; loop < config.loops(); loop++) {
-                stacks.add(open(config, group, loop, stacks.isEmpty() ? null : stacks.getFirst()));
-            }
-        } catch (RuntimeException e) {
-            for (FabricStack s : stacks) {
-                s.close();
-            }
-            throw e;
-        }
-        return List.copyOf(stacks);
-    }
-
-    private static FabricStack open(StackConfig config, LoopGroup group, int loop, FabricStack primary) {
+    /** Loop {@code loop}'s stack of a node ({@link NupaStack.Builder#open}); {@code primary} is loop 0's, or null for it. */
+    static FabricStack open(StackConfig config, LoopGroup group, int loop, FabricStack primary) {
         Fabric fabric = Files.exists(config.fabric()) ? ShmFabric.join(config.fabric(), config.access())
                 : ShmFabric.openOrCreate(config.fabric(), config.geometry(), config.access());
         FabricDevice device = null;

@@ -133,12 +133,7 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
     protected void doBind(SocketAddress localAddress) throws BindException {
         InetSocketAddress a = Addresses.check(localAddress);
         Ipv4Stack ip = stack.ip();
-        int addr = Addresses.ipv4(a);
-        if (addr != 0 && !ip.isLocal(addr)) {
-            throw new BindException("Cannot assign requested address: " + a.getAddress().getHostAddress() + " is not an"
-                    + " address of this node (" + Addresses.inet(ip.address(), 0).getAddress().getHostAddress()
-                    + ", 127.0.0.0/8); bind to one of them or to 0.0.0.0");
-        }
+        int addr = Addresses.local(ip, a, "bind to");
         boundIp = addr;
         bind(a.getPort());
     }

@@ -23,24 +23,17 @@ import io.netty.util.concurrent.ThreadAwareExecutor;
  * application handlers thus run on one thread, to completion, with nothing handed between threads.
  */
 final class NupaIoHandler implements IoHandler {
-    /** Each NUPA event loop's stack, so a channel can find the stack of the loop it is registered with. */
-    private static final java.util.Map<ThreadAwareExecutor, FabricStack> STACKS = new java.util.concurrent.ConcurrentHashMap<>();
-
     private final ThreadAwareExecutor executor;
+    private final NupaStack node;
     private final FabricStack stack;
     private final Set<NupaIoHandle> handles = new LinkedHashSet<>();
     private IoHandlerContext context;
     private final BooleanSupplier mayBlock = () -> context.canBlock();
 
-    NupaIoHandler(ThreadAwareExecutor executor, FabricStack stack) {
+    NupaIoHandler(ThreadAwareExecutor executor, NupaStack node, FabricStack stack) {
         this.executor = executor;
+        this.node = node;
         this.stack = stack;
-        STACKS.put(executor, stack);
-    }
-
-    /** The stack that NUPA event loop {@code loop} drives, or null if it is not one (or is gone). */
-    static FabricStack stackOf(io.netty.channel.EventLoop loop) {
-        return STACKS.get(loop);
     }
 
     @Override
@@ -81,8 +74,7 @@ final class NupaIoHandler implements IoHandler {
 
     @Override
     public void destroy() {
-        STACKS.remove(executor);
-        stack.close(); // on the loop's thread: the datapath runs what was handed over, then the node leaves
+        node.closeLoop(stack); // on the loop's thread: the layers let go, the datapath runs what was handed over, the node leaves
     }
 
     @Override

@@ -49,9 +49,20 @@ public final class NupaNetty {
      * attached.
      */
     public static EventLoopGroup eventLoopGroup(StackConfig config, ThreadFactory threads) {
-        // The transport opens the node and starts its loops as it does for Vert.x.
-        return new NupaTransport(config).eventLoopGroup(io.vertx.core.spi.transport.Transport.IO_EVENT_LOOP_GROUP, 0,
-                threads, 0);
+        return eventLoopGroup(new NupaTransport(config), threads);
+    }
+
+    /**
+     * The event loops of {@code node}, built already ({@link NupaStack#builder}), started: one per stack. Shutting
+     * the group down closes the node. If the loops cannot start, the node is closed and the reason thrown.
+     */
+    public static EventLoopGroup eventLoopGroup(NupaStack node, ThreadFactory threads) {
+        return eventLoopGroup(new NupaTransport(node), threads);
+    }
+
+    private static EventLoopGroup eventLoopGroup(NupaTransport transport, ThreadFactory threads) {
+        // The transport opens the node (if not built yet) and starts its loops as it does for Vert.x.
+        return transport.eventLoopGroup(io.vertx.core.spi.transport.Transport.IO_EVENT_LOOP_GROUP, 0, threads, 0);
     }
 
     /**
@@ -94,7 +105,7 @@ public final class NupaNetty {
     public static List<FabricStack> stacks(EventLoopGroup group) {
         List<FabricStack> stacks = new ArrayList<>();
         for (EventExecutor e : group) {
-            FabricStack s = e instanceof EventLoop loop ? NupaIoHandler.stackOf(loop) : null;
+            FabricStack s = e instanceof EventLoop loop ? NupaEventLoop.stackOf(loop) : null;
             if (s == null) {
                 throw new IllegalArgumentException("this event-loop group does not run a fabric node (or it was shut down); "
                         + "create it with NupaNetty.eventLoopGroup");

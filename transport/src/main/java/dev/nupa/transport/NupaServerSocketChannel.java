@@ -92,12 +92,7 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
     protected void doBind(SocketAddress localAddress) throws BindException {
         InetSocketAddress a = Addresses.check(localAddress);
         Ipv4Stack ip = stack.ip();
-        int addr = Addresses.ipv4(a);
-        if (addr != 0 && !ip.isLocal(addr)) {
-            throw new BindException("Cannot assign requested address: " + a.getAddress().getHostAddress() + " is not an"
-                    + " address of this node (" + Addresses.inet(ip.address(), 0).getAddress().getHostAddress()
-                    + ", 127.0.0.0/8); listen on one of them or on 0.0.0.0");
-        }
+        int addr = Addresses.local(ip, a, "listen on");
         TcpLayer tcp = stack.tcp();
         int port = a.getPort() != 0 ? a.getPort() : freePort(tcp);
         if (tcp.isListening(port)) {

@@ -1,12 +1,9 @@
 package dev.nupa.transport;
 
-import java.io.IOException;
 import java.net.BindException;
 import java.net.ConnectException;
-import java.net.NoRouteToHostException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
-import java.net.SocketException;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
@@ -183,7 +180,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         if (!NupaIoHandle.compatible(loop, NupaUnsafe.class)) {
             return false;
         }
-        FabricStack to = NupaIoHandler.stackOf(loop);
+        FabricStack to = NupaEventLoop.stackOf(loop);
         if (stack == null || connection == null || to == stack) {
             return true;
         }
@@ -630,37 +627,16 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 connectPromise = null;
                 cancelConnectTimeout();
                 if (p != null) {
-                    p.tryFailure(connectFailure(error));
+                    p.tryFailure(SocketErrors.connectFailed(error, remote));
                 }
                 closeNow();
                 return;
             }
             if (error != null) {
-                pipeline().fireExceptionCaught(failure(error));
+                pipeline().fireExceptionCaught(SocketErrors.failed(error, remote));
             }
             closeNow();
         }
-    }
-
-    private IOException connectFailure(TcpError error) {
-        String to = remote != null ? remote.toString() : "the peer";
-        if (error == TcpError.REFUSED) {
-            return new ConnectException("Connection refused: " + to);
-        }
-        if (error == TcpError.HOST_UNREACHABLE || error == TcpError.NETWORK_UNREACHABLE) {
-            return new NoRouteToHostException(error.message() + ": " + to); // an ICMP error in SYN-SENT, as Java's sockets
-        }
-        if (error == TcpError.TIMED_OUT) {
-            return new ConnectTimeoutException("connection timed out: " + to + " (the SYN went unanswered)");
-        }
-        return new ConnectException((error == null ? "connection closed" : error.message()) + ": " + to);
-    }
-
-    private IOException failure(TcpError error) {
-        if (error == TcpError.RESET) {
-            return new SocketException("Connection reset");
-        }
-        return new IOException(error.message() + " (" + remote + ")");
     }
 
     /** Set while the channel waits in its stack's list of reads due at the end of the round. */

@@ -3,7 +3,6 @@ package dev.nupa.transport;
 import java.util.concurrent.ThreadFactory;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.Channel;
@@ -11,7 +10,6 @@ import io.netty.channel.ChannelFactory;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.DatagramChannel;
 import io.netty.channel.socket.InternetProtocolFamily;
@@ -27,40 +25,48 @@ import io.vertx.core.net.NetServerOptions;
  */
 @SuppressWarnings("deprecation") // InternetProtocolFamily: the type of Vert.x 5.0's SPI
 final class NupaTransport implements io.vertx.core.spi.transport.Transport {
-    /** The node to open as Vert.x asks for its event loops, or null when the stacks were opened beforehand. */
-    private final StackConfig config;
-    private final AtomicInteger handlersMade = new AtomicInteger();
-    private List<FabricStack> stacks;
+    /** The node to build as Vert.x asks for its event loops, or null when it was built beforehand. */
+    private final NupaStack.Builder builder;
+    private NupaStack node;
     private EventLoopGroup group;
     private boolean ioGroupGiven;
     private boolean openFailed;
 
-    /** A transport that opens the node {@code config} describes when Vert.x asks for its event loops (in its build). */
+    /** A transport that builds the node {@code config} describes when Vert.x asks for its event loops (in its build). */
     NupaTransport(StackConfig config) {
-        this.config = config;
+        this(NupaStack.builder(config));
     }
 
-    /** A transport over stacks opened already (tests that drive the channels with a Netty loop group of their own). */
-    NupaTransport(List<FabricStack> stacks) {
-        this.config = null;
-        this.stacks = stacks;
+    /** A transport that builds the node {@code builder} describes when Vert.x asks for its event loops. */
+    NupaTransport(NupaStack.Builder builder) {
+        this.builder = builder;
+    }
+
+    /** A transport over a node built already; the transport closes it with its loops (or when it is abandoned). */
+    NupaTransport(NupaStack node) {
+        this.builder = null;
+        this.node = node;
     }
 
     /** The node's event loops. */
     int loops() {
-        return config != null ? config.loops() : stacks.size();
+        return builder != null ? builder.loops() : node.stacks().size();
     }
 
     /** The primary loop's stack. */
     FabricStack stack() {
-        return stacks().getFirst();
+        return node().primary();
     }
 
-    synchronized List<FabricStack> stacks() {
-        if (stacks == null) {
+    List<FabricStack> stacks() {
+        return node().stacks();
+    }
+
+    synchronized NupaStack node() {
+        if (node == null) {
             throw new IllegalStateException("the node is not open: it opens when a Vert.x instance is built with this transport");
         }
-        return stacks;
+        return node;
     }
 
     /**
@@ -75,30 +81,25 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
     synchronized void abandon() {
         if (group != null) {
             group.shutdownGracefully(0, 0, TimeUnit.SECONDS); // each loop closes its stack as it ends
-        } else if (stacks != null && config != null) {
-            stacks.forEach(FabricStack::close);
+        } else if (node != null && !openFailed) {
+            node.close();
             openFailed = true;
         }
     }
 
     @Override
     public IoHandlerFactory ioHandlerFactory() {
-        return executor -> {
-            int i = handlersMade.getAndIncrement();
-            List<FabricStack> s = stacks();
-            if (i >= s.size()) {
-                throw new IllegalStateException("this fabric node has " + s.size() + " event loop(s), all made; "
-                        + "give StackConfig.withLoops the number of loops wanted");
-            }
-            return new NupaIoHandler(executor, s.get(i));
-        };
+        // Vert.x asks for loops through eventLoopGroup, overridden below; each NUPA loop makes its handler over its stack.
+        throw new UnsupportedOperationException("a NUPA node's event loops come from its transport's eventLoopGroup, "
+                + "one per stack of the node (NupaVertx, NupaNetty)");
     }
 
     /**
      * Vert.x asks for its event loops first (in its build, on the caller's thread, so a wrong fabric or a taken
-     * address fails there): the node opens now, with as many loops as it has, whatever {@code nThreads} says. The
-     * loops start at once and own their stacks before this returns, so the node answers (ping, RST, neighbor
-     * lookups) before the application has asked anything of it. The acceptor group is a view of the primary loop.
+     * address fails there): the node opens now (unless it was built before), with as many loops as it has, whatever
+     * {@code nThreads} says. The loops start at once and own their stacks before this returns, so the node answers
+     * (ping, RST, neighbor lookups) before the application has asked anything of it. The acceptor group is a view of
+     * the primary loop.
      */
     @Override
     public synchronized EventLoopGroup eventLoopGroup(int type, int nThreads, ThreadFactory threadFactory, int ioRatio) {
@@ -116,9 +117,9 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
     }
 
     private EventLoopGroup open(ThreadFactory threadFactory) {
-        if (stacks == null) {
+        if (node == null) {
             try {
-                stacks = FabricStack.openLoops(config);
+                node = builder.open();
             } catch (RuntimeException e) {
                 openFailed = true;
                 throw e;
@@ -126,9 +127,9 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
         }
         EventLoopGroup loops;
         try {
-            loops = new MultiThreadIoEventLoopGroup(stacks.size(), threadFactory, ioHandlerFactory());
+            loops = new NupaEventLoopGroup(node, threadFactory);
         } catch (RuntimeException e) {
-            stacks.forEach(FabricStack::close);
+            node.close();
             openFailed = true;
             throw e;
         }
@@ -139,7 +140,7 @@ final class NupaTransport implements io.vertx.core.spi.transport.Transport {
         } catch (Exception e) {
             loops.shutdownGracefully(0, 0, TimeUnit.SECONDS);
             openFailed = true;
-            throw new IllegalStateException("the event loops of " + stacks.getFirst() + " did not start: " + e, e);
+            throw new IllegalStateException("the event loops of " + node + " did not start: " + e, e);
         }
         return loops;
     }

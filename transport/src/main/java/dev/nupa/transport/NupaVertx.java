@@ -44,11 +44,23 @@ public final class NupaVertx {
      * SPI, e.g. vertx-opentelemetry's factory; the options' tracing options, if any, go to it).
      */
     public static Vertx create(StackConfig config, VertxOptions options, VertxTracerFactory tracer) {
-        NupaTransport transport = new NupaTransport(config);
+        return create(new NupaTransport(config), config.loops(), options, tracer);
+    }
+
+    /**
+     * A Vert.x instance on {@code node}, built already ({@link NupaStack#builder}: with layers such as RDMA or a
+     * gateway): its event loops run the node's stacks, one each, and closing the Vert.x instance closes the node. If
+     * the Vert.x build fails, the node is closed and the failure thrown. {@code tracer} may be null.
+     */
+    public static Vertx create(NupaStack node, VertxOptions options, VertxTracerFactory tracer) {
+        return create(new NupaTransport(node), node.stacks().size(), options, tracer);
+    }
+
+    private static Vertx create(NupaTransport transport, int loops, VertxOptions options, VertxTracerFactory tracer) {
         Vertx vertx;
         try {
             var builder = Vertx.builder()
-                    .with(new VertxOptions(options).setEventLoopPoolSize(config.loops()))
+                    .with(new VertxOptions(options).setEventLoopPoolSize(loops))
                     .withTransport(new Named(transport));
             if (tracer != null) {
                 builder.withTracer(tracer);
@@ -60,6 +72,7 @@ public final class NupaVertx {
         }
         if (((VertxInternal) vertx).transport() != transport) {
             vertx.close();
+            transport.abandon();
             throw new IllegalStateException("Vert.x did not take the NUPA transport; it fell back to "
                     + ((VertxInternal) vertx).transport().getClass().getName());
         }
@@ -75,6 +88,11 @@ public final class NupaVertx {
      */
     public static io.vertx.core.transport.Transport transport(StackConfig config) {
         return new Named(new NupaTransport(config));
+    }
+
+    /** The node under a Vert.x instance from {@link #create}; throws if it has none. */
+    public static NupaStack node(Vertx vertx) {
+        return transport(vertx).node();
     }
 
     /** The node under a Vert.x instance from {@link #create} (its primary loop's stack); throws if it has none. */

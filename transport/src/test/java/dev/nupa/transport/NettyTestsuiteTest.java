@@ -3,7 +3,6 @@ package dev.nupa.transport;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.testsuite.transport.TestsuitePermutation;
 import io.netty.testsuite.transport.socket.SocketEchoTest;
 import io.netty.testsuite.transport.socket.SocketObjectEchoTest;
@@ -48,18 +47,14 @@ import org.junit.jupiter.api.TestInfo;
  */
 class NettyTestsuiteTest {
     private static Path fabric;
-    private static FabricStack serverStack;
-    private static FabricStack clientStack;
     private static EventLoopGroup serverLoop;
     private static EventLoopGroup clientLoop;
 
     @BeforeAll
     static void start() {
         fabric = Path.of("/dev/shm/nupa-test-netty-" + UUID.randomUUID());
-        serverStack = FabricStack.open(StackConfig.defaults(fabric, 0)); // 10.0.0.1
-        clientStack = FabricStack.open(StackConfig.defaults(fabric, 1)); // 10.0.0.2
-        serverLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(java.util.List.of(serverStack)).ioHandlerFactory());
-        clientLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(java.util.List.of(clientStack)).ioHandlerFactory());
+        serverLoop = NupaNetty.eventLoopGroup(StackConfig.defaults(fabric, 0)); // 10.0.0.1
+        clientLoop = NupaNetty.eventLoopGroup(StackConfig.defaults(fabric, 1)); // 10.0.0.2
     }
 
     @AfterAll

@@ -20,7 +20,6 @@ import io.netty.channel.ChannelProgressivePromise;
 import io.netty.channel.DefaultFileRegion;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.FileRegion;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
 import io.vertx.core.Promise;
 import io.vertx.core.Vertx;
@@ -243,10 +242,8 @@ class NupaPipelineParityTest {
     /** Two nodes of their own (the Vert.x ones stay idle), each under one event loop of the transport. */
     private static final class Loops implements AutoCloseable {
         final Path fabric = Path.of("/dev/shm/nupa-test-parity-netty-" + UUID.randomUUID());
-        final EventLoopGroup server = new MultiThreadIoEventLoopGroup(1,
-                new NupaTransport(List.of(FabricStack.open(StackConfig.defaults(fabric, 0)))).ioHandlerFactory());
-        final EventLoopGroup client = new MultiThreadIoEventLoopGroup(1,
-                new NupaTransport(List.of(FabricStack.open(StackConfig.defaults(fabric, 1)))).ioHandlerFactory());
+        final EventLoopGroup server = NupaNetty.eventLoopGroup(StackConfig.defaults(fabric, 0));
+        final EventLoopGroup client = NupaNetty.eventLoopGroup(StackConfig.defaults(fabric, 1));
 
         @Override
         public void close() throws Exception {

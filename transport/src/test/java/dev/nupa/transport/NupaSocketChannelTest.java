@@ -19,7 +19,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.DuplexChannel;
 import java.io.ByteArrayOutputStream;
@@ -28,7 +27,6 @@ import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -57,10 +55,10 @@ class NupaSocketChannelTest {
 
     /** The two nodes; the client's TCP buffers may hold {@code clientBufferMemory} bytes together (0: the default). */
     private void start(long clientBufferMemory) {
-        serverStack = FabricStack.open(StackConfig.defaults(fabric, 0).withTcp(TCP)); // 10.0.0.1
-        clientStack = FabricStack.open(StackConfig.defaults(fabric, 1).withTcp(TCP).withTcpBufferMemory(clientBufferMemory));
-        serverLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(List.of(serverStack)).ioHandlerFactory());
-        clientLoop = new MultiThreadIoEventLoopGroup(1, new NupaTransport(List.of(clientStack)).ioHandlerFactory());
+        serverLoop = NupaNetty.eventLoopGroup(StackConfig.defaults(fabric, 0).withTcp(TCP)); // 10.0.0.1
+        clientLoop = NupaNetty.eventLoopGroup(StackConfig.defaults(fabric, 1).withTcp(TCP).withTcpBufferMemory(clientBufferMemory));
+        serverStack = NupaNetty.stack(serverLoop);
+        clientStack = NupaNetty.stack(clientLoop);
     }
 
     @AfterEach

@@ -2,10 +2,10 @@ package dev.nupa.roce.ip;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.PeerEvent;
-import dev.nupa.ip.Ipv4Header;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.UdpReceiver;
+import dev.nupa.ip.wire.Ipv4Header;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.l2.RoceV2;

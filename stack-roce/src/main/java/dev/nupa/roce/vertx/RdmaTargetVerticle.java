@@ -39,7 +39,7 @@ public final class RdmaTargetVerticle extends VerticleBase {
         }
     }
 
-    private final RoceVerticle roce;
+    private final NodeRdma roce;
     private final Options options;
     private final List<QueuePair> qps = new ArrayList<>();
     private final WorkCompletion wc = new WorkCompletion();
@@ -55,7 +55,7 @@ public final class RdmaTargetVerticle extends VerticleBase {
     private volatile long sendBytes;
     private volatile long receiveErrors;
 
-    public RdmaTargetVerticle(RoceVerticle roce, Options options) {
+    public RdmaTargetVerticle(NodeRdma roce, Options options) {
         this.roce = roce;
         this.options = options;
     }

@@ -24,7 +24,7 @@ import java.util.List;
  * ring as a fabric window ({@link FabricWindow#WORK_RING}) and serves it on the node's datapath, so that any process
  * that maps the fabric (C, CUDA kernels, Java) posts RDMA work by writing memory. Each ring's proxy is a
  * {@link Datapath.Source} of the loop; a timer of its own only bounds the loop's sleep for posters that cannot ring.
- * Deploy it after {@link RoceVerticle}.
+ * Deploy it on a node with RDMA ({@link NodeRdma}).
  */
 public final class WorkRingVerticle extends VerticleBase {
     /**
@@ -60,12 +60,12 @@ public final class WorkRingVerticle extends VerticleBase {
     /** The most WQEs a ring has on its QP at once (the rest wait in the ring). */
     static final int MAX_IN_FLIGHT = 256;
 
-    private final RoceVerticle roce;
+    private final NodeRdma roce;
     private final Options options;
     private final List<Served> served = new ArrayList<>();
     private ProtectionDomain pd;
 
-    public WorkRingVerticle(RoceVerticle roce, Options options) {
+    public WorkRingVerticle(NodeRdma roce, Options options) {
         this.roce = roce;
         this.options = options;
     }
