@@ -1,6 +1,7 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.transport.RdmaDevice;
+import dev.nupa.roce.verbs.GsiAgent;
 import dev.nupa.roce.verbs.RdmaCounter;
 import java.lang.foreign.MemorySegment;
 

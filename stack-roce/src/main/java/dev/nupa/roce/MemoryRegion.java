@@ -3,6 +3,7 @@ package dev.nupa.roce;
 import dev.nupa.roce.transport.Region;
 import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.LocalRegion;
+import dev.nupa.roce.verbs.TransferMode;
 import java.lang.foreign.MemorySegment;
 
 /**

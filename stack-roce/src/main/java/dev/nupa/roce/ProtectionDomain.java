@@ -2,6 +2,7 @@ package dev.nupa.roce;
 
 import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.TransferMode;
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.device.PeerEvent;
 import dev.nupa.ip.Route;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.QpAttr;
 import dev.nupa.roce.verbs.QpAttrMask;
@@ -20,7 +21,6 @@ import dev.nupa.roce.verbs.TransferMode;
 import dev.nupa.roce.verbs.WcStatus;
 import dev.nupa.roce.verbs.WorkCompletion;
 import dev.nupa.roce.verbs.WrOpcode;
-import dev.nupa.ip.wire.Ipv4Address;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 

@@ -1,14 +1,14 @@
 package dev.nupa.roce.cm;
 
-import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.Gsi;
+import dev.nupa.roce.QueuePair;
+import dev.nupa.roce.RdmaContext;
+import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.GsiAgent;
 import dev.nupa.roce.verbs.QpAttr;
 import dev.nupa.roce.verbs.QpAttrMask;
 import dev.nupa.roce.verbs.QpState;
 import dev.nupa.roce.verbs.QpType;
-import dev.nupa.roce.QueuePair;
-import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.CmMad;

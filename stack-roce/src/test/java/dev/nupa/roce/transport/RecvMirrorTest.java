@@ -3,9 +3,9 @@ package dev.nupa.roce.transport;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.RdmaFixture;
+import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.RecvWorkRequest;
 import org.junit.jupiter.api.Test;
 
