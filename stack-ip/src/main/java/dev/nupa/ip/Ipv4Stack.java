@@ -3,10 +3,8 @@ package dev.nupa.ip;
 import dev.nupa.device.Trace;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
-import java.util.concurrent.atomic.AtomicReferenceArray;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.ip.wire.Checksum;
@@ -53,19 +51,17 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private final RouteTable routes = new RouteTable();
     private final Counters counters = new Counters();
     private final Reassembler reassembler;
-    private final TokenBucket icmpErrors;
     private final int broadcast;
 
     private final IpProtocolHandler[] protocols = new IpProtocolHandler[256];
-    private final AtomicReferenceArray<UdpReceiver> ports = new AtomicReferenceArray<>(65536);
-    private final AtomicReferenceArray<EchoListener> echoes = new AtomicReferenceArray<>(65536);
-    private int nextEphemeral = EPHEMERAL_FIRST + ThreadLocalRandom.current().nextInt(65536 - EPHEMERAL_FIRST);
+    private final UdpPorts ports;
+    private final MulticastGroups groups;
+    private final Icmp icmp;
 
     // Receive side: owned by the datapath thread.
     private final Ipv4Header rxIp = new Ipv4Header();
     private final Ipv4Header rxWhole = new Ipv4Header();
     private final Ipv4Header rxQuoted = new Ipv4Header();
-    private final IcmpHeader rxIcmp = new IcmpHeader();
     private final UdpHeader rxUdp = new UdpHeader();
     private final Reassembler.TimeoutHandler onReassemblyTimeout = this::reassemblyTimedOut;
     private long reassemblyDeadline = Long.MAX_VALUE;
@@ -79,7 +75,6 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     private boolean loopbackPolled;
     /** The next hop on the external interface that the last {@link #resolve} found. */
     private int externalHop;
-    private final IcmpHeader txIcmp = new IcmpHeader();
     private final UdpHeader txUdp = new UdpHeader();
     private final MemorySegment txHead = Arena.ofAuto().allocate(64);
     private final MemorySegment empty = MemorySegment.NULL;
@@ -111,7 +106,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         this.group = group;
         this.loop = loop;
         this.reassembler = new Reassembler(config.reassemblySlots(), config.reassemblyTimeoutNs(), counters);
-        this.icmpErrors = new TokenBucket(config.icmpErrorsPerSecond(), config.icmpErrorBurst());
+        this.ports = new UdpPorts(group, loop, config.address());
+        this.icmp = new Icmp(this, config, counters, ports, protocols);
         this.broadcast = config.subnetBroadcast();
         this.loopback = new LoopbackInterface(this::receiveLoopback, LoopbackInterface.DEFAULT_CAPACITY);
         this.writer = new DatagramWriter(link, counters, loopback);
@@ -119,28 +115,16 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         routes.add(new Route(config.address() & mask, config.prefixLength(), 0));
         link.register(EtherType.IPV4, this);
         group.setNode(loop, link.address());
+        this.groups = new MulticastGroups(link, neighbors, config, group, loop);
         if (loop == 0) {
-            publishBindings();
+            groups.publish();
         }
-    }
-
-    /** Publishes the node's address and the multicast groups it joined in its node table entry (the fabric's IGMP). */
-    private void publishBindings() {
-        java.util.List<NeighborDirectory.Binding> own = new java.util.ArrayList<>();
-        own.add(new NeighborDirectory.Binding(config.address(), config.prefixLength(), link.address()));
-        for (int i = 0; i < groupCount; i++) {
-            own.add(new NeighborDirectory.Binding(groups[i], 32, link.address()));
-        }
-        neighbors.publish(own);
     }
 
     // ---- multicast (RFC 1112 host, level 2; membership published in the fabric instead of IGMP) ----------------
 
     /** Linux's default net.ipv4.igmp_max_memberships; the node table entry holds a few more. */
-    public static final int MAX_GROUPS = 20;
-    private final int[] groups = new int[MAX_GROUPS];
-    private final int[] groupUsers = new int[MAX_GROUPS];
-    private int groupCount;
+    public static final int MAX_GROUPS = MulticastGroups.MAX_GROUPS;
 
     /**
      * Joins multicast group {@code group} (224.0.0.0/4) for the node: datagrams to it are received, and senders on the
@@ -148,62 +132,17 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * Counted per joiner; {@link #leaveGroup} as often leaves. On the primary loop, which holds the node's bindings.
      */
     public void joinGroup(int group) {
-        link.checkOwner();
-        checkGroup(group);
-        for (int i = 0; i < groupCount; i++) {
-            if (groups[i] == group) {
-                groupUsers[i]++;
-                return;
-            }
-        }
-        if (groupCount == MAX_GROUPS) {
-            throw new IllegalStateException("No buffer space available: node " + Ipv4Address.toString(address())
-                    + " is in " + MAX_GROUPS + " multicast groups, as many as Linux allows by default"
-                    + " (igmp_max_memberships); leave one first");
-        }
-        groups[groupCount] = group;
-        groupUsers[groupCount] = 1;
-        groupCount++;
-        publishBindings();
+        groups.join(group);
     }
 
     /** Leaves {@code group} once; the node stops receiving it when its last joiner left. Returns whether it had joined. */
     public boolean leaveGroup(int group) {
-        link.checkOwner();
-        checkGroup(group);
-        for (int i = 0; i < groupCount; i++) {
-            if (groups[i] == group) {
-                if (--groupUsers[i] == 0) {
-                    groupCount--;
-                    groups[i] = groups[groupCount];
-                    groupUsers[i] = groupUsers[groupCount];
-                    publishBindings();
-                }
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private void checkGroup(int group) {
-        if (!Ipv4Address.isMulticast(group)) {
-            throw new IllegalArgumentException(Ipv4Address.toString(group) + " is not a multicast group address;"
-                    + " choose one in 224.0.0.0/4 (e.g. 239.1.2.3)");
-        }
-        if (loop != 0) {
-            throw new IllegalStateException("multicast groups are joined on the node's first event loop, which holds its"
-                    + " bindings; this is loop " + loop + " of " + this.group);
-        }
+        return groups.leave(group);
     }
 
     /** Whether the node joined {@code group}. */
     public boolean inGroup(int group) {
-        for (int i = 0; i < groupCount; i++) {
-            if (groups[i] == group) {
-                return true;
-            }
-        }
-        return false;
+        return groups.contains(group);
     }
 
     /** The loops of this node that share its address. */
@@ -301,7 +240,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     public void hostUnreachable(MemorySegment mem, long off, int len) {
         Ipv4Header q = rxQuoted;
         if (q.wrap(mem, off, len, false) == WireStatus.OK) {
-            sendIcmpError(q, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_HOST, 0, false, link.now());
+            icmp.sendError(q, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_HOST, 0, false, link.now());
         }
     }
 
@@ -385,28 +324,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * port must be on one event loop of the node.
      */
     public int bindUdp(int port, UdpReceiver receiver, boolean reuseAddress, boolean reusePort) {
-        if (port == 0 || !reuseAddress && !reusePort) {
-            return bindUdp(port, receiver);
-        }
-        if (port < 0 || port > 65535) {
-            throw new IllegalArgumentException("UDP port " + port + " is outside 0..65535");
-        }
-        synchronized (ports) {
-            UdpReceiver held = ports.get(port);
-            if (held instanceof UdpPortShare share && share.admits(reuseAddress, reusePort)) {
-                share.add(receiver, reuseAddress, reusePort);
-                return port;
-            }
-            if (held == null && group.claimUdp(port, loop)) {
-                UdpPortShare share = new UdpPortShare();
-                share.add(receiver, reuseAddress, reusePort);
-                ports.set(port, share);
-                return port;
-            }
-        }
-        throw new IllegalStateException("UDP port " + port + " is already in use on " + Ipv4Address.toString(address())
-                + " by a socket that does not share it (all must set SO_REUSEADDR, or all SO_REUSEPORT, on one event loop);"
-                + " close it or choose another port");
+        return ports.bind(port, receiver, reuseAddress, reusePort);
     }
 
     /**
@@ -414,59 +332,21 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * IllegalStateException naming the port when it is taken or no ephemeral port is free.
      */
     public int bindUdp(int port, UdpReceiver receiver) {
-        if (port < 0 || port > 65535) {
-            throw new IllegalArgumentException("UDP port " + port + " is outside 0..65535");
-        }
-        if (port != 0) {
-            if (!group.claimUdp(port, loop)) {
-                throw new IllegalStateException("UDP port " + port + " is already in use on " + Ipv4Address.toString(address())
-                        + "; close the socket that holds it or choose another port (0 picks a free one)");
-            }
-            ports.set(port, receiver);
-            return port;
-        }
-        synchronized (ports) {
-            int span = 65536 - EPHEMERAL_FIRST;
-            for (int i = 0; i < span; i++) {
-                int p = EPHEMERAL_FIRST + (nextEphemeral - EPHEMERAL_FIRST + i) % span;
-                if (group.claimUdp(p, loop)) {
-                    ports.set(p, receiver);
-                    nextEphemeral = p + 1 > 65535 ? EPHEMERAL_FIRST : p + 1;
-                    return p;
-                }
-            }
-        }
-        throw new IllegalStateException("no ephemeral UDP port is free on " + Ipv4Address.toString(address())
-                + " (all " + (65536 - EPHEMERAL_FIRST) + " in use); close some sockets");
+        return ports.bind(port, receiver);
     }
 
     /** Unbinds {@code port} if {@code receiver} holds it. */
     public boolean unbindUdp(int port, UdpReceiver receiver) {
-        if (port < 0 || port > 65535) {
-            return false;
-        }
-        if (ports.get(port) instanceof UdpPortShare share) {
-            synchronized (ports) {
-                if (!share.remove(receiver) || share.size() > 0 || !ports.compareAndSet(port, share, null)) {
-                    return share.size() > 0;
-                }
-            }
-        } else if (!ports.compareAndSet(port, receiver, null)) {
-            return false;
-        }
-        group.releaseUdp(port, loop);
-        return true;
+        return ports.unbind(port, receiver);
     }
 
     /** Registers the receiver of echo replies with {@code identifier}; throws if one is registered. */
     public void addEchoListener(int identifier, EchoListener listener) {
-        if (!echoes.compareAndSet(identifier & 0xFFFF, null, listener)) {
-            throw new IllegalStateException("ICMP echo identifier " + identifier + " is in use; choose another");
-        }
+        icmp.addEchoListener(identifier, listener);
     }
 
     public void removeEchoListener(int identifier, EchoListener listener) {
-        echoes.compareAndSet(identifier & 0xFFFF, listener, null);
+        icmp.removeEchoListener(identifier, listener);
     }
 
     // ---- timers ----------------------------------------------------------------------------
@@ -499,7 +379,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     private void reassemblyTimedOut(Ipv4Header first) {
         // RFC 792 / RFC 1122 3.3.2: time exceeded, code 1, only when fragment zero came.
-        sendIcmpError(first, IcmpHeader.TYPE_TIME_EXCEEDED, IcmpHeader.TIME_EXCEEDED_REASSEMBLY, 0, false,
+        icmp.sendError(first, IcmpHeader.TYPE_TIME_EXCEEDED, IcmpHeader.TIME_EXCEEDED_REASSEMBLY, 0, false,
                 link.now());
     }
 
@@ -583,7 +463,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         int protocol = ip.protocol();
         if (protocol == Ipv4Header.PROTOCOL_ICMP) {
             counters.inc(IpCounter.IN_DELIVERS);
-            icmpInput(ip, toBroadcast, now);
+            icmp.input(ip, toBroadcast, now);
         } else if (protocol == Ipv4Header.PROTOCOL_UDP) {
             counters.inc(IpCounter.IN_DELIVERS);
             udpInput(ip, toBroadcast, now);
@@ -592,7 +472,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             if (h == null) {
                 counters.inc(IpCounter.IN_UNKNOWN_PROTOS);
                 if (!toBroadcast) {
-                    sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_PROTOCOL, 0, false, now);
+                    icmp.sendError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_PROTOCOL, 0, false, now);
                 }
                 return;
             }
@@ -617,7 +497,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             }
             counters.inc(IpCounter.UDP_NO_PORTS);
             if (!toBroadcast) {
-                sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_PORT, 0, false, now);
+                icmp.sendError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_PORT, 0, false, now);
             }
             return;
         }
@@ -632,86 +512,18 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         r.onDatagram(ip, udp.sourcePort(), udp.segment(), udp.payloadOffset(), udp.payloadLength());
     }
 
-    private void icmpInput(Ipv4Header ip, boolean toBroadcast, long now) {
-        IcmpHeader icmp = rxIcmp;
-        counters.inc(IpCounter.ICMP_IN_MSGS);
-        if (icmp.wrap(ip.segment(), ip.payloadOffset(), ip.payloadLength(), config.verifiesFrom(ip.sourceAddress())) != WireStatus.OK) {
-            counters.inc(IpCounter.ICMP_IN_ERRORS);
-            return;
-        }
-        switch (icmp.type()) {
-            case IcmpHeader.TYPE_ECHO_REQUEST -> {
-                counters.inc(IpCounter.ICMP_IN_ECHOS);
-                if (!toBroadcast) { // as Linux's icmp_echo_ignore_broadcasts (RFC 1122 3.2.2.6 allows it)
-                    echoReply(ip, icmp);
-                }
-            }
-            case IcmpHeader.TYPE_ECHO_REPLY -> {
-                counters.inc(IpCounter.ICMP_IN_ECHO_REPS);
-                EchoListener l = echoes.get(icmp.echoIdentifier());
-                if (l != null) {
-                    l.onEchoReply(ip.sourceAddress(), icmp.echoSequence(), ip.ttl(), icmp.segment(), icmp.dataOffset(),
-                            icmp.dataLength(), now);
-                }
-            }
-            case IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.TYPE_TIME_EXCEEDED -> {
-                counters.inc(icmp.type() == IcmpHeader.TYPE_TIME_EXCEEDED ? IpCounter.ICMP_IN_TIME_EXCDS
-                        : IpCounter.ICMP_IN_DEST_UNREACHS);
-                icmpErrorInput(ip, icmp, now);
-            }
-            default -> {
-                // Other types (timestamp, router discovery, ...) are counted and otherwise ignored.
-            }
-        }
-    }
-
-    /** Hands an ICMP error to whoever sent the datagram it quotes (RFC 1122 3.2.2: pass it to the transport). */
-    private void icmpErrorInput(Ipv4Header ip, IcmpHeader icmp, long now) {
-        Ipv4Header q = rxQuoted;
-        if (q.wrapQuoted(icmp.segment(), icmp.dataOffset(), icmp.dataLength()) != WireStatus.OK
-                || q.sourceAddress() != config.address() || q.availablePayloadLength() < 8) {
-            counters.inc(IpCounter.ICMP_IN_ERRORS);
-            return;
-        }
-        MemorySegment s = q.segment();
-        long p = q.payloadOffset();
-        switch (q.protocol()) {
-            case Ipv4Header.PROTOCOL_UDP -> {
-                int srcPort = s.get(Checksum.BE_SHORT, p) & 0xFFFF;
-                int dstPort = s.get(Checksum.BE_SHORT, p + 2) & 0xFFFF;
-                UdpReceiver r = ports.get(srcPort);
-                if (r != null) {
-                    r.onIcmpError(icmp.type(), icmp.code(), q.destinationAddress(), dstPort);
-                }
-            }
-            case Ipv4Header.PROTOCOL_ICMP -> {
-                int type = s.get(ValueLayout.JAVA_BYTE, p) & 0xFF;
-                EchoListener l = echoes.get(s.get(Checksum.BE_SHORT, p + 4) & 0xFFFF);
-                if (type == IcmpHeader.TYPE_ECHO_REQUEST && l != null) {
-                    l.onError(ip.sourceAddress(), icmp.type(), icmp.code(), s.get(Checksum.BE_SHORT, p + 6) & 0xFFFF, now);
-                }
-            }
-            default -> {
-                IpProtocolHandler h = protocols[q.protocol()];
-                if (h != null) {
-                    h.onIcmpError(icmp.type(), icmp.code(), icmp.restOfHeader(), q, now);
-                }
-            }
-        }
-    }
-
     // ---- forwarding (RFC 1812 5.2 / 5.3) ---------------------------------------------------
 
     private void forward(Ipv4Header ip, long now) {
         if (ip.ttl() <= 1) {
             counters.inc(IpCounter.FORW_TTL_EXCEEDED);
-            sendIcmpError(ip, IcmpHeader.TYPE_TIME_EXCEEDED, IcmpHeader.TIME_EXCEEDED_TTL, 0, false, now);
+            icmp.sendError(ip, IcmpHeader.TYPE_TIME_EXCEEDED, IcmpHeader.TIME_EXCEEDED_TTL, 0, false, now);
             return;
         }
         int node = resolve(ip.destinationAddress());
         if (node < 0 && node != DatagramWriter.VIA_EXTERNAL) {
             counters.inc(IpCounter.OUT_NO_ROUTES);
-            sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE,
+            icmp.sendError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE,
                     node == SendStatus.NO_ROUTE ? IcmpHeader.UNREACHABLE_NET : IcmpHeader.UNREACHABLE_HOST, 0, false, now);
             return;
         }
@@ -722,7 +534,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             rc = writer.forwardWhole(node, hop, ip, config.sendWaitNs(), now);
         } else if (ip.dontFragment()) {
             counters.inc(IpCounter.FRAG_FAILS);
-            sendIcmpError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_FRAGMENTATION_NEEDED,
+            icmp.sendError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE, IcmpHeader.UNREACHABLE_FRAGMENTATION_NEEDED,
                     mtu & 0xFFFF, false, now);
             return;
         } else {
@@ -811,14 +623,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
 
     /** Sends an ICMP echo request (RFC 792) with {@code length} bytes of data. Returns a {@link SendStatus} code. */
     public int sendEchoRequest(int destination, int identifier, int sequence, MemorySegment data, long offset, int length) {
-        link.checkOwner();
-        IcmpHeader h = txIcmp;
-        h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
-        h.setType(IcmpHeader.TYPE_ECHO_REQUEST).setCode(0).setChecksum(0).setEcho(identifier, sequence);
-        h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
-                Checksum.sum(data, offset, length))));
-        return send(config.sendWaitNs(), -1, config.address(), destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
-                offset, length, false);
+        return icmp.sendEchoRequest(destination, identifier, sequence, data, offset, length);
     }
 
     /**
@@ -889,7 +694,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     }
 
     /** {@code icrc}: a RoCEv2 datagram, whose last 4 bytes (beyond head and body) take its ICRC once the header is written. */
-    private int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,
+    int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,
                      long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen, boolean icrc) {
         counters.inc(IpCounter.OUT_REQUESTS);
         if (via < 0 && (isBroadcast(destination) || Ipv4Address.isMulticast(destination))) {
@@ -1010,50 +815,6 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         }
         int node = neighbors.lookup((int) hop);
         return node < 0 ? SendStatus.NO_NEIGHBOR : node;
-    }
-
-    // ---- ICMP out --------------------------------------------------------------------------
-
-    private void echoReply(Ipv4Header ip, IcmpHeader request) {
-        IcmpHeader h = txIcmp;
-        h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
-        MemorySegment.copy(request.segment(), request.offset(), txHead, 0, IcmpHeader.HEADER);
-        h.echoRequestToReply();
-        // RFC 1122 3.2.2.6: the reply's source is the address the request was for (either of ours).
-        int rc = send(config.sendWaitNs(), -1, ip.destinationAddress(), ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
-                request.segment(), request.dataOffset(), request.dataLength(), false);
-        if (rc == SendStatus.OK) {
-            counters.inc(IpCounter.ICMP_OUT_MSGS);
-            counters.inc(IpCounter.ICMP_OUT_ECHO_REPS);
-        }
-    }
-
-    /**
-     * Sends an ICMP error about {@code original} unless RFC 1122 3.2.2 forbids it (never about an
-     * ICMP error, a non-first fragment, a broadcast, or a source that is not one host) or the rate
-     * limit says no.
-     */
-    private void sendIcmpError(Ipv4Header original, int type, int code, int rest, boolean receivedAsBroadcast, long now) {
-        if (!IcmpHeader.mayAnswerWithError(original, receivedAsBroadcast)) {
-            return;
-        }
-        if (!icmpErrors.tryTake(now)) {
-            counters.inc(IpCounter.ICMP_OUT_RATE_LIMITED);
-            return;
-        }
-        int quoted = IcmpHeader.quotedLength(original);
-        IcmpHeader h = txIcmp;
-        h.wrapForWrite(txHead, 0, IcmpHeader.HEADER);
-        h.setType(type).setCode(code).setChecksum(0).setRestOfHeader(rest);
-        h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
-                Checksum.sum(original.segment(), original.offset(), quoted))));
-        int rc = send(config.sendWaitNs(), -1, config.address(), original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
-                original.segment(), original.offset(), quoted, false);
-        if (rc == SendStatus.OK) {
-            counters.inc(IpCounter.ICMP_OUT_MSGS);
-            counters.inc(type == IcmpHeader.TYPE_TIME_EXCEEDED ? IpCounter.ICMP_OUT_TIME_EXCDS
-                    : IpCounter.ICMP_OUT_DEST_UNREACHS);
-        }
     }
 
     private static final int MAX_UDP_PAYLOAD = Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER;

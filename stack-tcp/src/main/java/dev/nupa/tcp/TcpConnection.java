@@ -20,9 +20,10 @@ import java.lang.foreign.MemorySegment;
  * avoidance; keep-alive; user timeout; RFC 5961 challenge ACKs for in-window RSTs and SYNs.
  *
  * <p>Its parts, one concern a file, as a chain of classes over one state: {@link TcpControlBlock}
- * (the state, RFC 9293 3.3.1), {@link TcpOutput} (sending and the timers, loss recovery's sending
- * side), {@link TcpInput} (segment arrival, RFC 9293 3.10.7), and this class, what the owner and
- * the application call: opening, reading and writing, closing.
+ * (the state, RFC 9293 3.3.1), {@link TcpOutput} (sending, loss recovery's sending side),
+ * {@link TcpInput} (segment arrival, RFC 9293 3.10.7), and this class, what the owner and the
+ * application call: opening, reading and writing, closing; beside them, held by the state,
+ * {@link TcpTimers} (arming, firing and backing off every timer, as Linux's tcp_timer.c).
  */
 public final class TcpConnection extends TcpInput {
     /** Where segments leave. The payload of an outgoing segment is {@code payloadLength} bytes of {@code payload} at {@code payloadOffset}. */
@@ -399,7 +400,7 @@ public final class TcpConnection extends TcpInput {
             return;
         }
         if (state == TcpState.FIN_WAIT_2) {
-            startFinWait2Timer(now);
+            timers.startFinWait2(now);
             poll(now);
         } else {
             shutdownOutput(now);
@@ -446,8 +447,9 @@ public final class TcpConnection extends TcpInput {
      */
     int moveToTimeWaitRecord(TimeWaitTable table, long key, long now) {
         int wnd = Math.min(Math.max(0, rcvAdvertised - rcvNxt) >>> rcvShift, 65_535);
-        int slot = table.add(key, sndNxt, rcvNxt, wnd, tsOk, tsRecent, tsBase, timeWaitAt, config.timeWaitNs());
-        if (ackNow || delayedAckAt != NEVER || blockedRetryAt != NEVER) {
+        int slot = table.add(key, sndNxt, rcvNxt, wnd, tsOk, tsRecent, tsBase, timers.timeWaitEnds(),
+                config.timeWaitNs());
+        if (ackNow || timers.ackOwed()) {
             Segment s = header(Segment.ACK, sndNxt);
             emit(s, now);
         }
@@ -472,7 +474,7 @@ public final class TcpConnection extends TcpInput {
     /** Processes one incoming segment. Hostile or stale segments are dropped (and maybe answered), never thrown on. */
     public void onSegment(Segment in, long now) {
         lastActivity = now;
-        keepAliveProbes = 0;
+        timers.peerHeard();
         switch (state) {
             case CLOSED, LISTEN -> {
                 return; // the owner answers these (RST from the layer)
@@ -490,7 +492,7 @@ public final class TcpConnection extends TcpInput {
      * the time it wants to be polled next ({@link Long#MAX_VALUE}: only when something happens).
      */
     public long poll(long now) {
-        long d = pollTimers(now);
+        long d = timers.poll(now);
         long before = deadline;
         deadline = d;
         if (d != before) {

@@ -2,12 +2,12 @@ package dev.nupa.tcp;
 
 /**
  * The state of one TCP connection, its transmission control block (RFC 9293 3.3.1): addresses, the
- * send and receive sequence spaces, the options agreed, buffers, timers, loss-recovery state and
+ * send and receive sequence spaces, the options agreed, buffers, loss-recovery state and
  * counters, with what every part of the connection shares: starting a life ({@link #begin}) and
  * ending it ({@link #finish}). The connection is split by concern as a chain of classes over this
- * state: {@link TcpOutput} sends and runs the timers, {@link TcpInput} processes arriving segments,
- * and {@link TcpConnection} is what its owner and application call. Only {@link TcpConnection} is
- * ever instantiated.
+ * state: {@link TcpOutput} sends, {@link TcpInput} processes arriving segments, and
+ * {@link TcpConnection} is what its owner and application call; its {@link TcpTimers}, an object of
+ * their own, arm and fire the timers. Only {@link TcpConnection} is ever instantiated.
  */
 abstract class TcpControlBlock {
     static final TcpConnection.Events NO_EVENTS = new TcpConnection.Events() {
@@ -81,17 +81,8 @@ abstract class TcpControlBlock {
     boolean scalingOk;
     long tsBase;
 
-    // Timers (absolute times, NEVER when off).
-    long rtoAt;
-    long delayedAckAt;
-    long persistAt;
-    long keepAliveAt;
-    long timeWaitAt;
-    long finWait2At;
-    long unackedSince;
-    int retries;
-    int keepAliveProbes;
-    int persistBackoff;
+    /** Its timers: retransmission, delayed ACK, persist, keep-alive, TIME-WAIT, FIN-WAIT-2, user timeout. */
+    final TcpTimers timers = new TcpTimers(self());
 
     // RTT timing of one segment at a time when there are no timestamps (Karn: never a retransmitted one).
     boolean timing;
@@ -135,10 +126,10 @@ abstract class TcpControlBlock {
     long outOfOrderSegments;
     long bufferDrops;
 
+    /** When the last {@link TcpConnection#poll} asked to be polled again. */
     long deadline;
     /** Its place in its layer's {@link TimerQueue}, -1 when not queued; the queue keeps it. */
     int timerIndex = -1;
-    long blockedRetryAt;
 
     TcpControlBlock(TcpConnection.Output output, ByteRing sendBuf, ByteRing recvBuf) {
         this.output = output;
@@ -192,8 +183,7 @@ abstract class TcpControlBlock {
         tsOk = sackOk = scalingOk = false;
         tsRecent = lastAckSent = 0;
         tsRecentAt = tsBase = 0;
-        rtoAt = delayedAckAt = persistAt = keepAliveAt = timeWaitAt = finWait2At = unackedSince = NEVER;
-        retries = keepAliveProbes = persistBackoff = 0;
+        timers.clear();
         timing = false;
         timedSeq = 0;
         timedAt = 0;
@@ -206,7 +196,7 @@ abstract class TcpControlBlock {
         challengeLimit.clear();
         lastActivity = 0;
         retransmits = fastRetransmits = timeouts = challengeAcksSent = pawsDrops = outOfOrderSegments = bufferDrops = 0;
-        deadline = blockedRetryAt = NEVER;
+        deadline = NEVER;
         timerIndex = -1;
     }
 
@@ -218,12 +208,7 @@ abstract class TcpControlBlock {
         error = why;
         sendBuf.discard(); // nothing will be sent: its memory goes back now, not when this connection is reused
         recvBuf.releaseNow(); // the memory goes back to the layer's budget (what is unread stays readable)
-        rtoAt = NEVER;
-        delayedAckAt = NEVER;
-        persistAt = NEVER;
-        keepAliveAt = NEVER;
-        timeWaitAt = NEVER;
-        finWait2At = NEVER;
+        timers.stopAll();
         events.onClosed(self(), why);
         announceRelease();
     }

@@ -95,7 +95,7 @@ abstract class TcpInput extends TcpOutput {
             if (!in.has(Segment.RST)) {
                 ackNow = true; // RFC 9293 3.10.7.4: <SEQ=SND.NXT><ACK=RCV.NXT><CTL=ACK>
                 if (state == TcpState.TIME_WAIT && in.has(Segment.FIN)) {
-                    timeWaitAt = now + config.timeWaitNs(); // a retransmitted FIN: restart 2 MSL
+                    timers.restartTimeWait(now); // a retransmitted FIN: restart 2 MSL
                 }
             }
             return;
@@ -237,8 +237,7 @@ abstract class TcpInput extends TcpOutput {
             sndWl2 = ack;
             maxSndWnd = Math.max(maxSndWnd, sndWnd);
             if (sndWnd > 0) {
-                persistAt = NEVER;
-                persistBackoff = 0;
+                timers.windowOpened();
             }
         }
         switch (state) {
@@ -246,7 +245,7 @@ abstract class TcpInput extends TcpOutput {
                 if (finAcked()) {
                     state = TcpState.FIN_WAIT_2;
                     if (appClosed) {
-                        startFinWait2Timer(now);
+                        timers.startFinWait2(now);
                     }
                 }
             }
@@ -286,15 +285,7 @@ abstract class TcpInput extends TcpOutput {
             sndNxt = sndUna;
         }
         scoreboard.dropBelow(ack);
-        retries = 0;
-        persistBackoff = 0;
-        if (sndUna == sndMax) {
-            rtoAt = NEVER;
-            unackedSince = NEVER;
-        } else {
-            rtoAt = now + rtt.rto(); // RFC 6298 5.3
-            unackedSince = now;
-        }
+        timers.acked(sndUna == sndMax, now);
     }
 
     /** An RTT sample from the timestamp echo (RFC 7323 4) or the one timed segment (Karn); -1 if none. */
@@ -365,8 +356,8 @@ abstract class TcpInput extends TcpOutput {
                 ackNow = true; // a hole filled: acknowledge at once (RFC 5681 4.2)
             } else if (++unackedSegments >= 2 || config.delayedAckNs() == 0) {
                 ackNow = true; // every second full segment at once (RFC 1122 4.2.3.2)
-            } else if (delayedAckAt == NEVER) {
-                delayedAckAt = now + config.delayedAckNs();
+            } else {
+                timers.delayAck(now);
             }
             if (Trace.ENABLED) {
                 Trace.mark(Trace.CALLBACK);
@@ -411,22 +402,7 @@ abstract class TcpInput extends TcpOutput {
         // The owner may refuse the wait (its bound on connections in TIME-WAIT is reached, as Linux's
         // tcp_max_tw_buckets): the connection then closes 1 ns on, so the poll that sends the ACK of the
         // peer's FIN, at now, still finds it in TIME-WAIT.
-        timeWaitAt = now + (events.onTimeWait(self()) ? config.timeWaitNs() : 1);
-        finWait2At = NEVER;
-        rtoAt = NEVER;
-        persistAt = NEVER;
-        keepAliveAt = NEVER;
-    }
-
-    /**
-     * FIN-WAIT-2 of an application that closed fully is bounded (Linux's tcp_fin_timeout; RFC 9293
-     * 3.10.4 lets a half-closed connection wait there for ever, and it does).
-     */
-    void startFinWait2Timer(long now) {
-        long timeout = config.finWait2TimeoutNs();
-        if (timeout > 0 && finWait2At == NEVER) {
-            finWait2At = now + Math.min(timeout, NEVER - 1 - now); // a huge timeout saturates, never wraps
-        }
+        timers.startTimeWait(now, events.onTimeWait(self()) ? config.timeWaitNs() : 1);
     }
 
     private void challengeAck(long now) {

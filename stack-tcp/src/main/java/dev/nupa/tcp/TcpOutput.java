@@ -4,13 +4,13 @@ import dev.nupa.device.Trace;
 import dev.nupa.tcp.wire.Seq;
 
 /**
- * The sending half of a {@link TcpConnection} and its timers: what leaves and when. Segments within
+ * The sending half of a {@link TcpConnection}: what leaves. Segments within
  * the send and congestion windows with Nagle and sender silly-window avoidance (RFC 9293 3.7.4,
  * 3.8.6.2.1), the window advertised with receiver SWS avoidance (3.8.6.2.2), SYN, FIN and pure ACKs
  * (numbered as Linux's tcp_acceptable_seq), timestamps and SACK blocks on every segment (RFC 7323,
- * RFC 2018); the retransmission timer with Karn's rule (RFC 6298), zero-window probes (RFC 9293
- * 3.8.6.1), keep-alive (RFC 1122 4.2.3.6), the user and FIN-WAIT-2 timeouts; loss recovery's
- * sending side: RFC 6675 NextSeg and SetPipe with a SACK peer, RFC 5681 and RFC 6582 NewReno
+ * RFC 2018); what the timers send ({@link TcpTimers} decides when): the go-back after a retransmission
+ * timeout with Karn's rule (RFC 6298), zero-window probes (RFC 9293 3.8.6.1), keep-alive probes (RFC
+ * 1122 4.2.3.6); loss recovery's sending side: RFC 6675 NextSeg and SetPipe with a SACK peer, RFC 5681 and RFC 6582 NewReno
  * retransmission without one.
  */
 abstract class TcpOutput extends TcpControlBlock {
@@ -23,60 +23,11 @@ abstract class TcpOutput extends TcpControlBlock {
         return bufSeq + sendBuf.size();
     }
 
-    /** Runs the timers that are due, then sends what may leave; returns when the next timer is due. */
-    long pollTimers(long now) {
-        if (state == TcpState.CLOSED) {
-            return NEVER;
-        }
-        if (now >= timeWaitAt) {
-            finish(null);
-            return NEVER;
-        }
-        if (now >= finWait2At) {
-            sendRst(sndNxt, 0, false); // the peer, likely still in CLOSE-WAIT, learns it is gone
-            finish(TcpError.FIN_WAIT_2_TIMEOUT);
-            return NEVER;
-        }
-        if (config.userTimeoutNs() > 0 && unackedSince != NEVER && now - unackedSince >= config.userTimeoutNs()) {
-            sendRst(sndNxt, 0, false);
-            finish(TcpError.USER_TIMEOUT);
-            return NEVER;
-        }
-        if (now >= rtoAt) {
-            if (!retransmitTimeout(now)) {
-                return NEVER;
-            }
-        }
-        if (now >= delayedAckAt) {
-            ackNow = true;
-        }
-        blockedRetryAt = NEVER; // transmit() below tries again; a new refusal sets it anew
-        if (now >= persistAt) {
-            probeZeroWindow(now);
-        }
-        if (now >= keepAliveAt && !keepAlive(now)) {
-            return NEVER;
-        }
-        transmit(now);
-        scheduleKeepAlive(now);
-        return Math.min(Math.min(Math.min(rtoAt, delayedAckAt), blockedRetryAt),
-                Math.min(Math.min(persistAt, keepAliveAt), Math.min(timeWaitAt, finWait2At)));
-    }
-
-    /** RFC 6298 5.4-5.7; returns false if the connection was dropped. */
-    private boolean retransmitTimeout(long now) {
-        boolean handshake = state == TcpState.SYN_SENT || state == TcpState.SYN_RECEIVED;
-        int limit = handshake ? config.synRetries() : config.maxRetries();
-        if (retries >= limit) {
-            if (state.synchronizedState()) {
-                sendRst(sndNxt, 0, false);
-            }
-            finish(TcpError.TIMED_OUT);
-            return false;
-        }
-        retries++;
-        timeouts++;
-        rtt.backOff();
+    /**
+     * A retransmission timeout (RFC 6298 5.4): go back to the first unacknowledged octet; outside the
+     * handshake, loss recovery ends and the congestion window falls back.
+     */
+    void enterLoss(boolean handshake, long now) {
         timing = false; // Karn: a retransmitted segment is never timed
         if (!handshake) {
             cc.onRetransmitTimeout(now, sndMax - sndUna);
@@ -93,8 +44,6 @@ abstract class TcpOutput extends TcpControlBlock {
         // "filling in" the holes it reports).
         sndNxt = sndUna;
         retransmits++;
-        rtoAt = now + rtt.rto();
-        return true;
     }
 
     void transmit(long now) {
@@ -157,8 +106,8 @@ abstract class TcpOutput extends TcpControlBlock {
         int inFlight = sndNxt - sndUna;
         int room = Math.min(sndWnd - inFlight, cwndRoom);
         if (sndWnd == 0 || room <= 0) {
-            if (sndWnd == 0 && inFlight == 0 && persistAt == NEVER) {
-                persistAt = now + rtt.rto(); // RFC 9293 3.8.6.1: probe a zero window
+            if (sndWnd == 0 && inFlight == 0) {
+                timers.armPersist(now); // RFC 9293 3.8.6.1: probe a zero window
             }
             return 0;
         }
@@ -228,12 +177,7 @@ abstract class TcpOutput extends TcpControlBlock {
         if (Seq.gt(end, sndMax)) {
             sndMax = end;
         }
-        if (rtoAt == NEVER) {
-            rtoAt = now + rtt.rto();
-        }
-        if (unackedSince == NEVER) {
-            unackedSince = now;
-        }
+        timers.dataSent(now);
         return n;
     }
 
@@ -254,9 +198,7 @@ abstract class TcpOutput extends TcpControlBlock {
             sndMax = sndNxt;
         }
         finState();
-        if (rtoAt == NEVER) {
-            rtoAt = now + rtt.rto();
-        }
+        timers.armRetransmit(now);
         return true;
     }
 
@@ -290,9 +232,7 @@ abstract class TcpOutput extends TcpControlBlock {
         if (Seq.gt(sndNxt, sndMax)) {
             sndMax = sndNxt;
         }
-        if (rtoAt == NEVER) {
-            rtoAt = now + rtt.rto();
-        }
+        timers.armRetransmit(now);
     }
 
     /**
@@ -322,38 +262,22 @@ abstract class TcpOutput extends TcpControlBlock {
         return windowEnd;
     }
 
-    private void probeZeroWindow(long now) {
-        persistAt = NEVER;
+    /**
+     * RFC 9293 3.8.6.1: while the peer's window is zero and data waits, one byte beyond the window, whose
+     * ACK carries the window. Returns whether there was reason to probe (the timer then backs off).
+     */
+    boolean sendZeroWindowProbe(long now) {
         int offset = sndNxt - bufSeq;
         if (sndWnd == 0 && sendBuf.size() - offset > 0 && state.synchronizedState()) {
-            // RFC 9293 3.8.6.1: one byte beyond the window; its ACK carries the window.
             transmitFrom(sndNxt, 1, now, false);
-            persistBackoff = Math.min(persistBackoff + 1, 16);
-            persistAt = now + Math.min(config.maxRtoNs(), rtt.rto() << persistBackoff);
-        }
-    }
-
-    private void scheduleKeepAlive(long now) {
-        if (config.keepAliveIdleNs() > 0 && state == TcpState.ESTABLISHED && keepAliveProbes == 0) {
-            keepAliveAt = lastActivity + config.keepAliveIdleNs();
-        }
-    }
-
-    /** RFC 1122 4.2.3.6: a segment with SEG.SEQ = SND.NXT - 1 and no data draws an ACK. Returns false if the connection was dropped. */
-    private boolean keepAlive(long now) {
-        if (state != TcpState.ESTABLISHED || config.keepAliveIdleNs() == 0) {
-            keepAliveAt = NEVER;
             return true;
         }
-        if (keepAliveProbes >= config.keepAliveProbes()) {
-            sendRst(sndNxt, 0, false);
-            finish(TcpError.KEEPALIVE);
-            return false;
-        }
-        keepAliveProbes++;
+        return false;
+    }
+
+    /** RFC 1122 4.2.3.6: a segment with SEG.SEQ = SND.NXT - 1 and no data draws an ACK. */
+    void sendKeepAliveProbe(long now) {
         emit(header(Segment.ACK, ackSeq() - 1), now);
-        keepAliveAt = now + config.keepAliveIntervalNs();
-        return true;
     }
 
     /**
@@ -419,14 +343,14 @@ abstract class TcpOutput extends TcpControlBlock {
 
     private boolean emitRaw(Segment s, long now) {
         if (!output.transmit(self(), s)) {
-            blockedRetryAt = now + TcpConnection.BLOCKED_RETRY_NS;
+            timers.outputBlocked(now);
             return false;
         }
         if (s.has(Segment.ACK)) {
             lastAckSent = s.ack;
             ackNow = false;
             unackedSegments = 0;
-            delayedAckAt = NEVER;
+            timers.ackSent();
         }
         return true;
     }
@@ -464,7 +388,7 @@ abstract class TcpOutput extends TcpControlBlock {
      */
     void reneged(long now) {
         scoreboard.clear();
-        rtoAt = now;
+        timers.expireRetransmit(now);
     }
 
     /** RFC 6675 section 5 step (4): fast retransmit and entry into loss recovery. */

@@ -16,6 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.List;
 
 import org.junit.jupiter.api.Test;
@@ -388,6 +389,40 @@ class TcpConnectionTest {
         Seg rest = o.onlySent();
         assertEquals(99, rest.data().length);
         assertEquals(ISS + 2, rest.seq());
+    }
+
+    /**
+     * RFC 9293 3.8.6.1: "the transmitting host SHOULD send the first zero-window probe when a zero window has
+     * existed for the retransmission timeout period, and SHOULD increase exponentially the interval between
+     * successive probes" (MUST-35, MUST-36); Linux caps the interval at the greatest RTO (tcp_probe_timer).
+     */
+    @Test
+    void rfc9293_3_8_6_1_zeroWindowProbesBackOffExponentiallyUpToTheGreatestRto() {
+        TcpConfig config = plain().withRetries(6, 1_000);
+        One o = established(config, 0);
+        long start = o.now;
+        o.write(bytes(100, 1));
+        assertTrue(o.sent().isEmpty(), "nothing fits a zero window");
+        List<Long> probes = new ArrayList<>();
+        long end = start + 1_000_000 * MS;
+        while (o.deadline <= end && probes.size() < 8) {
+            o.advanceTo(o.deadline);
+            for (Seg s : o.sent()) {
+                assertEquals(1, s.data().length, "only one-byte probes go to a zero window: " + s);
+                probes.add(o.now);
+            }
+        }
+        assertEquals(8, probes.size(), "probes at " + probes);
+        assertEquals(1_000 * MS, probes.get(0) - start, "the first probe after one RTO (1 s, RFC 6298 2.1)");
+        long gap = probes.get(0) - start;
+        for (int i = 1; i < probes.size(); i++) {
+            long next = probes.get(i) - probes.get(i - 1);
+            assertTrue(next >= Math.min(2 * gap, config.maxRtoNs()) && next <= config.maxRtoNs(),
+                    "probe " + i + " came " + next / MS + " ms after the one before, which came " + gap / MS
+                            + " ms after its own: " + probes);
+            gap = next;
+        }
+        assertEquals(config.maxRtoNs(), gap, "the interval stops growing at the greatest RTO");
     }
 
     @Test

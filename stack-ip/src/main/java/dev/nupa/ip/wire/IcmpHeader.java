@@ -19,7 +19,7 @@ import java.lang.foreign.ValueLayout;
  *
  * After {@link #wrap} returns {@link WireStatus#OK} no accessor can fail.
  */
-public final class IcmpHeader {
+public final class IcmpHeader extends HeaderView {
     public static final int HEADER = 8;
 
     public static final int TYPE_ECHO_REPLY = 0;
@@ -61,9 +61,6 @@ public final class IcmpHeader {
     static final int CHECKSUM = 2;
     static final int REST = 4;
 
-    private MemorySegment seg;
-    private long base;
-    private int length;
 
     /** Wraps and verifies the checksum. */
     public int wrap(MemorySegment seg, long offset, int length) {
@@ -76,12 +73,10 @@ public final class IcmpHeader {
      * with {@link Ipv4Header#wrapQuoted}. Never throws.
      */
     public int wrap(MemorySegment seg, long offset, int length, boolean verifyChecksum) {
-        if (offset < 0 || length < HEADER || offset > seg.byteSize() - length) {
+        if (!fits(seg, offset, length, HEADER)) {
             return WireStatus.TRUNCATED;
         }
-        this.seg = seg;
-        this.base = offset;
-        this.length = length;
+        point(seg, offset, length);
         if (verifyChecksum && !Checksum.verifies(seg, offset, length)) {
             return WireStatus.BAD_CHECKSUM;
         }
@@ -90,22 +85,14 @@ public final class IcmpHeader {
 
     /** Points the view at {@code length} writable bytes (the whole message to be) without reading them. */
     public boolean wrapForWrite(MemorySegment seg, long offset, int length) {
-        if (offset < 0 || length < HEADER || offset > seg.byteSize() - length) {
+        if (!fits(seg, offset, length, HEADER)) {
             return false;
         }
-        this.seg = seg;
-        this.base = offset;
-        this.length = length;
+        point(seg, offset, length);
         return true;
     }
 
-    public MemorySegment segment() {
-        return seg;
-    }
 
-    public long offset() {
-        return base;
-    }
 
     /** The whole message: header and data. */
     public int length() {

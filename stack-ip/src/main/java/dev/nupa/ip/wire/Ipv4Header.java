@@ -27,7 +27,7 @@ import java.lang.foreign.ValueLayout;
  * a failed wrap the view must not be read. {@link #wrapForWrite} points the view at a
  * buffer to be filled by the setters. The view allocates nothing.
  */
-public final class Ipv4Header {
+public final class Ipv4Header extends HeaderView {
     public static final int MIN_HEADER = 20;
     /** IHL is 4 bits of 32-bit words. */
     public static final int MAX_HEADER = 60;
@@ -55,9 +55,6 @@ public final class Ipv4Header {
     static final int FLAG_MF = 0x2000;
     static final int OFFSET_MASK = 0x1FFF;
 
-    private MemorySegment seg;
-    private long base;
-    private int length;
     // The fixed header as read once by wrap (bytes 0-7 and 8-15 big-endian, and the destination), so the
     // accessors of the receive path read no memory; any setter drops it and the accessors read again.
     private boolean cached;
@@ -110,12 +107,10 @@ public final class Ipv4Header {
     }
 
     private int structure(MemorySegment seg, long offset, int length, boolean quoted) {
-        if (offset < 0 || length < MIN_HEADER || offset > seg.byteSize() - length) {
+        if (!fits(seg, offset, length, MIN_HEADER)) {
             return WireStatus.TRUNCATED;
         }
-        this.seg = seg;
-        this.base = offset;
-        this.length = length;
+        point(seg, offset, length);
         w0 = seg.get(BE_LONG, offset);
         w1 = seg.get(BE_LONG, offset + TTL);
         w2 = seg.get(BE_INT, offset + DESTINATION);
@@ -146,24 +141,15 @@ public final class Ipv4Header {
      * them. Returns false (and leaves the view unusable) when fewer than 20 bytes or out of the segment.
      */
     public boolean wrapForWrite(MemorySegment seg, long offset, int length) {
-        if (offset < 0 || length < MIN_HEADER || offset > seg.byteSize() - length) {
+        if (!fits(seg, offset, length, MIN_HEADER)) {
             return false;
         }
-        this.seg = seg;
-        this.base = offset;
-        this.length = length;
+        point(seg, offset, length);
         cached = false;
         return true;
     }
 
-    public MemorySegment segment() {
-        return seg;
-    }
 
-    /** Offset of the header in {@link #segment()}. */
-    public long offset() {
-        return base;
-    }
 
     /** The buffer length given to wrap (at least the total length, possibly with link padding). */
     public int bufferLength() {

@@ -19,7 +19,7 @@ import java.lang.foreign.MemorySegment;
  * bytes once and the accessors answer from that copy until a setter writes through the view (as
  * {@link Ipv4Header}).
  */
-public final class UdpHeader {
+public final class UdpHeader extends HeaderView {
     public static final int HEADER = 8;
 
     static final int SOURCE_PORT = 0;
@@ -27,8 +27,6 @@ public final class UdpHeader {
     static final int LENGTH = 4;
     static final int CHECKSUM = 6;
 
-    private MemorySegment seg;
-    private long base;
     // The header as read once by wrap (big-endian), so the receive path's accessors read no memory;
     // any setter drops it and the accessors read again.
     private boolean cached;
@@ -40,11 +38,10 @@ public final class UdpHeader {
      * ignored (RFC 1122 4.1.3.4 leaves it to the IP length, Linux trims). Does not verify the checksum.
      */
     public int wrap(MemorySegment seg, long offset, int length) {
-        if (offset < 0 || length < HEADER || offset > seg.byteSize() - length) {
+        if (!fits(seg, offset, length, HEADER)) {
             return WireStatus.TRUNCATED;
         }
-        this.seg = seg;
-        this.base = offset;
+        point(seg, offset, length);
         word = seg.get(BE_LONG, offset);
         cached = true;
         int udpLength = length();
@@ -69,22 +66,15 @@ public final class UdpHeader {
 
     /** Points the view at 8 writable bytes (the payload follows) without reading them. */
     public boolean wrapForWrite(MemorySegment seg, long offset, int length) {
-        if (offset < 0 || length < HEADER || offset > seg.byteSize() - length) {
+        if (!fits(seg, offset, length, HEADER)) {
             return false;
         }
-        this.seg = seg;
-        this.base = offset;
+        point(seg, offset, length);
         cached = false;
         return true;
     }
 
-    public MemorySegment segment() {
-        return seg;
-    }
 
-    public long offset() {
-        return base;
-    }
 
     public int sourcePort() {
         return u16(SOURCE_PORT);

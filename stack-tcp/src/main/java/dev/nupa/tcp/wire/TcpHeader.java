@@ -1,5 +1,6 @@
 package dev.nupa.tcp.wire;
 
+import dev.nupa.ip.wire.HeaderView;
 import dev.nupa.ip.wire.Checksum;
 import dev.nupa.ip.wire.Ipv4Header;
 import dev.nupa.ip.wire.WireStatus;
@@ -30,7 +31,7 @@ import java.nio.ByteOrder;
  * setters. The checksum covers a pseudo header (source, destination, protocol 6, TCP length), the
  * header and the data (RFC 9293 3.1). Options are read by {@link TcpOptions}. Nothing here allocates.
  */
-public final class TcpHeader {
+public final class TcpHeader extends HeaderView {
     /** Data offset 5: the header without options (RFC 9293 3.1). */
     public static final int MIN_HEADER = 20;
     /** Data offset is 4 bits of 32-bit words: at most 15 words. */
@@ -62,9 +63,6 @@ public final class TcpHeader {
     static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     static final ValueLayout.OfShort BE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
-    private MemorySegment seg;
-    private long base;
-    private int length;
 
     /**
      * Points the view at a received segment of {@code length} bytes (the IP payload) and checks its
@@ -76,12 +74,10 @@ public final class TcpHeader {
      *     offset below 5) or {@link WireStatus#BAD_LENGTH} (longer than 65535 bytes)
      */
     public int wrap(MemorySegment seg, long offset, int length) {
-        if (offset < 0 || length < MIN_HEADER || offset > seg.byteSize() - length) {
+        if (!fits(seg, offset, length, MIN_HEADER)) {
             return WireStatus.TRUNCATED;
         }
-        this.seg = seg;
-        this.base = offset;
-        this.length = length;
+        point(seg, offset, length);
         int headerLength = headerLength();
         if (headerLength < MIN_HEADER) {
             return WireStatus.BAD_HEADER_LENGTH;
@@ -114,23 +110,14 @@ public final class TcpHeader {
      * fewer than 20 bytes, more than 65535, or out of the segment.
      */
     public boolean wrapForWrite(MemorySegment seg, long offset, int length) {
-        if (offset < 0 || length < MIN_HEADER || length > MAX_LENGTH || offset > seg.byteSize() - length) {
+        if (!fits(seg, offset, length, MIN_HEADER) || length > MAX_LENGTH) {
             return false;
         }
-        this.seg = seg;
-        this.base = offset;
-        this.length = length;
+        point(seg, offset, length);
         return true;
     }
 
-    public MemorySegment segment() {
-        return seg;
-    }
 
-    /** Offset of the header in {@link #segment()}. */
-    public long offset() {
-        return base;
-    }
 
     /** The TCP length: header, options and data, as given to wrap. */
     public int length() {
