@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.node.telemetry.TelemetryDrainer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;

@@ -31,7 +31,7 @@ class NupaCommandLineTest {
 
     static Run nupa(String... args) throws IOException, InterruptedException {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main"));
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main"));
         cmd.addAll(List.of(args));
         Path out = Files.createTempFile("nupa-out", ".txt");
         Path err = Files.createTempFile("nupa-err", ".txt");
@@ -180,7 +180,7 @@ class NupaCommandLineTest {
     @Test
     void perfRolesRunSeparately() throws Exception {
         Process server = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main",
                 "perf", "fabric-lat", "--server", "--fabric", fabric.toString()).redirectErrorStream(true).start();
         try {
             var serverOut = new java.io.BufferedReader(new java.io.InputStreamReader(server.getInputStream()));
@@ -436,7 +436,7 @@ class NupaCommandLineTest {
     @Test
     void captureOverGrpcWritesTheNodesFramesLiveAsPcap() throws Exception {
         Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main",
                 "node", "--fabric", fabric.toString(), "--address", "0", "--udp-echo", "9", "--grpc", "127.0.0.1:0")
                 .redirectErrorStream(true).start();
         Path pcap = Files.createTempFile("nupa-live-", ".pcap");
@@ -446,7 +446,7 @@ class NupaCommandLineTest {
             java.util.regex.Matcher m = Pattern.compile("gRPC on (127\\.0\\.0\\.1:\\d+)").matcher(String.valueOf(first));
             assertTrue(m.find(), first);
             capture = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main",
                     "capture", "--grpc", m.group(1), "--protocol", "udp", "--filter-port", "9", "-c", "2", "-w", pcap.toString())
                     .redirectErrorStream(true).start();
             var captureOut = new java.io.BufferedReader(new java.io.InputStreamReader(capture.getInputStream()));
@@ -484,7 +484,7 @@ class NupaCommandLineTest {
     void tcpWithoutChecksumsOnBothNodesMovesDataIntact() throws Exception {
         // The lossless-fabric policy: TCP segments leave with checksum 0 and are not verified (as Linux on lo).
         Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main",
                 "node", "--fabric", fabric.toString(), "--address", "0", "--tcp-echo", "7", "--tcp-time-wait", "1", "--no-checksums")
                 .redirectErrorStream(true).start();
         try {
@@ -505,7 +505,7 @@ class NupaCommandLineTest {
     @Test
     void tcpCheckAndTcpEchoTakeSocketOptions() throws Exception {
         Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main",
                 "node", "--fabric", fabric.toString(), "--address", "0", "--tcp-echo", "7", "--tcp-time-wait", "1",
                 "--no-delay", "--congestion", "newreno", "--linger", "5").redirectErrorStream(true).start();
         try {
@@ -586,7 +586,7 @@ class NupaCommandLineTest {
     @Test
     void aNodeRefusesTheIpv4AddressOfALiveNode() throws Exception {
         Process first = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main",
                 "node", "--fabric", fabric.toString(), "--address", "0", "--ip", "10.0.0.5/24", "--run-for", "60")
                 .redirectErrorStream(true).start();
         try {
@@ -606,7 +606,7 @@ class NupaCommandLineTest {
     void fabricInfoShowsDropsByReasonAndInjectedFaults() throws Exception {
         assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "4").status());
         Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main",
                 "node", "--fabric", fabric.toString(), "--address", "0", "--link-faults", "drop=0.5,seed=3", "--run-for", "60")
                 .redirectErrorStream(true).start();
         try {

@@ -3,7 +3,7 @@ package dev.nupa.tests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -27,7 +27,7 @@ class SoakTest {
     /** Runs `nupa soak`: longer than NupaCommandLineTest's 120 s allow, for the nodes' starts and the last rounds' ends. */
     private static NupaCommandLineTest.Run soak(String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main", "soak"));
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main", "soak"));
         cmd.addAll(List.of(args));
         Path out = Files.createTempFile("nupa-soak-out", ".txt");
         Path err = Files.createTempFile("nupa-soak-err", ".txt");

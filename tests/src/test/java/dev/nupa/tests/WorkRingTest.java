@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.ShmFabric;
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.verbs.WcStatus;
 import dev.nupa.roce.ring.RingCompletion;
