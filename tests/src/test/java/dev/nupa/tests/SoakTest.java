@@ -47,7 +47,7 @@ class SoakTest {
 
     @Test
     void aShortSoakChecksEveryKindOfTrafficThroughAKillAndRestart() throws Exception {
-        NupaCommandLineTest.Run r = soak("--seconds", "60", "--kill-every", "8", "--seed", "7", "--progress", "10");
+        NupaCommandLineTest.Run r = soak("--seconds", "30", "--kill-every", "6", "--seed", "7", "--progress", "10");
         String out = r.out() + r.err();
         assertEquals(0, r.status(), out);
         assertTrue(r.out().contains("soak: PASS"), out);
