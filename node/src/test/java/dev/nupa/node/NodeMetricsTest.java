@@ -77,7 +77,11 @@ class NodeMetricsTest {
             assertTrue(back.poll(10, TimeUnit.SECONDS) != null, "echo " + i);
         }
         s.close().await(10, TimeUnit.SECONDS);
-        Thread.sleep(3 * TelemetryDrainer.DRAIN_MS); // the telemetry's thread records what the loop queued
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (!node.tcpTelemetry().drained()) { // the telemetry's thread records what the loop queued
+            assertTrue(System.nanoTime() < deadline, "the TCP telemetry was not drained in 10 s");
+            Thread.sleep(TelemetryDrainer.DRAIN_MS / 10); // a look's interval
+        }
     }
 
     private static long point(Collection<MetricData> metrics, String name, String counter) {

@@ -105,8 +105,8 @@ class GatewayLinuxTest {
         assertTrue(huge.output().contains("2 packets transmitted, 2 received"), huge.output());
 
         // The gateway publishes its counters in the fabric: `nupa fabric info` shows them from the file alone.
-        Thread.sleep(500); // a refresh (every 200 ms) after the last ping
-        NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", standard.fabric().toString());
+        // Published every 200 ms: looked at until the pings' datagrams show.
+        NupaCommandLineTest.Run info = fabricInfoWhen(standard.fabric(), out -> published(out, "ipv4_in") >= 10);
         assertEquals(0, info.status(), info.err());
         assertTrue(Pattern.compile("node 0 publishes gateway " + standard.tap() + " 192\\.168\\.77\\.\\d+/24:").matcher(info.out()).find(),
                 info.out());
@@ -239,6 +239,20 @@ class GatewayLinuxTest {
         assertTrue(after[0] > before[0], "the faults were there: Linux retransmitted what was lost");
     }
 
+    /**
+     * `nupa fabric info` of {@code fabric} once its output satisfies {@code ready} (the gateway publishes its counters
+     * every 200 ms), or the last one after 10 s, for the assertions to say what was missing.
+     */
+    private static NupaCommandLineTest.Run fabricInfoWhen(Path fabric, java.util.function.Predicate<String> ready) throws Exception {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (true) {
+            NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString());
+            if (info.status() != 0 || ready.test(info.out()) || System.nanoTime() > deadline) {
+                return info;
+            }
+        }
+    }
+
     /** The value of counter {@code name} in the first table of `nupa fabric info`'s {@code text}, or -1. */
     private static long published(String text, String name) {
         java.util.regex.Matcher m = Pattern.compile(" " + name + " (\\d+)").matcher(text);
@@ -254,9 +268,9 @@ class GatewayLinuxTest {
         assertEquals("offloaded", udp.output(), "UDP, whose checksum Linux leaves partial, crosses the gateway completed");
         Linux.Result big = offloaded.run(30, "ping", "-c", "2", "-i", "0.2", "-W", "5", "-s", "8000", SERVER);
         assertTrue(big.output().contains("2 packets transmitted, 2 received"), big.output());
-        Thread.sleep(500); // a refresh of the published counters
-        String info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", offloaded.fabric().toString()).out();
-        for (String c : List.of("rx_gso_frames", "rx_gso_segments", "rx_csum_completed", "tx_gso_frames", "tx_gso_segments")) {
+        List<String> offloads = List.of("rx_gso_frames", "rx_gso_segments", "rx_csum_completed", "tx_gso_frames", "tx_gso_segments");
+        String info = fabricInfoWhen(offloaded.fabric(), out -> offloads.stream().allMatch(c -> published(out, c) > 0)).out();
+        for (String c : offloads) {
             assertTrue(published(info, c) > 0, c + " shows the offloads at work: " + info);
         }
         assertEquals(0, published(info, "drop_bad_vnet"), info);
@@ -293,10 +307,11 @@ class GatewayLinuxTest {
             }
             Files.deleteIfExists(dir);
         }
-        Thread.sleep(500); // a refresh of the published counters
-        String info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", multiQueue.fabric().toString()).out();
         // Each queue publishes its counters from its loop's fabric node: both carried frames each way.
-        for (String table : List.of("gateway " + multiQueue.tap() + " 192", "gateway " + multiQueue.tap() + " queue 1 192")) {
+        List<String> tables = List.of("gateway " + multiQueue.tap() + " 192", "gateway " + multiQueue.tap() + " queue 1 192");
+        String info = fabricInfoWhen(multiQueue.fabric(), out -> tables.stream().allMatch(t -> out.contains(t)
+                && published(out.substring(out.indexOf(t)), "rx_frames") > 100 && published(out.substring(out.indexOf(t)), "tx_frames") > 100)).out();
+        for (String table : tables) {
             int at = info.indexOf(table);
             assertTrue(at >= 0, table + " is published: " + info);
             String rest = info.substring(at);

@@ -98,7 +98,11 @@ class RoceV2GatewayTest {
             // A datagram to 4791 whose last 4 bytes are no ICRC, from Linux: gateway B drops it and counts it.
             Linux.ok("ip", "netns", "exec", ns, "python3", "-c", "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM);"
                     + " s.sendto(bytes([4, 0, 255, 255, 0, 0, 0, 2, 0, 0, 0, 1]) + bytes(16) + b'NOPE', ('10.0.1.2', 4791))");
-            Thread.sleep(600); // the gateways publish their counters every 200 ms
+            // The gateways publish their counters every 200 ms: looked at until B counted the forged datagram.
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (gatewayCounters(fabricB).getOrDefault("drop_bad_icrc", 0L) < 1 && System.nanoTime() < deadline) {
+                Thread.sleep(50); // a look's interval
+            }
             Map<String, Long> gwA = gatewayCounters(fabricA);
             Map<String, Long> gwB = gatewayCounters(fabricB);
             System.out.println("RoceV2GatewayTest: gateway A " + gwA + ", gateway B " + gwB);

@@ -108,6 +108,11 @@ public final class TcpTelemetry extends TelemetryDrainer implements TcpObserver 
 
     // ---- the drainer -------------------------------------------------------------------------
 
+    /** Whether the drainer has built everything the loop queued so far (a test waits on it, not on the drain period). */
+    public synchronized boolean drained() {
+        return head == tail.get();
+    }
+
     /** Builds what the ring holds; on the drainer's thread (or the closer's, once the drainer is done). */
     @Override
     synchronized void drain() {
