@@ -1,6 +1,5 @@
 package dev.nupa.node;
 
-import dev.nupa.node.telemetry.TelemetryDrainer;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -77,11 +76,8 @@ class NodeMetricsTest {
             assertTrue(back.poll(10, TimeUnit.SECONDS) != null, "echo " + i);
         }
         s.close().await(10, TimeUnit.SECONDS);
-        long deadline = System.nanoTime() + 10_000_000_000L;
-        while (!node.tcpTelemetry().drained()) { // the telemetry's thread records what the loop queued
-            assertTrue(System.nanoTime() < deadline, "the TCP telemetry was not drained in 10 s");
-            Thread.sleep(TelemetryDrainer.DRAIN_MS / 10); // a look's interval
-        }
+        // The telemetry's thread records what the loop queued.
+        CaptureUdpLoadTest.waitUntil("the TCP telemetry is drained", 10, () -> node.tcpTelemetry().drained(), () -> "not drained");
     }
 
     private static long point(Collection<MetricData> metrics, String name, String counter) {

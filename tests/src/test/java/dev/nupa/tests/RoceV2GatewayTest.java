@@ -101,7 +101,7 @@ class RoceV2GatewayTest {
             // The gateways publish their counters every 200 ms: looked at until B counted the forged datagram.
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (gatewayCounters(fabricB).getOrDefault("drop_bad_icrc", 0L) < 1 && System.nanoTime() < deadline) {
-                Thread.sleep(50); // a look's interval
+                // each look runs `nupa fabric info` in a JVM of its own, which paces the loop
             }
             Map<String, Long> gwA = gatewayCounters(fabricA);
             Map<String, Long> gwB = gatewayCounters(fabricB);
