@@ -31,7 +31,6 @@ import dev.nupa.roce.ring.WorkRingProxy;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
-import java.util.UUID;
 import java.util.concurrent.Callable;
 import org.HdrHistogram.Histogram;
 import picocli.CommandLine.Command;
@@ -71,7 +70,7 @@ final class RingPerf implements Callable<Integer> {
             throw new IllegalArgumentException("-n must be at least 1, --warmup not negative, --depth 1.." + RING_ENTRIES / 2);
         }
         int cpus = Runtime.getRuntime().availableProcessors();
-        Path path = Path.of("/dev/shm/nupa-ring-perf-" + UUID.randomUUID());
+        Path path = PerfRunner.freshFabricPath("ring-perf");
         long data = (long) depth * BIG;
         long windows = WorkRingLayout.windowBytes(RING_ENTRIES, RING_ENTRIES, data) + 2 * data + (8L << 20);
         try (Fabric fabric = ShmFabric.create(path, FabricGeometry.defaults().withWindows(64, RdmaPerf.roundUp(windows, 1L << 20)));

@@ -38,7 +38,8 @@ public final class Main {
         }
     }
 
-    static int run(String... args) {
+    /** Runs one command line in this process and returns its exit status; what it prints goes to System.out and System.err. */
+    public static int run(String... args) {
         Children.launcher(Main.class); // the perf tools and the demo start their other processes with this command line
         // The nupa command places its own Vert.x instances (nodes, and the perf tools' Linux peers, which must stay on
         // Linux): a NUPA_FABRIC in the environment is for the programs that `nupa run` starts, not for this process.

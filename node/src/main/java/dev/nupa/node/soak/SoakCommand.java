@@ -2,13 +2,13 @@ package dev.nupa.node.soak;
 
 import dev.nupa.node.NodeConfig;
 import dev.nupa.node.NupaNode;
+import dev.nupa.perf.PerfRunner;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
-import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
 
@@ -74,7 +74,7 @@ public final class SoakCommand implements Callable<Integer> {
         }
         long s = seed != null ? seed : System.nanoTime();
         SplittableRandom random = new SplittableRandom(s);
-        Path fabric = Path.of("/dev/shm/nupa-soak-" + UUID.randomUUID());
+        Path fabric = PerfRunner.freshFabricPath("soak");
         System.out.printf(Locale.ROOT, "soak: %.0f s, %d echo nodes, a kill every %.0f s or so, seed %d, fabric %s%n", runSeconds, nodes,
                 killEvery, s, fabric);
         NupaNode self = null;
