@@ -62,10 +62,10 @@ class CNodeConformanceTest {
             var lines = new java.io.BufferedReader(new java.io.InputStreamReader(c.getInputStream(), StandardCharsets.UTF_8));
             String first = lines.readLine();
             assertTrue(first != null && first.startsWith("nupa-cnode: node 5 serving"), "the C node serves: " + first);
-            NupaCommandLineTest.Run ping = NupaCommandLineTest.nupa("ping", "--fabric", fabric.toString(), "-c", "3", "10.0.0.6");
+            NupaCli.Run ping = NupaCli.nupa("ping", "--fabric", fabric.toString(), "-c", "3", "10.0.0.6");
             assertEquals(0, ping.status(), ping.out() + ping.err());
             assertTrue(ping.out().contains("3 packets transmitted, 3 received"), ping.out());
-            NupaCommandLineTest.Run udp = NupaCommandLineTest.nupa("udp-check", "--fabric", fabric.toString(), "--count", "200", "--max-size",
+            NupaCli.Run udp = NupaCli.nupa("udp-check", "--fabric", fabric.toString(), "--count", "200", "--max-size",
                     "8000", "10.0.0.6");
             assertEquals(0, udp.status(), udp.out() + udp.err());
             assertTrue(udp.out().contains("200 echoed intact"), udp.out());
@@ -131,7 +131,7 @@ class CNodeConformanceTest {
 
     private static Path createdFabric() throws IOException, InterruptedException {
         Path fabric = ChildJvm.newFabricPath();
-        NupaCommandLineTest.Run made = NupaCommandLineTest.here("fabric", "create", "--fabric", fabric.toString());
+        NupaCli.Run made = NupaCli.here("fabric", "create", "--fabric", fabric.toString());
         assertEquals(0, made.status(), made.err());
         return fabric;
     }
@@ -144,13 +144,13 @@ class CNodeConformanceTest {
     /** Address a's state as `nupa fabric info` prints it ("FREE" when it lists no such line). */
     private static String nodeState(Path fabric, int address) {
         var m = java.util.regex.Pattern.compile("(?m)^\\s+" + address + " (\\w+) ")
-                .matcher(NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString()).out());
+                .matcher(NupaCli.here("fabric", "info", "--fabric", fabric.toString()).out());
         return m.find() ? m.group(1) : "FREE";
     }
 
     /** `nupa fabric info` shows the address FREE again (the C node's leave reclaimed it) or not at all. */
     private static void assertNodeFree(Path fabric, int address) throws IOException, InterruptedException {
-        NupaCommandLineTest.Run info = NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString());
+        NupaCli.Run info = NupaCli.here("fabric", "info", "--fabric", fabric.toString());
         assertEquals(0, info.status(), info.err());
         assertTrue(!java.util.regex.Pattern.compile("(?m)^\\s+" + address + " (UP|JOINING|RECLAIMING) ").matcher(info.out()).find(),
                 "node " + address + " left: " + info.out());

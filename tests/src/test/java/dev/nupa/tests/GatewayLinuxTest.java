@@ -106,7 +106,7 @@ class GatewayLinuxTest {
 
         // The gateway publishes its counters in the fabric: `nupa fabric info` shows them from the file alone.
         // Published every 200 ms: looked at until the pings' datagrams show.
-        NupaCommandLineTest.Run info = fabricInfoWhen(standard.fabric(), out -> published(out, "ipv4_in") >= 10);
+        NupaCli.Run info = fabricInfoWhen(standard.fabric(), out -> published(out, "ipv4_in") >= 10);
         assertEquals(0, info.status(), info.err());
         assertTrue(Pattern.compile("node 0 publishes gateway " + standard.tap() + " 192\\.168\\.77\\.\\d+/24:").matcher(info.out()).find(),
                 info.out());
@@ -248,10 +248,10 @@ class GatewayLinuxTest {
      * `nupa fabric info` of {@code fabric} once its output satisfies {@code ready} (the gateway publishes its counters
      * every 200 ms), or the last one after 10 s, for the assertions to say what was missing.
      */
-    private static NupaCommandLineTest.Run fabricInfoWhen(Path fabric, java.util.function.Predicate<String> ready) throws Exception {
+    private static NupaCli.Run fabricInfoWhen(Path fabric, java.util.function.Predicate<String> ready) throws Exception {
         long deadline = System.nanoTime() + 10_000_000_000L;
         while (true) {
-            NupaCommandLineTest.Run info = NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString());
+            NupaCli.Run info = NupaCli.here("fabric", "info", "--fabric", fabric.toString());
             if (info.status() != 0 || ready.test(info.out()) || System.nanoTime() > deadline) {
                 return info;
             }

@@ -4,128 +4,30 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.node.cli.Main;
-import java.io.ByteArrayOutputStream;
+import static dev.nupa.tests.NupaCli.assertOneLineError;
+import static dev.nupa.tests.NupaCli.builder;
+import static dev.nupa.tests.NupaCli.here;
+import static dev.nupa.tests.NupaCli.nupa;
+
+import dev.nupa.tests.NupaCli.Run;
 import java.io.IOException;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-/**
- * The `nupa` command line as a user meets it: exit codes, one-line errors, the perf contract. Commands run in
- * processes of their own where the process is the point (nodes, perf tools, the demo), refusals and the fabric
- * commands in this JVM ({@link #here}).
- */
+/** The `nupa` command line as a user meets it: nodes, fabric files, checks, exit codes and one-line errors ({@link NupaCli}). */
 @Tag("process")
 class NupaCommandLineTest {
     private final Path fabric = ChildJvm.newFabricPath();
-    private final Path fabrics = Files.createTempDirectory(Path.of("/dev/shm"), "nupa-cli-test-");
-
-    NupaCommandLineTest() throws IOException {
-    }
-
-    record Run(int status, String out, String err) {
-        String lastLine() {
-            String[] lines = out.strip().split("\n");
-            return lines[lines.length - 1];
-        }
-    }
-
-    static Run nupa(String... args) throws IOException, InterruptedException {
-        return nupa(java.util.Map.of(), args);
-    }
-
-    static Run nupa(java.util.Map<String, String> env, String... args) throws IOException, InterruptedException {
-        return nupa(120, env, args);
-    }
-
-    /** A process to run `nupa ARGS` in a JVM of its own, on this JVM's class path. */
-    static ProcessBuilder builder(String... args) {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main"));
-        cmd.addAll(List.of(args));
-        return new ProcessBuilder(cmd);
-    }
-
-    /**
-     * `nupa ARGS` in a JVM of its own, with {@code env} added to this one's environment; after {@code seconds} it and the
-     * processes it started are killed and the test fails.
-     */
-    static Run nupa(long seconds, java.util.Map<String, String> env, String... args) throws IOException, InterruptedException {
-        Path out = Files.createTempFile("nupa-out", ".txt");
-        Path err = Files.createTempFile("nupa-err", ".txt");
-        try {
-            ProcessBuilder b = builder(args).redirectOutput(out.toFile()).redirectError(err.toFile());
-            b.environment().putAll(env);
-            Process p = b.start();
-            if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
-                p.descendants().forEach(ProcessHandle::destroyForcibly);
-                p.destroyForcibly();
-                throw new AssertionError("nupa " + String.join(" ", args) + " did not finish in " + seconds + " s: " + Files.readString(out));
-            }
-            return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
-        } finally {
-            Files.deleteIfExists(out);
-            Files.deleteIfExists(err);
-        }
-    }
-
-    /**
-     * `nupa ARGS` run in this JVM with its output captured: for refusals and the fabric commands, whose point is what
-     * they print and return, not their process (each JVM start costs about 0.4 s here).
-     */
-    static synchronized Run here(String... args) {
-        PrintStream out = System.out;
-        PrintStream err = System.err;
-        ByteArrayOutputStream o = new ByteArrayOutputStream();
-        ByteArrayOutputStream e = new ByteArrayOutputStream();
-        try (PrintStream po = new PrintStream(o, true, StandardCharsets.UTF_8); PrintStream pe = new PrintStream(e, true, StandardCharsets.UTF_8)) {
-            System.setOut(po);
-            System.setErr(pe);
-            int status = Main.run(args);
-            return new Run(status, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(out);
-            System.setErr(err);
-        }
-    }
-
-    /** `nupa ARGS` in a JVM of its own, making its fresh fabric files in this test's own directory (NUPA_FABRIC_DIR). */
-    private Run ownFabrics(String... args) throws IOException, InterruptedException {
-        return nupa(java.util.Map.of("NUPA_FABRIC_DIR", fabrics.toString()), args);
-    }
-
-    /** What the runs of {@link #ownFabrics} left in this test's directory: nothing, if each removed its fabric files. */
-    private List<Path> leftFabrics() throws IOException {
-        try (Stream<Path> s = Files.list(fabrics)) {
-            return s.toList();
-        }
-    }
 
     @AfterEach
     void removeFabric() throws IOException {
         Files.deleteIfExists(fabric);
-        for (Path p : leftFabrics()) {
-            Files.delete(p);
-        }
-        Files.delete(fabrics);
-    }
-
-    private static void assertOneLineError(Run r, int status, String mentions) {
-        assertEquals(status, r.status(), r.err());
-        String err = r.err().strip();
-        assertFalse(err.contains("\n"), "one line, no stack trace: " + err);
-        assertTrue(err.startsWith("nupa: ") && err.contains(mentions), err);
     }
 
     @Test
@@ -210,201 +112,6 @@ class NupaCommandLineTest {
     }
 
     @Test
-    void perfFabricLatKeepsThePerfContract() throws Exception {
-        Path none = fabrics.resolve("none");
-        assertOneLineError(nupa(java.util.Map.of("NUPA_FABRIC_DIR", none.toString()), "perf", "fabric-lat"), 2,
-                "NUPA_FABRIC_DIR=" + none + " is not a directory"); // the tools make their fabric files there
-        Run r = ownFabrics("perf", "fabric-lat", "-n", "5000", "--warmup", "1000", "--json");
-        assertEquals(0, r.status(), r.err());
-        String json = r.lastLine();
-        for (String field : List.of("\"min_ns\":", "\"p50_ns\":", "\"p99_ns\":", "\"p999_ns\":", "\"max_ns\":", "\"floor\":{",
-                "\"ratio\":")) {
-            assertTrue(json.contains(field), field + " in " + json);
-        }
-        assertTrue(Pattern.compile("\"iterations\":5000.*\"floor\":\\{\"bytes\":8,\"iterations\":5000").matcher(json).find(), json);
-        assertTrue(Pattern.compile("\"message_floor\":\\{\"bytes\":64,\"iterations\":5000,.*\"message_ratio\":[0-9.]+,")
-                .matcher(json).find(), "the two-line message floor of a 64-byte frame: " + json);
-        assertTrue(Pattern.compile("\"ring_floor\":\\{\"bytes\":64,\"iterations\":5000,.*\"ring_floor_ratio\":[0-9.]+,"
-                + "\"ring_ratio\":[0-9.]+\\}$").matcher(json).find(), "the ring floor of a 64-byte frame: " + json);
-        assertTrue(Pattern.compile("\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,\"turns\":1,").matcher(json).find(),
-                "5000 iterations make one turn of 5000: " + json);
-        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
-    }
-
-    @Test
-    void perfFabricBwKeepsThePerfContract() throws Exception {
-        Run r = ownFabrics("perf", "fabric-bw", "-s", "4096", "-n", "3000", "--json");
-        assertEquals(0, r.status(), r.err());
-        String json = r.lastLine();
-        assertTrue(Pattern.compile("^\\{\"test\":\"fabric-bw\",\"bytes\":4096,\"iterations\":3000,.*\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+,"
-                + "\"floor\":\\{\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+\\},\"ratio\":[0-9.]+,"
-                + "\"cross_floor\":\\{\"gbit_s\":[0-9.]+\\},\"cross_ratio\":[0-9.]+\\}$").matcher(json).find(), json);
-    }
-
-    @Test
-    void perfRolesRunSeparately() throws Exception {
-        Process server = builder("perf", "fabric-lat", "--server", "--fabric", fabric.toString()).redirectErrorStream(true).start();
-        try {
-            var serverOut = new java.io.BufferedReader(new java.io.InputStreamReader(server.getInputStream()));
-            assertEquals("ready", serverOut.readLine(), "the server says when it is ready");
-            Run client = ownFabrics("perf", "fabric-lat", "--client", "--fabric", fabric.toString(), "-n", "3000", "--warmup", "1000", "--json");
-            assertEquals(0, client.status(), client.err());
-            assertTrue(client.lastLine().startsWith("{\"test\":\"fabric-lat\""), client.out());
-            assertTrue(server.waitFor(30, TimeUnit.SECONDS), "the server ends when its client says goodbye");
-            assertEquals(0, server.exitValue());
-        } finally {
-            server.destroyForcibly();
-        }
-    }
-
-    @Test
-    void perfUdpLatKeepsThePerfContractWithLinuxUdpAsThePeer() throws Exception {
-        Run r = ownFabrics("perf", "udp-lat", "-n", "3000", "--warmup", "1000", "-s", "100", "--json");
-        assertEquals(0, r.status(), r.err());
-        String json = r.lastLine();
-        assertTrue(Pattern.compile("^\\{\"test\":\"udp-lat\",\"bytes\":100,\"round_trip\":true,\"checksums\":\"on\",\"iterations\":3000,\"min_ns\":[0-9.]+,"
-                + "\"p50_ns\":[0-9.]+,.*\"peer\":\\{\"bytes\":100,\"iterations\":3000,.*\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,"
-                + "\"floor\":\\{\"bytes\":8,\"iterations\":3000,.*\"floor_ratio\":[0-9.]+,\"turns\":3\\}$").matcher(json).find(), json);
-        assertTrue(r.out().contains("peer: Linux UDP over loopback"), r.out());
-        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
-    }
-
-    @Test
-    void perfIcmpLatReportsTheFloorRatio() throws Exception {
-        Run r = ownFabrics("perf", "icmp-lat", "-n", "2000", "--warmup", "1000", "--json");
-        assertEquals(0, r.status(), r.err());
-        assertTrue(Pattern.compile("^\\{\"test\":\"icmp-lat\",\"bytes\":64,.*\"p50_ns\":[0-9.]+,.*\"floor\":\\{\"bytes\":8,.*"
-                + "\"floor_ratio\":[0-9.]+,\"turns\":[0-9]+\\}$").matcher(r.lastLine()).find(), r.out());
-    }
-
-    @Test
-    void perfVertxToolsKeepThePerfContractWithVertxOnEpollAsThePeer() throws Exception {
-        for (String tool : List.of("vertx-http", "vertx-grpc")) {
-            Run r = ownFabrics("perf", tool, "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--json");
-            assertEquals(0, r.status(), r.out() + r.err());
-            assertTrue(Pattern.compile("^\\{\"test\":\"" + tool + "\",\"size\":16,\"connections\":1,\"loops\":1,\"turns\":1,"
-                    + "\"ours\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
-                    + "\"peer\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
-                    + "\"ratio\":[0-9.]+,\"latency_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
-            assertTrue(r.out().contains("peer: Vert.x epoll over loopback"), r.out());
-        }
-        Run udp = ownFabrics("perf", "vertx-udp", "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--json");
-        assertEquals(0, udp.status(), udp.out() + udp.err());
-        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-udp\",.*\"ours\":\\{\"msgs_s\":[0-9.]+,.*\"ratio\":[0-9.]+,"
-                + "\"latency_ratio\":null\\}$").matcher(udp.lastLine()).find(), udp.out());
-        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
-    }
-
-    @Test
-    void perfTcpToolsKeepThePerfContractWithLinuxTcpAsThePeer() throws Exception {
-        Run lat = ownFabrics("perf", "tcp-lat", "-n", "2000", "--json");
-        assertEquals(0, lat.status(), lat.err());
-        assertTrue(Pattern.compile("^\\{\"test\":\"tcp-lat\",\"bytes\":1,\"round_trip\":true,\"iterations\":2000,.*\"p50_ns\":[0-9.]+,"
-                + ".*\"peer\":\\{\"bytes\":1,\"iterations\":2000,.*\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,\"turns\":2\\}$")
-                .matcher(lat.lastLine()).find(), lat.out());
-        Run crr = ownFabrics("perf", "tcp-crr", "-n", "60", "--json");
-        assertEquals(0, crr.status(), crr.err());
-        assertTrue(Pattern.compile("^\\{\"test\":\"tcp-crr\",\"iterations\":60,\"msgs_s\":[0-9.]+,\"peer\":\\{\"msgs_s\":[0-9.]+\\},"
-                + "\"ratio\":[0-9.]+,\"ratio_min\":[0-9.]+,\"ratio_max\":[0-9.]+,\"turns\":1,\"alloc_b\":[0-9.]+,"
-                + "\"server_alloc_b\":[0-9.]+,\"gc\":\\{\"client\":\\d+,\"client_longest_ms\":\\d+,\"server\":\\d+,"
-                + "\"server_longest_ms\":\\d+\\},\"gc_all\":\\{\"client\":\\d+,\"client_longest_ms\":\\d+,\"server\":\\d+,"
-                + "\"server_longest_ms\":\\d+\\}\\}$").matcher(crr.lastLine()).find(), crr.out());
-        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
-    }
-
-    @Test
-    void perfTcpLoopbackToolsRunInOneProcessBesideLinuxTcpOver127001() throws Exception {
-        Run lat = ownFabrics("perf", "tcp-lat", "--loopback", "-n", "2000", "--json");
-        assertEquals(0, lat.status(), lat.err());
-        assertTrue(lat.out().contains("over the loopback interface of one node (127.0.0.1)"), lat.out());
-        Matcher l = Pattern.compile("^\\{\"test\":\"tcp-lat\",\"loopback\":true,\"bytes\":1,\"round_trip\":true,\"iterations\":2000,"
-                + ".*?\"p50_ns\":([0-9.]+),.*\"peer\":\\{\"bytes\":1,\"iterations\":2000,.*?\"p50_ns\":([0-9.]+),.*\\},"
-                + "\"alloc_b\":[0-9.]+,\"ratio\":([0-9.]+),\"pooled_ratio\":[0-9.]+,\"turns\":2\\}$").matcher(lat.lastLine());
-        assertTrue(l.find(), lat.out());
-        for (int g = 1; g <= 3; g++) {
-            assertTrue(Double.parseDouble(l.group(g)) > 0, lat.lastLine());
-        }
-        Run bw = ownFabrics("perf", "tcp-bw", "--loopback", "-t", "0.1", "--json");
-        assertEquals(0, bw.status(), bw.err());
-        Matcher b = Pattern.compile("^\\{\"test\":\"tcp-bw\",\"loopback\":true,\"bytes\":65536,\"gbit_s\":([0-9.]+),"
-                + "\"peer\":\\{\"gbit_s\":([0-9.]+)\\},\"ratio\":([0-9.]+)\\}$").matcher(bw.lastLine());
-        assertTrue(b.find(), bw.out());
-        for (int g = 1; g <= 3; g++) {
-            assertTrue(Double.parseDouble(b.group(g)) > 0, bw.lastLine());
-        }
-        assertOneLineError(here("perf", "tcp-crr", "--loopback"), 2, "--loopback goes with tcp-lat and tcp-bw");
-        assertOneLineError(here("perf", "tcp-lat", "--loopback", "--server"), 2, "one process");
-        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
-    }
-
-    @Test
-    void perfRdmaLatencyToolsKeepThePerfContract() throws Exception {
-        String[][] runs = {{"write-lat", "packet", "false"}, {"write-lat", "direct", "false"}, {"send-lat", "direct", "false"},
-                {"read-lat", "direct", "true"}, {"atomic-lat", "packet", "true"}};
-        for (String[] t : runs) {
-            Run r = ownFabrics("perf", t[0], "--mode", t[1], "-n", "2000", "--warmup", "500", "--json");
-            assertEquals(0, r.status(), t[0] + " " + t[1] + ": " + r.err());
-            int bytes = t[0].equals("atomic-lat") ? 8 : 2;
-            assertTrue(Pattern.compile("^\\{\"test\":\"" + t[0] + "\",\"mode\":\"" + t[1] + "\",\"bytes\":" + bytes
-                    + ",\"round_trip\":" + t[2] + ",\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\"stdev_ns\":[0-9.]+,"
-                    + "\"floor\":\\{\"bytes\":8,\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\\},\"ratio\":[0-9.]+,"
-                    + "\"pooled_ratio\":[0-9.]+,\"turns\":1\\}$")
-                    .matcher(r.lastLine()).find(), r.out());
-            assertTrue(r.out().contains("#bytes  #iterations   t_min[usec]   t_max[usec]   t_typical[usec]"), r.out());
-            assertTrue(Pattern.compile("floor p50 [0-9.]+ us, ratio [0-9.]+").matcher(r.out()).find(), r.out());
-        }
-        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
-        assertOneLineError(here("perf", "write-lat", "--mode", "fast"), 2, "--mode must be packet or direct");
-        assertOneLineError(here("perf", "atomic-lat", "-s", "64"), 2, "-s must be 8");
-        assertOneLineError(here("perf", "send-bw", "--tx-depth", "0"), 2, "--tx-depth");
-        assertOneLineError(here("perf", "read-lat", "--server", "--client"), 2, "exclusive");
-    }
-
-    @Test
-    void perfRdmaBandwidthToolsKeepThePerfContract() throws Exception {
-        String[][] runs = {{"write-bw", "direct"}, {"write-bw", "packet"}, {"send-bw", "direct"}, {"read-bw", "direct"}};
-        for (String[] t : runs) {
-            Run r = ownFabrics("perf", t[0], "--mode", t[1], "-s", "4096", "-n", "300", "--json");
-            assertEquals(0, r.status(), t[0] + " " + t[1] + ": " + r.err());
-            assertTrue(Pattern.compile("^\\{\"test\":\"" + t[0] + "\",\"mode\":\"" + t[1] + "\",\"tx_depth\":128,\"bytes\":4096,"
-                    + "\"iterations\":300,\"peak_mb_s\":[0-9.]+,\"avg_mb_s\":[0-9.]+,\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+,"
-                    + "\"floor\":\\{\"mb_s\":[0-9.]+,\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+\\},\"ratio\":[0-9.]+\\}$")
-                    .matcher(r.lastLine()).find(), r.out());
-            assertTrue(r.out().contains("#bytes  #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"), r.out());
-            assertTrue(r.out().contains("floor: single-thread MemorySegment.copy of 4096 bytes"), r.out());
-        }
-        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
-    }
-
-    @Test
-    void perfSuiteWritesEachFiguresMedianAndRangeAsJsonAndATable() throws Exception {
-        Path dir = Files.createTempDirectory("nupa-suite");
-        try {
-            Run r = ownFabrics("perf", "suite", "--runs", "2", "--only", "udp-lat,tcp-crr", "--quick", "--out", dir.toString());
-            assertEquals(0, r.status(), r.err());
-            String json = Files.readString(dir.resolve("suite.json"));
-            assertTrue(json.contains("\"runs\" : 2") && json.contains("\"quick\" : true"), json);
-            for (String command : List.of("./nupa perf udp-lat -n 2000 --warmup 1000", "./nupa perf tcp-crr -n 200")) {
-                assertTrue(json.contains("\"command\" : \"" + command + "\""), command + " in " + json);
-            }
-            assertEquals(2, Pattern.compile("\"test\" : \"udp-lat\"").matcher(json).results().count(), "two runs of udp-lat");
-            String md = Files.readString(dir.resolve("suite.md"));
-            assertTrue(Pattern.compile("\\| TCP connect, 1-byte exchange, close \\| `./nupa perf tcp-crr -n 200` \\| >= 1.0x Linux \\| "
-                    + "[0-9.]+x \\([0-9.]+-[0-9.]+x, 2 runs\\)").matcher(md).find(), md);
-            assertTrue(md.startsWith("Machine: ") && md.contains("CPUs"), md);
-        } finally {
-            try (Stream<Path> files = Files.list(dir)) {
-                for (Path f : files.toList()) {
-                    Files.delete(f);
-                }
-            }
-            Files.delete(dir);
-        }
-        assertOneLineError(here("perf", "suite", "--only", "nope"), 2, "--only names nope");
-        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
-    }
-
-    @Test
     void ipCommandsGiveOneLineErrors() throws Exception {
         assertOneLineError(here("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
         assertOneLineError(here("ping", "--fabric", fabric.toString(), "-s", "65508", "10.0.0.1"), 2, "-s 65508 is out of range");
@@ -452,43 +159,6 @@ class NupaCommandLineTest {
                 "seed takes a number, not \"x\"");
     }
 
-    @Test
-    void perfGrpcEndpointMeasuresBothWays() throws Exception {
-        for (String call : List.of("info", "udp")) {
-            Run r = ownFabrics("perf", "grpc-endpoint", "--call", call, "-n", "300", "--warmup", "100", "--json");
-            assertEquals(0, r.status(), r.err());
-            assertTrue(Pattern.compile("^\\{\"test\":\"grpc-endpoint\",\"call\":\"" + call + "\",\"iterations\":300,.*"
-                    + "\"peer\":\\{\"iterations\":300,.*\"ratio\":[0-9.]+,\"turns\":1}$").matcher(r.lastLine()).find(), r.lastLine());
-        }
-        assertOneLineError(here("perf", "grpc-endpoint", "--call", "bogus"), 2, "--call is info or udp");
-    }
-
-    @Test
-    void demoRunsAndCleansUp() throws Exception {
-        Path report = Files.createTempDirectory("nupa-demo-report-");
-        Run r = ownFabrics("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000",
-                "--report", report.toString());
-        assertEquals(0, r.status(), r.err());
-        assertTrue(r.out().contains("is reported in " + report.resolve("report.html")), r.out());
-        assertTrue(Files.readString(report.resolve("report.html")).contains("Where the time went"), "a traced report");
-        try (Stream<Path> files = Files.list(report)) {
-            for (Path f : files.toList()) {
-                Files.delete(f);
-            }
-        }
-        Files.delete(report);
-        assertTrue(r.out().contains("received 3000 in order, 0 bad"), r.out());
-        assertTrue(r.out().contains("3 packets transmitted, 3 received, 0% packet loss"), r.out());
-        assertTrue(r.out().contains("200 echoed intact, 0 missing"), r.out());
-        assertTrue(r.out().contains("100 echoed intact, 0 failed, 100 closed, 0 left open"), r.out());
-        assertTrue(r.out().contains("1 echoed intact, 0 failed, 1 closed, 0 left open"), r.out());
-        assertTrue(r.out().contains("write-lat: RDMA WRITE ping-pong, mode direct"), r.out());
-        assertTrue(r.out().contains("send-lat: SEND ping-pong"), r.out());
-        assertTrue(r.out().contains("write-bw: RDMA WRITE stream, mode direct"), r.out());
-        assertEquals(4, r.out().split(", ratio ", -1).length - 1, "a floor and a ratio for each RDMA run: " + r.out());
-        assertTrue(r.out().contains("demo ok"), r.out());
-        assertEquals(List.of(), leftFabrics(), "the demo removes its fabric file");
-    }
     @Test
     void captureOverGrpcWritesTheNodesFramesLiveAsPcap() throws Exception {
         Process node = builder("node", "--fabric", fabric.toString(), "--address", "0", "--udp-echo", "9", "--grpc", "127.0.0.1:0")

@@ -122,19 +122,19 @@ class NupaRunTest {
             out.putNextEntry(new JarEntry(entry));
             in.transferTo(out);
         }
-        NupaCommandLineTest.Run r = NupaCommandLineTest.nupa("run", "--fabric", fabric.toString(), "--", "-jar", jar.toString(), "3");
+        NupaCli.Run r = NupaCli.nupa("run", "--fabric", fabric.toString(), "--", "-jar", jar.toString(), "3");
         assertEquals(3, r.status(), r.err());
         assertFalse(Files.exists(fabric), "the program made no Vert.x, so no node and no fabric file");
     }
 
     @Test
     void helpNamesBothFormsOfTheProgram() throws Exception {
-        NupaCommandLineTest.Run r = NupaCommandLineTest.nupa("run", "--help");
+        NupaCli.Run r = NupaCli.nupa("run", "--help");
         assertEquals(0, r.status(), r.err());
         assertTrue(r.out().contains("-- -jar app.jar") && r.out().contains("--fabric=PATH"), r.out());
     }
 
-    private void assertOneLineError(NupaCommandLineTest.Run r, String mentions) {
+    private void assertOneLineError(NupaCli.Run r, String mentions) {
         assertEquals(2, r.status(), r.err());
         String err = r.err().strip();
         assertFalse(err.contains("\n"), "one line, no stack trace: " + err);
@@ -145,14 +145,14 @@ class NupaRunTest {
 
     @Test
     void badInputIsOneLineAndLeavesNothingBehind() throws Exception {
-        assertOneLineError(NupaCommandLineTest.nupa("run", "--", "-cp", programClassPath(), PlainVertxMain.class.getName()),
+        assertOneLineError(NupaCli.nupa("run", "--", "-cp", programClassPath(), PlainVertxMain.class.getName()),
                 "Missing required option: '--fabric=PATH'");
-        assertOneLineError(NupaCommandLineTest.nupa("run", "--fabric", fabric.toString(), "--", "-cp", programClassPath(),
+        assertOneLineError(NupaCli.nupa("run", "--fabric", fabric.toString(), "--", "-cp", programClassPath(),
                 "com.example.NoSuchMain"), "no class com.example.NoSuchMain on the class path");
         Path missing = Path.of("/tmp/nupa-no-such-app-" + java.util.UUID.randomUUID() + ".jar");
-        assertOneLineError(NupaCommandLineTest.nupa("run", "--fabric", fabric.toString(), "--", "-jar", missing.toString()),
+        assertOneLineError(NupaCli.nupa("run", "--fabric", fabric.toString(), "--", "-jar", missing.toString()),
                 "no jar " + missing);
-        assertOneLineError(NupaCommandLineTest.nupa("run", "--fabric", fabric.toString(), "--ip", "10.0.0.300/24", "--", "-cp",
+        assertOneLineError(NupaCli.nupa("run", "--fabric", fabric.toString(), "--ip", "10.0.0.300/24", "--", "-cp",
                 programClassPath(), PlainVertxMain.class.getName()), "nupa.ip");
     }
 }

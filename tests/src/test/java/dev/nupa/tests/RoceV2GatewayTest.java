@@ -145,7 +145,7 @@ class RoceV2GatewayTest {
 
     /** The gateway's counters as `nupa fabric info` shows them from the fabric file (name to value). */
     private static Map<String, Long> gatewayCounters(Path fabric) throws Exception {
-        NupaCommandLineTest.Run info = NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString());
+        NupaCli.Run info = NupaCli.here("fabric", "info", "--fabric", fabric.toString());
         assertEquals(0, info.status(), info.err());
         Map<String, Long> counters = new java.util.TreeMap<>();
         Matcher m = Pattern.compile(" (rocev2_in|rocev2_out|drop_bad_icrc|drop_bad_rocev2) (\\d+)").matcher(info.out());

@@ -24,15 +24,15 @@ class SoakTest {
     }
 
     /** Runs `nupa soak`: longer than NupaCommandLineTest's 120 s allow, for the nodes' starts and the last rounds' ends. */
-    private static NupaCommandLineTest.Run soak(String... args) throws Exception {
+    private static NupaCli.Run soak(String... args) throws Exception {
         List<String> all = new ArrayList<>(List.of("soak"));
         all.addAll(List.of(args));
-        return NupaCommandLineTest.nupa(400, java.util.Map.of(), all.toArray(String[]::new));
+        return NupaCli.nupa(400, java.util.Map.of(), all.toArray(String[]::new));
     }
 
     @Test
     void aShortSoakChecksEveryKindOfTrafficThroughAKillAndRestart() throws Exception {
-        NupaCommandLineTest.Run r = soak("--seconds", "20", "--kill-every", "4", "--seed", "7", "--progress", "10");
+        NupaCli.Run r = soak("--seconds", "20", "--kill-every", "4", "--seed", "7", "--progress", "10");
         String out = r.out() + r.err();
         assertEquals(0, r.status(), out);
         assertTrue(r.out().contains("soak: PASS"), out);
@@ -49,7 +49,7 @@ class SoakTest {
 
     @Test
     void badOptionsAreOneLineWithStatusTwo() throws Exception {
-        NupaCommandLineTest.Run r = NupaCommandLineTest.here("soak", "--seconds", "1");
+        NupaCli.Run r = NupaCli.here("soak", "--seconds", "1");
         assertEquals(2, r.status(), r.out() + r.err());
         assertEquals(1, r.err().strip().lines().count(), r.err());
         assertTrue(r.err().contains("5 s to 7 days"), r.err());

@@ -50,7 +50,7 @@ class VmFabricTest {
     /** A new fabric whose liveness timeouts a JVM under software emulation meets: it may stand still for seconds. */
     private static Path slowFabric() throws Exception {
         Path fabric = ChildJvm.newFabricPath();
-        NupaCommandLineTest.Run made = NupaCommandLineTest.here("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
+        NupaCli.Run made = NupaCli.here("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
                 "60000", "--stall-ms", "60000");
         assertEquals(0, made.status(), made.err());
         return fabric;
@@ -198,7 +198,7 @@ class VmFabricTest {
 
             long bar = Files.size(fabric);
             assertEquals(Long.highestOneBit(before) << 1, bar, "the file grew to the BAR's power of two");
-            NupaCommandLineTest.Run info = NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString());
+            NupaCli.Run info = NupaCli.here("fabric", "info", "--fabric", fabric.toString());
             assertEquals(0, info.status(), "the fabric is still joined after the guest mapped it: " + info.err());
             assertTrue(java.util.regex.Pattern.compile("(?m)^\\s+3 UP ").matcher(info.out()).find(), "node 3 is up: " + info.out());
         } finally {

@@ -46,7 +46,7 @@ class WorkRingTest {
     @BeforeEach
     void nodes() throws Exception {
         fabric = ChildJvm.newFabricPath();
-        NupaCommandLineTest.Run made = NupaCommandLineTest.here("fabric", "create", "--fabric", fabric.toString());
+        NupaCli.Run made = NupaCli.here("fabric", "create", "--fabric", fabric.toString());
         assertEquals(0, made.status(), made.err());
         target = ChildJvm.start("target", Main.class, "node", "--fabric", fabric, "--address", "1", "--rdma-target", "4000");
         target.awaitLine("nupa node: RDMA target on CM port 4000", 60_000);
