@@ -115,10 +115,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** The connections with a timer pending, by deadline (their hooks keep it). */
     final TimerQueue timers = new TimerQueue();
     private final BufferBudget buffers;
-    /** The node's connections that moved off the primary loop, shared by its loops' layers. */
-    final LoopFlows flows;
-    /** Connections another loop handed to this one ({@link #handOff}), taken in by {@link #adoptArrivals}. */
-    private final java.util.concurrent.ConcurrentLinkedQueue<TcpConnection> arrivals = new java.util.concurrent.ConcurrentLinkedQueue<>();
+    /** The moving of connections between the node's loops. */
+    final LoopHandOff loopHandOff;
     private final LoopGroup group;
     private final Listener[] listeners = new Listener[65536];
     private final IsnGenerator isn;
@@ -134,7 +132,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final Segment rstOut = new Segment();
     private final Segment rstRetry = new Segment();
     private final PendingResets pendingResets = new PendingResets();
-    private final TcpConnection.Output output = this::transmit;
+    final TcpConnection.Output output = this::transmit;
     // RFC 6056 3.3.1: start the ephemeral search at a random port, so a process that restarts does
     // not reuse the 4-tuples its previous run may still have in the peer's TIME-WAIT.
     private int nextEphemeral = Ipv4Stack.EPHEMERAL_FIRST
@@ -175,7 +173,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * loop's share of the ephemeral range.
      */
     public TcpLayer(Ipv4Stack ip, TcpLayer primary) {
-        this(ip, primary.defaults, primary.buffers, primary.flows);
+        this(ip, primary.defaults, primary.buffers, primary.loopHandOff.flows);
         if (ip.loop() == 0 || primary.ip.loop() != 0 || ip.loopGroup() != primary.ip.loopGroup()) {
             throw new IllegalArgumentException("a layer shares the budget of its node's primary loop (loop 0 of the same"
                     + " group), not " + primary + " for loop " + ip.loop() + " of " + ip.loopGroup());
@@ -184,8 +182,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     private TcpLayer(Ipv4Stack ip, TcpConfig defaults, BufferBudget buffers, LoopFlows flows) {
         this.buffers = buffers;
-        this.flows = flows;
         this.ip = ip;
+        this.loopHandOff = new LoopHandOff(this, ip, flows);
         this.group = ip.loopGroup();
         this.defaults = defaults;
         this.isn = new IsnGenerator();
@@ -205,7 +203,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** On the liveness thread: queue the node for the owner and wake the loop to run {@link #poll} (rare; may allocate). */
     private void onNodeLost(dev.nupa.device.PeerEvent e, int[] addresses) {
         lostNodes.add(new LostNode(e.address(), addresses));
-        timerWakeup.run();
+        wake();
     }
 
     private void endLostNodes() {
@@ -334,43 +332,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * handed on. On this layer's owner thread; {@code c} must be an established connection an application has.
      */
     public void handOff(TcpConnection c, TcpLayer to) {
-        ip.link().checkOwner();
-        ConnectionHooks h = (ConnectionHooks) c.events();
-        if (to.group != group || to == this) {
-            throw new IllegalArgumentException(to + " is not another event loop of this node (" + group + ")");
-        }
-        if (!h.claimed || h.waiting || !c.state().synchronizedState()) {
-            throw new IllegalStateException("only an established connection that an application holds moves to another"
-                    + " event loop, not " + c);
-        }
-        long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
-        table.remove(key, c);
-        timers.remove(c);
-        ConnectionHooks moved = new ConnectionHooks(to);
-        moved.begin(null, h.user);
-        moved.counted = true;
-        c.moveTo(to.output, moved);
-        to.arrivals.add(c);
-        if (ip.loop() == 0) {
-            flows.put(key, to.ip.loop());
-        }
-        count(TcpCounter.CONNECTIONS_MOVED_OUT);
-        to.timerWakeup.run(); // its loop wakes to take it in
+        loopHandOff.handOff(c, to);
     }
 
     /** Takes in the connections other loops handed to this one; on the owner thread, before using one of them. */
     public void adoptArrivals() {
-        ip.link().checkOwner();
-        TcpConnection c;
-        while ((c = arrivals.poll()) != null) {
-            table.put(ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort()), c);
-            long d = c.deadline();
-            if (d != Long.MAX_VALUE) {
-                timers.schedule(c, d);
-                deadlineMoved(d);
-            }
-            count(TcpCounter.CONNECTIONS_MOVED_IN);
-        }
+        loopHandOff.adoptArrivals();
     }
 
     /**
@@ -705,8 +672,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (!released.isEmpty()) {
             recycleReleased();
         }
-        if (!arrivals.isEmpty()) {
-            adoptArrivals();
+        if (loopHandOff.hasArrivals()) {
+            loopHandOff.adoptArrivals();
         }
         count(TcpCounter.SEGMENTS_IN);
         TcpHeader h = rxHeader;
@@ -755,16 +722,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         int from = ip.receivedFrom();
         s.fromNode = c != null && from == c.via() || learnable(from) ? from : -1;
-        if (c == null && group.loops() > 1 && ip.loop() == 0) {
-            int to = flows.get(key);
-            if (to < 0 && l == null) {
-                to = group.ephemeralOwner(localPort); // a connection another loop opened, from its share of ports
-            }
-            if (to > 0) {
-                count(TcpCounter.SEGMENTS_HANDED_ON);
-                ip.handOver(to, iph);
-                return;
-            }
+        if (c == null && loopHandOff.handOn(key, localPort, l != null, iph)) {
+            return;
         }
         // A segment that may complete a handshake answered with a SYN cookie (RFC 4987 3.6).
         boolean cookieAck = l != null && s.has(Segment.ACK) && !s.has(Segment.SYN) && !s.has(Segment.RST);
@@ -882,7 +841,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** A connection that waits in TIME-WAIT, let go of by its application, goes on waiting as a record; its object is reused. */
     private void toTimeWaitRecord(TcpConnection c, long now) {
         long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
-        flows.remove(key, ip.loop());
+        loopHandOff.forget(key);
         c.moveToTimeWaitRecord(timeWaitRecords, key, now);
         count(TcpCounter.TIME_WAIT_RECORDS);
         deadlineMoved(timeWaitRecords.nextExpiry());
@@ -978,7 +937,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     void deadlineMoved(long d) {
         if (d < nextDeadline) {
             nextDeadline = d;
-            timerWakeup.run();
+            wake();
         }
     }
 
@@ -988,6 +947,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     }
 
     private volatile Runnable timerWakeup = () -> { };
+
+    /** Wakes the datapath loop to poll the layer (from any thread). */
+    void wake() {
+        timerWakeup.run();
+    }
 
     // ---- sending ---------------------------------------------------------------------------
 
