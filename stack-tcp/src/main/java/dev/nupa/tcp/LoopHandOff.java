@@ -45,7 +45,7 @@ final class LoopHandOff {
         ConnectionHooks moved = new ConnectionHooks(to);
         moved.begin(null, h.user);
         moved.counted = true;
-        c.moveTo(to.output, moved);
+        c.moveTo(to.sender.output, moved);
         to.loopHandOff.arrivals.add(c);
         if (ip.loop() == 0) {
             flows.put(key, to.ip().loop());

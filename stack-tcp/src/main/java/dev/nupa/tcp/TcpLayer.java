@@ -1,7 +1,6 @@
 package dev.nupa.tcp;
 
 import dev.nupa.device.Trace;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.io.UncheckedIOException;
@@ -11,12 +10,10 @@ import java.util.ArrayDeque;
 import java.util.EnumMap;
 import java.util.Map;
 
-import dev.nupa.device.FabricDevice;
 import dev.nupa.ip.IpProtocolHandler;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.LoopGroup;
 import dev.nupa.ip.SendStatus;
-import dev.nupa.ip.wire.Checksum;
 import dev.nupa.ip.wire.IcmpHeader;
 import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.ip.wire.Ipv4Header;
@@ -126,13 +123,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     private final TcpHeader rxHeader = new TcpHeader();
     private final TcpOptions rxOptions = new TcpOptions();
     private final Segment rx = new Segment();
-    private final TcpHeader txHeader = new TcpHeader();
-    private final TcpOptions txOptions = new TcpOptions();
-    private final MemorySegment txScratch = Arena.ofAuto().allocate(TcpHeader.MAX_HEADER, 8);
     private final Segment rstOut = new Segment();
-    private final Segment rstRetry = new Segment();
-    private final PendingResets pendingResets = new PendingResets();
-    final TcpConnection.Output output = this::transmit;
+    /** Builds and sends the segments. */
+    final SegmentSender sender;
     // RFC 6056 3.3.1: start the ephemeral search at a random port, so a process that restarts does
     // not reuse the 4-tuples its previous run may still have in the peer's TIME-WAIT.
     private int nextEphemeral = Ipv4Stack.EPHEMERAL_FIRST
@@ -184,6 +177,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         this.buffers = buffers;
         this.ip = ip;
         this.loopHandOff = new LoopHandOff(this, ip, flows);
+        this.sender = new SegmentSender(this, ip);
         this.group = ip.loopGroup();
         this.defaults = defaults;
         this.isn = new IsnGenerator();
@@ -422,7 +416,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             freeDrawn++;
         }
         if (c == null) {
-            c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, output, new ConnectionHooks(this), buffers);
+            c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, sender.output, new ConnectionHooks(this), buffers);
         } else {
             c.reuse(localIp, localPort, remoteIp, remotePort, config, c.events());
             count(TcpCounter.CONNECTIONS_REUSED);
@@ -801,7 +795,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
                 }
                 out.sackPermitted = SynCookies.sackPermitted(options);
             }
-            send(-1, rxLocalIp, remoteIp, remotePort, l.port, out);
+            sender.send(-1, rxLocalIp, remoteIp, remotePort, l.port, out);
             count(TcpCounter.SYN_COOKIES_SENT);
             return;
         }
@@ -859,7 +853,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             return false;
         }
         if (a == TimeWaitTable.ACK) {
-            send(-1, rxLocalIp, remoteIp, remotePort, localPort, rstOut);
+            sender.send(-1, rxLocalIp, remoteIp, remotePort, localPort, rstOut);
         }
         return true;
     }
@@ -879,7 +873,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             out.ack = in.seq + in.segmentLength();
         }
         count(TcpCounter.RESETS_SENT);
-        send(-1, rxLocalIp, remoteIp, remotePort, localPort, out);
+        sender.send(-1, rxLocalIp, remoteIp, remotePort, localPort, out);
     }
 
     // ---- timers ----------------------------------------------------------------------------
@@ -894,8 +888,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (!lostNodes.isEmpty()) {
             endLostNodes();
         }
-        if (!pendingResets.isEmpty()) {
-            sendPendingResets();
+        if (sender.hasPendingResets()) {
+            sender.sendPendingResets();
         }
         if (poolsCheckAt != 0 ? now >= poolsCheckAt : !free.isEmpty() || buffers.hasPooled()) {
             trimIdlePools(now);
@@ -915,7 +909,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             }
         }
         nextDeadline = Math.min(timers.earliest(), timeWaitRecords.nextExpiry());
-        if (!pendingResets.isEmpty()) {
+        if (sender.hasPendingResets()) {
             nextDeadline = Math.min(nextDeadline, now + TcpConnection.BLOCKED_RETRY_NS);
         }
         if (poolsCheckAt != 0) {
@@ -953,97 +947,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         timerWakeup.run();
     }
 
-    // ---- sending ---------------------------------------------------------------------------
-
-    private boolean transmit(TcpConnection c, Segment s) {
-        return send(c.via(), c.localIp(), c.remoteIp(), c.remotePort(), c.localPort(), s);
-    }
-
-    /**
-     * Builds the header (with options) and checksum, and hands header + payload to IP, through fabric node
-     * {@code via} if the connection learned one (-1: IP's route); false if it did not leave.
-     */
-    private boolean send(int via, int localIp, int remoteIp, int remotePort, int localPort, Segment s) {
-        int rc = emit(via, localIp, remoteIp, remotePort, localPort, s);
-        if (rc == FabricDevice.BACK_PRESSURED && s.has(Segment.RST)) {
-            // A reset has no retransmission behind it: kept and sent again when the ring has room (PendingResets).
-            if (pendingResets.add(via, localIp, remoteIp, remotePort, localPort, s.seq, s.ack, s.flags)) {
-                count(TcpCounter.RESETS_QUEUED);
-                deadlineMoved(System.nanoTime() + TcpConnection.BLOCKED_RETRY_NS);
-            } else {
-                count(TcpCounter.RESETS_DROPPED);
-            }
-            return true;
-        }
-        return rc != FabricDevice.BACK_PRESSURED;
-    }
-
-    /** Sends the resets a full ring refused, oldest first, until the ring refuses again. Datapath thread. */
-    private void sendPendingResets() {
-        while (!pendingResets.isEmpty()) {
-            Segment s = rstRetry.clear();
-            s.seq = pendingResets.oldest(5);
-            s.ack = pendingResets.oldest(6);
-            s.flags = pendingResets.oldest(7);
-            int rc = emit(pendingResets.oldest(0), pendingResets.oldest(1), pendingResets.oldest(2), pendingResets.oldest(3),
-                    pendingResets.oldest(4), s);
-            if (rc == FabricDevice.BACK_PRESSURED) {
-                return;
-            }
-            pendingResets.removeOldest(); // sent, or failed for good (the peer is down): like a reset lost on a wire
-        }
-    }
-
     /** Resets waiting for ring room now. */
     public int pendingResets() {
-        return pendingResets.size();
-    }
-
-    /** Builds and hands one segment to IP; returns the device's code. */
-    private int emit(int via, int localIp, int remoteIp, int remotePort, int localPort, Segment s) {
-        TcpOptions o = txOptions.clear();
-        if (s.mss > 0) {
-            o.setMss(s.mss);
-        }
-        if (s.sackPermitted) {
-            o.setSackPermitted(true);
-        }
-        if (s.timestamps) {
-            o.setTimestamps(s.tsVal, s.tsEcr);
-        }
-        if (s.windowScale >= 0) {
-            o.setWindowScale(s.windowScale);
-        }
-        for (int i = 0; i < s.sackBlocks; i++) {
-            o.addSackBlock(s.sackLeft[i], s.sackRight[i]);
-        }
-        int optionBytes = o.length();
-        int hl = TcpHeader.MIN_HEADER + optionBytes;
-        TcpHeader h = txHeader;
-        h.wrapForWrite(txScratch, 0, hl);
-        h.setSourcePort(localPort).setDestinationPort(remotePort).setSequenceNumber(s.seq).setAcknowledgmentNumber(s.ack)
-                .setHeaderLength(hl).setFlags(s.flags).setWindow(s.window).setChecksum(0).setUrgentPointer(0);
-        if (optionBytes > 0) {
-            o.emit(txScratch, TcpHeader.MIN_HEADER);
-        }
-        int payload = s.payloadLength;
-        if (ip.config().computesTo(remoteIp)) {
-            int sum = Checksum.pseudoHeaderSum(localIp, remoteIp, Ipv4Header.PROTOCOL_TCP, hl + payload);
-            sum = Checksum.add(sum, Checksum.sum(txScratch, 0, hl)); // the header is a multiple of 4 bytes
-            if (payload > 0) {
-                sum = Checksum.add(sum, Checksum.sum(s.payload, s.payloadOffset, payload));
-            }
-            h.setChecksum(Checksum.finish(sum));
-        }
-        // Otherwise the lossless-fabric policy (IpConfig) to a node of the fabric: left 0, as Linux leaves it on lo;
-        // receivers with the same policy do not verify (every node of a fabric must agree on it, or TCP segments are
-        // dropped). A segment to beyond the fabric is always checksummed (IpConfig.computesTo).
-        int rc = ip.sendDatagram(via, localIp, remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
-                payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
-        // A full ring is not loss: the connection keeps the segment and retries shortly. Other
-        // failures (peer down, no route) are like loss on a wire; the retransmission timer handles them.
-        count(rc == 0 ? TcpCounter.SEGMENTS_OUT : rc == FabricDevice.BACK_PRESSURED ? TcpCounter.SEND_DEFERRED : TcpCounter.SEND_FAILURES);
-        return rc;
+        return sender.pendingResets();
     }
 
     @Override
