@@ -134,7 +134,7 @@ final class ConnectionHooks implements TcpConnection.Events {
 
     @Override
     public void onReleased(TcpConnection c) {
-        layer.released.addLast(c); // reusable from the layer's next entry (recycleReleased)
+        layer.pool.release(c); // reusable from the layer's next entry (ConnectionPool.recycleReleased)
         if (user != null) {
             user.onReleased(c);
         }

@@ -6,7 +6,6 @@ import java.lang.foreign.ValueLayout;
 import java.io.UncheckedIOException;
 import java.net.NoRouteToHostException;
 import java.nio.ByteOrder;
-import java.util.ArrayDeque;
 import java.util.EnumMap;
 import java.util.Map;
 
@@ -87,21 +86,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** Told of connection milestones and RTT samples; null (the default): nothing is called. */
     TcpObserver observer;
     private final TcpConfig defaults;
-    /**
-     * Closed and released connections, ready for reuse (object, arrays, hooks), so that opening one allocates
-     * nothing and churn leaves the collector nothing to copy. A connection released during the layer's
-     * own processing waits in {@link #released} until the layer's next entry, so no frame still running in
-     * it sees it become another connection.
-     */
-    private final ArrayDeque<TcpConnection> free = new ArrayDeque<>();
-    /** Connections taken from {@link #free} since the last pool check. */
-    private int freeDrawn;
-    /** When the pools are checked next ({@link #trimIdlePools}); 0 while they hold nothing. */
-    private long poolsCheckAt;
-    /** A pool no connection drew from for this long is let go, its memory back to the system. */
-    static final long POOL_IDLE_NS = 1_000_000_000L;
-    final ArrayDeque<TcpConnection> released = new ArrayDeque<>();
-    private int connectionPoolLimit = DEFAULT_CONNECTION_POOL_LIMIT;
+    /** Closed connections ready for reuse. */
+    final ConnectionPool pool;
     int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
     int timeWaiting;
     final ConnectionTable table = new ConnectionTable();
@@ -178,6 +164,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         this.ip = ip;
         this.loopHandOff = new LoopHandOff(this, ip, flows);
         this.sender = new SegmentSender(this, ip);
+        this.pool = new ConnectionPool(this, buffers);
         this.group = ip.loopGroup();
         this.defaults = defaults;
         this.isn = new IsnGenerator();
@@ -370,7 +357,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (localIp == 0) {
             localIp = ip.sourceFor(remoteIp); // RFC 1122 3.3.4.3: the address of the interface it leaves through
         }
-        TcpConnection c = newConnection(localIp, local, remoteIp, remotePort, config, null, events);
+        TcpConnection c = pool.open(localIp, local, remoteIp, remotePort, config, null, events);
         table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
         count(TcpCounter.CONNECTIONS_OPENED);
         c.connect(isn.isn(now, localIp, local, remoteIp, remotePort), now); // its timers reach us through its hooks
@@ -408,62 +395,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
     }
 
-    /** A connection in CLOSED for the 4-tuple: a pooled one when there is one, else a new one. */
-    private TcpConnection newConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Listener l,
-            TcpConnection.Events user) {
-        TcpConnection c = free.pollFirst();
-        if (c != null) {
-            freeDrawn++;
-        }
-        if (c == null) {
-            c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, sender.output, new ConnectionHooks(this), buffers);
-        } else {
-            c.reuse(localIp, localPort, remoteIp, remotePort, config, c.events());
-            count(TcpCounter.CONNECTIONS_REUSED);
-        }
-        ((ConnectionHooks) c.events()).begin(l, user);
-        return c;
-    }
-
-    /**
-     * Lets the pools go that no connection drew from for {@link #POOL_IDLE_NS}: closed connections kept for reuse
-     * and the budget's empty buffers. Kept, they serve churn; once the churn stops (a client that held thousands of
-     * connections died) their memory goes back to the system, as a kernel's would when its sockets close.
-     */
-    private void trimIdlePools(long now) {
-        if (poolsCheckAt != 0) {
-            if (freeDrawn == 0 && !free.isEmpty()) {
-                int n = free.size();
-                free.clear();
-                poolsReleased.accept(n);
-            }
-            freeDrawn = 0;
-            buffers.trimUnused();
-        }
-        poolsCheckAt = !free.isEmpty() || buffers.hasPooled() ? now + POOL_IDLE_NS : 0;
-        if (poolsCheckAt != 0) {
-            deadlineMoved(poolsCheckAt);
-        }
-    }
-
-    private java.util.function.IntConsumer poolsReleased = n -> { };
-
     /**
      * Told, on the datapath thread, how many closed connections the layer let go after they went unused for
-     * {@link #POOL_IDLE_NS}: their objects are garbage now, which the embedding may want collected.
+     * {@link ConnectionPool#IDLE_NS}: their objects are garbage now, which the embedding may want collected.
      */
     public void setPoolReleaseHandler(java.util.function.IntConsumer handler) {
-        poolsReleased = handler == null ? n -> { } : handler;
-    }
-
-    /** Released connections become reusable; called where no connection's processing is under way. */
-    private void recycleReleased() {
-        TcpConnection c;
-        while ((c = released.pollFirst()) != null) {
-            if (free.size() < connectionPoolLimit) {
-                free.addFirst(c);
-            }
-        }
+        pool.setReleaseHandler(handler);
     }
 
     /**
@@ -475,10 +412,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (limit < 0) {
             throw new IllegalArgumentException("connection pool limit " + limit + " is negative; give 0 or more");
         }
-        connectionPoolLimit = limit;
-        while (free.size() > limit) {
-            free.pollLast();
-        }
+        pool.setLimit(limit);
     }
 
     /**
@@ -509,7 +443,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /** How many closed connections wait for reuse now. */
     public int pooledConnections() {
-        return free.size() + released.size();
+        return pool.size();
     }
 
     /** Sets the user's event handler of a connection the layer created (accepted ones start without). */
@@ -542,10 +476,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             if (old == null || old.endTimeWaitForReuse()) {
                 if (old != null) {
                     count(TcpCounter.TIME_WAIT_REUSED);
-                    if (released.peekLast() == old) { // nothing of it runs any more: the new connection takes it
-                        released.pollLast();
-                        free.addFirst(old);
-                    }
+                    pool.reuseAtOnce(old); // nothing of it runs any more: the new connection takes it
                 }
                 return p;
             }
@@ -663,8 +594,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (Trace.ENABLED) {
             Trace.mark(Trace.TCP_IN);
         }
-        if (!released.isEmpty()) {
-            recycleReleased();
+        if (pool.hasReleased()) {
+            pool.recycleReleased();
         }
         if (loopHandOff.hasArrivals()) {
             loopHandOff.adoptArrivals();
@@ -799,7 +730,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             count(TcpCounter.SYN_COOKIES_SENT);
             return;
         }
-        TcpConnection c = newConnection(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
+        TcpConnection c = pool.open(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
         l.halfOpen++;
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
         c.accept(syn, isn.isn(now, rxLocalIp, l.port, remoteIp, remotePort), now);
@@ -822,7 +753,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             halfOpen.supersede(); // leaves the table and the backlog (ConnectionHooks.onClosed)
         }
         l.halfOpen++; // balanced by onEstablished
-        TcpConnection c = newConnection(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
+        TcpConnection c = pool.open(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
         table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
         ack.mss = mss; // the SYN's options as the cookie restored them (TcpConnection.acceptCookie)
         ack.windowScale = SynCookies.windowShift(options);
@@ -882,8 +813,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     /** Runs the connections' timers that are due; returns the earliest next deadline. Datapath thread. */
     @Override
     public long poll(long now) {
-        if (!released.isEmpty()) {
-            recycleReleased();
+        if (pool.hasReleased()) {
+            pool.recycleReleased();
         }
         if (!lostNodes.isEmpty()) {
             endLostNodes();
@@ -891,8 +822,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (sender.hasPendingResets()) {
             sender.sendPendingResets();
         }
-        if (poolsCheckAt != 0 ? now >= poolsCheckAt : !free.isEmpty() || buffers.hasPooled()) {
-            trimIdlePools(now);
+        if (pool.checkDue(now)) {
+            long at = pool.trimIdle(now);
+            if (at != 0) {
+                deadlineMoved(at);
+            }
         }
         if (now < nextDeadline) {
             return nextDeadline;
@@ -912,8 +846,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (sender.hasPendingResets()) {
             nextDeadline = Math.min(nextDeadline, now + TcpConnection.BLOCKED_RETRY_NS);
         }
-        if (poolsCheckAt != 0) {
-            nextDeadline = Math.min(nextDeadline, poolsCheckAt);
+        if (pool.checkAt() != 0) {
+            nextDeadline = Math.min(nextDeadline, pool.checkAt());
         }
         return nextDeadline;
     }
