@@ -102,8 +102,9 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     final LoopHandOff loopHandOff;
     private final LoopGroup group;
     private final Listener[] listeners = new Listener[65536];
-    private final IsnGenerator isn;
-    private final SynCookies cookies;
+    final IsnGenerator isn;
+    /** Answers SYNs for the listeners. */
+    private final ListenerHandshake handshake;
     private final long[] counters = new long[TcpCounter.values().length];
 
     private final TcpHeader rxHeader = new TcpHeader();
@@ -168,7 +169,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         this.group = ip.loopGroup();
         this.defaults = defaults;
         this.isn = new IsnGenerator();
-        this.cookies = new SynCookies();
+        this.handshake = new ListenerHandshake(this);
         ip.register(Ipv4Header.PROTOCOL_TCP, this);
         ip.neighbors().addNodeLostListener(this::onNodeLost);
     }
@@ -654,7 +655,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         boolean cookieAck = l != null && s.has(Segment.ACK) && !s.has(Segment.SYN) && !s.has(Segment.RST);
         if (c != null) {
             if (cookieAck && c.state() == TcpState.SYN_RECEIVED && !c.completesHandshake(s.ack)
-                    && acceptCookie(l, remoteIp, remotePort, s, now, c)) {
+                    && handshake.acceptCookie(l, rxLocalIp, remoteIp, remotePort, s, now, c)) {
                 // The peer's SYN was answered twice: with a cookie while the backlog was full, then (a
                 // retransmitted copy) with state. It took the cookie SYN-ACK; the ACK proves it, so the
                 // cookie wins, where a reset (RFC 9293 3.10.7.4) would kill a connection the peer has established.
@@ -672,14 +673,14 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         }
         if (l != null && !s.has(Segment.RST)) {
             if (s.has(Segment.ACK)) {
-                if (cookieAck && acceptCookie(l, remoteIp, remotePort, s, now, null)) {
+                if (cookieAck && handshake.acceptCookie(l, rxLocalIp, remoteIp, remotePort, s, now, null)) {
                     return;
                 }
                 reset(remoteIp, remotePort, localPort, s); // RFC 9293 3.10.7.2: an ACK to a listener
                 return;
             }
             if (s.has(Segment.SYN)) {
-                synToListener(l, remoteIp, remotePort, s, now);
+                handshake.syn(l, rxLocalIp, remoteIp, remotePort, s, now);
             }
             return;
         }
@@ -695,72 +696,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      */
     private boolean learnable(int from) {
         return from >= 0 && !group.isLoop(from);
-    }
-
-    private void synToListener(Listener l, int remoteIp, int remotePort, Segment syn, long now) {
-        count(TcpCounter.SYNS_RECEIVED);
-        if (l.halfOpen >= l.backlog) {
-            // RFC 4987 3.6: no state; the ISN carries what the ACK must prove.
-            count(TcpCounter.SYN_BACKLOG_FULL);
-            int mss = Math.min(l.config.mss(), syn.mss > 0 ? syn.mss : 536);
-            // Linux's cookie_init_timestamp: window scale and SACK-permitted ride in the TSval's low
-            // bits; without a timestamp in the SYN the connection goes without them (tcp_conn_request).
-            boolean timestamps = l.config.timestamps() && syn.timestamps;
-            int options = timestamps
-                    ? SynCookies.options(l.config.windowScaling() ? syn.windowScale : -1, l.config.sack() && syn.sackPermitted)
-                    : SynCookies.NO_TIMESTAMPS;
-            int cookie = cookies.encode(now, rxLocalIp, l.port, remoteIp, remotePort, syn.seq, mss, options);
-            Segment out = rstOut.clear();
-            out.flags = Segment.SYN | Segment.ACK;
-            out.seq = cookie;
-            out.ack = syn.seq + 1;
-            out.window = Math.min(l.config.receiveBuffer(), 65_535); // RFC 7323 2.2: never scaled in a SYN
-            out.mss = l.config.mss();
-            if (timestamps) {
-                long base = cookies.timestampBase(rxLocalIp, l.port, remoteIp, remotePort);
-                out.timestamps = true;
-                out.tsVal = SynCookies.timestampValue(TcpConnection.timestampClock(now, base), options);
-                out.tsEcr = syn.tsVal;
-                if (SynCookies.windowShift(options) >= 0) {
-                    out.windowScale = l.config.receiveWindowShift(); // RFC 7323 2.2: only if the SYN offered one
-                }
-                out.sackPermitted = SynCookies.sackPermitted(options);
-            }
-            sender.send(-1, rxLocalIp, remoteIp, remotePort, l.port, out);
-            count(TcpCounter.SYN_COOKIES_SENT);
-            return;
-        }
-        TcpConnection c = pool.open(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
-        l.halfOpen++;
-        table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
-        c.accept(syn, isn.isn(now, rxLocalIp, l.port, remoteIp, remotePort), now);
-    }
-
-    /**
-     * The ACK completing a handshake answered with a SYN cookie: a valid cookie opens the connection,
-     * with the options its TSecr echoes (Linux's cookie_timestamp_decode; the MAC covers them). A valid
-     * cookie supersedes {@code halfOpen}, the same peer's SYN-RECEIVED connection, if there is one.
-     */
-    private boolean acceptCookie(Listener l, int remoteIp, int remotePort, Segment ack, long now, TcpConnection halfOpen) {
-        int options = SynCookies.optionsFromEcho(ack.timestamps, ack.tsEcr);
-        int mss = cookies.decode(now, rxLocalIp, l.port, remoteIp, remotePort, ack.seq, ack.ack - 1, options);
-        if (mss <= 0) {
-            count(TcpCounter.SYN_COOKIES_REJECTED);
-            return false;
-        }
-        count(TcpCounter.SYN_COOKIES_ACCEPTED);
-        if (halfOpen != null) {
-            halfOpen.supersede(); // leaves the table and the backlog (ConnectionHooks.onClosed)
-        }
-        l.halfOpen++; // balanced by onEstablished
-        TcpConnection c = pool.open(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
-        table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
-        ack.mss = mss; // the SYN's options as the cookie restored them (TcpConnection.acceptCookie)
-        ack.windowScale = SynCookies.windowShift(options);
-        ack.sackPermitted = SynCookies.sackPermitted(options);
-        c.acceptCookie(ack, ack.ack - 1, ack.seq - 1, cookies.timestampBase(rxLocalIp, l.port, remoteIp, remotePort),
-                now);
-        return true;
     }
 
     /** A connection that waits in TIME-WAIT, let go of by its application, goes on waiting as a record; its object is reused. */
