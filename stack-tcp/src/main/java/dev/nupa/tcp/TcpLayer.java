@@ -93,10 +93,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /** Builds and sends the segments. */
     final SegmentSender sender;
-    // RFC 6056 3.3.1: start the ephemeral search at a random port, so a process that restarts does
-    // not reuse the 4-tuples its previous run may still have in the peer's TIME-WAIT.
-    private int nextEphemeral = Ipv4Stack.EPHEMERAL_FIRST
-            + java.util.concurrent.ThreadLocalRandom.current().nextInt(65536 - Ipv4Stack.EPHEMERAL_FIRST);
+    /** The local ports connections take. */
+    private final LocalPorts ports;
     /** The earliest time any connection asked to be polled (its deadline after its last call). */
     private volatile long nextDeadline = Long.MAX_VALUE;
 
@@ -150,6 +148,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         this.sender = new SegmentSender(this, ip);
         this.pool = new ConnectionPool(this, buffers);
         this.demux = new SegmentDemux(this, listeners);
+        this.ports = new LocalPorts(this, listeners);
         ip.register(Ipv4Header.PROTOCOL_TCP, this);
         ip.neighbors().addNodeLostListener(this::onNodeLost);
     }
@@ -334,7 +333,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             throw new UncheckedIOException(new NoRouteToHostException(why.message() + ": " + Ipv4Address.toString(remoteIp)
                     + ":" + remotePort + " (" + SendStatus.describe(reach) + ")"));
         }
-        int local = localPort != 0 ? localPort : ephemeralPort(remoteIp, remotePort);
+        int local = localPort != 0 ? localPort : ports.ephemeral(remoteIp, remotePort);
         if (localIp == 0) {
             localIp = ip.sourceFor(remoteIp); // RFC 1122 3.3.4.3: the address of the interface it leaves through
         }
@@ -351,29 +350,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * listens or has a connection (EADDRINUSE), or, with several loops, the port is not this loop's to receive on.
      */
     public void checkBindable(int localIp, int localPort) {
-        if (localIp != 0 && !ip.isLocal(localIp)) {
-            throw new IllegalArgumentException("Cannot assign requested address: " + Ipv4Address.toString(localIp)
-                    + " is not an address of this node (" + Ipv4Address.toString(ip.address()) + ", 127.0.0.0/8)");
-        }
-        if (localPort == 0) {
-            return;
-        }
-        if (localPort < 1 || localPort > 65535) {
-            throw new IllegalArgumentException("TCP port " + localPort + " is outside 0..65535");
-        }
-        if (ip.loop() != 0 && group.ephemeralOwner(localPort) != ip.loop()) {
-            throw new IllegalArgumentException("Address already in use: port " + localPort + " belongs to another event loop"
-                    + " of this node (each takes its own share of ports); bind port 0 or use one loop");
-        }
-        if (listeners[localPort] != null) {
-            throw new IllegalArgumentException("Address already in use: TCP port " + localPort + " listens on this node");
-        }
-        for (TcpConnection c : table.all()) {
-            if (c.localPort() == localPort) {
-                throw new IllegalArgumentException("Address already in use: TCP port " + localPort + " has a connection ("
-                        + c + ")");
-            }
-        }
+        ports.checkBindable(localIp, localPort);
     }
 
     /**
@@ -431,39 +408,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public void setEvents(TcpConnection c, TcpConnection.Events events) {
         ip.link().checkOwner();
         ((ConnectionHooks) c.events()).user = events;
-    }
-
-    private int ephemeralPort(int remoteIp, int remotePort) {
-        int span = 65536 - Ipv4Stack.EPHEMERAL_FIRST;
-        for (int i = 0; i < span; i++) {
-            int p = nextEphemeral;
-            nextEphemeral = p == 65535 ? Ipv4Stack.EPHEMERAL_FIRST : p + 1;
-            if (listeners[p] != null || group.loops() > 1 && (group.ephemeralOwner(p) != ip.loop() || group.isTcpListening(p))) {
-                continue; // with several loops, each takes ports of its own share (the primary hands segments on by port)
-            }
-            long key = ConnectionTable.key(remoteIp, remotePort, p);
-            TcpConnection old = table.get(key);
-            // The port's last connection to this peer, if any, is the oldest of the round: one waiting in
-            // TIME-WAIT gives way (RFC 6191), so churn faster than ports leave TIME-WAIT does not run out.
-            int record = old == null && timeWaitRecords.size() > 0 ? timeWaitRecords.find(key) : -1;
-            if (record >= 0) {
-                if (!timeWaitRecords.timestamps(record)) {
-                    continue; // without timestamps, PAWS cannot keep the old connection's duplicates out
-                }
-                timeWaitRecords.remove(record);
-                count(TcpCounter.TIME_WAIT_REUSED);
-                return p;
-            }
-            if (old == null || old.endTimeWaitForReuse()) {
-                if (old != null) {
-                    count(TcpCounter.TIME_WAIT_REUSED);
-                    pool.reuseAtOnce(old); // nothing of it runs any more: the new connection takes it
-                }
-                return p;
-            }
-        }
-        throw new IllegalStateException("no ephemeral TCP port is free toward " + Ipv4Address.toString(remoteIp) + ":"
-                + remotePort + " (all " + span + " in use); close some connections");
     }
 
     /** How many connections the layer holds, in any state; from another thread it asks the owner (blocking). */
