@@ -95,6 +95,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     final SegmentSender sender;
     /** The local ports connections take. */
     private final LocalPorts ports;
+    /** Ends the connections to peers that died. */
+    private final LostPeers lostPeers;
     /** The earliest time any connection asked to be polled (its deadline after its last call). */
     private volatile long nextDeadline = Long.MAX_VALUE;
 
@@ -150,28 +152,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         this.demux = new SegmentDemux(this, listeners);
         this.ports = new LocalPorts(this, listeners);
         ip.register(Ipv4Header.PROTOCOL_TCP, this);
-        ip.neighbors().addNodeLostListener(this::onNodeLost);
-    }
-
-    // ---- peers' death (the liveness thread hands it to the owner) --------------------------------
-
-    /** Nodes whose death the liveness thread reported, with the addresses they held; the owner ends their connections. */
-    private record LostNode(int node, int[] addresses) {
-    }
-
-    private final java.util.concurrent.ConcurrentLinkedQueue<LostNode> lostNodes = new java.util.concurrent.ConcurrentLinkedQueue<>();
-
-    /** On the liveness thread: queue the node for the owner and wake the loop to run {@link #poll} (rare; may allocate). */
-    private void onNodeLost(dev.nupa.device.PeerEvent e, int[] addresses) {
-        lostNodes.add(new LostNode(e.address(), addresses));
-        wake();
-    }
-
-    private void endLostNodes() {
-        LostNode n;
-        while ((n = lostNodes.poll()) != null) {
-            endConnectionsTo(n.node(), n.addresses());
-        }
+        this.lostPeers = new LostPeers(this);
+        ip.neighbors().addNodeLostListener(lostPeers::onNodeLost);
     }
 
     /**
@@ -183,27 +165,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * buffers and keeps old duplicates of a restarted peer out. Owner thread; returns how many it ended.
      */
     public int endConnectionsTo(int node, int[] addresses) {
-        ip.link().checkOwner();
-        int ended = 0;
-        for (TcpConnection c : table.all()) {
-            TcpState st = c.state();
-            if (st == TcpState.TIME_WAIT || st == TcpState.CLOSED || c.via() != node && !contains(addresses, c.remoteIp())) {
-                continue;
-            }
-            count(TcpCounter.PEER_DOWN_RESETS);
-            c.hardError(st == TcpState.SYN_SENT ? TcpError.HOST_UNREACHABLE : TcpError.RESET);
-            ended++;
-        }
-        return ended;
-    }
-
-    private static boolean contains(int[] a, int v) {
-        for (int x : a) {
-            if (x == v) {
-                return true;
-            }
-        }
-        return false;
+        return lostPeers.endConnectionsTo(node, addresses);
     }
 
     public Ipv4Stack ip() {
@@ -503,8 +465,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (pool.hasReleased()) {
             pool.recycleReleased();
         }
-        if (!lostNodes.isEmpty()) {
-            endLostNodes();
+        if (lostPeers.pending()) {
+            lostPeers.endLost();
         }
         if (sender.hasPendingResets()) {
             sender.sendPendingResets();
