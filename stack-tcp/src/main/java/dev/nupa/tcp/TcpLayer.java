@@ -19,7 +19,10 @@ import dev.nupa.l2.Link;
  * segments to connections by (remote address, remote port, local port), answers SYNs for
  * listeners (with SYN cookies once a listener's SYN backlog is full, RFC 4987), resets segments for
  * which there is no connection (RFC 9293 3.10.7.1), builds and checksums outgoing segments, and
- * runs the connections' timers from the datapath loop.
+ * runs the connections' timers from the datapath loop. This class is the layer's face: its user calls,
+ * tables and timers; the work is done by its parts, {@link SegmentDemux} (receiving), {@link ListenerHandshake},
+ * {@link SegmentSender} (sending), {@link ConnectionPool}, {@link LocalPorts}, {@link LoopHandOff} and
+ * {@link LostPeers}.
  *
  * <p><b>Threading.</b> The layer and its connections belong to the link's owner thread (see
  * {@link Link}'s threading), as IP does: segments, timers and user calls all run there, so nothing
@@ -69,33 +72,30 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public static final int DEFAULT_TIME_WAIT_LIMIT = 16_384;
 
     private final Ipv4Stack ip;
+    private final LoopGroup group;
+    private final TcpConfig defaults;
+    private final BufferBudget buffers;
     /** Told of connection milestones and RTT samples; null (the default): nothing is called. */
     TcpObserver observer;
-    private final TcpConfig defaults;
-    /** Closed connections ready for reuse. */
-    final ConnectionPool pool;
-    int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
-    int timeWaiting;
     final ConnectionTable table = new ConnectionTable();
+    /** The listeners by port. */
+    private final Listener[] listeners = new Listener[65536];
     /** Connections in TIME-WAIT that their application let go of, as records rather than objects. */
     final TimeWaitTable timeWaitRecords = new TimeWaitTable();
+    int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
+    /** Connection objects waiting in TIME-WAIT. */
+    int timeWaiting;
     /** The connections with a timer pending, by deadline (their hooks keep it). */
     final TimerQueue timers = new TimerQueue();
-    private final BufferBudget buffers;
-    /** The moving of connections between the node's loops. */
-    final LoopHandOff loopHandOff;
-    private final LoopGroup group;
-    private final Listener[] listeners = new Listener[65536];
-    final IsnGenerator isn;
-    /** Finds what each received segment is for. */
-    private final SegmentDemux demux;
+    final IsnGenerator isn = new IsnGenerator();
     private final long[] counters = new long[TcpCounter.values().length];
 
-    /** Builds and sends the segments. */
+    // The layer's parts (see the class comment); the per-segment path calls them as final classes.
     final SegmentSender sender;
-    /** The local ports connections take. */
+    final ConnectionPool pool;
+    final LoopHandOff loopHandOff;
+    private final SegmentDemux demux;
     private final LocalPorts ports;
-    /** Ends the connections to peers that died. */
     private final LostPeers lostPeers;
     /** The earliest time any connection asked to be polled (its deadline after its last call). */
     private volatile long nextDeadline = Long.MAX_VALUE;
@@ -145,27 +145,14 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         this.ip = ip;
         this.group = ip.loopGroup();
         this.defaults = defaults;
-        this.isn = new IsnGenerator();
         this.loopHandOff = new LoopHandOff(this, ip, flows);
         this.sender = new SegmentSender(this, ip);
         this.pool = new ConnectionPool(this, buffers);
         this.demux = new SegmentDemux(this, listeners);
         this.ports = new LocalPorts(this, listeners);
-        ip.register(Ipv4Header.PROTOCOL_TCP, this);
         this.lostPeers = new LostPeers(this);
+        ip.register(Ipv4Header.PROTOCOL_TCP, this);
         ip.neighbors().addNodeLostListener(lostPeers::onNodeLost);
-    }
-
-    /**
-     * Ends at once every connection to fabric node {@code node}, or to one of the {@code addresses} it held, because
-     * that node died or restarted: its state is gone, so nothing will ever answer. A connection still opening
-     * (SYN-SENT) fails with "No route to host" (EHOSTUNREACH), as Linux's tcp_v4_err ends a connect on a hard ICMP
-     * error; any other, SYN-RECEIVED included, is reset ("connection reset by peer"), as Linux's tcp_reset then
-     * tcp_done; no segment is sent. Their buffers go back to the budget. TIME-WAIT is left to run out: it holds no
-     * buffers and keeps old duplicates of a restarted peer out. Owner thread; returns how many it ended.
-     */
-    public int endConnectionsTo(int node, int[] addresses) {
-        return lostPeers.endConnectionsTo(node, addresses);
     }
 
     public Ipv4Stack ip() {
@@ -246,6 +233,18 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         group.setTcpListening(port, false);
     }
 
+    /**
+     * Ends at once every connection to fabric node {@code node}, or to one of the {@code addresses} it held, because
+     * that node died or restarted: its state is gone, so nothing will ever answer. A connection still opening
+     * (SYN-SENT) fails with "No route to host" (EHOSTUNREACH), as Linux's tcp_v4_err ends a connect on a hard ICMP
+     * error; any other, SYN-RECEIVED included, is reset ("connection reset by peer"), as Linux's tcp_reset then
+     * tcp_done; no segment is sent. Their buffers go back to the budget. TIME-WAIT is left to run out: it holds no
+     * buffers and keeps old duplicates of a restarted peer out. Owner thread; returns how many it ended.
+     */
+    public int endConnectionsTo(int node, int[] addresses) {
+        return lostPeers.endConnectionsTo(node, addresses);
+    }
+
     // ---- moving connections between the node's loops ---------------------------------------
 
     /**
@@ -262,6 +261,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public void adoptArrivals() {
         loopHandOff.adoptArrivals();
     }
+
+    // ---- opening connections (the owner thread) ---------------------------------------------
 
     /**
      * Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once.
@@ -314,6 +315,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     public void checkBindable(int localIp, int localPort) {
         ports.checkBindable(localIp, localPort);
     }
+
+    // ---- settings, and what the layer holds (for tools and tests) ---------------------------
 
     /**
      * Told, on the datapath thread, how many closed connections the layer let go after they went unused for
@@ -458,7 +461,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     // ---- timers ----------------------------------------------------------------------------
 
-
     /** Runs the connections' timers that are due; returns the earliest next deadline. Datapath thread. */
     @Override
     public long poll(long now) {
@@ -529,6 +531,8 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     void wake() {
         timerWakeup.run();
     }
+
+    // ---- sending ---------------------------------------------------------------------------
 
     /** Resets waiting for ring room now. */
     public int pendingResets() {
