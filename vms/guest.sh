@@ -9,15 +9,18 @@
 #                                     boots N guests at once, each line of their consoles prefixed "guestK: ";
 #                                     GUEST in a KEY=VALUE stands for K (0..N-1), K:KEY=VALUE is guest K's alone,
 #                                     and each NIC gets its own MAC; --doorbells: an ivshmem server for their
-#                                     run --doorbell while they run;
+#                                     run --doorbell while they run; K:serve=1: guest K serves the others and
+#                                     is sent "stop" on a command channel once they have powered off;
 #                                     returns when all have powered off, non-zero if one failed
-#   vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [--doorbell SOCKET] [KEY=VALUE ...]
+#   vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [--doorbell SOCKET] [--control SOCKET] [KEY=VALUE ...]
 #                                     boots one guest whose ivshmem-plain device is backed by the fabric file
 #                                     FABRIC, prints the guest's console, and returns when the guest powers off.
 #                                     --doorbell: an ivshmem-doorbell device instead, from the ivshmem server on
 #                                     SOCKET, on a q35 machine with an IOMMU, bound to vfio-pci in the guest
 #                                     (nupa's --device vfio:BDF: interrupts between guests);
 #                                     --bridge: a virtio-net NIC whose TAP joins bridge BR (in this namespace);
+#                                     --control: a command channel, the guest's ttyS1 on a Unix socket that QEMU
+#                                     listens on: a line "stop" ends the guest's nupa runs (SIGTERM), as `send`;
 #                                     KEY=VALUE pairs reach the guest's /init as nupa.KEY=VALUE on the kernel's
 #                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST, and
 #                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong) and
@@ -26,6 +29,7 @@
 #                                     --java; vms/init.sh), uio=1 (the ivshmem device to uio_pci_generic, UIO
 #                                     standing for its /dev/uioN in nupa=). --java: the Java initramfs too, and 1 GiB
 #                                     of memory
+#   vms/guest.sh send SOCKET LINE     sends LINE (stop) to the guest whose command channel is SOCKET (run --control)
 #   vms/guest.sh server DIR SOCKET FABRIC
 #                                     the ivshmem server (vms/ivshmem-server.c, built into DIR): hands FABRIC and
 #                                     an eventfd a guest to each ivshmem-doorbell device that connects to SOCKET
@@ -161,12 +165,13 @@ build_java() {
 run() {
   local dir=$1 fabric=$2
   shift 2
-  local nic=(-nic none) args="" bridge="" initrd="$dir/initramfs.cpio.gz" memory=256 mac=52:54:00:12:34:56 doorbell=""
+  local nic=(-nic none) args="" bridge="" initrd="$dir/initramfs.cpio.gz" memory=256 mac=52:54:00:12:34:56 doorbell="" control=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --bridge) bridge=$2; shift 2 ;;
       --mac) mac=$2; shift 2 ;;
       --doorbell) doorbell=$2; shift 2 ;;
+      --control) control=$2; shift 2 ;;
       --java)
         [ -f "$dir/initrd-java.cpio.gz" ] || die "no Java in $dir: vms/guest.sh build $dir --java first"
         initrd="$dir/initrd-java.cpio.gz"; memory=1024; shift ;;
@@ -203,8 +208,14 @@ run() {
     ivshmem=(-chardev "socket,path=$doorbell,id=ivs" -device ivshmem-doorbell,chardev=ivs,vectors=1,addr=04.0)
     args="$args intel_iommu=on nupa.vfio=1"
   fi
+  local channel=()
+  if [ -n "$control" ]; then
+    # The command channel: the guest's second serial port (ttyS1) on a Unix socket QEMU listens on.
+    channel=(-chardev "socket,id=ctl,path=$control,server=on,wait=off" -serial mon:stdio -serial chardev:ctl)
+    args="$args nupa.control=1"
+  fi
   timeout "${GUEST_TIMEOUT:-120}" qemu-system-x86_64 -accel tcg -cpu max "${machine[@]}" -m "$memory" -smp 1 -nographic -no-reboot \
-    "${nic[@]}" -kernel "$dir/vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet loglevel=3$args" "${ivshmem[@]}"
+    "${nic[@]}" "${channel[@]}" -kernel "$dir/vmlinuz" -initrd "$initrd" -append "console=ttyS0 panic=-1 quiet loglevel=3$args" "${ivshmem[@]}"
 }
 
 server() {
@@ -214,11 +225,20 @@ server() {
   exec "$dir/ivshmem-server" "$socket" "$fabric"
 }
 
+# Sends one line to a guest's command channel (run --control SOCKET).
+send() {
+  python3 -c 'import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.sendall(sys.argv[2].encode() + b"\n")
+s.close()' "$1" "$2" || { echo "guest.sh: could not send $2 to the guest on $1" >&2; return 1; }
+}
+
 many() {
   local dir=$1 fabric=$2 n=$3 k status=0
   shift 3
   [ "$n" -ge 1 ] 2>/dev/null || die "many: N must be a number of guests, 1 or more"
-  local pids=() extra=()
+  local pids=() extra=() servers=() channels=()
   if [ "${1:-}" = --doorbells ]; then
     shift
     [ -x "$dir/ivshmem-server" ] || die "no ivshmem server in $dir: vms/guest.sh build $dir first"
@@ -241,20 +261,32 @@ many() {
         a+=("${x//GUEST/$k}")
       fi
     done
-    (set -o pipefail; run "$dir" "$fabric" --mac "$(printf '52:54:00:4e:50:%02x' "$k")" "${extra[@]}" "${a[@]}" 2>&1 \
+    # serve=1: guest K serves the others; once they have powered off, it is sent "stop" on its command channel.
+    local b=() ctl=() serve=0
+    for x in "${a[@]}"; do
+      if [ "$x" = serve=1 ]; then serve=1; else b+=("$x"); fi
+    done
+    [ "$serve" = 1 ] && ctl=(--control "$(mktemp -u "${TMPDIR:-/tmp}/nupa-guest$k-XXXXXX")")
+    (set -o pipefail; run "$dir" "$fabric" --mac "$(printf '52:54:00:4e:50:%02x' "$k")" "${extra[@]}" "${ctl[@]}" "${b[@]}" 2>&1 \
       | sed -u "s/^/guest$k: /") &
-    pids+=($!)
+    if [ "$serve" = 1 ]; then servers+=($!); channels+=("${ctl[1]}"); else pids+=($!); fi
   done
   for k in "${pids[@]}"; do wait "$k" || status=1; done
+  if [ ${#pids[@]} -gt 0 ]; then
+    for k in "${channels[@]}"; do send "$k" stop || status=1; done
+  fi
+  for k in "${servers[@]}"; do wait "$k" || status=1; done
+  for k in "${channels[@]}"; do rm -f "$k"; done
   [ -z "${ivshmem_pid:-}" ] || { kill "$ivshmem_pid" 2>/dev/null; wait "$ivshmem_pid" 2>/dev/null; ivshmem_pid=""; }
   return $status
 }
 
 case "${1:-}" in
   build) [ $# -eq 2 ] || [ $# -eq 3 ] && [ "${3:---java}" = --java ] || die "usage: vms/guest.sh build DIR [--java]"; build "$2" "${3:-}" ;;
-  run) [ $# -ge 3 ] || die "usage: vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [--doorbell SOCKET] [KEY=VALUE ...]"
+  run) [ $# -ge 3 ] || die "usage: vms/guest.sh run DIR FABRIC [--bridge BR] [--java] [--mac MAC] [--doorbell SOCKET] [--control SOCKET] [KEY=VALUE ...]"
     shift; run "$@" ;;
   many) [ $# -ge 4 ] || die "usage: vms/guest.sh many DIR FABRIC N [--doorbells] [run's options] [KEY=VALUE ...]"; shift; many "$@" ;;
   server) [ $# -eq 4 ] || die "usage: vms/guest.sh server DIR SOCKET FABRIC"; shift; server "$@" ;;
-  *) die "usage: vms/guest.sh build DIR [--java] | run DIR FABRIC ... | many DIR FABRIC N ... | server DIR SOCKET FABRIC" ;;
+  send) [ $# -eq 3 ] || die "usage: vms/guest.sh send SOCKET LINE"; send "$2" "$3" ;;
+  *) die "usage: vms/guest.sh build DIR [--java] | run DIR FABRIC ... | many DIR FABRIC N ... | server DIR SOCKET FABRIC | send SOCKET LINE" ;;
 esac

@@ -1,7 +1,8 @@
 #!/bin/busybox sh
 # The guest's /init: mounts the kernel's file systems, finds the ivshmem device (vendor 1af4, device 1110),
 # enables it and reads the fabric through its BAR2 with fabric-peek, runs what the kernel's command line asks
-# (nupa.KEY=VALUE: nupa, uio, vfio, ip, route, ping, pingpong, rping, perftest; vms/guest.sh lists them), then powers off.
+# (nupa.KEY=VALUE: nupa, uio, vfio, control, ip, route, ping, pingpong, rping, perftest; vms/guest.sh lists them), then
+# powers off.
 /bin/busybox --install -s /bin
 mkdir -p /proc /sys /dev /tmp
 mount -t proc proc /proc
@@ -47,6 +48,18 @@ for d in /sys/bus/pci/devices/*; do
   fi
 done
 [ "$found" = 1 ] || echo "nupa-guest: no ivshmem device"
+# The command channel (guest.sh run --control SOCKET): lines from the host on the second serial port. "stop" ends
+# the nupa run going on with SIGTERM (a node prints its counters and leaves the fabric) and skips those still to come.
+if [ "$(arg control)" = 1 ] && [ -e /dev/ttyS1 ]; then
+  stty -F /dev/ttyS1 raw -echo 2>/dev/null
+  (while read -r cmd; do
+    case "$cmd" in
+      stop) touch /tmp/nupa.stop; [ -f /tmp/nupa.pid ] && kill -TERM "$(cat /tmp/nupa.pid)" 2>/dev/null ;;
+      *) echo "nupa-guest: unknown command on the channel: $cmd" ;;
+    esac
+  done < /dev/ttyS1) &
+  echo "nupa-guest: command channel on ttyS1"
+fi
 # The nupa command on Java (run --java), one run after another: nupa=RUN;RUN..., each RUN its arguments joined by
 # commas, IVSHMEM standing for the device's PCI address and UIO for its /dev/uioN (uio=1): ping,--device,pci:IVSHMEM,...
 # is a fabric node in the guest, on the BAR the host's file backs.
@@ -54,10 +67,20 @@ np=$(arg nupa | sed "s/IVSHMEM/$bdf/g; s|UIO|/dev/$uio|g")
 if [ -n "$np" ]; then
   echo "$np" | tr ';' '\n' | while read -r run; do
     set -f; set -- $(echo "$run" | tr ',' ' '); set +f # split on the commas alone, no globbing
+    if [ -f /tmp/nupa.stop ]; then echo "nupa-guest: nupa $1 not run: stopped"; continue; fi
     echo "nupa-guest: nupa $*"
     /opt/nupa/jrt/bin/java --enable-native-access=ALL-UNNAMED -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
-      -Xmx256m -jar /opt/nupa/node/nupa-node.jar "$@" < /dev/null # the loop's stdin is its list of runs
-    echo "nupa-guest: nupa $1 exit $?"
+      -Xmx256m -jar /opt/nupa/node/nupa-node.jar "$@" < /dev/null & # the loop's stdin is its list of runs
+    echo $! > /tmp/nupa.pid
+    [ -f /tmp/nupa.stop ] && kill -TERM $! # a stop that came just before the pid was written
+    wait $!
+    status=$?
+    rm -f /tmp/nupa.pid
+    if [ -f /tmp/nupa.stop ] && [ "$status" = 143 ]; then
+      echo "nupa-guest: nupa $1 stopped"
+    else
+      echo "nupa-guest: nupa $1 exit $status"
+    fi
   done
 fi
 # The Ethernet side, when the host gave the guest a NIC and an address.

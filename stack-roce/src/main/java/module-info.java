@@ -10,6 +10,8 @@ module dev.nupa.roce {
 
     exports dev.nupa.roce;
     exports dev.nupa.roce.cm;
+    exports dev.nupa.roce.ip;
     exports dev.nupa.roce.ring;
+    exports dev.nupa.roce.verbs;
     exports dev.nupa.roce.vertx;
 }

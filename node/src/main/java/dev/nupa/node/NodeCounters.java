@@ -9,32 +9,32 @@ import dev.nupa.ip.IpCounter;
 import dev.nupa.l2.DropReason;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.LinkCounters;
-import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaCounter;
 import dev.nupa.tcp.TcpCounter;
 
 /**
  * A snapshot of a node's counters, layer by layer, as the gRPC Admin service and the OpenTelemetry metrics
  * give them: each a layer ({@link #LAYERS}), a lower-case name and a value. Taken on the node's event loop.
  */
-final class NodeCounters {
+public final class NodeCounters {
     /** The layers with counters, bottom up, then the gateway's Ethernet side (on a gateway node only). */
     static final List<String> LAYERS = List.of("fabric", "link", "ip", "tcp", "rdma", "gateway");
 
     /** One counter. */
-    record Value(String layer, String name, long value) {
+    public record Value(String layer, String name, long value) {
     }
 
     private NodeCounters() {
     }
 
     /** Null if {@code layer} is one of {@link #LAYERS} or empty (all of them), else why not. */
-    static String checkLayer(String layer) {
+    public static String checkLayer(String layer) {
         return layer.isEmpty() || LAYERS.contains(layer) ? null
                 : "no layer \"" + layer + "\"; give " + String.join(", ", LAYERS) + ", or nothing for all";
     }
 
     /** The counters of {@code layer} (empty: every layer); on the node's event loop. */
-    static List<Value> snapshot(NupaNode node, String layer) {
+    public static List<Value> snapshot(NupaNode node, String layer) {
         List<Value> out = new ArrayList<>();
         boolean all = layer.isEmpty();
         if ((all || layer.equals("fabric")) && node.link().device() instanceof dev.nupa.device.FabricNode fn && fn.lostReason() == null) {

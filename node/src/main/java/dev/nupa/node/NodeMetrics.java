@@ -1,5 +1,7 @@
 package dev.nupa.node;
 
+import dev.nupa.node.telemetry.FileMetricExporter;
+import dev.nupa.node.telemetry.RdmaTelemetry;
 import java.time.Duration;
 import java.util.HashMap;
 import java.util.List;

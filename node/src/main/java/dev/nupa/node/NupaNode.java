@@ -1,5 +1,7 @@
 package dev.nupa.node;
 
+import dev.nupa.node.telemetry.RdmaTelemetry;
+import dev.nupa.node.telemetry.TcpTelemetry;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.concurrent.TimeUnit;

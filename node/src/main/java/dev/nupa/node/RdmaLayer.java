@@ -1,5 +1,6 @@
 package dev.nupa.node;
 
+import dev.nupa.roce.ip.Ipv4RoceIp;
 import dev.nupa.roce.vertx.NodeRdma;
 import dev.nupa.transport.NupaStack;
 import dev.nupa.transport.FabricStack;
@@ -18,7 +19,7 @@ final class RdmaLayer implements NodeLayer {
     /** The builder's step that opens RDMA on the node's primary loop, speaking RoCEv2 through its IP layer. */
     static RdmaLayer open(NupaStack node) {
         FabricStack s = node.primary();
-        return new RdmaLayer(s, NodeRdma.open(s.link(), s.neighbors(), s.ip()));
+        return new RdmaLayer(s, NodeRdma.open(s.link(), s.neighbors(), s.ip() == null ? null : new Ipv4RoceIp(s.ip())));
     }
 
     NodeRdma rdma() {

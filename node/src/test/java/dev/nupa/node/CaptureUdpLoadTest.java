@@ -29,10 +29,10 @@ import io.vertx.core.datagram.DatagramSocket;
  * A node under UDP load, watched by an observer whose capture ring is too small: every frame the node sends and
  * receives is recorded or counted dropped, and the observer takes no node address.
  */
-class CaptureUdpLoadTest {
+public class CaptureUdpLoadTest {
     static final int DATAGRAMS = 20_000;
 
-    static void waitUntil(String what, BooleanSupplier done, java.util.function.Supplier<String> state) throws InterruptedException {
+    public static void waitUntil(String what, BooleanSupplier done, java.util.function.Supplier<String> state) throws InterruptedException {
         waitUntil(what, 30, done, state);
     }
 
@@ -41,7 +41,7 @@ class CaptureUdpLoadTest {
      * or in fabric memory, which nothing signals here, so it is looked at every millisecond: the sleep is the look's
      * interval, not a time the test relies on.
      */
-    static void waitUntil(String what, long seconds, BooleanSupplier done, java.util.function.Supplier<String> state)
+    public static void waitUntil(String what, long seconds, BooleanSupplier done, java.util.function.Supplier<String> state)
             throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (!done.getAsBoolean()) {

@@ -76,7 +76,8 @@ class NodeMetricsTest {
             assertTrue(back.poll(10, TimeUnit.SECONDS) != null, "echo " + i);
         }
         s.close().await(10, TimeUnit.SECONDS);
-        Thread.sleep(3 * TelemetryDrainer.DRAIN_MS); // the telemetry's thread records what the loop queued
+        // The telemetry's thread records what the loop queued.
+        CaptureUdpLoadTest.waitUntil("the TCP telemetry is drained", 10, () -> node.tcpTelemetry().drained(), () -> "not drained");
     }
 
     private static long point(Collection<MetricData> metrics, String name, String counter) {

@@ -8,9 +8,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.SplittableRandom;
 import org.HdrHistogram.Histogram;
-import dev.nupa.roce.SendFlags;
-import dev.nupa.roce.TransferMode;
-import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WrOpcode;
 
 /** The client side of an {@link RdmaPerf} tool: connects to the server, then measures latency or bandwidth beside the floor. */
 final class RdmaPerfClient extends RdmaPerfEnd {

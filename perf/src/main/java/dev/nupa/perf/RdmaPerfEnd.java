@@ -4,23 +4,23 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import dev.nupa.device.FabricWindow;
-import dev.nupa.roce.Access;
+import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.ProtectionDomain;
-import dev.nupa.roce.QpAttr;
-import dev.nupa.roce.QpAttrMask;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
 import dev.nupa.roce.QpInitAttr;
-import dev.nupa.roce.QpState;
+import dev.nupa.roce.verbs.QpState;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
-import dev.nupa.roce.RecvWorkRequest;
-import dev.nupa.roce.SendFlags;
-import dev.nupa.roce.SendWorkRequest;
-import dev.nupa.roce.TransferMode;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WorkCompletion;
-import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 
 /**
  * One side of an {@link RdmaPerf} tool: the verbs context, its one RC queue pair and its region, and what both

@@ -4,8 +4,8 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
 import dev.nupa.device.FabricWindow;
-import dev.nupa.roce.TransferMode;
-import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WrOpcode;
 
 /** The server side of an {@link RdmaPerf} tool: answers HELLO, echoes WRITEs or SENDs, serves the floor, as the client asks. */
 final class RdmaPerfServer extends RdmaPerfEnd {

@@ -75,7 +75,7 @@ public final class TcpHold implements Callable<Integer> {
     }
 
     private int server() throws Exception {
-        Path f = fabric != null ? fabric : Path.of("/dev/shm/nupa-perf-tcp-hold-" + ProcessHandle.current().pid());
+        Path f = fabric != null ? fabric : PerfRunner.freshFabricPath("perf-tcp-hold");
         if (Files.exists(f)) {
             throw new IllegalArgumentException("fabric file " + f + " exists; give a fresh path with --fabric");
         }

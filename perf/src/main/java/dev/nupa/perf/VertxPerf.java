@@ -90,6 +90,10 @@ abstract class VertxPerf implements Callable<Integer> {
     @Option(names = "--turns", paramLabel = "N", defaultValue = "3", description = "Turns of each transport (default: ${DEFAULT-VALUE}).")
     int turns;
 
+    @Option(names = "--warmup-time", paramLabel = "SECONDS", defaultValue = "1.5",
+            description = "Seconds of each of the two warm-up turns per transport, not counted (default: ${DEFAULT-VALUE}).")
+    double warmupSeconds;
+
     @Option(names = {"-c", "--connections"}, paramLabel = "N", defaultValue = "1",
             description = "vertx-http: connections, one request outstanding on each (default: ${DEFAULT-VALUE}).")
     int connections;
@@ -150,7 +154,7 @@ abstract class VertxPerf implements Callable<Integer> {
             throw new IllegalArgumentException("--loops takes 1.." + StackConfig.MAX_LOOPS + ", more than 1 for vertx-http only,"
                     + " and at most as many as -c connections; got " + loops);
         }
-        Path f = fabric != null ? fabric : Path.of("/dev/shm/nupa-perf-vertx-" + ProcessHandle.current().pid());
+        Path f = fabric != null ? fabric : PerfRunner.freshFabricPath("perf-vertx");
         if (Files.exists(f)) {
             throw new IllegalArgumentException("fabric file " + f + " exists; give a fresh path with --fabric");
         }
@@ -172,8 +176,8 @@ abstract class VertxPerf implements Callable<Integer> {
             // Warm-up, not counted: both sides twice, alternating, since the two transports share Vert.x's and
             // Netty's code in this JVM and each side's first turn after the other's recompiles the call sites both use.
             for (int i = 0; i < 2; i++) {
-                ours.run(1.5);
-                peer.run(1.5);
+                ours.run(warmupSeconds);
+                peer.run(warmupSeconds);
             }
             List<Result> o = new ArrayList<>();
             List<Result> p = new ArrayList<>();

@@ -1,6 +1,8 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.transport.Completions;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.WorkCompletion;
 
 /**
  * A completion queue ({@code ibv_cq}): work completions in the order the transport produced them,
@@ -44,6 +46,7 @@ public final class CompletionQueue implements AutoCloseable {
      * ({@code ibv_poll_cq}). Throws RdmaException once the queue has overrun.
      */
     public int poll(WorkCompletion[] wcs, int max) {
+        context.checkThread();
         int n = 0;
         while (n < Math.min(max, wcs.length) && poll(wcs[n])) {
             n++;
@@ -70,12 +73,14 @@ public final class CompletionQueue implements AutoCloseable {
 
     /** The handler {@link #requestNotify} arms; it runs on the context's thread. */
     public void onEvent(Runnable handler) {
+        context.checkThread();
         completions.onEvent(handler);
     }
 
     /** Destroys the queue ({@code ibv_destroy_cq}); throws while QPs use it. */
     @Override
     public void close() {
+        context.checkThread();
         if (users > 0) {
             throw new RdmaException("completion queue still feeds " + users + " queue pair(s); destroy them first");
         }

@@ -1,6 +1,8 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.transport.RdmaDevice;
+import dev.nupa.roce.verbs.GsiAgent;
+import dev.nupa.roce.verbs.RdmaCounter;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -48,6 +50,7 @@ public final class Gsi {
      * RoCEv2 to IP peer {@code ip}; false when the ring is full (nothing was sent: the agent's timer resends).
      */
     public boolean send(int node, int ip, int length, Writer writer) {
+        ctx.checkThread();
         RdmaDevice d = ctx.device;
         long o = d.claim(node, node >= 0 ? 0 : ip, RdmaContext.GSI_QPN, length);
         if (o < 0) {
@@ -60,6 +63,7 @@ public final class Gsi {
 
     /** Detaches the agent: QP 1's messages are counted as for an unknown QP again. */
     public void detach() {
+        ctx.checkThread();
         ctx.detach(this);
     }
 }

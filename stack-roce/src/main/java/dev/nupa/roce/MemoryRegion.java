@@ -1,6 +1,9 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.transport.Region;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.LocalRegion;
+import dev.nupa.roce.verbs.TransferMode;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -10,7 +13,7 @@ import java.lang.foreign.MemorySegment;
  * {@link TransferMode#DIRECT} peer can place data straight into it; one from {@link ProtectionDomain#regMr}
  * is reached by peers through packets only. {@link #close()} deregisters it ({@code ibv_dereg_mr}).
  */
-public final class MemoryRegion implements AutoCloseable {
+public final class MemoryRegion implements LocalRegion, AutoCloseable {
     final ProtectionDomain pd;
     /** What the transport checks and copies through. */
     final Region region;
@@ -20,6 +23,7 @@ public final class MemoryRegion implements AutoCloseable {
         this.region = region;
     }
 
+    @Override
     public int lkey() {
         return region.key;
     }
@@ -29,6 +33,7 @@ public final class MemoryRegion implements AutoCloseable {
     }
 
     /** The region's first address: what a peer puts in {@code remoteAddr}, and local scatter/gather entries use. */
+    @Override
     public long addr() {
         return region.addr;
     }
@@ -56,6 +61,7 @@ public final class MemoryRegion implements AutoCloseable {
 
     @Override
     public void close() {
+        pd.context.checkThread();
         pd.context.deregister(this);
     }
 

@@ -1,5 +1,8 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.TransferMode;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -31,6 +34,7 @@ public final class ProtectionDomain implements AutoCloseable {
      * The segment must be native (heap arrays move) and stay alive until the region is closed.
      */
     public MemoryRegion regMr(MemorySegment memory, int access) {
+        context.checkThread();
         if (!memory.isNative()) {
             throw new RdmaException("memory regions need native memory (Arena.allocate or a mapped file); heap segments move");
         }
@@ -45,6 +49,7 @@ public final class ProtectionDomain implements AutoCloseable {
      * region both by packets and by direct placement.
      */
     public MemoryRegion allocMr(long length, int access) {
+        context.checkThread();
         if (length <= 0) {
             throw new RdmaException("memory region length must be positive, was " + length);
         }
@@ -54,6 +59,7 @@ public final class ProtectionDomain implements AutoCloseable {
     /** Deallocates the domain ({@code ibv_dealloc_pd}); throws if regions or QPs still use it. */
     @Override
     public void close() {
+        context.checkThread();
         if (closed) {
             return;
         }

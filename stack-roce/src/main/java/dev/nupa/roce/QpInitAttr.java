@@ -1,5 +1,9 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.verbs.QpCap;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.TransferMode;
+
 /**
  * What a queue pair is created with ({@code struct ibv_qp_init_attr}): its type, completion queues,
  * optional shared receive queue, capacities, and how RDMA payloads move ({@link TransferMode}).
@@ -15,6 +19,11 @@ public record QpInitAttr(QpType type, CompletionQueue sendCq, CompletionQueue re
 
     public static QpInitAttr ud(CompletionQueue sendCq, CompletionQueue recvCq) {
         return new QpInitAttr(QpType.UD, sendCq, recvCq, null, 128, 128, 4, 4, 256, false, TransferMode.PACKET);
+    }
+
+    /** The capacities asked for, as {@code ibv_qp_init_attr}'s {@code cap}. */
+    public QpCap cap() {
+        return new QpCap(maxSendWr, maxRecvWr, maxSendSge, maxRecvSge, maxInlineData);
     }
 
     public QpInitAttr withMode(TransferMode m) {

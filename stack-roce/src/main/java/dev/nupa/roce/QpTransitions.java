@@ -1,6 +1,11 @@
 package dev.nupa.roce;
 
-import static dev.nupa.roce.QpAttrMask.*;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.RdmaException;
+
+import static dev.nupa.roce.verbs.QpAttrMask.*;
 
 /**
  * Which QP state transitions {@code modify} allows and which attributes each requires or permits

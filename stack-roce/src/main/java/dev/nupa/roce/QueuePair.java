@@ -1,14 +1,24 @@
 package dev.nupa.roce;
 
 import dev.nupa.device.Trace;
-import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.roce.transport.QpTransport;
 import dev.nupa.roce.transport.RcRequester;
 import dev.nupa.roce.transport.RcResponder;
 import dev.nupa.roce.transport.RnrTimer;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.RoceIp;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Psn;
-import static dev.nupa.roce.QpAttrMask.*;
+import static dev.nupa.roce.verbs.QpAttrMask.*;
 
 /**
  * A queue pair ({@code ibv_qp}): a send queue and a receive queue (its own or a shared one) and the
@@ -32,8 +42,8 @@ public final class QueuePair implements AutoCloseable {
         this.sendCq = init.sendCq();
         this.recvCq = init.recvCq();
         this.srq = init.srq();
-        this.transport = new QpTransport(ctx.device, qpn, pd.id, init, sendCq.completions, recvCq.completions,
-                srq == null ? null : srq.queue);
+        this.transport = new QpTransport(ctx.device, qpn, pd.id, init.type(), init.mode(), init.cap(), init.sqSigAll(),
+                sendCq.completions, recvCq.completions, srq == null ? null : srq.queue);
     }
 
     public int qpNum() {
@@ -68,6 +78,7 @@ public final class QueuePair implements AutoCloseable {
 
     /** Copies the current attributes into {@code into} ({@code ibv_query_qp}) and returns it. */
     public QpAttr query(QpAttr into) {
+        ctx.checkThread();
         return transport.query(into);
     }
 
@@ -108,18 +119,18 @@ public final class QueuePair implements AutoCloseable {
         if ((mask & AV) != 0 && a.destIp != 0) {
             if (a.destNode >= 0) {
                 throw new RdmaException("address vector names fabric node " + a.destNode + " and IP peer "
-                        + Ipv4Address.toString(a.destIp) + "; name one (destNode for the fabric, destIp for RoCEv2)");
+                        + RoceIp.toString(a.destIp) + "; name one (destNode for the fabric, destIp for RoCEv2)");
             }
             if (ctx.ip() == null) {
-                throw new RdmaException("address vector names IP peer " + Ipv4Address.toString(a.destIp) + " but node " + ctx.node()
+                throw new RdmaException("address vector names IP peer " + RoceIp.toString(a.destIp) + " but node " + ctx.node()
                         + " has no IP layer for RoCEv2; attach it (RdmaContext.attachIp) or name a fabric node");
             }
             if (transport.mode == TransferMode.DIRECT) {
                 throw new RdmaException("QP " + qpNum() + " places DIRECT, which needs a fabric peer; create it with TransferMode.PACKET"
-                        + " to reach IP peer " + Ipv4Address.toString(a.destIp));
+                        + " to reach IP peer " + RoceIp.toString(a.destIp));
             }
             int path = (mask & PATH_MTU) != 0 ? a.pathMtu : transport.pathMtu();
-            int room = ctx.ip().maxUnfragmentedUdpPayload() - Icrc.LENGTH;
+            int room = ctx.ip().maxUdpPayload() - Icrc.LENGTH;
             if (path + RcRequester.MAX_HEADERS > room) {
                 throw new RdmaException("path MTU " + path + " plus " + RcRequester.MAX_HEADERS + " header bytes exceeds the "
                         + room + " bytes a RoCEv2 datagram carries on this node's IP layer; pick a smaller path MTU (1024 for Ethernet)");
@@ -179,7 +190,7 @@ public final class QueuePair implements AutoCloseable {
         if (state != QpState.RTS && state != QpState.SQD && state != QpState.ERR && state != QpState.SQE) {
             throw new RdmaException("QP " + t.qpn + " is in state " + state + "; postSend needs RTS: modify it to RTR, then RTS");
         }
-        RdmaObserver o = ctx.device.observer();
+        RdmaObserver o = ctx.observer;
         if (o != null && (t.sqSigAll || (wr.sendFlags & SendFlags.SIGNALED) != 0)) {
             o.posted(this, wr, ctx.device.clock.getAsLong()); // before: a direct operation completes within the post
         }
@@ -208,6 +219,7 @@ public final class QueuePair implements AutoCloseable {
     /** Destroys the QP ({@code ibv_destroy_qp}): outstanding requests are dropped without completions. */
     @Override
     public void close() {
+        ctx.checkThread();
         if (!transport.destroyed()) {
             ctx.destroy(this);
         }

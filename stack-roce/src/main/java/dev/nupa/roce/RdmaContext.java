@@ -1,11 +1,18 @@
 package dev.nupa.roce;
 
 import dev.nupa.device.FabricWindow;
-import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Link;
 import dev.nupa.roce.transport.RcResponder;
 import dev.nupa.roce.transport.RdmaDevice;
 import dev.nupa.roce.transport.Region;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.GsiAgent;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RoceIp;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
 import dev.nupa.roce.wire.Psn;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
@@ -34,7 +41,7 @@ public final class RdmaContext implements AutoCloseable {
     public static final int DEFAULT_MAX_QPS = 1024;
     public static final int DEFAULT_MAX_MRS = 4096;
     /** QP 1, the general services interface (IBA 10.2.4): the CM's datagrams go to and from it. */
-    public static final int GSI_QPN = 1;
+    public static final int GSI_QPN = RdmaDevice.GSI_QPN;
     /** READs and atomics a QP answers at once at most (ibv_device_attr's max_qp_rd_atom). */
     public static final int MAX_QP_RD_ATOM = RcResponder.MAX_RD_ATOMIC;
 
@@ -44,6 +51,8 @@ public final class RdmaContext implements AutoCloseable {
     private int nextQpn = 2; // 0 and 1 are the special QPs of IBA 10.2.4
     private int nextPd = 1;
     private boolean closed;
+    /** Told of signaled posts (and, through the device, of send completions); null: nothing is called. */
+    RdmaObserver observer;
     private volatile Gsi gsi; // the attached agent's handle (the device holds the agent); attached from a deploying thread
 
     private RdmaContext(Link link, int maxQps, int maxMrs, LongSupplier clock) {
@@ -66,12 +75,14 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     /**
-     * Speaks RoCEv2 through {@code stack}, the node's IP layer on this context's thread: binds UDP port 4791
-     * there, so QPs may name IPv4 peers. Throws if the port is taken or an IP layer is attached already.
+     * Speaks RoCEv2 through {@code stack}, the node's IP layer on this context's thread (over {@code Ipv4Stack}:
+     * {@code new dev.nupa.roce.ip.Ipv4RoceIp(stack)}): binds UDP port 4791 there, so QPs may name IPv4 peers. Throws if
+     * the port is taken or an IP layer is attached already.
      */
-    public void attachIp(Ipv4Stack stack) {
+    public void attachIp(RoceIp stack) {
+        checkThread();
         requireOpen();
-        Ipv4Stack ip = device.ip();
+        RoceIp ip = device.ip();
         if (ip != null) {
             throw new RdmaException("node " + node() + " already speaks RoCEv2 through " + ip + "; attach one IP layer");
         }
@@ -82,7 +93,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     /** The IP layer RoCEv2 goes through, or null. */
-    Ipv4Stack ip() {
+    RoceIp ip() {
         return device.ip();
     }
 
@@ -92,11 +103,17 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     /**
-     * The verbs that touch queues (post, poll, modify, notify) run on the link's owner, the datapath loop, as the
-     * link's own sends do; from another thread they throw before changing anything, naming the remedy.
+     * Throws IllegalStateException, naming the remedy, unless the caller owns the context: every verb (create,
+     * destroy, register, query, post, poll, modify, notify, the CM's calls) runs on the link's owner, the datapath
+     * loop, as the link's own sends do, and from another thread throws before changing anything. A compare in line.
      */
-    void checkThread() {
-        device.link.checkOwner();
+    public void checkThread() {
+        if (!device.link.isOwner()) {
+            throw new IllegalStateException("node " + node() + "'s RDMA context belongs to its datapath loop; thread "
+                    + Thread.currentThread().getName() + " may not call its verbs: run the call on the loop with"
+                    + " rdma().execute(ctx -> ...) (NodeRdma.execute; Link.execute for a bare link), or from a handler"
+                    + " that runs on the loop");
+        }
     }
 
     public Link link() {
@@ -104,12 +121,14 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     public ProtectionDomain allocPd() {
+        checkThread();
         requireOpen();
         return new ProtectionDomain(this, nextPd++);
     }
 
     /** Creates a completion queue of {@code cqe} entries ({@code ibv_create_cq}). */
     public CompletionQueue createCq(int cqe) {
+        checkThread();
         requireOpen();
         if (cqe < 1 || cqe > (1 << 22)) {
             throw new RdmaException("completion queue size " + cqe + " is outside 1..4194304");
@@ -118,6 +137,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     public SharedReceiveQueue createSrq(ProtectionDomain pd, int maxWr, int maxSge) {
+        checkThread();
         requireOpen();
         checkPd(pd);
         if (maxWr < 1 || maxWr > (1 << 20) || maxSge < 1 || maxSge > 64) {
@@ -129,6 +149,7 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Creates a queue pair in RESET ({@code ibv_create_qp}). */
     public QueuePair createQp(ProtectionDomain pd, QpInitAttr init) {
+        checkThread();
         requireOpen();
         checkPd(pd);
         if (init.type() == null || init.sendCq() == null || init.recvCq() == null || init.mode() == null) {
@@ -174,6 +195,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     void destroy(QueuePair qp) {
+        checkThread();
         qp.transport.destroy();
         release(qp);
     }
@@ -191,11 +213,14 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Sets (or, with null, removes) the observer of signaled posts and send completions. On the context's thread. */
     public void setObserver(RdmaObserver o) {
+        checkThread();
+        observer = o;
         device.observe(o);
     }
 
     /** The live queue pairs, by QP number (a snapshot; for tools, not the datapath). */
     public java.util.List<QueuePair> queuePairs() {
+        checkThread();
         java.util.List<QueuePair> live = new java.util.ArrayList<>();
         for (QueuePair qp : qps) {
             if (qp != null) {
@@ -208,6 +233,7 @@ public final class RdmaContext implements AutoCloseable {
     // ---- memory regions ---------------------------------------------------------------------
 
     MemoryRegion register(ProtectionDomain pd, MemorySegment memory, int access) {
+        checkThread();
         requireOpen();
         checkPd(pd);
         Access.checkRegion(access);
@@ -215,6 +241,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     MemoryRegion allocRegion(ProtectionDomain pd, long length, int access) {
+        checkThread();
         requireOpen();
         checkPd(pd);
         Access.checkRegion(access);
@@ -239,6 +266,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     void deregister(MemoryRegion mr) {
+        checkThread();
         if (mr.region.closed()) {
             return;
         }
@@ -255,6 +283,7 @@ public final class RdmaContext implements AutoCloseable {
      * the link delivered, and at that time. Registered as a {@code Datapath.Timer} in a node.
      */
     public long poll(long now) {
+        checkThread();
         return device.poll(now);
     }
 
@@ -270,6 +299,7 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Attaches the agent (the connection manager) that takes QP 1's messages; {@link Gsi#detach} removes it. */
     public Gsi attachGsi(GsiAgent agent) {
+        checkThread();
         if (agent == null) {
             throw new RdmaException("attachGsi needs an agent; to detach one, call detach() on the Gsi it returned");
         }
@@ -283,6 +313,7 @@ public final class RdmaContext implements AutoCloseable {
     }
 
     void detach(Gsi g) {
+        checkThread();
         if (gsi == g) {
             gsi = null;
             device.attachGsi(null);
@@ -304,6 +335,7 @@ public final class RdmaContext implements AutoCloseable {
     /** Closes the context: QPs are destroyed, regions deregistered and their windows withdrawn. */
     @Override
     public void close() {
+        checkThread();
         if (closed) {
             return;
         }

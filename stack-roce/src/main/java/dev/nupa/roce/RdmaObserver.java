@@ -1,5 +1,8 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.verbs.CompletionObserver;
+import dev.nupa.roce.verbs.SendWorkRequest;
+
 /**
  * What an {@link RdmaContext} tells an observer that keeps metrics or traces ({@link RdmaContext#setObserver}): the
  * signaled send requests posted and the send completions, with the context's clock. Called on the context's thread
@@ -7,12 +10,8 @@ package dev.nupa.roce;
  * (the request object is the caller's and reused) and builds anything costly elsewhere. Without an observer the
  * context calls nothing.
  */
-public interface RdmaObserver {
+public interface RdmaObserver extends CompletionObserver {
     /** A signaled send request ({@code wr}) was posted on {@code qp}; it completes with a send completion. */
     default void posted(QueuePair qp, SendWorkRequest wr, long now) {
-    }
-
-    /** A send completion of {@code qpNum} ({@code opcode} one of {@link WcOpcode}, {@code status} of {@link WcStatus}). */
-    default void completed(int qpNum, long wrId, int opcode, int status, long now) {
     }
 }

@@ -1,6 +1,8 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.transport.RecvQueue;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RecvWorkRequest;
 
 /** A shared receive queue ({@code ibv_srq}): receive requests that any QP attached to it may consume. */
 public final class SharedReceiveQueue implements AutoCloseable {
@@ -29,6 +31,7 @@ public final class SharedReceiveQueue implements AutoCloseable {
 
     @Override
     public void close() {
+        pd.context().checkThread();
         if (users > 0) {
             throw new RdmaException("shared receive queue still serves " + users + " queue pair(s); destroy them first");
         }

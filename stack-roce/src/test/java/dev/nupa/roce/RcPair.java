@@ -1,5 +1,8 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.TransferMode;
+
 /** Two nodes with one connected RC QP each and a 64 KiB window-backed region on each side. */
 public final class RcPair implements AutoCloseable {
     public static final int ALL = Access.LOCAL_WRITE | Access.REMOTE_WRITE | Access.REMOTE_READ | Access.REMOTE_ATOMIC;

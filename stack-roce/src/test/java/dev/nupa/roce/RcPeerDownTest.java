@@ -9,6 +9,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.nupa.device.PeerEvent;
 import dev.nupa.ip.Route;
 import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 

@@ -5,6 +5,20 @@ import dev.nupa.roce.transport.RcRequester;
 import dev.nupa.roce.transport.RdmaDevice;
 import dev.nupa.roce.transport.SendQueue;
 import dev.nupa.roce.transport.WrOpcodes;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.ScatterGather;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcOpcode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import dev.nupa.roce.wire.Aeth;
 import dev.nupa.roce.wire.AtomicAckEth;
 import dev.nupa.roce.wire.AtomicEth;
@@ -554,10 +568,10 @@ class RcTransportFuzzTest {
 
         /** A local scatter entry may have bytes written into it if its key names a region with LOCAL_WRITE. */
         private void allowLocal(ScatterGather sg) {
-            for (int i = 0; i < sg.count; i++) {
+            for (int i = 0; i < sg.count(); i++) {
                 for (Region r : regions) {
-                    if (r.mr.lkey() == sg.lkey[i] && (r.mr.access() & Access.LOCAL_WRITE) != 0) {
-                        r.allow(sg.addr[i], sg.length[i]);
+                    if (r.mr.lkey() == sg.lkey(i) && (r.mr.access() & Access.LOCAL_WRITE) != 0) {
+                        r.allow(sg.addr(i), sg.length(i));
                     }
                 }
             }

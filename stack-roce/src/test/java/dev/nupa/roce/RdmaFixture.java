@@ -12,6 +12,13 @@ import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
+import dev.nupa.roce.ip.Ipv4RoceIp;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -84,7 +91,7 @@ public final class RdmaFixture implements AutoCloseable {
         open.push(nd);
         Ipv4Stack stack = new Ipv4Stack(link, nd, IpConfig.of(ip(address), 24));
         stacks.add(stack);
-        ctx.attachIp(stack);
+        ctx.attachIp(new Ipv4RoceIp(stack));
         return ctx;
     }
 

@@ -3,6 +3,16 @@ package dev.nupa.roce;
 import static dev.nupa.roce.RdmaFixture.MS;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import org.junit.jupiter.api.Test;
 
 /**

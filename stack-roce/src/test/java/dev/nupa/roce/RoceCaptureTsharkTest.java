@@ -1,5 +1,11 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WrOpcode;
 import dev.nupa.roce.wire.Opcode;
 import static dev.nupa.roce.RdmaFixture.assertStatus;
 import static dev.nupa.roce.RdmaFixture.fill;

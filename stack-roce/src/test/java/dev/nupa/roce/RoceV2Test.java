@@ -1,6 +1,20 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.ip.Ipv4RoceIp;
 import dev.nupa.roce.transport.RcRequester;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Opcode;
@@ -59,6 +73,50 @@ class RoceV2Test {
                             .maxDestRdAtomic(4).minRnrTimer(1),
                     QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
                             | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
+        }
+    }
+
+    /**
+     * RoCEv2 through the IP layer (out through {@code RoceIp.send}, in through its listener) allocates nothing: rounds of
+     * WRITEs, READs and SENDs after a warm-up, measured with the JVM's per-thread allocation counter as
+     * VerbsZeroAllocationTest does (some round after the warm-up allocated nothing at all).
+     */
+    @Test
+    void roceV2PostingTransmittingAndPollingAllocateNothing() {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        IpPair p = IpPair.open(1024);
+        try (RdmaFixture fx = p.fx()) {
+            SendWorkRequest write = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                    .local(p.mrA(), 0, 3000).remote(p.mrB().addr(), p.mrB().rkey());
+            SendWorkRequest read = new SendWorkRequest().opcode(WrOpcode.RDMA_READ).sendFlags(SendFlags.SIGNALED)
+                    .local(p.mrA(), 4096, 3000).remote(p.mrB().addr(), p.mrB().rkey());
+            SendWorkRequest send = new SendWorkRequest().opcode(WrOpcode.SEND).sendFlags(SendFlags.SIGNALED).local(p.mrA(), 0, 64);
+            RecvWorkRequest recv = new RecvWorkRequest().local(p.mrB(), 16_384, 64);
+            WorkCompletion wc = new WorkCompletion();
+            long completions = 0;
+            long[] allocated = new long[8];
+            for (int round = 0; round < allocated.length; round++) {
+                long before = threads.getCurrentThreadAllocatedBytes();
+                for (int i = 0; i < 2_000; i++) {
+                    p.qb().postRecv(recv);
+                    p.qa().postSend(write);
+                    p.qa().postSend(read);
+                    p.qa().postSend(send);
+                    fx.pump();
+                    while (p.cqA().poll(wc)) {
+                        completions += wc.status == WcStatus.SUCCESS ? 1 : 1_000_000;
+                    }
+                    while (p.cqB().poll(wc)) {
+                        completions += wc.status == WcStatus.SUCCESS ? 1 : 1_000_000;
+                    }
+                }
+                allocated[round] = threads.getCurrentThreadAllocatedBytes() - before;
+            }
+            assertEquals(allocated.length * 2_000 * 4, completions, "every request completed with success");
+            assertTrue(p.a().counter(RdmaCounter.ROCEV2_SENT) >= allocated.length * 2_000 * 3, "the requests went as RoCEv2");
+            long least = java.util.Arrays.stream(allocated, 2, allocated.length).min().orElseThrow();
+            assertEquals(0, least, "bytes allocated by rounds of 2,000 x 3 requests and a receive over RoCEv2, after two of"
+                    + " warm-up: " + java.util.Arrays.toString(allocated));
         }
     }
 
@@ -214,9 +272,9 @@ class RoceV2Test {
             toRtr(tight, new QpAttr().destIp(RdmaFixture.ip(2)).pathMtu(512));
             assertEquals(QpState.RTR, tight.state());
 
-            e = assertThrows(RdmaException.class, () -> withIp.attachIp(fx.stack(0)));
+            e = assertThrows(RdmaException.class, () -> withIp.attachIp(new Ipv4RoceIp(fx.stack(0))));
             assertTrue(e.getMessage().contains("already speaks RoCEv2"), e.getMessage());
-            e = assertThrows(RdmaException.class, () -> fabricOnly.attachIp(fx.stack(0)));
+            e = assertThrows(RdmaException.class, () -> fabricOnly.attachIp(new Ipv4RoceIp(fx.stack(0))));
             assertTrue(e.getMessage().contains("another link"), e.getMessage());
 
             ProtectionDomain pd = fabricOnly.allocPd();

@@ -7,6 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import org.junit.jupiter.api.Test;
 
 /** Unreliable datagram QPs (IBA 9.8) and shared receive queues (IBA 10.2.9). */

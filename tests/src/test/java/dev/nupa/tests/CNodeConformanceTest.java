@@ -3,7 +3,7 @@ package dev.nupa.tests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -131,7 +131,7 @@ class CNodeConformanceTest {
 
     private static Path createdFabric() throws IOException, InterruptedException {
         Path fabric = ChildJvm.newFabricPath();
-        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString());
+        NupaCommandLineTest.Run made = NupaCommandLineTest.here("fabric", "create", "--fabric", fabric.toString());
         assertEquals(0, made.status(), made.err());
         return fabric;
     }
@@ -143,18 +143,14 @@ class CNodeConformanceTest {
 
     /** Address a's state as `nupa fabric info` prints it ("FREE" when it lists no such line). */
     private static String nodeState(Path fabric, int address) {
-        try {
-            var m = java.util.regex.Pattern.compile("(?m)^\\s+" + address + " (\\w+) ")
-                    .matcher(NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString()).out());
-            return m.find() ? m.group(1) : "FREE";
-        } catch (IOException | InterruptedException e) {
-            throw new IllegalStateException(e);
-        }
+        var m = java.util.regex.Pattern.compile("(?m)^\\s+" + address + " (\\w+) ")
+                .matcher(NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString()).out());
+        return m.find() ? m.group(1) : "FREE";
     }
 
     /** `nupa fabric info` shows the address FREE again (the C node's leave reclaimed it) or not at all. */
     private static void assertNodeFree(Path fabric, int address) throws IOException, InterruptedException {
-        NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString());
+        NupaCommandLineTest.Run info = NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString());
         assertEquals(0, info.status(), info.err());
         assertTrue(!java.util.regex.Pattern.compile("(?m)^\\s+" + address + " (UP|JOINING|RECLAIMING) ").matcher(info.out()).find(),
                 "node " + address + " left: " + info.out());

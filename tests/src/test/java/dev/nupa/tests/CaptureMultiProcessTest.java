@@ -17,7 +17,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 
 /** `nupa capture` records a `nupa perf` server's frames: the server is a Java fabric node, which serves the observer table. */
 @Tag("process")

@@ -9,7 +9,7 @@ import java.util.List;
 import java.util.concurrent.ThreadLocalRandom;
 
 import dev.nupa.examples.HelloServer;
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 
 /**
  * A fabric file, a gateway process on node 0 whose TAP device is moved into a namespace of its own,

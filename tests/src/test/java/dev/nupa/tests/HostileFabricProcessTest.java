@@ -24,7 +24,7 @@ import dev.nupa.device.Fabric;
 import dev.nupa.device.FabricGeometry;
 import dev.nupa.device.FabricLayout;
 import dev.nupa.device.ShmFabric;
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 
 /**
  * Node processes against what any process that can write the fabric file does to it (docs/fabric-layout.md 6.5,

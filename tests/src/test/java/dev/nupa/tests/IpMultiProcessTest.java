@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 
 /**
  * IPv4, ICMP and UDP between node processes on one fabric file, as users run them: `nupa node`

@@ -45,7 +45,7 @@ class NodeClientExampleTest {
     /** Starts {@code nupa node} at {@code address} with a gRPC endpoint; returns the endpoint's HOST:PORT. */
     private String node(int address, String... more) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(java(), "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), "dev.nupa.node.Main", "node", "--fabric", fabric.toString(),
+                System.getProperty("java.class.path"), "dev.nupa.node.cli.Main", "node", "--fabric", fabric.toString(),
                 "--address", String.valueOf(address), "--grpc", "127.0.0.1:0"));
         cmd.addAll(List.of(more));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();

@@ -4,7 +4,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.nupa.node.cli.Main;
+import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -17,10 +21,18 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-/** The `nupa` command line as a user meets it: real processes, exit codes, one-line errors, the perf contract. */
+/**
+ * The `nupa` command line as a user meets it: exit codes, one-line errors, the perf contract. Commands run in
+ * processes of their own where the process is the point (nodes, perf tools, the demo), refusals and the fabric
+ * commands in this JVM ({@link #here}).
+ */
 @Tag("process")
 class NupaCommandLineTest {
     private final Path fabric = ChildJvm.newFabricPath();
+    private final Path fabrics = Files.createTempDirectory(Path.of("/dev/shm"), "nupa-cli-test-");
+
+    NupaCommandLineTest() throws IOException {
+    }
 
     record Run(int status, String out, String err) {
         String lastLine() {
@@ -30,16 +42,36 @@ class NupaCommandLineTest {
     }
 
     static Run nupa(String... args) throws IOException, InterruptedException {
+        return nupa(java.util.Map.of(), args);
+    }
+
+    static Run nupa(java.util.Map<String, String> env, String... args) throws IOException, InterruptedException {
+        return nupa(120, env, args);
+    }
+
+    /** A process to run `nupa ARGS` in a JVM of its own, on this JVM's class path. */
+    static ProcessBuilder builder(String... args) {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main"));
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main"));
         cmd.addAll(List.of(args));
+        return new ProcessBuilder(cmd);
+    }
+
+    /**
+     * `nupa ARGS` in a JVM of its own, with {@code env} added to this one's environment; after {@code seconds} it and the
+     * processes it started are killed and the test fails.
+     */
+    static Run nupa(long seconds, java.util.Map<String, String> env, String... args) throws IOException, InterruptedException {
         Path out = Files.createTempFile("nupa-out", ".txt");
         Path err = Files.createTempFile("nupa-err", ".txt");
         try {
-            Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-            if (!p.waitFor(120, TimeUnit.SECONDS)) {
+            ProcessBuilder b = builder(args).redirectOutput(out.toFile()).redirectError(err.toFile());
+            b.environment().putAll(env);
+            Process p = b.start();
+            if (!p.waitFor(seconds, TimeUnit.SECONDS)) {
+                p.descendants().forEach(ProcessHandle::destroyForcibly);
                 p.destroyForcibly();
-                throw new AssertionError("nupa " + String.join(" ", args) + " did not finish in 120 s");
+                throw new AssertionError("nupa " + String.join(" ", args) + " did not finish in " + seconds + " s: " + Files.readString(out));
             }
             return new Run(p.exitValue(), Files.readString(out), Files.readString(err));
         } finally {
@@ -48,15 +80,45 @@ class NupaCommandLineTest {
         }
     }
 
+    /**
+     * `nupa ARGS` run in this JVM with its output captured: for refusals and the fabric commands, whose point is what
+     * they print and return, not their process (each JVM start costs about 0.4 s here).
+     */
+    static synchronized Run here(String... args) {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        ByteArrayOutputStream o = new ByteArrayOutputStream();
+        ByteArrayOutputStream e = new ByteArrayOutputStream();
+        try (PrintStream po = new PrintStream(o, true, StandardCharsets.UTF_8); PrintStream pe = new PrintStream(e, true, StandardCharsets.UTF_8)) {
+            System.setOut(po);
+            System.setErr(pe);
+            int status = Main.run(args);
+            return new Run(status, o.toString(StandardCharsets.UTF_8), e.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+    }
+
+    /** `nupa ARGS` in a JVM of its own, making its fresh fabric files in this test's own directory (NUPA_FABRIC_DIR). */
+    private Run ownFabrics(String... args) throws IOException, InterruptedException {
+        return nupa(java.util.Map.of("NUPA_FABRIC_DIR", fabrics.toString()), args);
+    }
+
+    /** What the runs of {@link #ownFabrics} left in this test's directory: nothing, if each removed its fabric files. */
+    private List<Path> leftFabrics() throws IOException {
+        try (Stream<Path> s = Files.list(fabrics)) {
+            return s.toList();
+        }
+    }
+
     @AfterEach
     void removeFabric() throws IOException {
         Files.deleteIfExists(fabric);
-    }
-
-    private static List<Path> perfFiles() throws IOException {
-        try (Stream<Path> s = Files.list(Path.of("/dev/shm"))) {
-            return s.filter(p -> p.getFileName().toString().startsWith("nupa-perf-")).toList();
+        for (Path p : leftFabrics()) {
+            Files.delete(p);
         }
+        Files.delete(fabrics);
     }
 
     private static void assertOneLineError(Run r, int status, String mentions) {
@@ -76,26 +138,26 @@ class NupaCommandLineTest {
 
     @Test
     void fabricCreateInfoRemove() throws Exception {
-        Run created = nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8", "--slots", "64", "--max-frame", "1024");
+        Run created = here("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8", "--slots", "64", "--max-frame", "1024");
         assertEquals(0, created.status(), created.err());
-        Run info = nupa("fabric", "info", "--fabric", fabric.toString());
+        Run info = here("fabric", "info", "--fabric", fabric.toString());
         assertEquals(0, info.status(), info.err());
         assertTrue(info.out().contains("8 nodes, 1 ring(s)/node, 64 slots/ring, max frame 1024 B"), info.out());
-        assertOneLineError(nupa("fabric", "create", "--fabric", fabric.toString()), 1, "already exists");
-        assertEquals(0, nupa("fabric", "remove", "--fabric", fabric.toString()).status());
+        assertOneLineError(here("fabric", "create", "--fabric", fabric.toString()), 1, "already exists");
+        assertEquals(0, here("fabric", "remove", "--fabric", fabric.toString()).status());
         assertFalse(Files.exists(fabric));
     }
 
     @Test
     void fabricFilesCapturesAndTokensAreTheOwnersAlone() throws Exception {
-        Run created = nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8");
+        Run created = here("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8");
         assertEquals(0, created.status(), created.err());
         String owner = Files.getOwner(Path.of("/proc/self")).getName();
-        Run info = nupa("fabric", "info", "--fabric", fabric.toString());
+        Run info = here("fabric", "info", "--fabric", fabric.toString());
         assertTrue(info.out().contains("  file: owner " + owner + ", group ") && info.out().contains(", mode rw-------"), info.out());
         // Any user may write it: refused, one line saying how to override; joined with the override.
         Files.setPosixFilePermissions(fabric, java.nio.file.attribute.PosixFilePermissions.fromString("rw-rw-rw-"));
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--run-for", "0.1"), 1, "--trust-fabric");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--run-for", "0.1"), 1, "--trust-fabric");
         Path capture = Files.createTempDirectory("nupa-perms").resolve("node.pcap");
         Path token = capture.resolveSibling("token");
         try {
@@ -105,9 +167,9 @@ class NupaCommandLineTest {
             // A token any user may read is refused; 0600 passes that check (and fails on the missing --grpc instead).
             Files.writeString(token, "secret");
             Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-r--r--"));
-            assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", token.toString()), 2, "chmod 600");
+            assertOneLineError(here("node", "--fabric", fabric.toString(), "--grpc-token-file", token.toString()), 2, "chmod 600");
             Files.setPosixFilePermissions(token, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-            assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", token.toString()), 2, "--grpc HOST:PORT");
+            assertOneLineError(here("node", "--fabric", fabric.toString(), "--grpc-token-file", token.toString()), 2, "--grpc HOST:PORT");
         } finally {
             Files.deleteIfExists(capture);
             Files.deleteIfExists(token);
@@ -115,42 +177,44 @@ class NupaCommandLineTest {
         }
         Files.delete(fabric);
         String group = Files.readAttributes(Path.of("/proc/self"), java.nio.file.attribute.PosixFileAttributes.class).group().getName();
-        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8", "--fabric-group", group).status());
-        assertTrue(nupa("fabric", "info", "--fabric", fabric.toString()).out().contains(", group " + group + ", mode rw-rw----"));
+        assertEquals(0, here("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8", "--fabric-group", group).status());
+        assertTrue(here("fabric", "info", "--fabric", fabric.toString()).out().contains(", group " + group + ", mode rw-rw----"));
     }
 
     @Test
     void errorsAreOneLineWithAStatus() throws Exception {
-        assertOneLineError(nupa("perf", "fabric-lat", "--bogus"), 2, "--bogus");
-        assertOneLineError(nupa("fabric", "create", "--fabric", fabric.toString(), "--slots", "3"), 1, "power of two");
-        assertOneLineError(nupa("fabric", "info", "--fabric", fabric.toString()), 1, "no fabric file");
-        assertOneLineError(nupa("perf", "fabric-lat", "--server", "--client"), 2, "exclusive");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-buffer-memory", "0"), 2, "--tcp-buffer-memory");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-time-wait-limit", "-1"), 2, "--tcp-time-wait-limit");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "nonsense"), 2, "HOST:PORT");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--metrics", "bogus"), 2, "logging, otlp");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-token-file", "/nonexistent/token"), 2, "token file");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc-fabric", "50051"), 2, "give both");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-verbs-memory", "0"), 2,
+        assertOneLineError(here("perf", "fabric-lat", "--bogus"), 2, "--bogus");
+        assertOneLineError(here("fabric", "create", "--fabric", fabric.toString(), "--slots", "3"), 1, "power of two");
+        assertOneLineError(here("fabric", "info", "--fabric", fabric.toString()), 1, "no fabric file");
+        assertOneLineError(here("perf", "fabric-lat", "--server", "--client"), 2, "exclusive");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--tcp-buffer-memory", "0"), 2, "--tcp-buffer-memory");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--tcp-time-wait-limit", "-1"), 2, "--tcp-time-wait-limit");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--grpc", "nonsense"), 2, "HOST:PORT");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--metrics", "bogus"), 2, "logging, otlp");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--grpc-token-file", "/nonexistent/token"), 2, "token file");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--grpc-fabric", "50051"), 2, "give both");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-verbs-memory", "0"), 2,
                 "--grpc-verbs-memory MIB");
-        assertOneLineError(nupa("capture", "--fabric", fabric.toString(), "--protocol", "udp", "-w", "/tmp/x.pcap"), 2,
+        assertOneLineError(here("capture", "--fabric", fabric.toString(), "--protocol", "udp", "-w", "/tmp/x.pcap"), 2,
                 "go with --grpc HOST:PORT");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/etc/hostname"),
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/etc/hostname"),
                 2, "all of --grpc-tls-cert, --grpc-tls-key and --grpc-tls-client-ca");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/nonexistent/c.pem",
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--grpc", "127.0.0.1:0", "--grpc-tls-cert", "/nonexistent/c.pem",
                 "--grpc-tls-key", "/nonexistent/k.pem", "--grpc-tls-client-ca", "/nonexistent/ca.pem"), 2, "cannot read /nonexistent/c.pem");
         assertFalse(Files.exists(fabric), "a refused configuration creates no fabric");
         byte[] junk = new byte[8192];
         new java.util.Random(7).nextBytes(junk);
         Files.write(fabric, junk);
-        assertOneLineError(nupa("fabric", "remove", "--fabric", fabric.toString()), 1, "not a NUPA fabric");
+        assertOneLineError(here("fabric", "remove", "--fabric", fabric.toString()), 1, "not a NUPA fabric");
         assertTrue(Files.exists(fabric), "a file that is not a fabric is never removed");
     }
 
     @Test
     void perfFabricLatKeepsThePerfContract() throws Exception {
-        List<Path> before = perfFiles();
-        Run r = nupa("perf", "fabric-lat", "-n", "5000", "--warmup", "1000", "--json");
+        Path none = fabrics.resolve("none");
+        assertOneLineError(nupa(java.util.Map.of("NUPA_FABRIC_DIR", none.toString()), "perf", "fabric-lat"), 2,
+                "NUPA_FABRIC_DIR=" + none + " is not a directory"); // the tools make their fabric files there
+        Run r = ownFabrics("perf", "fabric-lat", "-n", "5000", "--warmup", "1000", "--json");
         assertEquals(0, r.status(), r.err());
         String json = r.lastLine();
         for (String field : List.of("\"min_ns\":", "\"p50_ns\":", "\"p99_ns\":", "\"p999_ns\":", "\"max_ns\":", "\"floor\":{",
@@ -164,12 +228,12 @@ class NupaCommandLineTest {
                 + "\"ring_ratio\":[0-9.]+\\}$").matcher(json).find(), "the ring floor of a 64-byte frame: " + json);
         assertTrue(Pattern.compile("\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,\"turns\":1,").matcher(json).find(),
                 "5000 iterations make one turn of 5000: " + json);
-        assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
     }
 
     @Test
     void perfFabricBwKeepsThePerfContract() throws Exception {
-        Run r = nupa("perf", "fabric-bw", "-s", "4096", "-n", "3000", "--json");
+        Run r = ownFabrics("perf", "fabric-bw", "-s", "4096", "-n", "3000", "--json");
         assertEquals(0, r.status(), r.err());
         String json = r.lastLine();
         assertTrue(Pattern.compile("^\\{\"test\":\"fabric-bw\",\"bytes\":4096,\"iterations\":3000,.*\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+,"
@@ -179,13 +243,11 @@ class NupaCommandLineTest {
 
     @Test
     void perfRolesRunSeparately() throws Exception {
-        Process server = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
-                "perf", "fabric-lat", "--server", "--fabric", fabric.toString()).redirectErrorStream(true).start();
+        Process server = builder("perf", "fabric-lat", "--server", "--fabric", fabric.toString()).redirectErrorStream(true).start();
         try {
             var serverOut = new java.io.BufferedReader(new java.io.InputStreamReader(server.getInputStream()));
             assertEquals("ready", serverOut.readLine(), "the server says when it is ready");
-            Run client = nupa("perf", "fabric-lat", "--client", "--fabric", fabric.toString(), "-n", "3000", "--warmup", "1000", "--json");
+            Run client = ownFabrics("perf", "fabric-lat", "--client", "--fabric", fabric.toString(), "-n", "3000", "--warmup", "1000", "--json");
             assertEquals(0, client.status(), client.err());
             assertTrue(client.lastLine().startsWith("{\"test\":\"fabric-lat\""), client.out());
             assertTrue(server.waitFor(30, TimeUnit.SECONDS), "the server ends when its client says goodbye");
@@ -197,20 +259,19 @@ class NupaCommandLineTest {
 
     @Test
     void perfUdpLatKeepsThePerfContractWithLinuxUdpAsThePeer() throws Exception {
-        List<Path> before = perfFiles();
-        Run r = nupa("perf", "udp-lat", "-n", "3000", "--warmup", "1000", "-s", "100", "--json");
+        Run r = ownFabrics("perf", "udp-lat", "-n", "3000", "--warmup", "1000", "-s", "100", "--json");
         assertEquals(0, r.status(), r.err());
         String json = r.lastLine();
         assertTrue(Pattern.compile("^\\{\"test\":\"udp-lat\",\"bytes\":100,\"round_trip\":true,\"checksums\":\"on\",\"iterations\":3000,\"min_ns\":[0-9.]+,"
                 + "\"p50_ns\":[0-9.]+,.*\"peer\":\\{\"bytes\":100,\"iterations\":3000,.*\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,"
                 + "\"floor\":\\{\"bytes\":8,\"iterations\":3000,.*\"floor_ratio\":[0-9.]+,\"turns\":3\\}$").matcher(json).find(), json);
         assertTrue(r.out().contains("peer: Linux UDP over loopback"), r.out());
-        assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
     }
 
     @Test
     void perfIcmpLatReportsTheFloorRatio() throws Exception {
-        Run r = nupa("perf", "icmp-lat", "-n", "2000", "--warmup", "1000", "--json");
+        Run r = ownFabrics("perf", "icmp-lat", "-n", "2000", "--warmup", "1000", "--json");
         assertEquals(0, r.status(), r.err());
         assertTrue(Pattern.compile("^\\{\"test\":\"icmp-lat\",\"bytes\":64,.*\"p50_ns\":[0-9.]+,.*\"floor\":\\{\"bytes\":8,.*"
                 + "\"floor_ratio\":[0-9.]+,\"turns\":[0-9]+\\}$").matcher(r.lastLine()).find(), r.out());
@@ -218,9 +279,8 @@ class NupaCommandLineTest {
 
     @Test
     void perfVertxToolsKeepThePerfContractWithVertxOnEpollAsThePeer() throws Exception {
-        List<Path> before = perfFiles();
         for (String tool : List.of("vertx-http", "vertx-grpc")) {
-            Run r = nupa("perf", tool, "-t", "0.2", "--turns", "1", "--json");
+            Run r = ownFabrics("perf", tool, "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--json");
             assertEquals(0, r.status(), r.out() + r.err());
             assertTrue(Pattern.compile("^\\{\"test\":\"" + tool + "\",\"size\":16,\"connections\":1,\"loops\":1,\"turns\":1,"
                     + "\"ours\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
@@ -228,35 +288,33 @@ class NupaCommandLineTest {
                     + "\"ratio\":[0-9.]+,\"latency_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
             assertTrue(r.out().contains("peer: Vert.x epoll over loopback"), r.out());
         }
-        Run udp = nupa("perf", "vertx-udp", "-t", "0.2", "--turns", "1", "--json");
+        Run udp = ownFabrics("perf", "vertx-udp", "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--json");
         assertEquals(0, udp.status(), udp.out() + udp.err());
         assertTrue(Pattern.compile("^\\{\"test\":\"vertx-udp\",.*\"ours\":\\{\"msgs_s\":[0-9.]+,.*\"ratio\":[0-9.]+,"
                 + "\"latency_ratio\":null\\}$").matcher(udp.lastLine()).find(), udp.out());
-        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
     }
 
     @Test
     void perfTcpToolsKeepThePerfContractWithLinuxTcpAsThePeer() throws Exception {
-        List<Path> before = perfFiles();
-        Run lat = nupa("perf", "tcp-lat", "-n", "2000", "--json");
+        Run lat = ownFabrics("perf", "tcp-lat", "-n", "2000", "--json");
         assertEquals(0, lat.status(), lat.err());
         assertTrue(Pattern.compile("^\\{\"test\":\"tcp-lat\",\"bytes\":1,\"round_trip\":true,\"iterations\":2000,.*\"p50_ns\":[0-9.]+,"
                 + ".*\"peer\":\\{\"bytes\":1,\"iterations\":2000,.*\"ratio\":[0-9.]+,\"pooled_ratio\":[0-9.]+,\"turns\":2\\}$")
                 .matcher(lat.lastLine()).find(), lat.out());
-        Run crr = nupa("perf", "tcp-crr", "-n", "60", "--json");
+        Run crr = ownFabrics("perf", "tcp-crr", "-n", "60", "--json");
         assertEquals(0, crr.status(), crr.err());
         assertTrue(Pattern.compile("^\\{\"test\":\"tcp-crr\",\"iterations\":60,\"msgs_s\":[0-9.]+,\"peer\":\\{\"msgs_s\":[0-9.]+\\},"
                 + "\"ratio\":[0-9.]+,\"ratio_min\":[0-9.]+,\"ratio_max\":[0-9.]+,\"turns\":1,\"alloc_b\":[0-9.]+,"
                 + "\"server_alloc_b\":[0-9.]+,\"gc\":\\{\"client\":\\d+,\"client_longest_ms\":\\d+,\"server\":\\d+,"
                 + "\"server_longest_ms\":\\d+\\},\"gc_all\":\\{\"client\":\\d+,\"client_longest_ms\":\\d+,\"server\":\\d+,"
                 + "\"server_longest_ms\":\\d+\\}\\}$").matcher(crr.lastLine()).find(), crr.out());
-        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
     }
 
     @Test
     void perfTcpLoopbackToolsRunInOneProcessBesideLinuxTcpOver127001() throws Exception {
-        List<Path> before = perfFiles();
-        Run lat = nupa("perf", "tcp-lat", "--loopback", "-n", "2000", "--json");
+        Run lat = ownFabrics("perf", "tcp-lat", "--loopback", "-n", "2000", "--json");
         assertEquals(0, lat.status(), lat.err());
         assertTrue(lat.out().contains("over the loopback interface of one node (127.0.0.1)"), lat.out());
         Matcher l = Pattern.compile("^\\{\"test\":\"tcp-lat\",\"loopback\":true,\"bytes\":1,\"round_trip\":true,\"iterations\":2000,"
@@ -266,7 +324,7 @@ class NupaCommandLineTest {
         for (int g = 1; g <= 3; g++) {
             assertTrue(Double.parseDouble(l.group(g)) > 0, lat.lastLine());
         }
-        Run bw = nupa("perf", "tcp-bw", "--loopback", "-t", "0.1", "--json");
+        Run bw = ownFabrics("perf", "tcp-bw", "--loopback", "-t", "0.1", "--json");
         assertEquals(0, bw.status(), bw.err());
         Matcher b = Pattern.compile("^\\{\"test\":\"tcp-bw\",\"loopback\":true,\"bytes\":65536,\"gbit_s\":([0-9.]+),"
                 + "\"peer\":\\{\"gbit_s\":([0-9.]+)\\},\"ratio\":([0-9.]+)\\}$").matcher(bw.lastLine());
@@ -274,18 +332,17 @@ class NupaCommandLineTest {
         for (int g = 1; g <= 3; g++) {
             assertTrue(Double.parseDouble(b.group(g)) > 0, bw.lastLine());
         }
-        assertOneLineError(nupa("perf", "tcp-crr", "--loopback"), 2, "--loopback goes with tcp-lat and tcp-bw");
-        assertOneLineError(nupa("perf", "tcp-lat", "--loopback", "--server"), 2, "one process");
-        assertEquals(before, perfFiles(), "the fresh fabric file is removed afterwards");
+        assertOneLineError(here("perf", "tcp-crr", "--loopback"), 2, "--loopback goes with tcp-lat and tcp-bw");
+        assertOneLineError(here("perf", "tcp-lat", "--loopback", "--server"), 2, "one process");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
     }
 
     @Test
     void perfRdmaLatencyToolsKeepThePerfContract() throws Exception {
-        List<Path> before = perfFiles();
         String[][] runs = {{"write-lat", "packet", "false"}, {"write-lat", "direct", "false"}, {"send-lat", "direct", "false"},
                 {"read-lat", "direct", "true"}, {"atomic-lat", "packet", "true"}};
         for (String[] t : runs) {
-            Run r = nupa("perf", t[0], "--mode", t[1], "-n", "2000", "--warmup", "500", "--json");
+            Run r = ownFabrics("perf", t[0], "--mode", t[1], "-n", "2000", "--warmup", "500", "--json");
             assertEquals(0, r.status(), t[0] + " " + t[1] + ": " + r.err());
             int bytes = t[0].equals("atomic-lat") ? 8 : 2;
             assertTrue(Pattern.compile("^\\{\"test\":\"" + t[0] + "\",\"mode\":\"" + t[1] + "\",\"bytes\":" + bytes
@@ -296,19 +353,18 @@ class NupaCommandLineTest {
             assertTrue(r.out().contains("#bytes  #iterations   t_min[usec]   t_max[usec]   t_typical[usec]"), r.out());
             assertTrue(Pattern.compile("floor p50 [0-9.]+ us, ratio [0-9.]+").matcher(r.out()).find(), r.out());
         }
-        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
-        assertOneLineError(nupa("perf", "write-lat", "--mode", "fast"), 2, "--mode must be packet or direct");
-        assertOneLineError(nupa("perf", "atomic-lat", "-s", "64"), 2, "-s must be 8");
-        assertOneLineError(nupa("perf", "send-bw", "--tx-depth", "0"), 2, "--tx-depth");
-        assertOneLineError(nupa("perf", "read-lat", "--server", "--client"), 2, "exclusive");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
+        assertOneLineError(here("perf", "write-lat", "--mode", "fast"), 2, "--mode must be packet or direct");
+        assertOneLineError(here("perf", "atomic-lat", "-s", "64"), 2, "-s must be 8");
+        assertOneLineError(here("perf", "send-bw", "--tx-depth", "0"), 2, "--tx-depth");
+        assertOneLineError(here("perf", "read-lat", "--server", "--client"), 2, "exclusive");
     }
 
     @Test
     void perfRdmaBandwidthToolsKeepThePerfContract() throws Exception {
-        List<Path> before = perfFiles();
         String[][] runs = {{"write-bw", "direct"}, {"write-bw", "packet"}, {"send-bw", "direct"}, {"read-bw", "direct"}};
         for (String[] t : runs) {
-            Run r = nupa("perf", t[0], "--mode", t[1], "-s", "4096", "-n", "300", "--json");
+            Run r = ownFabrics("perf", t[0], "--mode", t[1], "-s", "4096", "-n", "300", "--json");
             assertEquals(0, r.status(), t[0] + " " + t[1] + ": " + r.err());
             assertTrue(Pattern.compile("^\\{\"test\":\"" + t[0] + "\",\"mode\":\"" + t[1] + "\",\"tx_depth\":128,\"bytes\":4096,"
                     + "\"iterations\":300,\"peak_mb_s\":[0-9.]+,\"avg_mb_s\":[0-9.]+,\"gbit_s\":[0-9.]+,\"msgs_s\":[0-9.]+,"
@@ -317,15 +373,14 @@ class NupaCommandLineTest {
             assertTrue(r.out().contains("#bytes  #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]"), r.out());
             assertTrue(r.out().contains("floor: single-thread MemorySegment.copy of 4096 bytes"), r.out());
         }
-        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
     }
 
     @Test
     void perfSuiteWritesEachFiguresMedianAndRangeAsJsonAndATable() throws Exception {
-        List<Path> before = perfFiles();
         Path dir = Files.createTempDirectory("nupa-suite");
         try {
-            Run r = nupa("perf", "suite", "--runs", "2", "--only", "udp-lat,tcp-crr", "--quick", "--out", dir.toString());
+            Run r = ownFabrics("perf", "suite", "--runs", "2", "--only", "udp-lat,tcp-crr", "--quick", "--out", dir.toString());
             assertEquals(0, r.status(), r.err());
             String json = Files.readString(dir.resolve("suite.json"));
             assertTrue(json.contains("\"runs\" : 2") && json.contains("\"quick\" : true"), json);
@@ -345,73 +400,73 @@ class NupaCommandLineTest {
             }
             Files.delete(dir);
         }
-        assertOneLineError(nupa("perf", "suite", "--only", "nope"), 2, "--only names nope");
-        assertEquals(before, perfFiles(), "the fresh fabric files are removed afterwards");
+        assertOneLineError(here("perf", "suite", "--only", "nope"), 2, "--only names nope");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
     }
 
     @Test
     void ipCommandsGiveOneLineErrors() throws Exception {
-        assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
-        assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "65508", "10.0.0.1"), 2, "-s 65508 is out of range");
+        assertOneLineError(here("ping", "--fabric", fabric.toString(), "10.0.0.x"), 2, "not an IPv4 address");
+        assertOneLineError(here("ping", "--fabric", fabric.toString(), "-s", "65508", "10.0.0.1"), 2, "-s 65508 is out of range");
         // A fabric file that does not exist has no node to reach: refused, not created (no node would answer but itself).
         Path none = Path.of(fabric + "-none");
         for (String command : List.of("ping", "udp-check", "tcp-check")) {
-            assertOneLineError(nupa(command, "--fabric", none.toString(), "10.0.0.1"), 2, "no fabric at " + none);
+            assertOneLineError(here(command, "--fabric", none.toString(), "10.0.0.1"), 2, "no fabric at " + none);
             assertFalse(Files.exists(none), command + " created no fabric");
         }
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--ip", "10.0.0.0/24", "--run-for", "1"), 2,
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--ip", "10.0.0.0/24", "--run-for", "1"), 2,
                 "network or broadcast address");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--mtu", "100", "--run-for", "1"), 2,
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--mtu", "100", "--run-for", "1"), 2,
                 "below the IPv4 minimum");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--route", "10.9.0.0/16 via 192.168.1.1",
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--route", "10.9.0.0/16 via 192.168.1.1",
                 "--run-for", "1"), 2, "is not on-link");
         Path pcap = Path.of("/tmp/nupa-cli-test-" + ProcessHandle.current().pid() + ".pcap");
-        assertOneLineError(nupa("capture", "-w", pcap.toString(), "--fabric", fabric.toString()), 1, "no node is up");
-        assertOneLineError(nupa("capture", "-w", pcap.toString(), "--fabric", fabric + "-none"), 1, "no fabric file");
+        assertOneLineError(here("capture", "-w", pcap.toString(), "--fabric", fabric.toString()), 1, "no node is up");
+        assertOneLineError(here("capture", "-w", pcap.toString(), "--fabric", fabric + "-none"), 1, "no fabric file");
         assertFalse(Files.exists(pcap), "a capture that cannot start leaves no file");
     }
 
     @Test
     void gatewayOptionsGiveOneLineErrors() throws Exception {
         String f = fabric.toString();
-        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--tap", "nupa-x", "--run-for", "1"), 2,
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--tap", "nupa-x", "--run-for", "1"), 2,
                 "needs both --tap NAME and --tap-addr");
-        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--tap", "nupa-x", "--tap-addr", "192.168.77.2",
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--tap", "nupa-x", "--tap-addr", "192.168.77.2",
                 "--run-for", "1"), 2, "needs a prefix length");
-        assertOneLineError(nupa("node", "--fabric", f, "--tap", "nupa-x", "--tap-addr", "192.168.77.2/24", "--run-for", "1"),
+        assertOneLineError(here("node", "--fabric", f, "--tap", "nupa-x", "--tap-addr", "192.168.77.2/24", "--run-for", "1"),
                 2, "need --ip or --address");
-        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--tap", "no/slash", "--tap-addr", "192.168.77.2/24",
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--tap", "no/slash", "--tap-addr", "192.168.77.2/24",
                 "--run-for", "1"), 2, "TAP name \"no/slash\" must be");
     }
 
     @Test
     void linkFaultsGiveOneLineErrors() throws Exception {
         String f = fabric.toString();
-        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--link-faults", "lose=0.1", "--run-for", "1"), 2,
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--link-faults", "lose=0.1", "--run-for", "1"), 2,
                 "unknown fault \"lose\"; the faults are drop, duplicate, reorder and corrupt");
-        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--link-faults", "drop=1.5", "--run-for", "1"), 2,
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--link-faults", "drop=1.5", "--run-for", "1"), 2,
                 "drop rate 1.5 is outside 0..1");
-        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--link-faults", "drop=0.1,drop=0.2", "--run-for", "1"), 2,
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--link-faults", "drop=0.1,drop=0.2", "--run-for", "1"), 2,
                 "give each of drop, duplicate, reorder, corrupt and seed at most once");
-        assertOneLineError(nupa("node", "--fabric", f, "--address", "0", "--link-faults", "seed=x", "--run-for", "1"), 2,
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--link-faults", "seed=x", "--run-for", "1"), 2,
                 "seed takes a number, not \"x\"");
     }
 
     @Test
     void perfGrpcEndpointMeasuresBothWays() throws Exception {
         for (String call : List.of("info", "udp")) {
-            Run r = nupa("perf", "grpc-endpoint", "--call", call, "-n", "300", "--warmup", "100", "--json");
+            Run r = ownFabrics("perf", "grpc-endpoint", "--call", call, "-n", "300", "--warmup", "100", "--json");
             assertEquals(0, r.status(), r.err());
             assertTrue(Pattern.compile("^\\{\"test\":\"grpc-endpoint\",\"call\":\"" + call + "\",\"iterations\":300,.*"
                     + "\"peer\":\\{\"iterations\":300,.*\"ratio\":[0-9.]+,\"turns\":1}$").matcher(r.lastLine()).find(), r.lastLine());
         }
-        assertOneLineError(nupa("perf", "grpc-endpoint", "--call", "bogus"), 2, "--call is info or udp");
+        assertOneLineError(here("perf", "grpc-endpoint", "--call", "bogus"), 2, "--call is info or udp");
     }
 
     @Test
     void demoRunsAndCleansUp() throws Exception {
         Path report = Files.createTempDirectory("nupa-demo-report-");
-        Run r = nupa("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000",
+        Run r = ownFabrics("demo", "--frames", "3000", "--datagrams", "200", "--bulk-bytes", "4000000", "--rdma-iterations", "2000",
                 "--report", report.toString());
         assertEquals(0, r.status(), r.err());
         assertTrue(r.out().contains("is reported in " + report.resolve("report.html")), r.out());
@@ -432,12 +487,11 @@ class NupaCommandLineTest {
         assertTrue(r.out().contains("write-bw: RDMA WRITE stream, mode direct"), r.out());
         assertEquals(4, r.out().split(", ratio ", -1).length - 1, "a floor and a ratio for each RDMA run: " + r.out());
         assertTrue(r.out().contains("demo ok"), r.out());
+        assertEquals(List.of(), leftFabrics(), "the demo removes its fabric file");
     }
     @Test
     void captureOverGrpcWritesTheNodesFramesLiveAsPcap() throws Exception {
-        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
-                "node", "--fabric", fabric.toString(), "--address", "0", "--udp-echo", "9", "--grpc", "127.0.0.1:0")
+        Process node = builder("node", "--fabric", fabric.toString(), "--address", "0", "--udp-echo", "9", "--grpc", "127.0.0.1:0")
                 .redirectErrorStream(true).start();
         Path pcap = Files.createTempFile("nupa-live-", ".pcap");
         Process capture = null;
@@ -445,9 +499,7 @@ class NupaCommandLineTest {
             String first = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream())).readLine();
             java.util.regex.Matcher m = Pattern.compile("gRPC on (127\\.0\\.0\\.1:\\d+)").matcher(String.valueOf(first));
             assertTrue(m.find(), first);
-            capture = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                    "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
-                    "capture", "--grpc", m.group(1), "--protocol", "udp", "--filter-port", "9", "-c", "2", "-w", pcap.toString())
+            capture = builder("capture", "--grpc", m.group(1), "--protocol", "udp", "--filter-port", "9", "-c", "2", "-w", pcap.toString())
                     .redirectErrorStream(true).start();
             var captureOut = new java.io.BufferedReader(new java.io.InputStreamReader(capture.getInputStream()));
             String started = captureOut.readLine();
@@ -483,9 +535,7 @@ class NupaCommandLineTest {
     @Test
     void tcpWithoutChecksumsOnBothNodesMovesDataIntact() throws Exception {
         // The lossless-fabric policy: TCP segments leave with checksum 0 and are not verified (as Linux on lo).
-        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
-                "node", "--fabric", fabric.toString(), "--address", "0", "--tcp-echo", "7", "--tcp-time-wait", "1", "--no-checksums")
+        Process node = builder("node", "--fabric", fabric.toString(), "--address", "0", "--tcp-echo", "7", "--tcp-time-wait", "1", "--no-checksums")
                 .redirectErrorStream(true).start();
         try {
             var nodeOut = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream()));
@@ -504,9 +554,7 @@ class NupaCommandLineTest {
 
     @Test
     void tcpCheckAndTcpEchoTakeSocketOptions() throws Exception {
-        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
-                "node", "--fabric", fabric.toString(), "--address", "0", "--tcp-echo", "7", "--tcp-time-wait", "1",
+        Process node = builder("node", "--fabric", fabric.toString(), "--address", "0", "--tcp-echo", "7", "--tcp-time-wait", "1",
                 "--no-delay", "--congestion", "newreno", "--linger", "5").redirectErrorStream(true).start();
         try {
             var nodeOut = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream()));
@@ -538,13 +586,13 @@ class NupaCommandLineTest {
 
     @Test
     void tcpSocketOptionsGiveOneLineErrors() throws Exception {
-        assertOneLineError(nupa("tcp-check", "--fabric", fabric.toString(), "--linger", "65536", "10.0.0.1"), 2,
+        assertOneLineError(here("tcp-check", "--fabric", fabric.toString(), "--linger", "65536", "10.0.0.1"), 2,
                 "--linger 65536 is out of range: --linger takes 0..65535");
-        assertOneLineError(nupa("tcp-check", "--fabric", fabric.toString(), "--congestion", "bbr", "10.0.0.1"), 2,
+        assertOneLineError(here("tcp-check", "--fabric", fabric.toString(), "--congestion", "bbr", "10.0.0.1"), 2,
                 "--congestion bbr is unknown; choose one of: newreno, cubic");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--tcp-echo", "7", "--recv-buffer", "100",
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--tcp-echo", "7", "--recv-buffer", "100",
                 "--run-for", "1"), 2, "--recv-buffer 100 is outside 8960..1073741824 bytes");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--keepalive", "--run-for", "1"), 2,
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--keepalive", "--run-for", "1"), 2,
                 "--keepalive sets the TCP echo server's connections; give --tcp-echo PORT too");
         assertFalse(Files.exists(fabric), "refused before any node started");
     }
@@ -552,20 +600,20 @@ class NupaCommandLineTest {
     @Test
     void numericOptionsAreRangeCheckedBeforeAnythingStarts() throws Exception {
         Path none = ChildJvm.newFabricPath();
-        assertOneLineError(nupa("rping", "-c", "-a", "10.0.0.1", "--fabric", none.toString()), 2, "no fabric at " + none);
-        assertOneLineError(nupa("udp-check", "--fabric", fabric.toString(), "--port", "65536", "10.0.0.1"), 2, "--port 65536 is out of range");
-        assertOneLineError(nupa("tcp-check", "--fabric", fabric.toString(), "--timeout", "0", "10.0.0.1"), 2, "--timeout 0 is out of range");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--udp-echo", "0"), 2, "--udp-echo 0 is out of range: --udp-echo takes 1..65535");
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--address", "-1"), 2, "--address -1 is out of range");
-        assertOneLineError(nupa("ping", "--fabric", fabric.toString(), "-s", "65508", "10.0.0.1"), 2, "-s 65508 is out of range: -s takes 0..65507");
+        assertOneLineError(here("rping", "-c", "-a", "10.0.0.1", "--fabric", none.toString()), 2, "no fabric at " + none);
+        assertOneLineError(here("udp-check", "--fabric", fabric.toString(), "--port", "65536", "10.0.0.1"), 2, "--port 65536 is out of range");
+        assertOneLineError(here("tcp-check", "--fabric", fabric.toString(), "--timeout", "0", "10.0.0.1"), 2, "--timeout 0 is out of range");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--udp-echo", "0"), 2, "--udp-echo 0 is out of range: --udp-echo takes 1..65535");
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--address", "-1"), 2, "--address -1 is out of range");
+        assertOneLineError(here("ping", "--fabric", fabric.toString(), "-s", "65508", "10.0.0.1"), 2, "-s 65508 is out of range: -s takes 0..65507");
         assertFalse(Files.exists(fabric), "a refused command creates no fabric");
-        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8").status());
-        assertOneLineError(nupa("node", "--fabric", fabric.toString(), "--nodes", "16", "--run-for", "0.1"), 2, "--nodes 16 sizes a new fabric");
+        assertEquals(0, here("fabric", "create", "--fabric", fabric.toString(), "--nodes", "8").status());
+        assertOneLineError(here("node", "--fabric", fabric.toString(), "--nodes", "16", "--run-for", "0.1"), 2, "--nodes 16 sizes a new fabric");
     }
 
     @Test
     void pingTakesLinuxSizes() throws Exception {
-        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "4").status());
+        assertEquals(0, here("fabric", "create", "--fabric", fabric.toString(), "--nodes", "4").status());
         // iputils: fewer than 8 data bytes carry no send time, so the reply line has no time= and there is no rtt line.
         Run zero = nupa("ping", "--fabric", fabric.toString(), "--address", "0", "-c", "1", "-s", "0", "10.0.0.1");
         assertEquals(0, zero.status(), zero.out() + zero.err());
@@ -579,15 +627,13 @@ class NupaCommandLineTest {
     @Test
     void fabricRemoveNeverRemovesAFileThatIsNotAFabric() throws Exception {
         Files.writeString(fabric, "notes that are not a fabric\n");
-        assertOneLineError(nupa("fabric", "remove", "--force", "--fabric", fabric.toString()), 1, "not a NUPA fabric");
+        assertOneLineError(here("fabric", "remove", "--force", "--fabric", fabric.toString()), 1, "not a NUPA fabric");
         assertTrue(Files.exists(fabric), "--force overrides live nodes only");
     }
 
     @Test
     void aNodeRefusesTheIpv4AddressOfALiveNode() throws Exception {
-        Process first = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
-                "node", "--fabric", fabric.toString(), "--address", "0", "--ip", "10.0.0.5/24", "--run-for", "60")
+        Process first = builder("node", "--fabric", fabric.toString(), "--address", "0", "--ip", "10.0.0.5/24", "--run-for", "60")
                 .redirectErrorStream(true).start();
         try {
             var out = new java.io.BufferedReader(new java.io.InputStreamReader(first.getInputStream()));
@@ -604,10 +650,8 @@ class NupaCommandLineTest {
 
     @Test
     void fabricInfoShowsDropsByReasonAndInjectedFaults() throws Exception {
-        assertEquals(0, nupa("fabric", "create", "--fabric", fabric.toString(), "--nodes", "4").status());
-        Process node = new ProcessBuilder(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main",
-                "node", "--fabric", fabric.toString(), "--address", "0", "--link-faults", "drop=0.5,seed=3", "--run-for", "60")
+        assertEquals(0, here("fabric", "create", "--fabric", fabric.toString(), "--nodes", "4").status());
+        Process node = builder("node", "--fabric", fabric.toString(), "--address", "0", "--link-faults", "drop=0.5,seed=3", "--run-for", "60")
                 .redirectErrorStream(true).start();
         try {
             var out = new java.io.BufferedReader(new java.io.InputStreamReader(node.getInputStream()));
@@ -615,10 +659,12 @@ class NupaCommandLineTest {
             assertTrue(line != null && line.startsWith("nupa node:"), line);
             nupa("ping", "--fabric", fabric.toString(), "--address", "1", "-c", "20", "-i", "0.01", "-W", "1", "10.0.0.1");
             Pattern dropped = Pattern.compile("faults_dropped ([1-9][0-9]*)");
-            Run info = null;
-            for (int i = 0; i < 20 && (info == null || !dropped.matcher(info.out()).find()); i++) { // published every 100 ms
-                info = nupa("fabric", "info", "--fabric", fabric.toString());
-            }
+            Run[] last = {null};
+            ChildJvm.waitUntil("node 0 published its dropped frames (every 100 ms)", 10_000, () -> {
+                last[0] = here("fabric", "info", "--fabric", fabric.toString());
+                return dropped.matcher(last[0].out()).find();
+            });
+            Run info = last[0];
             assertEquals(0, info.status(), info.err());
             assertTrue(info.out().contains("node 0 publishes link faults injected on receive:"), info.out());
             assertTrue(dropped.matcher(info.out()).find(), info.out());

@@ -86,7 +86,7 @@ class NupaRunTest {
 
     @Test
     void anUnmodifiedVertxProgramServesHttpToAnotherNodeAndItsExitStatusIsHandedOn() throws Exception {
-        try (ChildJvm run = ChildJvm.start("nupa-run", dev.nupa.node.Main.class, "run", "--fabric", fabric, "--address", "0", "--",
+        try (ChildJvm run = ChildJvm.start("nupa-run", dev.nupa.node.cli.Main.class, "run", "--fabric", fabric, "--address", "0", "--",
                 "-cp", programClassPath(), PlainVertxMain.class.getName())) {
             String line = run.awaitLine("LISTENING", 60_000);
             assertEquals("LISTENING transport=dev.nupa.transport.NupaTransport", line);

@@ -56,7 +56,7 @@ class PerfReportTest {
 
     private static List<String> nupa(String... args) {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main"));
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.cli.Main"));
         cmd.addAll(List.of(args));
         return cmd;
     }

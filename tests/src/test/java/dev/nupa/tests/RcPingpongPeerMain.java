@@ -3,21 +3,21 @@ package dev.nupa.tests;
 import dev.nupa.ip.Route;
 import dev.nupa.node.NodeConfig;
 import dev.nupa.node.NupaNode;
-import dev.nupa.roce.Access;
+import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.ProtectionDomain;
 import dev.nupa.roce.QpInitAttr;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
-import dev.nupa.roce.RecvWorkRequest;
-import dev.nupa.roce.SendFlags;
-import dev.nupa.roce.SendWorkRequest;
-import dev.nupa.roce.TransferMode;
-import dev.nupa.roce.WcOpcode;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WorkCompletion;
-import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcOpcode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import io.vertx.core.buffer.Buffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -91,9 +91,9 @@ public final class RcPingpongPeerMain {
         System.out.flush();
         done.await(timeoutMs, TimeUnit.MILLISECONDS);
         System.out.println("RESULT outcome=" + outcome[0] + " received=" + counts[0] + " sent=" + counts[1]
-                + " rocev2_sent=" + node.rdma().context().counter(dev.nupa.roce.RdmaCounter.ROCEV2_SENT)
-                + " rocev2_received=" + node.rdma().context().counter(dev.nupa.roce.RdmaCounter.ROCEV2_RECEIVED)
-                + " bad_icrc=" + node.rdma().context().counter(dev.nupa.roce.RdmaCounter.BAD_ICRC));
+                + " rocev2_sent=" + node.rdma().context().counter(dev.nupa.roce.verbs.RdmaCounter.ROCEV2_SENT)
+                + " rocev2_received=" + node.rdma().context().counter(dev.nupa.roce.verbs.RdmaCounter.ROCEV2_RECEIVED)
+                + " bad_icrc=" + node.rdma().context().counter(dev.nupa.roce.verbs.RdmaCounter.BAD_ICRC));
         System.out.flush();
         node.closeAndWait();
         System.exit(outcome[0].equals("ok") ? 0 : 1);

@@ -3,7 +3,7 @@ package dev.nupa.tests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -98,7 +98,11 @@ class RoceV2GatewayTest {
             // A datagram to 4791 whose last 4 bytes are no ICRC, from Linux: gateway B drops it and counts it.
             Linux.ok("ip", "netns", "exec", ns, "python3", "-c", "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM);"
                     + " s.sendto(bytes([4, 0, 255, 255, 0, 0, 0, 2, 0, 0, 0, 1]) + bytes(16) + b'NOPE', ('10.0.1.2', 4791))");
-            Thread.sleep(600); // the gateways publish their counters every 200 ms
+            // The gateways publish their counters every 200 ms: looked at until B counted the forged datagram.
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (gatewayCounters(fabricB).getOrDefault("drop_bad_icrc", 0L) < 1 && System.nanoTime() < deadline) {
+                // each look runs `nupa fabric info` in a JVM of its own, which paces the loop
+            }
             Map<String, Long> gwA = gatewayCounters(fabricA);
             Map<String, Long> gwB = gatewayCounters(fabricB);
             System.out.println("RoceV2GatewayTest: gateway A " + gwA + ", gateway B " + gwB);
@@ -141,7 +145,7 @@ class RoceV2GatewayTest {
 
     /** The gateway's counters as `nupa fabric info` shows them from the fabric file (name to value). */
     private static Map<String, Long> gatewayCounters(Path fabric) throws Exception {
-        NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString());
+        NupaCommandLineTest.Run info = NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString());
         assertEquals(0, info.status(), info.err());
         Map<String, Long> counters = new java.util.TreeMap<>();
         Matcher m = Pattern.compile(" (rocev2_in|rocev2_out|drop_bad_icrc|drop_bad_rocev2) (\\d+)").matcher(info.out());

@@ -8,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -26,28 +25,14 @@ class SoakTest {
 
     /** Runs `nupa soak`: longer than NupaCommandLineTest's 120 s allow, for the nodes' starts and the last rounds' ends. */
     private static NupaCommandLineTest.Run soak(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"), "dev.nupa.node.Main", "soak"));
-        cmd.addAll(List.of(args));
-        Path out = Files.createTempFile("nupa-soak-out", ".txt");
-        Path err = Files.createTempFile("nupa-soak-err", ".txt");
-        try {
-            Process p = new ProcessBuilder(cmd).redirectOutput(out.toFile()).redirectError(err.toFile()).start();
-            if (!p.waitFor(400, TimeUnit.SECONDS)) {
-                p.descendants().forEach(ProcessHandle::destroyForcibly);
-                p.destroyForcibly();
-                throw new AssertionError("nupa soak did not finish in 400 s: " + Files.readString(out));
-            }
-            return new NupaCommandLineTest.Run(p.exitValue(), Files.readString(out), Files.readString(err));
-        } finally {
-            Files.deleteIfExists(out);
-            Files.deleteIfExists(err);
-        }
+        List<String> all = new ArrayList<>(List.of("soak"));
+        all.addAll(List.of(args));
+        return NupaCommandLineTest.nupa(400, java.util.Map.of(), all.toArray(String[]::new));
     }
 
     @Test
     void aShortSoakChecksEveryKindOfTrafficThroughAKillAndRestart() throws Exception {
-        NupaCommandLineTest.Run r = soak("--seconds", "60", "--kill-every", "8", "--seed", "7", "--progress", "10");
+        NupaCommandLineTest.Run r = soak("--seconds", "20", "--kill-every", "4", "--seed", "7", "--progress", "10");
         String out = r.out() + r.err();
         assertEquals(0, r.status(), out);
         assertTrue(r.out().contains("soak: PASS"), out);
@@ -64,7 +49,7 @@ class SoakTest {
 
     @Test
     void badOptionsAreOneLineWithStatusTwo() throws Exception {
-        NupaCommandLineTest.Run r = NupaCommandLineTest.nupa("soak", "--seconds", "1");
+        NupaCommandLineTest.Run r = NupaCommandLineTest.here("soak", "--seconds", "1");
         assertEquals(2, r.status(), r.out() + r.err());
         assertEquals(1, r.err().strip().lines().count(), r.err());
         assertTrue(r.err().contains("5 s to 7 days"), r.err());

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 
 /**
  * TCP between node processes on one fabric file: `nupa node --tcp-echo` serving, `nupa tcp-check`

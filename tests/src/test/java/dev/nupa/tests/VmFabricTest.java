@@ -4,7 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.node.Main;
+import dev.nupa.node.cli.Main;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -50,7 +50,7 @@ class VmFabricTest {
     /** A new fabric whose liveness timeouts a JVM under software emulation meets: it may stand still for seconds. */
     private static Path slowFabric() throws Exception {
         Path fabric = ChildJvm.newFabricPath();
-        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
+        NupaCommandLineTest.Run made = NupaCommandLineTest.here("fabric", "create", "--fabric", fabric.toString(), "--timeout-ms",
                 "60000", "--stall-ms", "60000");
         assertEquals(0, made.status(), made.err());
         return fabric;
@@ -82,7 +82,7 @@ class VmFabricTest {
                 String device = ",--device,uio:UIO,--address,11";
                 Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
                         fabric.toString(), "2", "--java",
-                        "0:nupa=node" + device0 + ",--udp-echo,7,--tcp-echo,7,--run-for,100",
+                        "0:nupa=node" + device0 + ",--udp-echo,7,--tcp-echo,7", "0:serve=1",
                         "1:uio=1",
                         "1:nupa=ping" + device + ",-c,3,-w,90,10.0.0.11"
                                 + ";udp-check" + device + ",--count,100,--max-size,4000,10.0.0.11"
@@ -92,7 +92,7 @@ class VmFabricTest {
                 System.out.println("VmFabricTest: the guests' consoles:\n" + guests.output());
                 String out = guests.output();
                 assertEquals(0, guests.status(), out);
-                assertTrue(out.contains("guest0: nupa-guest: nupa node exit 0"), "guest 0's node ran its time: " + out);
+                assertStoppedOnItsChannel(out);
                 assertTrue(out.contains("guest1: nupa-guest: 0000:00:04.0 on uio_pci_generic as /dev/uio0"), out);
                 for (String c : List.of("ping", "udp-check", "tcp-check", "rping")) {
                     assertTrue(Pattern.compile("(?m)^guest1: nupa-guest: nupa " + c + " exit 0").matcher(out).find(), c + " in guest 1: " + out);
@@ -126,7 +126,7 @@ class VmFabricTest {
             String device = ",--device,vfio:IVSHMEM,--address,1GUEST"; // guest 0 at address 10 (10.0.0.11), guest 1 at 11
             Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
                     fabric.toString(), "2", "--doorbells", "--java",
-                    "0:nupa=rping" + device + ",-s,-v,--timeout,300;node" + device + ",--udp-echo,7,--run-for,100",
+                    "0:nupa=rping" + device + ",-s,-v,--timeout,300;node" + device + ",--udp-echo,7", "0:serve=1",
                     "1:nupa=rping" + device + ",-c,-a,10.0.0.11,-C,10,-V,--wait,150"
                             + ";ping" + device + ",-c,20,-i,0.1,-w,90,10.0.0.11"
                             + ";udp-check" + device + ",--count,100,--max-size,4000,10.0.0.11");
@@ -136,7 +136,7 @@ class VmFabricTest {
             assertTrue(Pattern.compile("(?m)^guest0: nupa-guest: 0000:00:04.0 on vfio-pci, IOMMU group \\d+").matcher(out).find(),
                     "the device went to vfio-pci: " + out);
             assertTrue(out.contains("(doorbells: MSI-X interrupts of 0000:00:04.0 through VFIO"), "the node sleeps on interrupts: " + out);
-            assertTrue(out.contains("guest0: nupa-guest: nupa node exit 0"), "guest 0's node ran its time: " + out);
+            assertStoppedOnItsChannel(out);
             assertTrue(out.contains("guest0: nupa-guest: nupa rping exit 0"), "guest 0's rping server: " + out);
             for (String c : List.of("rping", "ping", "udp-check")) {
                 assertTrue(Pattern.compile("(?m)^guest1: nupa-guest: nupa " + c + " exit 0").matcher(out).find(), c + " in guest 1: " + out);
@@ -152,6 +152,17 @@ class VmFabricTest {
         } finally {
             Files.deleteIfExists(fabric);
         }
+    }
+
+    /**
+     * Guest 0 served (serve=1) until guest 1 powered off, then `vms/guest.sh many` sent "stop" on its command channel:
+     * its node ended on SIGTERM, printing its counters as it left the fabric.
+     */
+    private static void assertStoppedOnItsChannel(String out) {
+        assertTrue(out.contains("guest0: nupa-guest: command channel on ttyS1"), out);
+        assertTrue(out.contains("guest0: nupa-guest: nupa node stopped"), "guest 0's node was stopped through its channel: " + out);
+        assertTrue(Pattern.compile("(?m)^guest0: nupa node: fabric frames out=[1-9]").matcher(out).find(),
+                "guest 0's node printed its counters as it stopped: " + out);
     }
 
     /** The TAP's address moves to a bridge br0 in the rig's namespace, which the guest's NIC joins too. */
@@ -187,7 +198,7 @@ class VmFabricTest {
 
             long bar = Files.size(fabric);
             assertEquals(Long.highestOneBit(before) << 1, bar, "the file grew to the BAR's power of two");
-            NupaCommandLineTest.Run info = NupaCommandLineTest.nupa("fabric", "info", "--fabric", fabric.toString());
+            NupaCommandLineTest.Run info = NupaCommandLineTest.here("fabric", "info", "--fabric", fabric.toString());
             assertEquals(0, info.status(), "the fabric is still joined after the guest mapped it: " + info.err());
             assertTrue(java.util.regex.Pattern.compile("(?m)^\\s+3 UP ").matcher(info.out()).find(), "node 3 is up: " + info.out());
         } finally {

@@ -6,9 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.nupa.device.FabricNode;
 import dev.nupa.device.ShmFabric;
-import dev.nupa.node.Main;
-import dev.nupa.roce.RdmaException;
-import dev.nupa.roce.WcStatus;
+import dev.nupa.node.cli.Main;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.WcStatus;
 import dev.nupa.roce.ring.RingCompletion;
 import dev.nupa.roce.ring.WorkRing;
 import dev.nupa.roce.ring.WorkRingLayout;
@@ -46,7 +46,7 @@ class WorkRingTest {
     @BeforeEach
     void nodes() throws Exception {
         fabric = ChildJvm.newFabricPath();
-        NupaCommandLineTest.Run made = NupaCommandLineTest.nupa("fabric", "create", "--fabric", fabric.toString());
+        NupaCommandLineTest.Run made = NupaCommandLineTest.here("fabric", "create", "--fabric", fabric.toString());
         assertEquals(0, made.status(), made.err());
         target = ChildJvm.start("target", Main.class, "node", "--fabric", fabric, "--address", "1", "--rdma-target", "4000");
         target.awaitLine("nupa node: RDMA target on CM port 4000", 60_000);

@@ -16,14 +16,11 @@ import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.UdpReceiver;
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.AbstractChannel;
 import io.netty.channel.AddressedEnvelope;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
-import io.netty.channel.EventLoop;
-import io.netty.channel.IoRegistration;
 import io.netty.channel.socket.DatagramChannel;
 import io.netty.channel.socket.DatagramPacket;
 
@@ -36,7 +33,7 @@ import io.netty.channel.socket.DatagramPacket;
  * loop's next round (never waiting on the loop), and fails once the ring has stayed full for
  * {@link #SEND_TIMEOUT_NS}. An unbound channel binds an ephemeral port on its first send.
  */
-public final class NupaDatagramChannel extends AbstractChannel implements DatagramChannel {
+public final class NupaDatagramChannel extends NupaChannel implements DatagramChannel {
     private static final ChannelMetadata METADATA = new ChannelMetadata(true, 16);
     /** How long the destination ring may stay full before the datagram at the head fails. */
     static final long SEND_TIMEOUT_NS = 1_000_000_000L;
@@ -47,10 +44,6 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
     private final Runnable retry = this::retryFlush;
     private final BufMemory sendMemory = new BufMemory();
     private final BufMemory receiveMemory = new BufMemory();
-    private FabricStack stack;
-    private IoRegistration registration;
-    private volatile boolean open = true;
-    private volatile InetSocketAddress local;
     private int port = -1;
     private int waitingBytes;
     private boolean readRequested;
@@ -72,11 +65,6 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
     }
 
     @Override
-    public boolean isOpen() {
-        return open;
-    }
-
-    @Override
     public boolean isActive() {
         return open && (local != null || (config.activeOnRegistration() && isRegistered()));
     }
@@ -87,18 +75,8 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
     }
 
     @Override
-    public InetSocketAddress localAddress() {
-        return (InetSocketAddress) super.localAddress();
-    }
-
-    @Override
     public InetSocketAddress remoteAddress() {
         return null;
-    }
-
-    @Override
-    protected SocketAddress localAddress0() {
-        return local;
     }
 
     @Override
@@ -109,24 +87,6 @@ public final class NupaDatagramChannel extends AbstractChannel implements Datagr
     @Override
     protected AbstractUnsafe newUnsafe() {
         return new DatagramUnsafe();
-    }
-
-    @Override
-    protected boolean isCompatible(EventLoop loop) {
-        return NupaIoHandle.compatible(loop, DatagramUnsafe.class);
-    }
-
-    @Override
-    protected void doRegister(ChannelPromise promise) {
-        NupaIoHandle.register(eventLoop(), (DatagramUnsafe) unsafe(), promise, r -> {
-            registration = r;
-            stack = r.attachment();
-        });
-    }
-
-    @Override
-    protected void doDeregister() {
-        registration = NupaIoHandle.cancel(registration);
     }
 
     @Override

@@ -9,11 +9,10 @@ import java.util.concurrent.ThreadLocalRandom;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.tcp.TcpConnection;
 import dev.nupa.tcp.TcpLayer;
-import io.netty.channel.AbstractServerChannel;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
-import io.netty.channel.EventLoop;
-import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.socket.ServerSocketChannel;
 
@@ -23,16 +22,20 @@ import io.netty.channel.socket.ServerSocketChannel;
  * established, becomes a {@link NupaSocketChannel} handed to the pipeline while accepting is asked
  * for (auto-read), queued otherwise.
  */
-public final class NupaServerSocketChannel extends AbstractServerChannel implements ServerSocketChannel {
+public final class NupaServerSocketChannel extends NupaChannel implements ServerSocketChannel {
+    /** As Netty's AbstractServerChannel: no disconnect; up to 16 connections handed out per read. */
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
     private final NupaServerSocketChannelConfig config = new NupaServerSocketChannelConfig(this);
     private final ArrayDeque<NupaSocketChannel> accepted = new ArrayDeque<>();
-    private FabricStack stack;
-    private IoRegistration registration;
-    private volatile InetSocketAddress local;
-    private volatile boolean open = true;
     private boolean acceptRequested;
 
     public NupaServerSocketChannel() {
+        super(null);
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
     }
 
     @Override
@@ -41,18 +44,8 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
     }
 
     @Override
-    public boolean isOpen() {
-        return open;
-    }
-
-    @Override
     public boolean isActive() {
         return open && local != null;
-    }
-
-    @Override
-    public InetSocketAddress localAddress() {
-        return (InetSocketAddress) super.localAddress();
     }
 
     @Override
@@ -61,8 +54,8 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
     }
 
     @Override
-    protected SocketAddress localAddress0() {
-        return local;
+    protected SocketAddress remoteAddress0() {
+        return null;
     }
 
     @Override
@@ -70,22 +63,20 @@ public final class NupaServerSocketChannel extends AbstractServerChannel impleme
         return new ServerUnsafe();
     }
 
+    /** A listener writes nothing and disconnects from nothing (as Netty's AbstractServerChannel). */
     @Override
-    protected boolean isCompatible(EventLoop loop) {
-        return NupaIoHandle.compatible(loop, ServerUnsafe.class);
+    protected void doDisconnect() {
+        throw new UnsupportedOperationException("a listening channel has no peer to disconnect from");
     }
 
     @Override
-    protected void doRegister(ChannelPromise promise) {
-        NupaIoHandle.register(eventLoop(), (ServerUnsafe) unsafe(), promise, r -> {
-            registration = r;
-            stack = r.attachment();
-        });
+    protected void doWrite(ChannelOutboundBuffer in) {
+        throw new UnsupportedOperationException("a listening channel writes nothing; write to the connections it accepts");
     }
 
     @Override
-    protected void doDeregister() {
-        registration = NupaIoHandle.cancel(registration);
+    protected Object filterOutboundMessage(Object msg) {
+        throw new UnsupportedOperationException("a listening channel writes nothing; write to the connections it accepts");
     }
 
     @Override

@@ -1,6 +1,6 @@
 package dev.nupa.roce.cm;
 
-import dev.nupa.roce.RdmaException;
+import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.wire.CmMad;
 
 /** A connect or accept the peer answered with a REJ (IBA 12.6.7), with the peer's reason (IBA table 112). */

@@ -1,15 +1,15 @@
 package dev.nupa.roce.cm;
 
-import dev.nupa.roce.Access;
 import dev.nupa.roce.Gsi;
-import dev.nupa.roce.GsiAgent;
-import dev.nupa.roce.QpAttr;
-import dev.nupa.roce.QpAttrMask;
-import dev.nupa.roce.QpState;
-import dev.nupa.roce.QpType;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
-import dev.nupa.roce.RdmaException;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.GsiAgent;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.CmMad;
 import dev.nupa.roce.wire.Deth;
@@ -174,6 +174,7 @@ public final class RdmaCm implements AutoCloseable {
 
         @Override
         public Future<Connection> accept(QueuePair q, byte[] privateData) {
+            ctx.checkThread();
             if (state != REQ_RECEIVED) {
                 return Future.failedFuture(new RdmaException("connection request from " + peer + " was already answered"));
             }
@@ -199,6 +200,7 @@ public final class RdmaCm implements AutoCloseable {
 
         @Override
         public void reject(byte[] privateData) {
+            ctx.checkThread();
             checkPrivate(privateData, CmMad.REJ_PRIVATE, "a reject");
             if (state == REQ_RECEIVED) {
                 sendRej(this, CmMad.MSG_REQ, CmMad.REJECT_CONSUMER, privateData);
@@ -236,6 +238,7 @@ public final class RdmaCm implements AutoCloseable {
      * the context has an IP layer ({@link RdmaContext#attachIp}).
      */
     public static RdmaCm create(RdmaContext ctx, IntUnaryOperator resolve, Options options) {
+        ctx.checkThread();
         RdmaCm cm = new RdmaCm(ctx, resolve, options);
         cm.gsi = ctx.attachGsi(new GsiAgent() {
             @Override
@@ -252,6 +255,7 @@ public final class RdmaCm implements AutoCloseable {
     }
 
     public void listen(int port, Handler<ConnectRequest> handler) {
+        ctx.checkThread();
         checkPort(port);
         if (listeners.putIfAbsent(port, handler) != null) {
             throw new RdmaException("port " + port + " already has a listener on node " + gsi.node() + "; pick another port");
@@ -259,11 +263,13 @@ public final class RdmaCm implements AutoCloseable {
     }
 
     public void unlisten(int port) {
+        ctx.checkThread();
         listeners.remove(port);
     }
 
     /** Runs when a peer disconnects one of our QPs (after the QP moved to ERR and flushed). */
     public void onDisconnect(Handler<QueuePair> handler) {
+        ctx.checkThread();
         this.disconnectHandler = handler;
     }
 
@@ -283,6 +289,7 @@ public final class RdmaCm implements AutoCloseable {
      * session, and the peer's application waits on it until its own resends run out.
      */
     public Future<Connection> connect(int ipv4, int port, QueuePair qp, byte[] privateData, long waitNs) {
+        ctx.checkThread();
         try {
             checkPort(port);
             checkQp(qp);
@@ -315,6 +322,7 @@ public final class RdmaCm implements AutoCloseable {
 
     /** Sends a DREQ for {@code qp}'s connection and moves the QP to ERR (rdma_disconnect). */
     public void disconnect(QueuePair qp) {
+        ctx.checkThread();
         Session s = byQp.get(qp);
         if (s == null || (s.state != ESTABLISHED && s.state != REP_SENT)) {
             throw new RdmaException("QP " + qp.qpNum() + " has no connection made by this CM to disconnect");
@@ -335,6 +343,7 @@ public final class RdmaCm implements AutoCloseable {
      * connect still waiting for its REP (its Future fails); nothing if the CM holds nothing for it.
      */
     public void release(QueuePair qp) {
+        ctx.checkThread();
         Session s = byQp.get(qp);
         if (s == null) {
             return;
@@ -709,6 +718,7 @@ public final class RdmaCm implements AutoCloseable {
 
     @Override
     public void close() {
+        ctx.checkThread();
         closed = true;
         listeners.clear();
         for (Session s : new ArrayList<>(byComm.values())) {

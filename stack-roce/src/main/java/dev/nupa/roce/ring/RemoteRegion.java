@@ -1,6 +1,6 @@
 package dev.nupa.roce.ring;
 
-import dev.nupa.roce.RdmaException;
+import dev.nupa.roce.verbs.RdmaException;
 import java.nio.ByteBuffer;
 
 /**

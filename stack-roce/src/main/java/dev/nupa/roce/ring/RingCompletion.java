@@ -1,6 +1,6 @@
 package dev.nupa.roce.ring;
 
-import dev.nupa.roce.WcStatus;
+import dev.nupa.roce.verbs.WcStatus;
 
 /** A completion taken from a work ring; reused from poll to poll, so polling allocates nothing. */
 public final class RingCompletion {

@@ -4,7 +4,7 @@ import static dev.nupa.roce.ring.WorkRingLayout.*;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
-import dev.nupa.roce.RdmaException;
+import dev.nupa.roce.verbs.RdmaException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;

@@ -1,11 +1,11 @@
 package dev.nupa.roce.transport;
 
 import dev.nupa.device.Trace;
-import dev.nupa.roce.RdmaCounter;
-import dev.nupa.roce.RdmaObserver;
-import dev.nupa.roce.WcOpcode;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WorkCompletion;
+import dev.nupa.roce.verbs.CompletionObserver;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.WcOpcode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
 
 /**
  * The entries of a completion queue, behind its verbs handle ({@code dev.nupa.roce.CompletionQueue}), as Soft-RoCE's
@@ -112,7 +112,7 @@ public final class Completions {
             device.counters.add(RdmaCounter.CQ_OVERRUNS, 1);
             return false;
         }
-        RdmaObserver o = device.observer;
+        CompletionObserver o = device.observer;
         if (o != null && op < WcOpcode.RECV) {
             o.completed(qp, id, op, st, device.clock.getAsLong());
         }

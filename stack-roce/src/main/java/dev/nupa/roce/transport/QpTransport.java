@@ -1,19 +1,19 @@
 package dev.nupa.roce.transport;
 
-import static dev.nupa.roce.QpAttrMask.*;
+import static dev.nupa.roce.verbs.QpAttrMask.*;
 
-import dev.nupa.ip.wire.Ipv4Address;
-import dev.nupa.roce.QpAttr;
-import dev.nupa.roce.QpInitAttr;
-import dev.nupa.roce.QpState;
-import dev.nupa.roce.QpType;
-import dev.nupa.roce.RecvWorkRequest;
-import dev.nupa.roce.SendFlags;
-import dev.nupa.roce.SendWorkRequest;
-import dev.nupa.roce.TransferMode;
-import dev.nupa.roce.WcOpcode;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WorkCompletion;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpCap;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.RoceIp;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcOpcode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
 
 /**
  * The transport of one queue pair, behind its verbs handle ({@code dev.nupa.roce.QueuePair}), as Soft-RoCE's rxe_qp is
@@ -55,20 +55,20 @@ public final class QpTransport {
     QpState state = QpState.RESET;
     boolean destroyed;
 
-    /** A QP in RESET; {@code sendCq}, {@code recvCq} and {@code srq} (or null) are those {@code init} names. */
-    public QpTransport(RdmaDevice device, int qpn, int pdId, QpInitAttr init, Completions sendCq, Completions recvCq,
-            RecvQueue srq) {
+    /** A QP in RESET on {@code sendCq} and {@code recvCq}, with its own receive queue or (not null) {@code srq}. */
+    public QpTransport(RdmaDevice device, int qpn, int pdId, QpType type, TransferMode mode, QpCap cap, boolean sqSigAll,
+            Completions sendCq, Completions recvCq, RecvQueue srq) {
         this.device = device;
         this.qpn = qpn;
         this.pdId = pdId;
-        this.type = init.type();
-        this.mode = init.mode();
+        this.type = type;
+        this.mode = mode;
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.srq = srq;
-        this.rq = srq == null ? new RecvQueue(init.maxRecvWr(), init.maxRecvSge()) : null;
-        this.sq = new SendQueue(init.maxSendWr(), init.maxSendSge(), init.maxInlineData());
-        this.sqSigAll = init.sqSigAll();
+        this.rq = srq == null ? new RecvQueue(cap.maxRecvWr(), cap.maxRecvSge()) : null;
+        this.sq = new SendQueue(cap.maxSendWr(), cap.maxSendSge(), cap.maxInlineData());
+        this.sqSigAll = sqSigAll;
         this.requester = new RcRequester(this);
         this.responder = new RcResponder(this);
         this.completer = new RcCompleter(this);
@@ -414,7 +414,7 @@ public final class QpTransport {
 
     @Override
     public String toString() {
-        String peer = attr.destIp != 0 ? ", peer " + Ipv4Address.toString(attr.destIp) : ", peer node " + attr.destNode;
+        String peer = attr.destIp != 0 ? ", peer " + RoceIp.toString(attr.destIp) : ", peer node " + attr.destNode;
         return type + " QP " + qpn + " (" + state + (type == QpType.RC ? peer + " qp " + attr.destQpNum : "") + ", " + mode + ")";
     }
 }

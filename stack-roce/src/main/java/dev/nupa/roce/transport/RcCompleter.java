@@ -1,9 +1,9 @@
 package dev.nupa.roce.transport;
 
-import dev.nupa.roce.QpState;
-import dev.nupa.roce.RdmaCounter;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WrOpcode;
 import dev.nupa.roce.wire.Aeth;
 import dev.nupa.roce.wire.AtomicAckEth;
 import dev.nupa.roce.wire.Opcode;

@@ -1,17 +1,17 @@
 package dev.nupa.roce.transport;
 
-import dev.nupa.ip.wire.Ipv4Address;
-import dev.nupa.roce.QpState;
-import dev.nupa.roce.QpType;
-import dev.nupa.roce.RdmaCounter;
-import dev.nupa.roce.RdmaException;
-import dev.nupa.roce.ScatterGather;
-import dev.nupa.roce.SendFlags;
-import dev.nupa.roce.SendWorkRequest;
-import dev.nupa.roce.TransferMode;
-import dev.nupa.roce.WcOpcode;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RoceIp;
+import dev.nupa.roce.verbs.ScatterGather;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcOpcode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WrOpcode;
 import dev.nupa.roce.wire.AtomicEth;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.Bytes;
@@ -123,7 +123,7 @@ public final class RcRequester {
             throw new RdmaException("UD message of " + length + " bytes exceeds the path MTU of " + qp.attr.pathMtu);
         }
         if (qp.type == QpType.UD && wr.udDestIp != 0 && device.ip() == null) {
-            throw new RdmaException("UD send names IP peer " + Ipv4Address.toString(wr.udDestIp) + " but node " + device.node()
+            throw new RdmaException("UD send names IP peer " + RoceIp.toString(wr.udDestIp) + " but node " + device.node()
                     + " has no IP layer for RoCEv2; attach it (RdmaContext.attachIp) or name a fabric node");
         }
         if (qp.type == QpType.UD && wr.udDestIp == 0 && (wr.udDestNode < 0 || wr.udDestNode >= device.link.device().geometry().maxNodes())) {

@@ -1,11 +1,11 @@
 package dev.nupa.roce.transport;
 
-import dev.nupa.roce.Access;
-import dev.nupa.roce.QpState;
-import dev.nupa.roce.RdmaCounter;
-import dev.nupa.roce.WcOpcode;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WorkCompletion;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.WcOpcode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
 import dev.nupa.roce.wire.Aeth;
 import dev.nupa.roce.wire.AtomicAckEth;
 import dev.nupa.roce.wire.AtomicEth;

@@ -1,6 +1,6 @@
 package dev.nupa.roce.transport;
 
-import dev.nupa.roce.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaCounter;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.util.EnumMap;

@@ -3,20 +3,15 @@ package dev.nupa.roce.transport;
 import dev.nupa.device.FabricDevice;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.device.Trace;
-import dev.nupa.ip.Ipv4Stack;
-import dev.nupa.ip.SendStatus;
-import dev.nupa.ip.UdpReceiver;
-import dev.nupa.ip.wire.Ipv4Header;
 import dev.nupa.l2.EtherType;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.LinkClaim;
-import dev.nupa.l2.NeighborDirectory;
-import dev.nupa.roce.GsiAgent;
-import dev.nupa.roce.QpType;
-import dev.nupa.roce.RdmaContext;
-import dev.nupa.roce.RdmaCounter;
-import dev.nupa.roce.RdmaException;
-import dev.nupa.roce.RdmaObserver;
+import dev.nupa.roce.verbs.CompletionObserver;
+import dev.nupa.roce.verbs.GsiAgent;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.RdmaCounter;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RoceIp;
 import dev.nupa.roce.wire.Deth;
 import dev.nupa.roce.wire.Icrc;
 import dev.nupa.roce.wire.Opcode;
@@ -34,6 +29,8 @@ import java.util.function.LongSupplier;
  * context checks the verbs calls and owns the handles; this is what runs per packet.
  */
 public final class RdmaDevice {
+    /** QP 1, the general services interface (IBA 10.2.4): the CM's datagrams go to and from it. */
+    public static final int GSI_QPN = 1;
     public final Link link;
     public final LongSupplier clock;
     public final RdmaCounters counters = new RdmaCounters();
@@ -51,8 +48,10 @@ public final class RdmaDevice {
     private MemorySegment tx;
     private boolean txClaimed;
     /** The IP layer RoCEv2 goes through; null until {@link #attachIp}. */
-    private Ipv4Stack ip;
+    private RoceIp ip;
     private final RoceV2Receiver roceV2 = new RoceV2Receiver();
+    /** An IPv4 header without options (RFC 791): the last 20 bytes of a UD receive's GRH from an IP peer. */
+    private static final int IPV4_HEADER = 20;
     /** A packet to an IP peer is built here and sent, with its headers and ICRC, by {@link #publish}. */
     private final MemorySegment ipTx;
     private int ipTxDest;
@@ -68,7 +67,7 @@ public final class RdmaDevice {
     private boolean closed;
     private volatile GsiAgent gsi; // attached from a deploying thread while the datapath may run
     /** Told of signaled posts and send completions; null (the default): nothing is called. */
-    RdmaObserver observer;
+    CompletionObserver observer;
 
     /** Opens the device on {@code link} with room for {@code maxQps} QPs and {@code maxMrs} regions (checked by the caller). */
     public RdmaDevice(Link link, int maxQps, int maxMrs, LongSupplier clock) {
@@ -97,7 +96,6 @@ public final class RdmaDevice {
 
     private static final int[] NO_ADDRESSES = new int[0];
     private final dev.nupa.device.PeerListener peers = this::onPeerEvent;
-    private final NeighborDirectory.NodeLostListener ipPeers = this::onNodeLost;
     /** Nodes the liveness thread reported dead or restarted; {@link #poll} ends their QPs on the owner. */
     private final java.util.concurrent.ConcurrentLinkedQueue<LostNode> lostNodes = new java.util.concurrent.ConcurrentLinkedQueue<>();
 
@@ -105,11 +103,6 @@ public final class RdmaDevice {
         if (e.kind() == dev.nupa.device.PeerEvent.Kind.DOWN || e.kind() == dev.nupa.device.PeerEvent.Kind.RESTARTED) {
             lost(new LostNode(e.address(), NO_ADDRESSES));
         }
-    }
-
-    /** From the IP layer's neighbor directory (with an IP layer attached): the addresses a lost node held. */
-    private void onNodeLost(dev.nupa.device.PeerEvent e, int[] addresses) {
-        lost(new LostNode(e.address(), addresses));
     }
 
     private void lost(LostNode n) {
@@ -145,15 +138,14 @@ public final class RdmaDevice {
         return n;
     }
 
-    /** Takes RoCEv2 from {@code stack} (UDP 4791) and sends it through it; the caller checked that none is attached. */
-    public void attachIp(Ipv4Stack stack) {
-        stack.bindUdp(Icrc.UDP_PORT, roceV2);
-        stack.neighbors().addNodeLostListener(ipPeers);
-        ip = stack;
+    /** Takes RoCEv2 from {@code ip} (UDP 4791) and sends it through it; the caller checked that none is attached. */
+    public void attachIp(RoceIp ip) {
+        ip.open(roceV2);
+        this.ip = ip;
     }
 
     /** The IP layer RoCEv2 goes through, or null. */
-    public Ipv4Stack ip() {
+    public RoceIp ip() {
         return ip;
     }
 
@@ -162,11 +154,7 @@ public final class RdmaDevice {
         return link.address();
     }
 
-    public RdmaObserver observer() {
-        return observer;
-    }
-
-    public void observe(RdmaObserver o) {
+    public void observe(CompletionObserver o) {
         observer = o;
     }
 
@@ -250,22 +238,27 @@ public final class RdmaDevice {
         receive(sourceNode, 0, zeros, memory, offset, length);
     }
 
-    /** RoCEv2 from an IP peer: the ICRC is checked over the whole datagram, then the packet goes the fabric's way. */
-    private final class RoceV2Receiver implements UdpReceiver {
+    /**
+     * RoCEv2 from an IP peer: the ICRC is checked over the whole datagram, then the packet goes the fabric's way; and
+     * the IPv4 addresses of lost nodes, whose QPs {@link #poll} ends.
+     */
+    private final class RoceV2Receiver implements RoceIp.Listener {
         @Override
-        public void onDatagram(int sourceAddress, int sourcePort, int destinationAddress, MemorySegment data, long offset, int length) {
-            counters.add(RdmaCounter.BAD_ICRC, 1); // the IP layer always gives the header; without it nothing can be checked
-        }
-
-        @Override
-        public void onDatagram(Ipv4Header h, int sourcePort, MemorySegment data, long offset, int length) {
-            if (length < Icrc.LENGTH || !Icrc.verify(h.segment(), h.offset(), h.totalLength() - Icrc.LENGTH)) {
+        public void onDatagram(int sourceAddress, MemorySegment ip, long ipOffset, int ipLength, MemorySegment data, long offset,
+                int length) {
+            // Without the IP header nothing can be checked.
+            if (ip == null || length < Icrc.LENGTH || !Icrc.verify(ip, ipOffset, ipLength - Icrc.LENGTH)) {
                 counters.add(RdmaCounter.BAD_ICRC, 1);
                 return;
             }
             counters.add(RdmaCounter.ROCEV2_RECEIVED, 1);
-            MemorySegment.copy(h.segment(), h.offset(), ipGrh, RcResponder.GRH_BYTES - Ipv4Header.MIN_HEADER, Ipv4Header.MIN_HEADER);
-            receive(-1, h.sourceAddress(), ipGrh, data, offset, length - Icrc.LENGTH);
+            MemorySegment.copy(ip, ipOffset, ipGrh, RcResponder.GRH_BYTES - IPV4_HEADER, IPV4_HEADER);
+            receive(-1, sourceAddress, ipGrh, data, offset, length - Icrc.LENGTH);
+        }
+
+        @Override
+        public void onNodeLost(int node, int[] addresses) {
+            lost(new LostNode(node, addresses));
         }
     }
 
@@ -285,7 +278,7 @@ public final class RdmaDevice {
         }
         int qpn = pkt.destQp();
         GsiAgent g = gsi;
-        if (qpn == RdmaContext.GSI_QPN && g != null && (pkt.flags() & Opcode.DETH) != 0) {
+        if (qpn == GSI_QPN && g != null && (pkt.flags() & Opcode.DETH) != 0) {
             g.onMessage(sourceNode, sourceIp, Deth.qkey(pkt.segment(), pkt.deth()), pkt.segment(), pkt.payload(), pkt.payloadLength());
             return;
         }
@@ -404,13 +397,13 @@ public final class RdmaDevice {
      * too big for the way) drops it, as a wire would, for the retry timer to resend.
      */
     private boolean flushIp() {
-        int rc = ip.sendRoceV2(ipTxPort, ipTxDest, ipTx, 0, ipTxLength, 0);
-        if (rc == FabricDevice.BACK_PRESSURED) {
+        int rc = ip.send(ipTxPort, ipTxDest, ipTx, 0, ipTxLength);
+        if (rc == RoceIp.BACK_PRESSURED) {
             return false;
         }
         ipTxPending = false;
         counters.add(RdmaCounter.PACKETS_SENT, 1);
-        counters.add(rc == SendStatus.OK ? RdmaCounter.ROCEV2_SENT : RdmaCounter.ROCEV2_SEND_FAILED, 1);
+        counters.add(rc == RoceIp.SENT ? RdmaCounter.ROCEV2_SENT : RdmaCounter.ROCEV2_SEND_FAILED, 1);
         return true;
     }
 
@@ -431,8 +424,7 @@ public final class RdmaDevice {
         link.device().removePeerListener(peers);
         link.unregister(EtherType.NUPA_RDMA);
         if (ip != null) {
-            ip.unbindUdp(Icrc.UDP_PORT, roceV2);
-            ip.neighbors().removeNodeLostListener(ipPeers);
+            ip.close();
         }
         for (QpTransport qp : qps) {
             if (qp != null) {

@@ -1,7 +1,7 @@
 package dev.nupa.roce.transport;
 
-import dev.nupa.roce.RdmaException;
-import dev.nupa.roce.RecvWorkRequest;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.RecvWorkRequest;
 
 /** A ring of posted receive work requests: a QP's own receive queue, or a shared one's. */
 public final class RecvQueue {

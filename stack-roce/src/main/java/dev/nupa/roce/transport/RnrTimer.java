@@ -1,6 +1,6 @@
 package dev.nupa.roce.transport;
 
-import dev.nupa.roce.RdmaException;
+import dev.nupa.roce.verbs.RdmaException;
 
 /** The RNR NAK timer field (IBA 9.7.5.2.8, table 45): a 5-bit code standing for a delay. */
 public final class RnrTimer {

@@ -1,6 +1,6 @@
 package dev.nupa.roce.transport;
 
-import dev.nupa.roce.Access;
+import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.wire.Bytes;
 import java.lang.foreign.MemorySegment;
 

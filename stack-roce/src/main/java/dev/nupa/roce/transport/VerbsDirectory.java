@@ -1,9 +1,9 @@
 package dev.nupa.roce.transport;
 
 import dev.nupa.device.FabricWindow;
-import dev.nupa.roce.QpState;
-import dev.nupa.roce.QpType;
-import dev.nupa.roce.TransferMode;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.QpType;
+import dev.nupa.roce.verbs.TransferMode;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;

@@ -1,10 +1,10 @@
 package dev.nupa.roce.transport;
 
-import static dev.nupa.roce.WrOpcode.*;
+import static dev.nupa.roce.verbs.WrOpcode.*;
 
-import dev.nupa.roce.WcOpcode;
+import dev.nupa.roce.verbs.WcOpcode;
 
-/** What the transport asks of a send work request's opcode ({@code dev.nupa.roce.WrOpcode}). */
+/** What the transport asks of a send work request's opcode ({@code dev.nupa.roce.verbs.WrOpcode}). */
 public final class WrOpcodes {
     private WrOpcodes() {
     }

@@ -1,11 +1,11 @@
 package dev.nupa.roce.vertx;
 
-import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
 import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.cm.RdmaCm;
+import dev.nupa.roce.verbs.RoceIp;
 import io.vertx.core.Handler;
 
 /**
@@ -33,10 +33,10 @@ public final class NodeRdma {
 
     /**
      * RDMA on {@code link}, whose datapath will drive it, speaking RoCEv2 to IP peers through {@code ip}, the node's
-     * IP layer on that link (null: to fabric nodes only). Call it before the loop starts or on the loop's thread;
+     * IP layer on that link ({@code new dev.nupa.roce.ip.Ipv4RoceIp(stack)}; null: to fabric nodes only). Call it before the loop starts or on the loop's thread;
      * throws with the reason, leaving nothing open.
      */
-    public static NodeRdma open(Link link, NeighborDirectory neighbors, Ipv4Stack ip) {
+    public static NodeRdma open(Link link, NeighborDirectory neighbors, RoceIp ip) {
         Datapath d = link.datapath();
         if (d == null) {
             throw new IllegalStateException("node " + link.address() + " has no datapath loop to run RDMA on; "

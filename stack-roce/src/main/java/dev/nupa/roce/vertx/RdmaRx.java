@@ -1,8 +1,8 @@
 package dev.nupa.roce.vertx;
 
 import dev.nupa.roce.CompletionQueue;
-import dev.nupa.roce.RdmaException;
-import dev.nupa.roce.WorkCompletion;
+import dev.nupa.roce.verbs.RdmaException;
+import dev.nupa.roce.verbs.WorkCompletion;
 import io.reactivex.rxjava3.core.BackpressureStrategy;
 import io.reactivex.rxjava3.core.Flowable;
 

@@ -1,20 +1,20 @@
 package dev.nupa.roce.vertx;
 
 import dev.nupa.l2.Datapath;
-import dev.nupa.roce.Access;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.ProtectionDomain;
 import dev.nupa.roce.QpInitAttr;
-import dev.nupa.roce.QpState;
 import dev.nupa.roce.QueuePair;
-import dev.nupa.roce.RecvWorkRequest;
 import dev.nupa.roce.SharedReceiveQueue;
-import dev.nupa.roce.TransferMode;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WorkCompletion;
 import dev.nupa.roce.cm.RdmaCm;
 import dev.nupa.roce.ring.RemoteRegion;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
 import io.vertx.core.VerticleBase;

@@ -3,10 +3,10 @@ package dev.nupa.roce.transport;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.roce.Access;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.RdmaFixture;
-import dev.nupa.roce.RecvWorkRequest;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.RecvWorkRequest;
 import org.junit.jupiter.api.Test;
 
 /** The words of a receive mirror, as its owner and a peer's requester move them (docs/rdma.md, "Direct SEND"). */

@@ -1,12 +1,12 @@
 package dev.nupa.roce.vertx;
 
 import dev.nupa.roce.RcPair;
-import dev.nupa.roce.SendFlags;
-import dev.nupa.roce.SendWorkRequest;
-import dev.nupa.roce.TransferMode;
-import dev.nupa.roce.WcStatus;
-import dev.nupa.roce.WorkCompletion;
-import dev.nupa.roce.WrOpcode;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 import io.reactivex.rxjava3.subscribers.TestSubscriber;

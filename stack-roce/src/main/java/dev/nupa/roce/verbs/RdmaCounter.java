@@ -1,0 +1,52 @@
+package dev.nupa.roce.verbs;
+
+/** What an {@code RdmaContext} counts; read with {@code RdmaContext.counter}. */
+public enum RdmaCounter {
+    PACKETS_SENT,
+    PACKETS_RECEIVED,
+    /** Packets that failed {@code RocePacket.wrap} (truncated, unknown opcode, bad pad...). */
+    MALFORMED,
+    /** Packets for a QP number that does not exist here, or from a node that is not the QP's peer. */
+    UNKNOWN_QP,
+    /** Packets for a QP whose state does not take them (e.g. RESET, INIT, ERR). */
+    WRONG_STATE,
+    /** Requests ahead of the expected PSN: answered with a sequence-error NAK. */
+    SEQUENCE_ERRORS,
+    /** Requests behind the expected PSN: re-acknowledged or answered from saved state. */
+    DUPLICATES,
+    RNR_NAKS_SENT,
+    NAKS_SENT,
+    ACKS_SENT,
+    RETRANSMITS,
+    TIMEOUTS,
+    RNR_NAKS_RECEIVED,
+    NAKS_RECEIVED,
+    /** Responses that match no outstanding request (late duplicates). */
+    STRAY_RESPONSES,
+    /** UD datagrams dropped: wrong Q_Key or no receive posted. */
+    UD_DROPS,
+    /** Sends refused by a full ring and retried later. */
+    BACK_PRESSURED,
+    /** RDMA WRITE, READ and atomic operations placed directly in a peer's window. */
+    DIRECT_OPS,
+    /** Direct operations whose checks failed and that went as packets instead. */
+    DIRECT_FALLBACKS,
+    /** SENDs placed directly in the receive the peer posted next. */
+    DIRECT_SENDS,
+    /** SENDs of DIRECT QPs that went as packets: no receive posted, a list of buffers, too long, no mirror. */
+    DIRECT_SEND_FALLBACKS,
+    CQ_OVERRUNS,
+    /** RoCEv2 datagrams sent to IP peers (UDP 4791, ICRC computed). */
+    ROCEV2_SENT,
+    /** RoCEv2 datagrams received from IP peers whose ICRC held. */
+    ROCEV2_RECEIVED,
+    /** RoCEv2 datagrams dropped because their ICRC did not match (IBA annex A17.4.3, 7.8.1). */
+    BAD_ICRC,
+    /**
+     * RC QPs put in ERR because the fabric's liveness declared their peer's node dead or restarted: the oldest request
+     * in flight completes with IBV_WC_RETRY_EXC_ERR, the rest flushed (what rxe reports once its retries run out).
+     */
+    PEER_DOWN_QP_ERRORS,
+    /** RoCEv2 datagrams the IP layer could not send (no route, full ring, too big for the way); the retry timer resends. */
+    ROCEV2_SEND_FAILED
+}
