@@ -110,7 +110,7 @@ final class ConnectionHooks implements TcpConnection.Events {
         long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
         layer.table.remove(key, c);
         layer.timers.remove(c);
-        layer.flows.remove(key, layer.ip().loop()); // a connection that moved here: the primary no longer hands its segments on
+        layer.loopHandOff.forget(key); // a connection that moved here: the primary no longer hands its segments on
         if (listener != null && !counted) {
             counted = true;
             listener.halfOpen--;
@@ -134,7 +134,7 @@ final class ConnectionHooks implements TcpConnection.Events {
 
     @Override
     public void onReleased(TcpConnection c) {
-        layer.released.addLast(c); // reusable from the layer's next entry (recycleReleased)
+        layer.pool.release(c); // reusable from the layer's next entry (ConnectionPool.recycleReleased)
         if (user != null) {
             user.onReleased(c);
         }

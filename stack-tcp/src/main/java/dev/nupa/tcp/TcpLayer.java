@@ -1,38 +1,28 @@
 package dev.nupa.tcp;
 
-import dev.nupa.device.Trace;
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.io.UncheckedIOException;
 import java.net.NoRouteToHostException;
-import java.nio.ByteOrder;
-import java.util.ArrayDeque;
 import java.util.EnumMap;
 import java.util.Map;
 
-import dev.nupa.device.FabricDevice;
 import dev.nupa.ip.IpProtocolHandler;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.LoopGroup;
 import dev.nupa.ip.SendStatus;
-import dev.nupa.ip.wire.Checksum;
-import dev.nupa.ip.wire.IcmpHeader;
 import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.ip.wire.Ipv4Header;
-import dev.nupa.ip.wire.WireStatus;
 import dev.nupa.l2.Datapath;
 import dev.nupa.l2.Link;
-import dev.nupa.tcp.wire.Seq;
-import dev.nupa.tcp.wire.TcpHeader;
-import dev.nupa.tcp.wire.TcpOptions;
 
 /**
  * TCP for one node: registered with the {@link Ipv4Stack} for protocol 6, it demultiplexes
  * segments to connections by (remote address, remote port, local port), answers SYNs for
  * listeners (with SYN cookies once a listener's SYN backlog is full, RFC 4987), resets segments for
  * which there is no connection (RFC 9293 3.10.7.1), builds and checksums outgoing segments, and
- * runs the connections' timers from the datapath loop.
+ * runs the connections' timers from the datapath loop. This class is the layer's face: its user calls,
+ * tables and timers; the work is done by its parts, {@link SegmentDemux} (receiving), {@link ListenerHandshake},
+ * {@link SegmentSender} (sending), {@link ConnectionPool}, {@link LocalPorts}, {@link LoopHandOff} and
+ * {@link LostPeers}.
  *
  * <p><b>Threading.</b> The layer and its connections belong to the link's owner thread (see
  * {@link Link}'s threading), as IP does: segments, timers and user calls all run there, so nothing
@@ -77,68 +67,36 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * Closed connections kept for reuse by default; about 2.5 KB each (their buffers are pooled apart). As many as
      * may wait in TIME-WAIT, so churn that comes in bursts finds its connections again after a pause.
      */
-    private static final ValueLayout.OfShort BE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-    private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
-
     public static final int DEFAULT_CONNECTION_POOL_LIMIT = 16_384;
     /** Connections that may wait in TIME-WAIT at once by default (about 2.5 KB each; Linux: tcp_max_tw_buckets). */
     public static final int DEFAULT_TIME_WAIT_LIMIT = 16_384;
 
     private final Ipv4Stack ip;
-    /** The local address of the segment being received: answers without a connection leave from it. */
-    private int rxLocalIp;
+    private final LoopGroup group;
+    private final TcpConfig defaults;
+    private final BufferBudget buffers;
     /** Told of connection milestones and RTT samples; null (the default): nothing is called. */
     TcpObserver observer;
-    private final TcpConfig defaults;
-    /**
-     * Closed and released connections, ready for reuse (object, arrays, hooks), so that opening one allocates
-     * nothing and churn leaves the collector nothing to copy. A connection released during the layer's
-     * own processing waits in {@link #released} until the layer's next entry, so no frame still running in
-     * it sees it become another connection.
-     */
-    private final ArrayDeque<TcpConnection> free = new ArrayDeque<>();
-    /** Connections taken from {@link #free} since the last pool check. */
-    private int freeDrawn;
-    /** When the pools are checked next ({@link #trimIdlePools}); 0 while they hold nothing. */
-    private long poolsCheckAt;
-    /** A pool no connection drew from for this long is let go, its memory back to the system. */
-    static final long POOL_IDLE_NS = 1_000_000_000L;
-    final ArrayDeque<TcpConnection> released = new ArrayDeque<>();
-    private int connectionPoolLimit = DEFAULT_CONNECTION_POOL_LIMIT;
-    int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
-    int timeWaiting;
     final ConnectionTable table = new ConnectionTable();
+    /** The listeners by port. */
+    private final Listener[] listeners = new Listener[65536];
     /** Connections in TIME-WAIT that their application let go of, as records rather than objects. */
     final TimeWaitTable timeWaitRecords = new TimeWaitTable();
-    /** RFC 5961 section 7 for the records, layer-wide. */
-    private final ChallengeAckLimit challengeLimit = new ChallengeAckLimit();
+    int timeWaitLimit = DEFAULT_TIME_WAIT_LIMIT;
+    /** Connection objects waiting in TIME-WAIT. */
+    int timeWaiting;
     /** The connections with a timer pending, by deadline (their hooks keep it). */
     final TimerQueue timers = new TimerQueue();
-    private final BufferBudget buffers;
-    /** The node's connections that moved off the primary loop, shared by its loops' layers. */
-    final LoopFlows flows;
-    /** Connections another loop handed to this one ({@link #handOff}), taken in by {@link #adoptArrivals}. */
-    private final java.util.concurrent.ConcurrentLinkedQueue<TcpConnection> arrivals = new java.util.concurrent.ConcurrentLinkedQueue<>();
-    private final LoopGroup group;
-    private final Listener[] listeners = new Listener[65536];
-    private final IsnGenerator isn;
-    private final SynCookies cookies;
+    final IsnGenerator isn = new IsnGenerator();
     private final long[] counters = new long[TcpCounter.values().length];
 
-    private final TcpHeader rxHeader = new TcpHeader();
-    private final TcpOptions rxOptions = new TcpOptions();
-    private final Segment rx = new Segment();
-    private final TcpHeader txHeader = new TcpHeader();
-    private final TcpOptions txOptions = new TcpOptions();
-    private final MemorySegment txScratch = Arena.ofAuto().allocate(TcpHeader.MAX_HEADER, 8);
-    private final Segment rstOut = new Segment();
-    private final Segment rstRetry = new Segment();
-    private final PendingResets pendingResets = new PendingResets();
-    private final TcpConnection.Output output = this::transmit;
-    // RFC 6056 3.3.1: start the ephemeral search at a random port, so a process that restarts does
-    // not reuse the 4-tuples its previous run may still have in the peer's TIME-WAIT.
-    private int nextEphemeral = Ipv4Stack.EPHEMERAL_FIRST
-            + java.util.concurrent.ThreadLocalRandom.current().nextInt(65536 - Ipv4Stack.EPHEMERAL_FIRST);
+    // The layer's parts (see the class comment); the per-segment path calls them as final classes.
+    final SegmentSender sender;
+    final ConnectionPool pool;
+    final LoopHandOff loopHandOff;
+    private final SegmentDemux demux;
+    private final LocalPorts ports;
+    private final LostPeers lostPeers;
     /** The earliest time any connection asked to be polled (its deadline after its last call). */
     private volatile long nextDeadline = Long.MAX_VALUE;
 
@@ -175,7 +133,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * loop's share of the ephemeral range.
      */
     public TcpLayer(Ipv4Stack ip, TcpLayer primary) {
-        this(ip, primary.defaults, primary.buffers, primary.flows);
+        this(ip, primary.defaults, primary.buffers, primary.loopHandOff.flows);
         if (ip.loop() == 0 || primary.ip.loop() != 0 || ip.loopGroup() != primary.ip.loopGroup()) {
             throw new IllegalArgumentException("a layer shares the budget of its node's primary loop (loop 0 of the same"
                     + " group), not " + primary + " for loop " + ip.loop() + " of " + ip.loopGroup());
@@ -184,67 +142,17 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     private TcpLayer(Ipv4Stack ip, TcpConfig defaults, BufferBudget buffers, LoopFlows flows) {
         this.buffers = buffers;
-        this.flows = flows;
         this.ip = ip;
         this.group = ip.loopGroup();
         this.defaults = defaults;
-        this.isn = new IsnGenerator();
-        this.cookies = new SynCookies();
+        this.loopHandOff = new LoopHandOff(this, ip, flows);
+        this.sender = new SegmentSender(this, ip);
+        this.pool = new ConnectionPool(this, buffers);
+        this.demux = new SegmentDemux(this, listeners);
+        this.ports = new LocalPorts(this, listeners);
+        this.lostPeers = new LostPeers(this);
         ip.register(Ipv4Header.PROTOCOL_TCP, this);
-        ip.neighbors().addNodeLostListener(this::onNodeLost);
-    }
-
-    // ---- peers' death (the liveness thread hands it to the owner) --------------------------------
-
-    /** Nodes whose death the liveness thread reported, with the addresses they held; the owner ends their connections. */
-    private record LostNode(int node, int[] addresses) {
-    }
-
-    private final java.util.concurrent.ConcurrentLinkedQueue<LostNode> lostNodes = new java.util.concurrent.ConcurrentLinkedQueue<>();
-
-    /** On the liveness thread: queue the node for the owner and wake the loop to run {@link #poll} (rare; may allocate). */
-    private void onNodeLost(dev.nupa.device.PeerEvent e, int[] addresses) {
-        lostNodes.add(new LostNode(e.address(), addresses));
-        timerWakeup.run();
-    }
-
-    private void endLostNodes() {
-        LostNode n;
-        while ((n = lostNodes.poll()) != null) {
-            endConnectionsTo(n.node(), n.addresses());
-        }
-    }
-
-    /**
-     * Ends at once every connection to fabric node {@code node}, or to one of the {@code addresses} it held, because
-     * that node died or restarted: its state is gone, so nothing will ever answer. A connection still opening
-     * (SYN-SENT) fails with "No route to host" (EHOSTUNREACH), as Linux's tcp_v4_err ends a connect on a hard ICMP
-     * error; any other, SYN-RECEIVED included, is reset ("connection reset by peer"), as Linux's tcp_reset then
-     * tcp_done; no segment is sent. Their buffers go back to the budget. TIME-WAIT is left to run out: it holds no
-     * buffers and keeps old duplicates of a restarted peer out. Owner thread; returns how many it ended.
-     */
-    public int endConnectionsTo(int node, int[] addresses) {
-        ip.link().checkOwner();
-        int ended = 0;
-        for (TcpConnection c : table.all()) {
-            TcpState st = c.state();
-            if (st == TcpState.TIME_WAIT || st == TcpState.CLOSED || c.via() != node && !contains(addresses, c.remoteIp())) {
-                continue;
-            }
-            count(TcpCounter.PEER_DOWN_RESETS);
-            c.hardError(st == TcpState.SYN_SENT ? TcpError.HOST_UNREACHABLE : TcpError.RESET);
-            ended++;
-        }
-        return ended;
-    }
-
-    private static boolean contains(int[] a, int v) {
-        for (int x : a) {
-            if (x == v) {
-                return true;
-            }
-        }
-        return false;
+        ip.neighbors().addNodeLostListener(lostPeers::onNodeLost);
     }
 
     public Ipv4Stack ip() {
@@ -325,6 +233,18 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         group.setTcpListening(port, false);
     }
 
+    /**
+     * Ends at once every connection to fabric node {@code node}, or to one of the {@code addresses} it held, because
+     * that node died or restarted: its state is gone, so nothing will ever answer. A connection still opening
+     * (SYN-SENT) fails with "No route to host" (EHOSTUNREACH), as Linux's tcp_v4_err ends a connect on a hard ICMP
+     * error; any other, SYN-RECEIVED included, is reset ("connection reset by peer"), as Linux's tcp_reset then
+     * tcp_done; no segment is sent. Their buffers go back to the budget. TIME-WAIT is left to run out: it holds no
+     * buffers and keeps old duplicates of a restarted peer out. Owner thread; returns how many it ended.
+     */
+    public int endConnectionsTo(int node, int[] addresses) {
+        return lostPeers.endConnectionsTo(node, addresses);
+    }
+
     // ---- moving connections between the node's loops ---------------------------------------
 
     /**
@@ -334,44 +254,15 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * handed on. On this layer's owner thread; {@code c} must be an established connection an application has.
      */
     public void handOff(TcpConnection c, TcpLayer to) {
-        ip.link().checkOwner();
-        ConnectionHooks h = (ConnectionHooks) c.events();
-        if (to.group != group || to == this) {
-            throw new IllegalArgumentException(to + " is not another event loop of this node (" + group + ")");
-        }
-        if (!h.claimed || h.waiting || !c.state().synchronizedState()) {
-            throw new IllegalStateException("only an established connection that an application holds moves to another"
-                    + " event loop, not " + c);
-        }
-        long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
-        table.remove(key, c);
-        timers.remove(c);
-        ConnectionHooks moved = new ConnectionHooks(to);
-        moved.begin(null, h.user);
-        moved.counted = true;
-        c.moveTo(to.output, moved);
-        to.arrivals.add(c);
-        if (ip.loop() == 0) {
-            flows.put(key, to.ip.loop());
-        }
-        count(TcpCounter.CONNECTIONS_MOVED_OUT);
-        to.timerWakeup.run(); // its loop wakes to take it in
+        loopHandOff.handOff(c, to);
     }
 
     /** Takes in the connections other loops handed to this one; on the owner thread, before using one of them. */
     public void adoptArrivals() {
-        ip.link().checkOwner();
-        TcpConnection c;
-        while ((c = arrivals.poll()) != null) {
-            table.put(ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort()), c);
-            long d = c.deadline();
-            if (d != Long.MAX_VALUE) {
-                timers.schedule(c, d);
-                deadlineMoved(d);
-            }
-            count(TcpCounter.CONNECTIONS_MOVED_IN);
-        }
+        loopHandOff.adoptArrivals();
     }
+
+    // ---- opening connections (the owner thread) ---------------------------------------------
 
     /**
      * Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once.
@@ -405,11 +296,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             throw new UncheckedIOException(new NoRouteToHostException(why.message() + ": " + Ipv4Address.toString(remoteIp)
                     + ":" + remotePort + " (" + SendStatus.describe(reach) + ")"));
         }
-        int local = localPort != 0 ? localPort : ephemeralPort(remoteIp, remotePort);
+        int local = localPort != 0 ? localPort : ports.ephemeral(remoteIp, remotePort);
         if (localIp == 0) {
             localIp = ip.sourceFor(remoteIp); // RFC 1122 3.3.4.3: the address of the interface it leaves through
         }
-        TcpConnection c = newConnection(localIp, local, remoteIp, remotePort, config, null, events);
+        TcpConnection c = pool.open(localIp, local, remoteIp, remotePort, config, null, events);
         table.put(ConnectionTable.key(remoteIp, remotePort, local), c);
         count(TcpCounter.CONNECTIONS_OPENED);
         c.connect(isn.isn(now, localIp, local, remoteIp, remotePort), now); // its timers reach us through its hooks
@@ -422,87 +313,17 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * listens or has a connection (EADDRINUSE), or, with several loops, the port is not this loop's to receive on.
      */
     public void checkBindable(int localIp, int localPort) {
-        if (localIp != 0 && !ip.isLocal(localIp)) {
-            throw new IllegalArgumentException("Cannot assign requested address: " + Ipv4Address.toString(localIp)
-                    + " is not an address of this node (" + Ipv4Address.toString(ip.address()) + ", 127.0.0.0/8)");
-        }
-        if (localPort == 0) {
-            return;
-        }
-        if (localPort < 1 || localPort > 65535) {
-            throw new IllegalArgumentException("TCP port " + localPort + " is outside 0..65535");
-        }
-        if (ip.loop() != 0 && group.ephemeralOwner(localPort) != ip.loop()) {
-            throw new IllegalArgumentException("Address already in use: port " + localPort + " belongs to another event loop"
-                    + " of this node (each takes its own share of ports); bind port 0 or use one loop");
-        }
-        if (listeners[localPort] != null) {
-            throw new IllegalArgumentException("Address already in use: TCP port " + localPort + " listens on this node");
-        }
-        for (TcpConnection c : table.all()) {
-            if (c.localPort() == localPort) {
-                throw new IllegalArgumentException("Address already in use: TCP port " + localPort + " has a connection ("
-                        + c + ")");
-            }
-        }
+        ports.checkBindable(localIp, localPort);
     }
 
-    /** A connection in CLOSED for the 4-tuple: a pooled one when there is one, else a new one. */
-    private TcpConnection newConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Listener l,
-            TcpConnection.Events user) {
-        TcpConnection c = free.pollFirst();
-        if (c != null) {
-            freeDrawn++;
-        }
-        if (c == null) {
-            c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, output, new ConnectionHooks(this), buffers);
-        } else {
-            c.reuse(localIp, localPort, remoteIp, remotePort, config, c.events());
-            count(TcpCounter.CONNECTIONS_REUSED);
-        }
-        ((ConnectionHooks) c.events()).begin(l, user);
-        return c;
-    }
-
-    /**
-     * Lets the pools go that no connection drew from for {@link #POOL_IDLE_NS}: closed connections kept for reuse
-     * and the budget's empty buffers. Kept, they serve churn; once the churn stops (a client that held thousands of
-     * connections died) their memory goes back to the system, as a kernel's would when its sockets close.
-     */
-    private void trimIdlePools(long now) {
-        if (poolsCheckAt != 0) {
-            if (freeDrawn == 0 && !free.isEmpty()) {
-                int n = free.size();
-                free.clear();
-                poolsReleased.accept(n);
-            }
-            freeDrawn = 0;
-            buffers.trimUnused();
-        }
-        poolsCheckAt = !free.isEmpty() || buffers.hasPooled() ? now + POOL_IDLE_NS : 0;
-        if (poolsCheckAt != 0) {
-            deadlineMoved(poolsCheckAt);
-        }
-    }
-
-    private java.util.function.IntConsumer poolsReleased = n -> { };
+    // ---- settings, and what the layer holds (for tools and tests) ---------------------------
 
     /**
      * Told, on the datapath thread, how many closed connections the layer let go after they went unused for
-     * {@link #POOL_IDLE_NS}: their objects are garbage now, which the embedding may want collected.
+     * {@link ConnectionPool#IDLE_NS}: their objects are garbage now, which the embedding may want collected.
      */
     public void setPoolReleaseHandler(java.util.function.IntConsumer handler) {
-        poolsReleased = handler == null ? n -> { } : handler;
-    }
-
-    /** Released connections become reusable; called where no connection's processing is under way. */
-    private void recycleReleased() {
-        TcpConnection c;
-        while ((c = released.pollFirst()) != null) {
-            if (free.size() < connectionPoolLimit) {
-                free.addFirst(c);
-            }
-        }
+        pool.setReleaseHandler(handler);
     }
 
     /**
@@ -514,10 +335,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         if (limit < 0) {
             throw new IllegalArgumentException("connection pool limit " + limit + " is negative; give 0 or more");
         }
-        connectionPoolLimit = limit;
-        while (free.size() > limit) {
-            free.pollLast();
-        }
+        pool.setLimit(limit);
     }
 
     /**
@@ -548,49 +366,13 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     /** How many closed connections wait for reuse now. */
     public int pooledConnections() {
-        return free.size() + released.size();
+        return pool.size();
     }
 
     /** Sets the user's event handler of a connection the layer created (accepted ones start without). */
     public void setEvents(TcpConnection c, TcpConnection.Events events) {
         ip.link().checkOwner();
         ((ConnectionHooks) c.events()).user = events;
-    }
-
-    private int ephemeralPort(int remoteIp, int remotePort) {
-        int span = 65536 - Ipv4Stack.EPHEMERAL_FIRST;
-        for (int i = 0; i < span; i++) {
-            int p = nextEphemeral;
-            nextEphemeral = p == 65535 ? Ipv4Stack.EPHEMERAL_FIRST : p + 1;
-            if (listeners[p] != null || group.loops() > 1 && (group.ephemeralOwner(p) != ip.loop() || group.isTcpListening(p))) {
-                continue; // with several loops, each takes ports of its own share (the primary hands segments on by port)
-            }
-            long key = ConnectionTable.key(remoteIp, remotePort, p);
-            TcpConnection old = table.get(key);
-            // The port's last connection to this peer, if any, is the oldest of the round: one waiting in
-            // TIME-WAIT gives way (RFC 6191), so churn faster than ports leave TIME-WAIT does not run out.
-            int record = old == null && timeWaitRecords.size() > 0 ? timeWaitRecords.find(key) : -1;
-            if (record >= 0) {
-                if (!timeWaitRecords.timestamps(record)) {
-                    continue; // without timestamps, PAWS cannot keep the old connection's duplicates out
-                }
-                timeWaitRecords.remove(record);
-                count(TcpCounter.TIME_WAIT_REUSED);
-                return p;
-            }
-            if (old == null || old.endTimeWaitForReuse()) {
-                if (old != null) {
-                    count(TcpCounter.TIME_WAIT_REUSED);
-                    if (released.peekLast() == old) { // nothing of it runs any more: the new connection takes it
-                        released.pollLast();
-                        free.addFirst(old);
-                    }
-                }
-                return p;
-            }
-        }
-        throw new IllegalStateException("no ephemeral TCP port is free toward " + Ipv4Address.toString(remoteIp) + ":"
-                + remotePort + " (all " + span + " in use); close some connections");
     }
 
     /** How many connections the layer holds, in any state; from another thread it asks the owner (blocking). */
@@ -663,7 +445,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     @Override
     public void onDatagram(Ipv4Header ipHeader, long now) {
-        receive(ipHeader, now);
+        demux.receive(ipHeader, now);
     }
 
     /**
@@ -674,272 +456,28 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      */
     @Override
     public void onIcmpError(int type, int code, int info, Ipv4Header quoted, long now) {
-        MemorySegment s = quoted.segment();
-        long p = quoted.payloadOffset();
-        int localPort = s.get(BE_SHORT, p) & 0xFFFF;
-        int remotePort = s.get(BE_SHORT, p + 2) & 0xFFFF;
-        int seq = s.get(BE_INT, p + 4);
-        TcpConnection c = table.get(ConnectionTable.key(quoted.destinationAddress(), remotePort, localPort));
-        if (c == null || c.localIp() != quoted.sourceAddress()) {
-            count(TcpCounter.ICMP_ERRORS_IGNORED);
-            return;
-        }
-        if (Seq.lt(seq, c.sndUna()) || Seq.gt(seq, c.sndNxt())) {
-            count(TcpCounter.ICMP_OUT_OF_WINDOW);
-            return;
-        }
-        TcpError error = type == IcmpHeader.TYPE_DESTINATION_UNREACHABLE ? TcpError.forUnreachable(code) : null;
-        TcpState st = c.state();
-        if (error == null || st != TcpState.SYN_SENT && st != TcpState.SYN_RECEIVED) {
-            count(TcpCounter.ICMP_ERRORS_IGNORED);
-            return;
-        }
-        count(TcpCounter.ICMP_ABORTS);
-        c.hardError(error);
-    }
-
-    private void receive(Ipv4Header iph, long now) {
-        if (Trace.ENABLED) {
-            Trace.mark(Trace.TCP_IN);
-        }
-        if (!released.isEmpty()) {
-            recycleReleased();
-        }
-        if (!arrivals.isEmpty()) {
-            adoptArrivals();
-        }
-        count(TcpCounter.SEGMENTS_IN);
-        TcpHeader h = rxHeader;
-        int status = h.wrap(iph.segment(), iph.payloadOffset(), iph.payloadLength(), iph.sourceAddress(),
-                iph.destinationAddress(), ip.config().verifiesFrom(iph.sourceAddress()));
-        if (status != WireStatus.OK) {
-            count(status == WireStatus.BAD_CHECKSUM ? TcpCounter.BAD_CHECKSUMS : TcpCounter.BAD_SEGMENTS);
-            return;
-        }
-        if (!ip.isLocal(iph.destinationAddress())) {
-            return; // RFC 1122 4.2.3.10: no TCP to broadcast or multicast addresses
-        }
-        rxLocalIp = iph.destinationAddress(); // the fabric address, or a gateway's Ethernet one
-        Segment s = rx.clear();
-        s.flags = h.flags() & 0x3F;
-        s.seq = h.sequenceNumber();
-        s.ack = h.acknowledgmentNumber();
-        s.window = h.window();
-        s.urgentPointer = h.urgentPointer();
-        s.payload = h.segment();
-        s.payloadOffset = h.payloadOffset();
-        s.payloadLength = h.payloadLength();
-        TcpOptions o = rxOptions.clear();
-        o.parse(h); // a malformed option ends the options, not the segment (as Linux)
-        s.mss = o.hasMss() ? o.mss() : -1;
-        s.windowScale = o.hasWindowScale() ? o.windowScale() : -1;
-        s.sackPermitted = o.sackPermitted();
-        if (o.hasTimestamps()) {
-            s.timestamps = true;
-            s.tsVal = o.tsVal();
-            s.tsEcr = o.tsEcr();
-        }
-        s.sackBlocks = Math.min(o.sackBlockCount(), Segment.MAX_SACK_BLOCKS);
-        for (int i = 0; i < s.sackBlocks; i++) {
-            s.sackLeft[i] = o.sackLeft(i);
-            s.sackRight[i] = o.sackRight(i);
-        }
-        int remoteIp = iph.sourceAddress();
-        int remotePort = h.sourcePort();
-        int localPort = h.destinationPort();
-        long key = ConnectionTable.key(remoteIp, remotePort, localPort);
-        TcpConnection c = table.get(key);
-        Listener l = listeners[localPort];
-        if (l != null && l.localIp != 0 && l.localIp != iph.destinationAddress()) {
-            l = null; // bound to another of the node's addresses: as if nothing listened here (a reset answers a SYN)
-        }
-        int from = ip.receivedFrom();
-        s.fromNode = c != null && from == c.via() || learnable(from) ? from : -1;
-        if (c == null && group.loops() > 1 && ip.loop() == 0) {
-            int to = flows.get(key);
-            if (to < 0 && l == null) {
-                to = group.ephemeralOwner(localPort); // a connection another loop opened, from its share of ports
-            }
-            if (to > 0) {
-                count(TcpCounter.SEGMENTS_HANDED_ON);
-                ip.handOver(to, iph);
-                return;
-            }
-        }
-        // A segment that may complete a handshake answered with a SYN cookie (RFC 4987 3.6).
-        boolean cookieAck = l != null && s.has(Segment.ACK) && !s.has(Segment.SYN) && !s.has(Segment.RST);
-        if (c != null) {
-            if (cookieAck && c.state() == TcpState.SYN_RECEIVED && !c.completesHandshake(s.ack)
-                    && acceptCookie(l, remoteIp, remotePort, s, now, c)) {
-                // The peer's SYN was answered twice: with a cookie while the backlog was full, then (a
-                // retransmitted copy) with state. It took the cookie SYN-ACK; the ACK proves it, so the
-                // cookie wins, where a reset (RFC 9293 3.10.7.4) would kill a connection the peer has established.
-                return;
-            }
-            c.onSegment(s, now);
-            if (c.waitsReleased() && ((ConnectionHooks) c.events()).waiting) { // not one past the bound: that one ends now
-                toTimeWaitRecord(c, now);
-            }
-            return;
-        }
-        int record = timeWaitRecords.size() > 0 ? timeWaitRecords.find(key) : -1;
-        if (record >= 0 && timeWaitSegment(record, l, remoteIp, remotePort, localPort, s, now)) {
-            return;
-        }
-        if (l != null && !s.has(Segment.RST)) {
-            if (s.has(Segment.ACK)) {
-                if (cookieAck && acceptCookie(l, remoteIp, remotePort, s, now, null)) {
-                    return;
-                }
-                reset(remoteIp, remotePort, localPort, s); // RFC 9293 3.10.7.2: an ACK to a listener
-                return;
-            }
-            if (s.has(Segment.SYN)) {
-                synToListener(l, remoteIp, remotePort, s, now);
-            }
-            return;
-        }
-        count(TcpCounter.NO_CONNECTION);
-        reset(remoteIp, remotePort, localPort, s);
-    }
-
-    /**
-     * Whether the connection may send straight back to fabric node {@code from}, not one of this node's loops
-     * handing a segment on: the peer's own node when its address is on-link, or, for a peer beyond a router, the
-     * router's node that forwarded the segment. A gateway of several loops forwards each flow from the loop whose
-     * TAP queue Linux chose; answering through that loop keeps the flow on one loop and one queue both ways.
-     */
-    private boolean learnable(int from) {
-        return from >= 0 && !group.isLoop(from);
-    }
-
-    private void synToListener(Listener l, int remoteIp, int remotePort, Segment syn, long now) {
-        count(TcpCounter.SYNS_RECEIVED);
-        if (l.halfOpen >= l.backlog) {
-            // RFC 4987 3.6: no state; the ISN carries what the ACK must prove.
-            count(TcpCounter.SYN_BACKLOG_FULL);
-            int mss = Math.min(l.config.mss(), syn.mss > 0 ? syn.mss : 536);
-            // Linux's cookie_init_timestamp: window scale and SACK-permitted ride in the TSval's low
-            // bits; without a timestamp in the SYN the connection goes without them (tcp_conn_request).
-            boolean timestamps = l.config.timestamps() && syn.timestamps;
-            int options = timestamps
-                    ? SynCookies.options(l.config.windowScaling() ? syn.windowScale : -1, l.config.sack() && syn.sackPermitted)
-                    : SynCookies.NO_TIMESTAMPS;
-            int cookie = cookies.encode(now, rxLocalIp, l.port, remoteIp, remotePort, syn.seq, mss, options);
-            Segment out = rstOut.clear();
-            out.flags = Segment.SYN | Segment.ACK;
-            out.seq = cookie;
-            out.ack = syn.seq + 1;
-            out.window = Math.min(l.config.receiveBuffer(), 65_535); // RFC 7323 2.2: never scaled in a SYN
-            out.mss = l.config.mss();
-            if (timestamps) {
-                long base = cookies.timestampBase(rxLocalIp, l.port, remoteIp, remotePort);
-                out.timestamps = true;
-                out.tsVal = SynCookies.timestampValue(TcpConnection.timestampClock(now, base), options);
-                out.tsEcr = syn.tsVal;
-                if (SynCookies.windowShift(options) >= 0) {
-                    out.windowScale = l.config.receiveWindowShift(); // RFC 7323 2.2: only if the SYN offered one
-                }
-                out.sackPermitted = SynCookies.sackPermitted(options);
-            }
-            send(-1, rxLocalIp, remoteIp, remotePort, l.port, out);
-            count(TcpCounter.SYN_COOKIES_SENT);
-            return;
-        }
-        TcpConnection c = newConnection(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
-        l.halfOpen++;
-        table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
-        c.accept(syn, isn.isn(now, rxLocalIp, l.port, remoteIp, remotePort), now);
-    }
-
-    /**
-     * The ACK completing a handshake answered with a SYN cookie: a valid cookie opens the connection,
-     * with the options its TSecr echoes (Linux's cookie_timestamp_decode; the MAC covers them). A valid
-     * cookie supersedes {@code halfOpen}, the same peer's SYN-RECEIVED connection, if there is one.
-     */
-    private boolean acceptCookie(Listener l, int remoteIp, int remotePort, Segment ack, long now, TcpConnection halfOpen) {
-        int options = SynCookies.optionsFromEcho(ack.timestamps, ack.tsEcr);
-        int mss = cookies.decode(now, rxLocalIp, l.port, remoteIp, remotePort, ack.seq, ack.ack - 1, options);
-        if (mss <= 0) {
-            count(TcpCounter.SYN_COOKIES_REJECTED);
-            return false;
-        }
-        count(TcpCounter.SYN_COOKIES_ACCEPTED);
-        if (halfOpen != null) {
-            halfOpen.supersede(); // leaves the table and the backlog (ConnectionHooks.onClosed)
-        }
-        l.halfOpen++; // balanced by onEstablished
-        TcpConnection c = newConnection(rxLocalIp, l.port, remoteIp, remotePort, l.config, l, null);
-        table.put(ConnectionTable.key(remoteIp, remotePort, l.port), c);
-        ack.mss = mss; // the SYN's options as the cookie restored them (TcpConnection.acceptCookie)
-        ack.windowScale = SynCookies.windowShift(options);
-        ack.sackPermitted = SynCookies.sackPermitted(options);
-        c.acceptCookie(ack, ack.ack - 1, ack.seq - 1, cookies.timestampBase(rxLocalIp, l.port, remoteIp, remotePort),
-                now);
-        return true;
-    }
-
-    /** A connection that waits in TIME-WAIT, let go of by its application, goes on waiting as a record; its object is reused. */
-    private void toTimeWaitRecord(TcpConnection c, long now) {
-        long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
-        flows.remove(key, ip.loop());
-        c.moveToTimeWaitRecord(timeWaitRecords, key, now);
-        count(TcpCounter.TIME_WAIT_RECORDS);
-        deadlineMoved(timeWaitRecords.nextExpiry());
-    }
-
-    /**
-     * A segment for a four-tuple waiting in TIME-WAIT as record {@code r}, answered as the connection would
-     * ({@link TimeWaitTable#answer}). Returns false, with the record gone, when it is a SYN that opens a new
-     * connection for the listener to take.
-     */
-    private boolean timeWaitSegment(int r, Listener l, int remoteIp, int remotePort, int localPort, Segment s, long now) {
-        int a = timeWaitRecords.answer(r, s, l != null, challengeLimit, now, rstOut.clear());
-        if (a == TimeWaitTable.REOPEN) {
-            count(TcpCounter.TIME_WAIT_REOPENED);
-            return false;
-        }
-        if (a == TimeWaitTable.ACK) {
-            send(-1, rxLocalIp, remoteIp, remotePort, localPort, rstOut);
-        }
-        return true;
-    }
-
-    /** RFC 9293 3.10.7.1: the reset for a segment that reached no connection (never for a reset). */
-    private void reset(int remoteIp, int remotePort, int localPort, Segment in) {
-        if (in.has(Segment.RST)) {
-            return;
-        }
-        Segment out = rstOut.clear();
-        if (in.has(Segment.ACK)) {
-            out.flags = Segment.RST;
-            out.seq = in.ack;
-        } else {
-            out.flags = Segment.RST | Segment.ACK;
-            out.seq = 0;
-            out.ack = in.seq + in.segmentLength();
-        }
-        count(TcpCounter.RESETS_SENT);
-        send(-1, rxLocalIp, remoteIp, remotePort, localPort, out);
+        demux.onIcmpError(type, code, info, quoted, now);
     }
 
     // ---- timers ----------------------------------------------------------------------------
 
-
     /** Runs the connections' timers that are due; returns the earliest next deadline. Datapath thread. */
     @Override
     public long poll(long now) {
-        if (!released.isEmpty()) {
-            recycleReleased();
+        if (pool.hasReleased()) {
+            pool.recycleReleased();
         }
-        if (!lostNodes.isEmpty()) {
-            endLostNodes();
+        if (lostPeers.pending()) {
+            lostPeers.endLost();
         }
-        if (!pendingResets.isEmpty()) {
-            sendPendingResets();
+        if (sender.hasPendingResets()) {
+            sender.sendPendingResets();
         }
-        if (poolsCheckAt != 0 ? now >= poolsCheckAt : !free.isEmpty() || buffers.hasPooled()) {
-            trimIdlePools(now);
+        if (pool.checkDue(now)) {
+            long at = pool.trimIdle(now);
+            if (at != 0) {
+                deadlineMoved(at);
+            }
         }
         if (now < nextDeadline) {
             return nextDeadline;
@@ -956,11 +494,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
             }
         }
         nextDeadline = Math.min(timers.earliest(), timeWaitRecords.nextExpiry());
-        if (!pendingResets.isEmpty()) {
+        if (sender.hasPendingResets()) {
             nextDeadline = Math.min(nextDeadline, now + TcpConnection.BLOCKED_RETRY_NS);
         }
-        if (poolsCheckAt != 0) {
-            nextDeadline = Math.min(nextDeadline, poolsCheckAt);
+        if (pool.checkAt() != 0) {
+            nextDeadline = Math.min(nextDeadline, pool.checkAt());
         }
         return nextDeadline;
     }
@@ -978,7 +516,7 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     void deadlineMoved(long d) {
         if (d < nextDeadline) {
             nextDeadline = d;
-            timerWakeup.run();
+            wake();
         }
     }
 
@@ -989,97 +527,16 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
 
     private volatile Runnable timerWakeup = () -> { };
 
+    /** Wakes the datapath loop to poll the layer (from any thread). */
+    void wake() {
+        timerWakeup.run();
+    }
+
     // ---- sending ---------------------------------------------------------------------------
-
-    private boolean transmit(TcpConnection c, Segment s) {
-        return send(c.via(), c.localIp(), c.remoteIp(), c.remotePort(), c.localPort(), s);
-    }
-
-    /**
-     * Builds the header (with options) and checksum, and hands header + payload to IP, through fabric node
-     * {@code via} if the connection learned one (-1: IP's route); false if it did not leave.
-     */
-    private boolean send(int via, int localIp, int remoteIp, int remotePort, int localPort, Segment s) {
-        int rc = emit(via, localIp, remoteIp, remotePort, localPort, s);
-        if (rc == FabricDevice.BACK_PRESSURED && s.has(Segment.RST)) {
-            // A reset has no retransmission behind it: kept and sent again when the ring has room (PendingResets).
-            if (pendingResets.add(via, localIp, remoteIp, remotePort, localPort, s.seq, s.ack, s.flags)) {
-                count(TcpCounter.RESETS_QUEUED);
-                deadlineMoved(System.nanoTime() + TcpConnection.BLOCKED_RETRY_NS);
-            } else {
-                count(TcpCounter.RESETS_DROPPED);
-            }
-            return true;
-        }
-        return rc != FabricDevice.BACK_PRESSURED;
-    }
-
-    /** Sends the resets a full ring refused, oldest first, until the ring refuses again. Datapath thread. */
-    private void sendPendingResets() {
-        while (!pendingResets.isEmpty()) {
-            Segment s = rstRetry.clear();
-            s.seq = pendingResets.oldest(5);
-            s.ack = pendingResets.oldest(6);
-            s.flags = pendingResets.oldest(7);
-            int rc = emit(pendingResets.oldest(0), pendingResets.oldest(1), pendingResets.oldest(2), pendingResets.oldest(3),
-                    pendingResets.oldest(4), s);
-            if (rc == FabricDevice.BACK_PRESSURED) {
-                return;
-            }
-            pendingResets.removeOldest(); // sent, or failed for good (the peer is down): like a reset lost on a wire
-        }
-    }
 
     /** Resets waiting for ring room now. */
     public int pendingResets() {
-        return pendingResets.size();
-    }
-
-    /** Builds and hands one segment to IP; returns the device's code. */
-    private int emit(int via, int localIp, int remoteIp, int remotePort, int localPort, Segment s) {
-        TcpOptions o = txOptions.clear();
-        if (s.mss > 0) {
-            o.setMss(s.mss);
-        }
-        if (s.sackPermitted) {
-            o.setSackPermitted(true);
-        }
-        if (s.timestamps) {
-            o.setTimestamps(s.tsVal, s.tsEcr);
-        }
-        if (s.windowScale >= 0) {
-            o.setWindowScale(s.windowScale);
-        }
-        for (int i = 0; i < s.sackBlocks; i++) {
-            o.addSackBlock(s.sackLeft[i], s.sackRight[i]);
-        }
-        int optionBytes = o.length();
-        int hl = TcpHeader.MIN_HEADER + optionBytes;
-        TcpHeader h = txHeader;
-        h.wrapForWrite(txScratch, 0, hl);
-        h.setSourcePort(localPort).setDestinationPort(remotePort).setSequenceNumber(s.seq).setAcknowledgmentNumber(s.ack)
-                .setHeaderLength(hl).setFlags(s.flags).setWindow(s.window).setChecksum(0).setUrgentPointer(0);
-        if (optionBytes > 0) {
-            o.emit(txScratch, TcpHeader.MIN_HEADER);
-        }
-        int payload = s.payloadLength;
-        if (ip.config().computesTo(remoteIp)) {
-            int sum = Checksum.pseudoHeaderSum(localIp, remoteIp, Ipv4Header.PROTOCOL_TCP, hl + payload);
-            sum = Checksum.add(sum, Checksum.sum(txScratch, 0, hl)); // the header is a multiple of 4 bytes
-            if (payload > 0) {
-                sum = Checksum.add(sum, Checksum.sum(s.payload, s.payloadOffset, payload));
-            }
-            h.setChecksum(Checksum.finish(sum));
-        }
-        // Otherwise the lossless-fabric policy (IpConfig) to a node of the fabric: left 0, as Linux leaves it on lo;
-        // receivers with the same policy do not verify (every node of a fabric must agree on it, or TCP segments are
-        // dropped). A segment to beyond the fabric is always checksummed (IpConfig.computesTo).
-        int rc = ip.sendDatagram(via, localIp, remoteIp, Ipv4Header.PROTOCOL_TCP, true, txScratch, 0, hl,
-                payload > 0 ? s.payload : txScratch, payload > 0 ? s.payloadOffset : 0, payload, 0);
-        // A full ring is not loss: the connection keeps the segment and retries shortly. Other
-        // failures (peer down, no route) are like loss on a wire; the retransmission timer handles them.
-        count(rc == 0 ? TcpCounter.SEGMENTS_OUT : rc == FabricDevice.BACK_PRESSURED ? TcpCounter.SEND_DEFERRED : TcpCounter.SEND_FAILURES);
-        return rc;
+        return sender.pendingResets();
     }
 
     @Override

@@ -86,10 +86,10 @@ class TcpMassCloseTest {
         assertTrue(server.bufferMemoryPooled() > 0, "closed connections' empty buffers are pooled for the next ones");
         assertEquals(0, released.get());
 
-        wire.advance(TcpLayer.POOL_IDLE_NS / 2);
+        wire.advance(ConnectionPool.IDLE_NS / 2);
         assertTrue(server.bufferMemoryPooled() > 0, "half a second idle: still pooled");
         for (int i = 0; i < 5; i++) {
-            wire.advance(TcpLayer.POOL_IDLE_NS);
+            wire.advance(ConnectionPool.IDLE_NS);
         }
         assertEquals(0, server.bufferMemoryPooled(), "unused for a second and more: the buffers went back to the system");
         assertEquals(50, released.get(), "the 50 closed connections kept for reuse were let go");
