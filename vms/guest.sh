@@ -225,13 +225,22 @@ server() {
   exec "$dir/ivshmem-server" "$socket" "$fabric"
 }
 
-# Sends one line to a guest's command channel (run --control SOCKET).
+# Sends one line to a guest's command channel (run --control SOCKET) and waits until the guest echoes it back: QEMU
+# drops what a sender that hangs up left unread.
 send() {
   python3 -c 'import socket, sys
+line = sys.argv[2].encode() + b"\n"
 s = socket.socket(socket.AF_UNIX)
+s.settimeout(30)
 s.connect(sys.argv[1])
-s.sendall(sys.argv[2].encode() + b"\n")
-s.close()' "$1" "$2" || { echo "guest.sh: could not send $2 to the guest on $1" >&2; return 1; }
+s.sendall(line)
+back = b""
+while line.strip() not in back:
+    got = s.recv(4096)
+    if not got:
+        sys.exit(1)
+    back += got
+s.close()' "$1" "$2" || { echo "guest.sh: the guest on $1 did not take $2" >&2; return 1; }
 }
 
 many() {

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.regex.Pattern;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -26,6 +27,8 @@ class VmFabricTest {
     private static final Path SCRIPT = Path.of("..", "vms", "guest.sh").toAbsolutePath().normalize();
     private static Linux.Result built;
     private static Linux.Result builtJava;
+    private static Guest ethernet;
+    private static GatewayRig ethernetRig;
 
     /** Builds the guest once for the tests here; skips the calling test where it cannot be built. */
     private static synchronized void guest() throws Exception {
@@ -213,19 +216,48 @@ class VmFabricTest {
      */
     @Test
     void aGuestPingsAFabricNodeThroughTheGateway() throws Exception {
+        Guest g = ethernetGuest();
+        String out = g.run("ping=" + GatewayRig.SERVER, 60_000);
+        System.out.println("VmFabricTest: the guest's console:\n" + out);
+        assertTrue(g.output(0).contains("nupa-guest: eth0 192.168.77.10/24"), g.output(0));
+        assertTrue(out.contains("3 packets transmitted, 3 packets received"),
+                "the guest's pings of the fabric node came back through the gateway: " + out);
+    }
+
+    /**
+     * The guest on the gateway's Ethernet side that the tests below share, booted by the first that needs it: a
+     * gateway whose TAP joins a bridge br0 in its namespace, which the guest's NIC joins too (192.168.77.10, routed
+     * to the fabric through the gateway). Each test starts its own fabric node behind the gateway and asks the guest
+     * for a tool through its command channel.
+     */
+    private static synchronized Guest ethernetGuest() throws Exception {
         guest();
-        GatewayRig rig = GatewayRig.start(1500, 9000, false, List.of("--udp-echo", "9"));
-        try {
-            bridge(rig);
-            Linux.Result guest = rig.run(180, SCRIPT.toString(), "run", GUEST.toString(), rig.fabric().toString(), "--bridge", "br0",
-                    "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY, "ping=" + GatewayRig.SERVER);
-            System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
-            assertEquals(0, guest.status(), guest.output());
-            assertTrue(guest.output().contains("nupa-guest: eth0 192.168.77.10/24"), guest.output());
-            assertTrue(guest.output().contains("3 packets transmitted, 3 packets received"),
-                    "the guest's pings of the fabric node came back through the gateway: " + guest.output());
-        } finally {
-            rig.stop();
+        if (ethernet == null) {
+            GatewayRig rig = GatewayRig.start(1500, 9000, false, List.of("--udp-echo", "9"));
+            try {
+                bridge(rig);
+                ethernet = Guest.boot(List.of("ip", "netns", "exec", rig.ns(), "env", "GUEST_TIMEOUT=1800", SCRIPT.toString(), "run",
+                        GUEST.toString(), rig.fabric().toString(), "--bridge", "br0", "ip=192.168.77.10/24",
+                        "route=10.0.0.0/24," + GatewayRig.GATEWAY), 180_000);
+            } catch (Exception | AssertionError e) {
+                rig.stop();
+                throw e;
+            }
+            ethernetRig = rig;
+        }
+        return ethernet;
+    }
+
+    /** Powers off the shared guest and stops its rig; the next test that needs them boots new ones. */
+    @AfterAll
+    static synchronized void stopEthernetGuest() throws Exception {
+        if (ethernet != null) {
+            ethernet.close();
+            ethernet = null;
+        }
+        if (ethernetRig != null) {
+            ethernetRig.stop();
+            ethernetRig = null;
         }
     }
 
@@ -277,21 +309,22 @@ class VmFabricTest {
     }
 
     /**
-     * A Soft-RoCE guest on the gateway's Ethernet side running {@code guestTool} (vms/init.sh's KEY=VALUE) against
-     * `nupa ARGS` on a fabric node at 10.0.0.3 behind the gateway; {@code ready}, when given, is the line our side
-     * prints once it serves, before the guest boots. tshark captures the gateway's TAP meanwhile.
+     * The shared guest's Soft-RoCE running {@code guestTool} (vms/init.sh's KEY=VALUE, through the command channel)
+     * against `nupa ARGS` on a fabric node at 10.0.0.3 behind the gateway; {@code ready}, when given, is the line our
+     * side prints once it serves, before the guest's tool starts. tshark captures the gateway's TAP meanwhile.
      */
     private static void againstSoftRoce(String packages, java.util.function.Function<GatewayRig, ChildJvm> start, String ready,
                                         String guestTool, Outcome outcome) throws Exception {
         guest();
         Assumptions.assumeTrue(!built.output().contains("guest has no RDMA tools") && !built.output().contains("no " + packages),
                 "skipping the test: the host has no " + packages + ", ibverbs-utils or ibverbs-providers to put in the guest");
-        GatewayRig rig = GatewayRig.start(1500, 9000, false, List.of("--udp-echo", "9"));
+        Guest guest = ethernetGuest();
+        GatewayRig rig = ethernetRig;
         ChildJvm ours = null;
         Process capture = null;
         Path pcap = Files.createTempFile("nupa-softroce-", ".pcap");
+        boolean done = false;
         try {
-            bridge(rig);
             ours = start.apply(rig);
             if (ready != null) {
                 ours.awaitLine(ready, 60_000);
@@ -299,10 +332,8 @@ class VmFabricTest {
             if (Linux.missing("tshark") == null) {
                 capture = Linux.capture(rig.ns(), rig.tap(), pcap);
             }
-            Linux.Result guest = rig.run(300, "env", "GUEST_TIMEOUT=280", SCRIPT.toString(), "run", GUEST.toString(),
-                    rig.fabric().toString(), "--bridge", "br0", "ip=192.168.77.10/24", "route=10.0.0.0/24," + GatewayRig.GATEWAY,
-                    guestTool);
-            System.out.println("VmFabricTest: the guest's console:\n" + guest.output());
+            String out = guest.run(guestTool, 280_000);
+            System.out.println("VmFabricTest: the guest's console:\n" + out);
             boolean captured = capture != null;
             if (captured) {
                 Linux.endCapture(capture);
@@ -313,13 +344,14 @@ class VmFabricTest {
                 System.out.println("tshark is absent (apt-get install tshark): the run goes without the capture check");
             }
             try {
-                outcome.check(guest.output(), ours, captured ? pcap : null);
+                outcome.check(out, ours, captured ? pcap : null);
             } catch (AssertionError e) { // the guest's side of a failure, in the report itself
-                String[] lines = guest.output().split("\n");
+                String[] lines = out.split("\n");
                 String tail = String.join("\n", Arrays.copyOfRange(lines, Math.max(0, lines.length - 40), lines.length));
                 throw new AssertionError(e.getMessage() + "\nthe guest's console, its last 40 lines:\n" + tail, e);
             }
             System.out.println("VmFabricTest: the fabric node's side:\n" + ours.output());
+            done = true;
         } finally {
             if (capture != null) {
                 capture.destroyForcibly();
@@ -327,8 +359,10 @@ class VmFabricTest {
             if (ours != null) {
                 ours.close();
             }
-            rig.stop();
             Files.deleteIfExists(pcap);
+            if (!done) {
+                stopEthernetGuest(); // a guest left mid-tool serves no next test: that one boots its own
+            }
         }
     }
 
