@@ -20,7 +20,9 @@
 #                                     (nupa's --device vfio:BDF: interrupts between guests);
 #                                     --bridge: a virtio-net NIC whose TAP joins bridge BR (in this namespace);
 #                                     --control: a command channel, the guest's ttyS1 on a Unix socket that QEMU
-#                                     listens on: a line "stop" ends the guest's nupa runs (SIGTERM), as `send`;
+#                                     listens on (lines go with `send`): "stop" ends the guest's nupa runs
+#                                     (SIGTERM); after them, KEY=VALUE runs that tool (ping, pingpong, rping,
+#                                     perftest) and "stop" powers the guest off (vms/init.sh, docs/vms.md);
 #                                     KEY=VALUE pairs reach the guest's /init as nupa.KEY=VALUE on the kernel's
 #                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST, and
 #                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong) and
@@ -29,7 +31,8 @@
 #                                     --java; vms/init.sh), uio=1 (the ivshmem device to uio_pci_generic, UIO
 #                                     standing for its /dev/uioN in nupa=). --java: the Java initramfs too, and 1 GiB
 #                                     of memory
-#   vms/guest.sh send SOCKET LINE     sends LINE (stop) to the guest whose command channel is SOCKET (run --control)
+#   vms/guest.sh send SOCKET LINE     sends LINE to the guest whose command channel is SOCKET (run --control) and
+#                                     waits until the guest has taken it (it echoes what it takes)
 #   vms/guest.sh server DIR SOCKET FABRIC
 #                                     the ivshmem server (vms/ivshmem-server.c, built into DIR): hands FABRIC and
 #                                     an eventfd a guest to each ivshmem-doorbell device that connects to SOCKET
@@ -230,17 +233,20 @@ server() {
 send() {
   python3 -c 'import socket, sys
 line = sys.argv[2].encode() + b"\n"
-s = socket.socket(socket.AF_UNIX)
-s.settimeout(30)
-s.connect(sys.argv[1])
-s.sendall(line)
-back = b""
-while line.strip() not in back:
-    got = s.recv(4096)
-    if not got:
-        sys.exit(1)
-    back += got
-s.close()' "$1" "$2" || { echo "guest.sh: the guest on $1 did not take $2" >&2; return 1; }
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(30)
+    s.connect(sys.argv[1])
+    s.sendall(line)
+    back = b""
+    while line.strip() not in back:
+        got = s.recv(4096)
+        if not got:
+            sys.exit(1)
+        back += got
+    s.close()
+except OSError as e:
+    sys.exit(str(e))' "$1" "$2" || { echo "guest.sh: the guest on $1 did not take $2" >&2; return 1; }
 }
 
 many() {
