@@ -21,7 +21,9 @@ import java.lang.invoke.VarHandle;
  * checks against the peer's {@link VerbsDirectory} (QP state and access, rkey, protection domain, region
  * access and bounds, atomic alignment) and then moves the bytes itself, in place in the window that
  * backs the region. Any failed check returns {@link #FALLBACK}: the operation then goes as packets and
- * the responder answers it with the NAK the spec prescribes, so both modes end in the same completion.
+ * the responder answers it with the NAK the spec prescribes, so both modes end in the same completion. Every copy
+ * into or out of a peer region is announced in the peer's guard window first ({@link VerbsDirectory#enter}), so
+ * that once the peer's deregistration returns no byte touches the region's memory.
  */
 final class DirectPlacement {
     static final int DONE = 1;
@@ -45,6 +47,9 @@ final class DirectPlacement {
         int access;
         long base;
         long length;
+        /** The region's slot and its registration's stamp: what a copy announces ({@link VerbsDirectory#enter}). */
+        int slot;
+        int stamp;
     }
 
     /**
@@ -116,7 +121,6 @@ final class DirectPlacement {
                     || !region(qp.attr.destNode, d, rkey, d.qpPd(dqp), d.qpAccess(dqp), need, t)) {
                 return fallback();
             }
-            t.directory = d;
             t.epoch = epoch;
             w = t.window;
             base = t.base;
@@ -124,43 +128,57 @@ final class DirectPlacement {
         if (va < base || va - base > t.length - size || (WrOpcodes.isAtomic(op) && (va & 7) != 0)) {
             return fallback();
         }
-        MemorySegment mem = w.memory();
-        long off = va - base;
-        int pd = qp.pdId;
-        int b = s * sq.maxSge;
-        int n = sq.numSge[s];
-        boolean ok;
-        if (op == WrOpcode.RDMA_WRITE) {
-            // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
-            int tail = (int) Math.min(8, len);
-            int head = (int) len - tail;
-            if (sq.fromInline(s)) {
-                long src = (long) s * sq.maxInline;
-                Bytes.copy(sq.inline, src, mem, off, head);
-                VarHandle.releaseFence();
-                Bytes.copy(sq.inline, src + head, mem, off + head, tail);
-                ok = true;
-            } else {
-                ok = writeTailLast(pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, mem, off, (int) len);
-            }
-        } else if (op == WrOpcode.RDMA_READ) {
-            ok = Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, (int) len, true);
-        } else {
-            // Check the local buffer first so a failed check never leaves the remote value changed.
-            MemorySegment tmp = device.scratch8;
-            if (!Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true)) {
-                return LOCAL_ERROR;
-            }
-            boolean cas = op == WrOpcode.ATOMIC_CMP_AND_SWP;
-            long original = RcResponder.execute(mem, off, cas, cas ? sq.swap[s] : sq.compareAdd[s], sq.compareAdd[s]);
-            tmp.set(ValueLayout.JAVA_LONG, 0, original);
-            ok = Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true);
+        VerbsDirectory owner = t.directory;
+        if (!owner.enter(t.slot, t.stamp)) {
+            return revoked(t); // deregistered since it was checked: the responder refuses the packets
         }
+        boolean ok = copy(qp, s, op, w.memory(), va - base, (int) len);
+        owner.leave();
         if (!ok) {
             return LOCAL_ERROR;
         }
         device.counters.add(RdmaCounter.DIRECT_OPS, 1);
         return DONE;
+    }
+
+    /** Moves request {@code s}'s bytes to or from {@code mem} at {@code off}, under the region's guard; false on a bad local key. */
+    private boolean copy(QpTransport qp, int s, int op, MemorySegment mem, long off, int len) {
+        SendQueue sq = qp.sq;
+        int pd = qp.pdId;
+        int b = s * sq.maxSge;
+        int n = sq.numSge[s];
+        if (op == WrOpcode.RDMA_WRITE) {
+            // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
+            if (sq.fromInline(s)) {
+                int tail = Math.min(8, len);
+                int head = len - tail;
+                long src = (long) s * sq.maxInline;
+                Bytes.copy(sq.inline, src, mem, off, head);
+                VarHandle.releaseFence();
+                Bytes.copy(sq.inline, src + head, mem, off + head, tail);
+                return true;
+            }
+            return writeTailLast(pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, mem, off, len);
+        }
+        if (op == WrOpcode.RDMA_READ) {
+            return Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, mem, off, len, true);
+        }
+        // Check the local buffer first so a failed check never leaves the remote value changed.
+        MemorySegment tmp = device.scratch8;
+        if (!Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true)) {
+            return false;
+        }
+        boolean cas = op == WrOpcode.ATOMIC_CMP_AND_SWP;
+        long original = RcResponder.execute(mem, off, cas, cas ? sq.swap[s] : sq.compareAdd[s], sq.compareAdd[s]);
+        tmp.set(ValueLayout.JAVA_LONG, 0, original);
+        return Sgl.copy(device, pd, sq.sgAddr, sq.sgLength, sq.sgLkey, b, n, 0, tmp, 0, 8, true);
+    }
+
+    /** A direct operation whose region was withdrawn after its checks: forget them and send it as packets. */
+    private int revoked(Target t) {
+        t.window = null;
+        device.counters.add(RdmaCounter.DIRECT_REVOKED, 1);
+        return fallback();
     }
 
     /**
@@ -187,6 +205,11 @@ final class DirectPlacement {
         long srcOff = sg.addr(0) - local.addr;
         MemorySegment dst = w.memory();
         long dstOff = va - t.base;
+        VerbsDirectory owner = t.directory;
+        if (!owner.enter(t.slot, t.stamp)) {
+            t.window = null;
+            return FALLBACK; // deregistered since it was checked: the queued path counts it and sends packets
+        }
         // The last 8 bytes land last: a peer polling the end of the buffer (perftest's write-lat) sees all of it.
         int tail = Math.min(8, len);
         int head = len - tail;
@@ -195,6 +218,7 @@ final class DirectPlacement {
             VarHandle.releaseFence();
         }
         Bytes.copy(src, srcOff + head, dst, dstOff + head, tail);
+        owner.leave();
         device.counters.add(RdmaCounter.DIRECT_OPS, 1);
         return DONE;
     }
@@ -205,8 +229,8 @@ final class DirectPlacement {
      * Finds the receive a direct SEND of {@code len} bytes goes to, makes the responder's checks on it (the
      * peer QP is connected to this one and takes requests, a receive is posted, its buffer's key, protection
      * domain, LOCAL_WRITE and room) and claims it; true with {@code qp.sendTarget} saying where the payload
-     * goes. False (uncounted) sends it as packets, where the responder meets the same case with its answer
-     * (RNR NAK, a length error).
+     * goes, and the buffer region's guard taken (the caller drops it after its copy). False (uncounted) sends it
+     * as packets, where the responder meets the same case with its answer (RNR NAK, a length error).
      */
     private boolean sendBegin(QpTransport qp, int len) {
         SendTarget t = qp.sendTarget;
@@ -250,6 +274,11 @@ final class DirectPlacement {
                     || va < b.base || va - b.base > b.length - len) {
                 return false;
             }
+            if (!b.directory.enter(b.slot, b.stamp)) {
+                b.window = null;
+                device.counters.add(RdmaCounter.DIRECT_REVOKED, 1);
+                return false; // the buffer's region was deregistered since it was checked
+            }
             t.dst = b.window.memory();
             t.dstOff = va - b.base;
         } else {
@@ -257,6 +286,9 @@ final class DirectPlacement {
         }
         // Claimed only now, with everything checked: a claimed receive is always filled and stamped.
         if (!m.claim(next)) {
+            if (len > 0) {
+                t.buffer.directory.leave();
+            }
             return false;
         }
         t.next = next;
@@ -278,7 +310,8 @@ final class DirectPlacement {
         int access = d.mrAccess(e) & allowed;
         long base = d.mrAddr(e);
         long length = d.mrLength(e);
-        if ((access & need) == 0) {
+        int stamp = d.stamp(d.slotOf(e));
+        if ((access & need) == 0 || stamp == 0) {
             return false;
         }
         FabricWindow w = window(node, key >>> 8, d.mrWindowId(e), d.mrWindowKey(e));
@@ -295,6 +328,9 @@ final class DirectPlacement {
             return false;
         }
         into.window = w;
+        into.directory = d;
+        into.slot = d.slotOf(e);
+        into.stamp = stamp;
         into.rkey = key;
         into.access = access;
         into.base = base;
@@ -373,6 +409,7 @@ final class DirectPlacement {
             } else {
                 Sgl.copy(device, qp.pdId, sq.sgAddr, sq.sgLength, sq.sgLkey, b, sq.numSge[s], 0, t.dst, t.dstOff, len, false);
             }
+            t.buffer.directory.leave();
         }
         sendEnd(qp, len, sq.opcode[s] == WrOpcode.SEND_WITH_IMM, sq.imm[s], (sq.flags[s] & SendFlags.SOLICITED) != 0);
         return DONE;
@@ -392,6 +429,7 @@ final class DirectPlacement {
         SendTarget t = qp.sendTarget;
         if (len > 0) {
             Bytes.copy(local.memory, sg.addr(0) - local.addr, t.dst, t.dstOff, len);
+            t.buffer.directory.leave();
         }
         sendEnd(qp, len, wr.opcode == WrOpcode.SEND_WITH_IMM, wr.immData, (wr.sendFlags & SendFlags.SOLICITED) != 0);
         return DONE;
@@ -440,7 +478,7 @@ final class DirectPlacement {
         } catch (FabricException e) {
             w = null;
         }
-        VerbsDirectory d = w == null ? null : VerbsDirectory.open(w);
+        VerbsDirectory d = w == null ? null : VerbsDirectory.open(w, device.link.device());
         if (d == null) {
             peers[node] = null;
             return null;

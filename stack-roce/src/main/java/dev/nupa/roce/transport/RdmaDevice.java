@@ -35,9 +35,12 @@ public final class RdmaDevice {
     public final LongSupplier clock;
     public final RdmaCounters counters = new RdmaCounters();
     private final FabricWindow directoryWindow;
+    private final FabricWindow guardWindow;
     final VerbsDirectory directory;
     final DirectPlacement direct;
     private final Region[] regions;
+    /** Withdrawn regions whose windows a peer's direct copy still held when they were deregistered. */
+    private Region[] draining = new Region[0];
     private final int[] regionTags;
     private final QpTransport[] qps;
     private QpTransport[] active = new QpTransport[0];
@@ -81,8 +84,11 @@ public final class RdmaDevice {
         FabricDevice device = link.device();
         this.directoryWindow = device.exportWindow(VerbsDirectory.bytes(maxQps, maxMrs),
                 FabricWindow.REMOTE_READ | FabricWindow.DIRECTORY);
-        this.directory = new VerbsDirectory(directoryWindow.memory(), maxQps, maxMrs);
-        directory.format();
+        // Peers write only the guards (VerbsDirectory): the directory itself stays read-only to them.
+        int nodes = device.geometry().maxNodes();
+        this.guardWindow = device.exportWindow(VerbsDirectory.guardBytes(maxMrs, nodes), FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE);
+        this.directory = new VerbsDirectory(directoryWindow.memory(), guardWindow.memory(), maxQps, maxMrs, nodes, -1);
+        directory.format(guardWindow);
         this.direct = new DirectPlacement(this, device.geometry().maxNodes());
         link.register(EtherType.NUPA_RDMA, this::onPacket);
         device.addPeerListener(peers);
@@ -191,8 +197,11 @@ public final class RdmaDevice {
      */
     public Region addRegion(int pdId, MemorySegment memory, int access, FabricWindow w) {
         int index = -1;
+        if (draining.length > 0) {
+            reapDraining();
+        }
         for (int i = 1; i < regions.length; i++) { // index 0 stays empty so no key is 0
-            if (regions[i] == null) {
+            if (slotFree(i)) {
                 index = i;
                 break;
             }
@@ -209,17 +218,60 @@ public final class RdmaDevice {
         return mr;
     }
 
-    /** Withdraws a region: its key stops matching and its window, if any, is closed. */
+    /**
+     * Withdraws a region: its key stops matching, and once no peer's direct copy is in flight into or out of its
+     * window the window closes. A copy takes microseconds; deregistration waits for one as long as its node is up,
+     * up to the fabric's heartbeat timeout (after which a stalled node is declared down). A window a copy still
+     * holds then (its requester died or stopped mid-copy) is held back, its memory not handed out again, until the
+     * copy ends ({@link #reapDraining}); its slot is not reused before.
+     */
     public void removeRegion(Region mr) {
         if (mr.closed) {
             return;
         }
         mr.closed = true;
-        directory.withdrawMr(mr.index);
         regions[mr.index] = null;
-        if (mr.window != null) {
-            mr.window.close();
+        FabricDevice fabric = link.device();
+        boolean drained = directory.withdrawMr(mr, System.nanoTime() + fabric.geometry().heartbeatTimeoutNs(), fabric::isUp);
+        if (mr.window == null) {
+            return;
         }
+        if (drained) {
+            mr.window.close();
+        } else {
+            counters.add(RdmaCounter.DEREG_DRAIN_TIMEOUTS, 1);
+            draining = java.util.Arrays.copyOf(draining, draining.length + 1);
+            draining[draining.length - 1] = mr;
+        }
+    }
+
+    /** Closes the windows of withdrawn regions whose last direct copy has ended; returns how many are still held. */
+    int reapDraining() {
+        int kept = 0;
+        for (Region mr : draining) {
+            if (directory.drained(mr)) {
+                mr.window.close();
+            } else {
+                draining[kept++] = mr;
+            }
+        }
+        if (kept < draining.length) {
+            draining = java.util.Arrays.copyOf(draining, kept);
+        }
+        return kept;
+    }
+
+    /** Whether region slot {@code index} is free: no live region and no withdrawn one whose window a copy holds. */
+    private boolean slotFree(int index) {
+        if (regions[index] != null) {
+            return false;
+        }
+        for (Region mr : draining) {
+            if (mr.index == index) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The live region with key {@code key}, or null. */
@@ -313,6 +365,9 @@ public final class RdmaDevice {
      * ring held back); returns the earliest time it wants to run again.
      */
     public long poll(long now) {
+        if (draining.length > 0) {
+            reapDraining();
+        }
         if (!lostNodes.isEmpty()) {
             for (LostNode n; (n = lostNodes.poll()) != null; ) {
                 endQpsTo(n.node(), n.addresses());
@@ -417,7 +472,7 @@ public final class RdmaDevice {
 
     /**
      * Stops taking frames and datagrams, destroys every QP's transport and withdraws every region (their windows
-     * close), then closes the directory window. The context releases its handles after.
+     * close), then closes the directory window (unless a peer's stalled direct copy still holds a region's guard). The context releases its handles after.
      */
     public void close() {
         closed = true;
@@ -436,6 +491,9 @@ public final class RdmaDevice {
                 removeRegion(mr);
             }
         }
-        directoryWindow.close();
+        if (reapDraining() == 0) {
+            directoryWindow.close();
+            guardWindow.close();
+        } // else a stalled copy still holds a guard: the guards and those windows go when the node leaves
     }
 }

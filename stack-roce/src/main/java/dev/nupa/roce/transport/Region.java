@@ -18,6 +18,8 @@ public final class Region {
     /** The fabric window the region lives in (direct placement reaches it), or null. */
     public final FabricWindow window;
     boolean closed;
+    /** The registration's stamp in the directory's guard window ({@link VerbsDirectory}). */
+    int stamp;
 
     Region(int pdId, int index, int key, int access, MemorySegment memory, FabricWindow window) {
         this.pdId = pdId;

@@ -1,5 +1,7 @@
 package dev.nupa.roce.transport;
 
+import dev.nupa.device.FabricDevice;
+import dev.nupa.device.FabricException;
 import dev.nupa.device.FabricWindow;
 import dev.nupa.roce.verbs.QpState;
 import dev.nupa.roce.verbs.QpType;
@@ -7,6 +9,7 @@ import dev.nupa.roce.verbs.TransferMode;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.util.function.IntPredicate;
 
 /**
  * A context's QP and memory-region tables, kept in its fabric {@link FabricWindow#DIRECTORY directory
@@ -16,7 +19,8 @@ import java.lang.invoke.VarHandle;
  * first word and read after an acquire load of it:
  *
  * <pre>
- * 0   u64 magic "NUPAVRB1"        8  u32 maxQps     12 u32 maxMrs     16 u64 epoch (+1 after every entry change)
+ * 0   u64 magic "NUPAVRB2"        8  u32 maxQps     12 u32 maxMrs     16 u64 epoch (+1 after every entry change)
+ * 24  i32 guard window id          28 u32 its key        32 u32 the guard window's node count
  * 64  QP entry[maxQps], 32 bytes: u32 state (0 none, else QpState ordinal + 1), u32 pd, u32 access, u32 type,
  *     i32 receive mirror window id (-1 none: SENDs to it go as packets), u32 its key,
  *     i32 the node and i32 the QP number it is connected to (RC; -1 before RTR)
@@ -24,9 +28,22 @@ import java.lang.invoke.VarHandle;
  *     u32 window key, u32 0, u64 addr, u64 length
  * </pre>
  * where {@code M = align(64 + 32 * maxQps, 64)}.
+ *
+ * <p>Peers may only read the directory. Beside it the context exports a <em>guard</em> window, which keeps a
+ * region's memory safe from direct copies once it is deregistered, as a NIC finishes its DMA before
+ * {@code ibv_dereg_mr} returns:
+ * <pre>
+ * 0   u64 stamp[maxMrs]: the registration in region slot i (unique per registration in this directory, 0 none)
+ * B   u64 busy[nodes], 64 bytes apart: slot &lt;&lt; 32 | stamp of the region fabric node n copies into or out of
+ *     now, 0 when none (B = align(8 * maxMrs, 64); each node writes only its own word)
+ * </pre>
+ * A requester copies on its context's one thread, so one busy word per node is enough. It stores its busy word,
+ * fences, and checks the stamp is still the one it checked before it touches the window; it clears the word
+ * (a release) after. Deregistration clears the stamp, fences, and waits while any node's busy word names the
+ * registration (Dekker's handshake: one side always sees the other's store).
  */
 final class VerbsDirectory {
-    static final long MAGIC = 0x4E55504156524231L;
+    static final long MAGIC = 0x4E55504156524232L; // "NUPAVRB2": peers of another layout find no directory
     static final int QP_BASE = 64;
     static final int QP_ENTRY = 32;
     static final int MR_ENTRY = 48;
@@ -36,12 +53,26 @@ final class VerbsDirectory {
     private static final QpState[] STATES = QpState.values(); // values() copies on every call
 
     final MemorySegment mem;
+    /** The guard window's memory: the stamps, then the busy words. */
+    final MemorySegment guards;
+    /** Where node n's busy word is: {@code busyBase + 64 * n}. */
+    private final long busyBase;
+    /** The nodes the guard window has busy words for. */
+    private final int nodes;
+    /** This node's busy word (a peer's directory: the one its requester writes); -1 in the owner's own. */
+    private final long mine;
     final int maxQps;
     final int maxMrs;
     final long mrBase;
+    /** The stamp of the next registration (owner side); never 0. */
+    private int nextStamp = 1;
 
-    VerbsDirectory(MemorySegment mem, int maxQps, int maxMrs) {
+    VerbsDirectory(MemorySegment mem, MemorySegment guards, int maxQps, int maxMrs, int nodes, int me) {
         this.mem = mem;
+        this.guards = guards;
+        this.nodes = nodes;
+        this.busyBase = busyBase(maxMrs);
+        this.mine = me < 0 ? -1 : busyBase + 64L * me;
         this.maxQps = maxQps;
         this.maxMrs = maxMrs;
         this.mrBase = mrBase(maxQps);
@@ -55,16 +86,31 @@ final class VerbsDirectory {
         return mrBase(maxQps) + (long) MR_ENTRY * maxMrs;
     }
 
-    /** Writes the header (owner side, before the window is found by peers). */
-    void format() {
+    private static long busyBase(int maxMrs) {
+        return (8L * maxMrs + 63) & ~63L;
+    }
+
+    /** The bytes of the guard window for {@code maxMrs} region slots and {@code nodes} fabric nodes. */
+    static long guardBytes(int maxMrs, int nodes) {
+        return busyBase(maxMrs) + 64L * nodes;
+    }
+
+    /** Writes the header (owner side, before the window is found by peers); {@code guard} is the guard window. */
+    void format(FabricWindow guard) {
         mem.set(ValueLayout.JAVA_INT, 8, maxQps);
         mem.set(ValueLayout.JAVA_INT, 12, maxMrs);
+        mem.set(ValueLayout.JAVA_INT, 24, guard.id());
+        mem.set(ValueLayout.JAVA_INT, 28, guard.key());
+        mem.set(ValueLayout.JAVA_INT, 32, nodes);
         VarHandle.releaseFence();
         mem.set(ValueLayout.JAVA_LONG, 0, MAGIC);
     }
 
-    /** Reads a peer's directory; null unless the window holds one. */
-    static VerbsDirectory open(FabricWindow w) {
+    /**
+     * Reads a peer's directory, opening its guard window through {@code device}; null unless the window holds a
+     * directory whose guard window is open to writers and large enough.
+     */
+    static VerbsDirectory open(FabricWindow w, FabricDevice device) {
         MemorySegment m = w.memory();
         if (m.byteSize() < QP_BASE || m.get(ValueLayout.JAVA_LONG, 0) != MAGIC) {
             return null;
@@ -75,7 +121,18 @@ final class VerbsDirectory {
         if (q <= 0 || r <= 0 || bytes(q, r) > m.byteSize()) {
             return null;
         }
-        return new VerbsDirectory(m, q, r);
+        FabricWindow g;
+        try {
+            g = device.openWindow(m.get(ValueLayout.JAVA_INT, 24), m.get(ValueLayout.JAVA_INT, 28));
+        } catch (FabricException e) {
+            return null;
+        }
+        int nodes = m.get(ValueLayout.JAVA_INT, 32);
+        int me = device.address();
+        if ((g.access() & FabricWindow.REMOTE_WRITE) == 0 || me >= nodes || g.memory().byteSize() < guardBytes(r, nodes)) {
+            return null;
+        }
+        return new VerbsDirectory(m, g.memory(), q, r, nodes, me);
     }
 
     // ---- QP entries (owner writes) --------------------------------------------------------
@@ -161,13 +218,49 @@ final class VerbsDirectory {
         mem.set(ValueLayout.JAVA_INT, e + 16, mr.window == null ? 0 : mr.window.key());
         mem.set(ValueLayout.JAVA_LONG, e + 24, mr.addr);
         mem.set(ValueLayout.JAVA_LONG, e + 32, mr.memory.byteSize());
+        int stamp = nextStamp;
+        nextStamp = stamp == -1 ? 1 : stamp + 1;
+        mr.stamp = stamp;
+        LONG.setRelease(guards, 8L * mr.index, (long) stamp);
         INT.setRelease(mem, e, mr.key);
         bump();
     }
 
-    void withdrawMr(int index) {
-        INT.setRelease(mem, mrBase + (long) MR_ENTRY * index, 0);
+    /**
+     * Withdraws region {@code mr}: its key stops matching and no direct copy can start on it, then waits while a
+     * copy begun before is in flight, until {@code deadline} (System.nanoTime) or while its node is up. Returns
+     * whether none is left (the window may be freed); false leaves it to {@link #drained} (hold the window back).
+     */
+    boolean withdrawMr(Region mr, long deadline, IntPredicate up) {
+        INT.setRelease(mem, mrBase + (long) MR_ENTRY * mr.index, 0);
+        LONG.setVolatile(guards, 8L * mr.index, 0L); // a full fence: the busy words read below come after it
         bump();
+        long busy = busyWord(mr.index, mr.stamp);
+        for (int n = 0; n < nodes; n++) {
+            long at = busyBase + 64L * n;
+            while ((long) LONG.getAcquire(guards, at) == busy) { // an acquire: the copy's bytes came first
+                if (!up.test(n) || System.nanoTime() - deadline > 0) {
+                    return false;
+                }
+                Thread.onSpinWait();
+            }
+        }
+        return true;
+    }
+
+    /** Whether no node's busy word names withdrawn region {@code mr} any more. */
+    boolean drained(Region mr) {
+        long busy = busyWord(mr.index, mr.stamp);
+        for (int n = 0; n < nodes; n++) {
+            if ((long) LONG.getAcquire(guards, busyBase + 64L * n) == busy) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static long busyWord(int slot, int stamp) {
+        return (long) slot << 32 | (stamp & 0xFFFF_FFFFL);
     }
 
     /** Offset of the entry that holds {@code rkey}, or -1 if no live region has it. */
@@ -202,6 +295,35 @@ final class VerbsDirectory {
 
     long mrLength(long e) {
         return mem.get(ValueLayout.JAVA_LONG, e + 32);
+    }
+
+    /** The region slot of entry {@code e}. */
+    int slotOf(long e) {
+        return (int) ((e - mrBase) / MR_ENTRY);
+    }
+
+    /** The stamp of the registration in region slot {@code slot} (0 while it is withdrawn). */
+    int stamp(int slot) {
+        return (int) (long) LONG.getAcquire(guards, 8L * slot);
+    }
+
+    /**
+     * Announces a direct copy into or out of region slot {@code slot}, registration {@code stamp}, and confirms
+     * that the registration still stands; the caller must {@link #leave} after its last access to the region's
+     * window. False (nothing announced): the region was withdrawn.
+     */
+    boolean enter(int slot, int stamp) {
+        LONG.setVolatile(guards, mine, busyWord(slot, stamp)); // a full fence: the stamp read below comes after it
+        if ((int) (long) LONG.getVolatile(guards, 8L * slot) == stamp) {
+            return true;
+        }
+        LONG.setRelease(guards, mine, 0L);
+        return false;
+    }
+
+    /** Ends the copy {@link #enter} announced: its bytes are visible before the word clears (a release). */
+    void leave() {
+        LONG.setRelease(guards, mine, 0L);
     }
 
     /** Whether entry {@code e} still holds {@code rkey} (re-checked after reading its fields). */

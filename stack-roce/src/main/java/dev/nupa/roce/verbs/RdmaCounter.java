@@ -31,6 +31,16 @@ public enum RdmaCounter {
     DIRECT_OPS,
     /** Direct operations whose checks failed and that went as packets instead. */
     DIRECT_FALLBACKS,
+    /**
+     * Direct operations that found their target region withdrawn as they began (its guard's stamp changed after
+     * they checked it): sent as packets, which the responder refuses with REM_ACCESS_ERR.
+     */
+    DIRECT_REVOKED,
+    /**
+     * Deregistrations that found a peer's direct copy still in the region's window after the drain time (a requester
+     * stalled or killed mid-copy): the window is held back, its memory not reused, until the copy ends.
+     */
+    DEREG_DRAIN_TIMEOUTS,
     /** SENDs placed directly in the receive the peer posted next. */
     DIRECT_SENDS,
     /** SENDs of DIRECT QPs that went as packets: no receive posted, a list of buffers, too long, no mirror. */
