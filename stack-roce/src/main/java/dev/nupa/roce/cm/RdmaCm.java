@@ -328,6 +328,7 @@ public final class RdmaCm implements AutoCloseable {
         if (s == null || (s.state != ESTABLISHED && s.state != REP_SENT)) {
             throw new RdmaException("QP " + qp.qpNum() + " has no connection made by this CM to disconnect");
         }
+        // ERR first: the move sends the ACK the QP owes for requests it executed, so it reaches the peer before the DREQ.
         qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
         if (s.state == REP_SENT) {
             s.promise.tryFail(new RdmaException("disconnected before the peer's RTU arrived"));
