@@ -137,7 +137,8 @@ public final class RdmaCm implements AutoCloseable {
         int peerQpn;
         int peerPsn; // what we send first
         int mtu;
-        int peerResources; // the READs and atomics the peer answers at once: our initiator depth at most
+        int responderResources; // the peer's READs and atomics we answer at once: our QP's max_dest_rd_atomic
+        int initiatorDepth; // ours we keep outstanding, no more than the peer answers: our QP's max_rd_atomic
         int requestIp; // the peer's IPv4 address as the application named it (rdma_cm's header); 0: the packets'
         byte[] peerPrivate = new byte[0];
         byte[] ownPrivate = new byte[0];
@@ -327,6 +328,7 @@ public final class RdmaCm implements AutoCloseable {
         if (s == null || (s.state != ESTABLISHED && s.state != REP_SENT)) {
             throw new RdmaException("QP " + qp.qpNum() + " has no connection made by this CM to disconnect");
         }
+        // ERR first: the move sends the ACK the QP owes for requests it executed, so it reaches the peer before the DREQ.
         qp.modify(new QpAttr().qpState(QpState.ERR), QpAttrMask.STATE);
         if (s.state == REP_SENT) {
             s.promise.tryFail(new RdmaException("disconnected before the peer's RTU arrived"));
@@ -447,7 +449,11 @@ public final class RdmaCm implements AutoCloseable {
         s.peerQpn = CmMad.reqQpn(m, o);
         s.peerPsn = CmMad.reqPsn(m, o);
         s.mtu = mtuBytes(CmMad.reqMtu(m, o)); // the REQ's path MTU binds both sides (Linux takes it as it is)
-        s.peerResources = CmMad.reqResponderResources(m, o);
+        // IBA 12.7.29 / 12.7.30: the REP answers no more READs and atomics than the REQ's initiator depth asks for,
+        // and keeps no more outstanding than its responder resources offer (librdmacm's rdma_accept takes the least of
+        // the request's and the device's); 0 means none: a READ or atomic is then NAKed as an invalid request, as rxe does.
+        s.responderResources = Math.min(depth(), CmMad.reqInitiatorDepth(m, o));
+        s.initiatorDepth = Math.min(depth(), CmMad.reqResponderResources(m, o));
         s.peerPrivate = CmMad.reqPrivateData(m, o);
         s.requestIp = CmMad.reqCmaSource(m, o); // the address the peer asked from
         s.state = REQ_RECEIVED;
@@ -479,7 +485,9 @@ public final class RdmaCm implements AutoCloseable {
         s.remoteComm = CmMad.localComm(m, o);
         s.peerQpn = CmMad.repQpn(m, o);
         s.peerPsn = CmMad.repPsn(m, o);
-        s.peerResources = CmMad.repResponderResources(m, o);
+        // The active side takes the REP's figures as Linux's cm_rep_handler does, never more than its REQ offered.
+        s.initiatorDepth = Math.min(depth(), CmMad.repResponderResources(m, o));
+        s.responderResources = Math.min(depth(), CmMad.repInitiatorDepth(m, o));
         s.peerPrivate = CmMad.repPrivateData(m, o);
         try {
             toRts(s);
@@ -540,14 +548,14 @@ public final class RdmaCm implements AutoCloseable {
 
     /**
      * RTR and RTS as the CM's messages settle them (Linux's cm_init_qp_rtr_attr, cm_init_qp_rts_attr): we receive
-     * from the PSN we announced and send from the peer's; we answer {@code rdAtomic} READs and atomics at once and
-     * keep no more outstanding than the peer answers.
+     * from the PSN we announced and send from the peer's; we answer as many READs and atomics at once as the REQ and REP
+     * settled ({@code rdAtomic} at most) and keep no more outstanding than the peer answers.
      */
     private void toRts(Session s) {
         QueuePair qp = s.qp;
         toInit(qp);
         QpAttr rtr = new QpAttr().qpState(QpState.RTR).pathMtu(s.mtu).destQpNum(s.peerQpn).rqPsn(s.psn)
-                .maxDestRdAtomic(depth()).minRnrTimer(options.minRnrTimer());
+                .maxDestRdAtomic(s.responderResources).minRnrTimer(options.minRnrTimer());
         if (s.peer.node >= 0) {
             rtr.destNode(s.peer.node);
         } else {
@@ -556,7 +564,7 @@ public final class RdmaCm implements AutoCloseable {
         qp.modify(rtr, QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
                 | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
         qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(s.peerPsn).timeout(options.timeout()).retryCnt(options.retryCount())
-                .rnrRetry(options.rnrRetry()).maxRdAtomic(Math.min(depth(), s.peerResources)),
+                .rnrRetry(options.rnrRetry()).maxRdAtomic(s.initiatorDepth),
                 QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
                         | QpAttrMask.MAX_QP_RD_ATOMIC);
     }
@@ -590,8 +598,8 @@ public final class RdmaCm implements AutoCloseable {
     }
 
     private void sendRep(Session s) {
-        send(s.peer, (m, p) -> CmMad.writeRep(m, p, s.tid, s.localComm, s.remoteComm, s.qp.qpNum(), s.psn, depth(),
-                Math.min(depth(), s.peerResources), options.timeout(), options.rnrRetry(), caGuid, s.ownPrivate));
+        send(s.peer, (m, p) -> CmMad.writeRep(m, p, s.tid, s.localComm, s.remoteComm, s.qp.qpNum(), s.psn, s.responderResources,
+                s.initiatorDepth, options.timeout(), options.rnrRetry(), caGuid, s.ownPrivate));
     }
 
     private void sendDreq(Session s) {

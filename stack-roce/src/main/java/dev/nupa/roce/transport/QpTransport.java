@@ -223,7 +223,7 @@ public final class QpTransport {
             absorbDirect();
         }
         if (state == QpState.ERR && !destroyed) {
-            responder.flushNak();
+            responder.flush(); // a NAK or ACK the ring refused on the way to ERR: all the peer is still owed
         }
         if (state == QpState.RESET || state == QpState.ERR || destroyed) {
             return Long.MAX_VALUE;

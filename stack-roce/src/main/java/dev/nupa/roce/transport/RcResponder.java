@@ -104,17 +104,27 @@ public final class RcResponder {
         stop(false);
     }
 
-    /** Stops the responder; with {@code flush} (entering ERR) a receive a SEND had taken completes WR_FLUSH_ERR. */
+    /**
+     * Stops the responder; with {@code flush} (entering ERR) a receive a SEND had taken completes WR_FLUSH_ERR, and what
+     * the peer is owed for requests already executed goes out first (READ responses, a NAK, the coalesced ACK), ahead
+     * of anything sent after the move to ERR (the CM's DREQ or DREP): ERR ends the QP, not the requests it executed, so
+     * the peer completes them with SUCCESS rather than flushing them (rxe acknowledges each packet at once). A NAK or
+     * ACK the ring refuses still goes out from ERR; READ responses it refuses are dropped, and the ACK with them.
+     */
     void stop(boolean flush) {
+        if (flush) {
+            flush();
+        }
         if (recvHeld && flush) {
             qp.completeRecv(recvWrId, WcStatus.WR_FLUSH_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
         }
         int nakOwed = flush ? pendingNak : -1; // a class C NAK the ring refused still goes out from ERR
+        boolean ackOwed = flush && ackPending && serveHead == serveTail; // never ahead of READ responses it lacks
         recvHeld = false;
         inMessage = NONE;
         resCount = 0;
         serveHead = serveTail = 0;
-        ackPending = false;
+        ackPending = ackOwed;
         acksOwed = 0;
         pendingNak = nakOwed;
         writeMr = null;
@@ -544,12 +554,14 @@ public final class RcResponder {
 
     /** IBA 9.9.3.1.3 class C: NAK the request and move the QP to ERR (the requester gets the matching status). */
     private void classC(int nakCode, int p) {
+        ackPending = false; // the NAK acknowledges every request before it: an owed ACK would only trail it
+        acksOwed = 0;
         nak(Aeth.nak(nakCode), p);
         qp.enterError();
     }
 
-    /** Sends a NAK the ring refused earlier (also from ERR, where it is all the requester is still owed). */
-    void flushNak() {
+    /** Sends a NAK the ring refused earlier. */
+    private void flushNak() {
         if (pendingNak >= 0) {
             int syndrome = pendingNak;
             pendingNak = -1;

@@ -376,13 +376,14 @@ public final class RdmaDevice {
         if (ipTxPending) {
             flushIp();
         }
-        GsiAgent g = gsi;
-        long next = g == null ? Long.MAX_VALUE : g.poll(now);
+        long next = Long.MAX_VALUE;
         QpTransport[] a = active;
         for (QpTransport qp : a) {
             next = Math.min(next, qp.poll(now));
         }
-        return next;
+        // The CM after the QPs: an ACK a QP still owes from ERR goes out ahead of a DREQ the CM resends.
+        GsiAgent g = gsi;
+        return g == null ? next : Math.min(next, g.poll(now));
     }
 
     /** {@link #claim(int, int, int, int)} to the peer of RC QP {@code qp}. */

@@ -227,6 +227,48 @@ class RdmaCmTest {
     }
 
     /**
+     * The responder executed three WRITEs and owes their coalesced ACK (it goes out at its context's next poll) when its
+     * application disconnects: the ACK goes out before the DREQ, so the requester completes the WRITEs with SUCCESS
+     * instead of flushing them when the DREQ moves its QP to ERR (Linux's rxe acknowledges per packet: no peer loses one).
+     */
+    @Test
+    void aDisconnectSendsTheAckOwedForExecutedRequestsBeforeItsDreq() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            Side a = side(fx, 1, IP_A, d -> d);
+            Side b = side(fx, 2, IP_B, d -> d);
+            AtomicReference<QueuePair> accepted = new AtomicReference<>();
+            b.cm.listen(PORT, req -> {
+                accepted.set(b.qp());
+                req.accept(accepted.get(), new byte[0]);
+            });
+            QueuePair qa = a.qp();
+            await(fx, a.cm.connect(IP_B, PORT, qa, new byte[0]));
+            fx.pump();
+            MemoryRegion ma = a.pd.allocMr(4096, RcPair.ALL);
+            MemoryRegion mb = b.pd.allocMr(4096, RcPair.ALL);
+            RdmaFixture.fill(ma.memory(), 7);
+            long acks = b.ctx.counter(RdmaCounter.ACKS_SENT);
+            for (int i = 0; i < 3; i++) {
+                qa.postSend(new SendWorkRequest().wrId(i).opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                        .local(ma, i * 64, 64).remote(mb.addr() + i * 64, mb.rkey()));
+            }
+            // Node 2's link takes the WRITEs and its responder executes them; their ACK waits for the context's poll.
+            fx.links.get(fx.contexts.indexOf(b.ctx)).poll(64, fx.now);
+            assertEquals(-1, ma.memory().asSlice(0, 192).mismatch(mb.memory().asSlice(0, 192)), "executed");
+            assertEquals(acks, b.ctx.counter(RdmaCounter.ACKS_SENT), "not acknowledged yet");
+            b.cm.disconnect(accepted.get());
+            fx.pump();
+            for (int i = 0; i < 3; i++) {
+                WorkCompletion wc = poll(a.cq);
+                assertStatus(WcStatus.SUCCESS, wc);
+                assertEquals(i, wc.wrId);
+            }
+            assertEquals(QpState.ERR, qa.state(), "and then the DREQ ended the connection");
+            assertEquals(acks + 1, b.ctx.counter(RdmaCounter.ACKS_SENT), "one coalesced ACK");
+        }
+    }
+
+    /**
      * Two contexts whose CMs know no fabric node for each other's address: the CM goes over RoCEv2 through their
      * IP layers, as it does to a Linux rdma_cm peer beyond a gateway (VmFabricTest runs rping against it). REQ, REP,
      * RTU, DREQ and DREP are 256-byte MADs; the connection carries a SEND each way; the path MTU is the IP one.
