@@ -87,7 +87,8 @@ public final class RdmaDevice {
         // Peers write only the guards (VerbsDirectory): the directory itself stays read-only to them.
         int nodes = device.geometry().maxNodes();
         this.guardWindow = device.exportWindow(VerbsDirectory.guardBytes(maxMrs, nodes), FabricWindow.REMOTE_READ | FabricWindow.REMOTE_WRITE);
-        this.directory = new VerbsDirectory(directoryWindow.memory(), guardWindow.memory(), maxQps, maxMrs, nodes, -1);
+        this.directory = new VerbsDirectory(directoryWindow.memory(), guardWindow.memory(), maxQps, maxMrs, nodes, -1,
+                dev.nupa.device.HeavyFence.available());
         directory.format(guardWindow);
         this.direct = new DirectPlacement(this, device.geometry().maxNodes());
         link.register(EtherType.NUPA_RDMA, this::onPacket);
