@@ -1,6 +1,7 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.transport.Completions;
+import dev.nupa.roce.verbs.AsyncEventType;
 import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.verbs.WorkCompletion;
 
@@ -9,8 +10,9 @@ import dev.nupa.roce.verbs.WorkCompletion;
  * held in preallocated arrays so neither producing nor {@link #poll polling} allocates.
  *
  * <p>A queue that fills up has overrun (IBA 11.4.2.1: a CQ error): the completion that did not fit
- * is counted, the queue reports it on the next poll with an exception, and the QPs that feed it are
- * moved to the error state, so no completion goes missing silently. Size it for the work in flight.
+ * is counted, the queue reports it on the next poll with an exception, raises CQ_ERR ({@link AsyncEvent}) once, and
+ * the QPs that feed it are moved to the error state, so no completion goes missing silently. Size it for the work in
+ * flight.
  *
  * <p>Notification ({@code ibv_req_notify_cq}): after {@link #requestNotify} the {@link #onEvent} handler
  * runs once, on the context's thread, when the next completion arrives.
@@ -25,6 +27,7 @@ public final class CompletionQueue implements AutoCloseable {
     CompletionQueue(RdmaContext context, int cqe) {
         this.context = context;
         this.completions = new Completions(context.device, cqe);
+        completions.onError = () -> context.raise(AsyncEvent.of(AsyncEventType.CQ_ERR, this));
     }
 
     public int capacity() {
@@ -84,6 +87,9 @@ public final class CompletionQueue implements AutoCloseable {
         if (users > 0) {
             throw new RdmaException("completion queue still feeds " + users + " queue pair(s); destroy them first");
         }
-        closed = true;
+        if (!closed) {
+            closed = true;
+            context.cqs--;
+        }
     }
 }

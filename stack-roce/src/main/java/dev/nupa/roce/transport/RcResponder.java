@@ -545,7 +545,7 @@ public final class RcResponder {
     /** IBA 9.9.3.1.3 class C: NAK the request and move the QP to ERR (the requester gets the matching status). */
     private void classC(int nakCode, int p) {
         nak(Aeth.nak(nakCode), p);
-        qp.enterError();
+        qp.responderFailed(nakCode);
     }
 
     /** Sends a NAK the ring refused earlier (also from ERR, where it is all the requester is still owed). */
