@@ -183,8 +183,26 @@ public final class RdmaContext implements AutoCloseable {
 
     /** Creates a completion queue of {@code cqe} entries ({@code ibv_create_cq}). */
     public CompletionQueue createCq(int cqe) {
+        return createCq(cqe, null);
+    }
+
+    /** Creates a completion channel ({@code ibv_create_comp_channel}) for completion queues to report their events to. */
+    public CompChannel createCompChannel() {
         checkThread();
         requireOpen();
+        return new CompChannel(this);
+    }
+
+    /**
+     * Creates a completion queue of {@code cqe} entries whose completion events go to {@code channel} ({@code
+     * ibv_create_cq} with a channel); with null, as {@link #createCq(int)}.
+     */
+    public CompletionQueue createCq(int cqe, CompChannel channel) {
+        checkThread();
+        requireOpen();
+        if (channel != null && (channel.context != this || channel.closed)) {
+            throw new RdmaException("the completion channel is " + (channel.closed ? "destroyed" : "of another context"));
+        }
         if (cqe < 1 || cqe > MAX_CQE) {
             throw new RdmaException("completion queue size " + cqe + " is outside 1.." + MAX_CQE + " (max_cqe)");
         }
@@ -192,7 +210,7 @@ public final class RdmaContext implements AutoCloseable {
             throw new RdmaException("all " + MAX_CQ + " completion queues (max_cq) are open; destroy one first");
         }
         cqs++;
-        return new CompletionQueue(this, cqe);
+        return new CompletionQueue(this, cqe, channel);
     }
 
     public SharedReceiveQueue createSrq(ProtectionDomain pd, int maxWr, int maxSge) {
