@@ -388,7 +388,7 @@ public final class RdmaContext implements AutoCloseable {
         requireOpen();
         long guid = NODE_GUID_PREFIX | (node() & 0xFFFF_FFFFL);
         return new DeviceAttr("", guid, guid, Long.MAX_VALUE, VENDOR_ID, VENDOR_PART_ID, 0, qps.length - 2, MAX_QP_WR, MAX_SGE,
-                MAX_CQ, MAX_CQE, regions.length - 1, MAX_PD, MAX_QP_RD_ATOM, MAX_QP_RD_ATOM, MAX_QP_RD_ATOM,
+                MAX_CQ, MAX_CQE, regions.length - 1, MAX_PD, MAX_QP_RD_ATOM, (qps.length - 2) * MAX_QP_RD_ATOM, MAX_QP_RD_ATOM,
                 DeviceAttr.ATOMIC_HCA, MAX_SRQ, MAX_SRQ_WR, MAX_SRQ_SGE, 1, 1, MAX_INLINE_DATA);
     }
 

@@ -50,6 +50,7 @@ class VerbsQueryTest {
             DeviceAttr d = ctx.queryDevice();
             assertEquals(62, d.maxQp(), "64 QP numbers less QP 0 and 1");
             assertEquals(63, d.maxMr(), "64 region slots less slot 0, whose key would be 0");
+            assertEquals(62 * RdmaContext.MAX_QP_RD_ATOM, d.maxResRdAtom(), "each QP keeps its own READ/atomic resources");
 
             List<ProtectionDomain> pds = upTo(d.maxPd(), ctx::allocPd, "max_pd");
             ProtectionDomain pd = pds.get(0);

@@ -7,7 +7,8 @@ package dev.nupa.roce.verbs;
  * throws. {@code maxMr} and {@code maxQp} count what an application may create (QP 0 and 1 and region slot 0 are
  * reserved). {@code maxMrSize}: the context sets no limit of its own, so it is the largest a {@code MemorySegment} can
  * be (Soft-RoCE reports RXE_MAX_MR_SIZE, all ones). {@code maxInlineData} is not in {@code ibv_device_attr}; it is the
- * largest {@code ibv_qp_cap.max_inline_data} a QP is created with.
+ * largest {@code ibv_qp_cap.max_inline_data} a QP is created with. {@code maxResRdAtom}: each QP keeps its own
+ * {@code maxQpRdAtom} responder resources, so the device holds that many per QP.
  */
 public record DeviceAttr(String fwVer, long nodeGuid, long sysImageGuid, long maxMrSize, int vendorId, int vendorPartId,
         int hwVer, int maxQp, int maxQpWr, int maxSge, int maxCq, int maxCqe, int maxMr, int maxPd, int maxQpRdAtom,
