@@ -68,5 +68,6 @@ public final class ProtectionDomain implements AutoCloseable {
                     + " memory region(s) or queue pair(s); close them first");
         }
         closed = true;
+        context.pds--;
     }
 }

@@ -2,10 +2,15 @@ package dev.nupa.roce;
 
 import dev.nupa.device.FabricWindow;
 import dev.nupa.l2.Link;
+import dev.nupa.roce.transport.QpTransport;
 import dev.nupa.roce.transport.RcResponder;
 import dev.nupa.roce.transport.RdmaDevice;
 import dev.nupa.roce.transport.Region;
 import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.AsyncEventType;
+import dev.nupa.roce.verbs.DeviceAttr;
+import dev.nupa.roce.verbs.Gid;
+import dev.nupa.roce.verbs.PortAttr;
 import dev.nupa.roce.verbs.GsiAgent;
 import dev.nupa.roce.verbs.QpAttr;
 import dev.nupa.roce.verbs.RdmaCounter;
@@ -44,13 +49,58 @@ public final class RdmaContext implements AutoCloseable {
     public static final int GSI_QPN = RdmaDevice.GSI_QPN;
     /** READs and atomics a QP answers at once at most (ibv_device_attr's max_qp_rd_atom). */
     public static final int MAX_QP_RD_ATOM = RcResponder.MAX_RD_ATOMIC;
+    // The limits createCq, createSrq, createQp and allocPd check, which queryDevice reports (ibv_device_attr's names).
+    /** Work requests a QP's send or receive queue holds at most (max_qp_wr). */
+    public static final int MAX_QP_WR = 1 << 16;
+    /** Scatter/gather entries per send or receive request at most (max_sge). */
+    public static final int MAX_SGE = 64;
+    /** Bytes a send may carry inline at most (the largest ibv_qp_cap.max_inline_data). */
+    public static final int MAX_INLINE_DATA = 4096;
+    /** Entries a completion queue holds at most (max_cqe). */
+    public static final int MAX_CQE = 1 << 22;
+    /** Completion queues open at once at most (max_cq). */
+    public static final int MAX_CQ = 1 << 14;
+    /** Protection domains allocated at once at most (max_pd). */
+    public static final int MAX_PD = 1 << 15;
+    /** Shared receive queues open at once at most (max_srq). */
+    public static final int MAX_SRQ = 1 << 14;
+    /** Requests a shared receive queue holds at most (max_srq_wr). */
+    public static final int MAX_SRQ_WR = 1 << 20;
+    /** Scatter/gather entries per shared receive request at most (max_srq_sge). */
+    public static final int MAX_SRQ_SGE = 64;
+    /**
+     * ibv_device_attr's vendor_id: 0xFFFFFF, no IEEE OUI, as Soft-RoCE reports (RXE_VENDOR_ID); vendor_part_id
+     * ({@link #VENDOR_PART_ID}) and hw_ver 0.
+     */
+    public static final int VENDOR_ID = 0xFFFFFF;
+    public static final int VENDOR_PART_ID = 0;
+    /**
+     * The node GUID is this prefix with the fabric address in its low 32 bits: 02:4E ("N") with the EUI-64
+     * universal/local bit set, so it is a locally assigned identifier that names the node on its fabric.
+     */
+    public static final long NODE_GUID_PREFIX = 0x024E_0000_0000_0000L;
+    /** The port a context has: port 1 (ports are numbered from 1; a RoCE device has one per netdev). */
+    public static final int PORT = 1;
+    /** Asynchronous events held for {@link #pollAsyncEvent} at most; more are dropped and counted. */
+    public static final int ASYNC_EVENT_QUEUE = 256;
 
     final RdmaDevice device;
     private final MemoryRegion[] regions;
     private final QueuePair[] qps;
     private int nextQpn = 2; // 0 and 1 are the special QPs of IBA 10.2.4
     private int nextPd = 1;
+    int pds;
+    int cqs;
+    int srqs;
     private boolean closed;
+    /** Events not yet polled, oldest first; rare, so a plain deque. */
+    private final java.util.ArrayDeque<AsyncEvent> asyncEvents = new java.util.ArrayDeque<>();
+    /** Runs on the context's thread, from {@link #poll}, while events wait; null: none. */
+    private Runnable asyncHandler;
+    /** Set by the liveness thread when the fabric evicted this node; the port is DOWN from then on. */
+    private volatile boolean portLost;
+    private boolean portErrRaised;
+    private final dev.nupa.device.PeerListener portListener = this::onPeerEvent;
     /** Told of signaled posts (and, through the device, of send completions); null: nothing is called. */
     RdmaObserver observer;
     private volatile Gsi gsi; // the attached agent's handle (the device holds the agent); attached from a deploying thread
@@ -62,6 +112,7 @@ public final class RdmaContext implements AutoCloseable {
         this.regions = new MemoryRegion[maxMrs];
         this.qps = new QueuePair[maxQps];
         this.device = new RdmaDevice(link, maxQps, maxMrs, clock);
+        link.device().addPeerListener(portListener);
     }
 
     /** Opens a context on {@code link} with default limits and the system clock. */
@@ -123,26 +174,57 @@ public final class RdmaContext implements AutoCloseable {
     public ProtectionDomain allocPd() {
         checkThread();
         requireOpen();
+        if (pds == MAX_PD) {
+            throw new RdmaException("all " + MAX_PD + " protection domains (max_pd) are allocated; deallocate one first");
+        }
+        pds++;
         return new ProtectionDomain(this, nextPd++);
     }
 
     /** Creates a completion queue of {@code cqe} entries ({@code ibv_create_cq}). */
     public CompletionQueue createCq(int cqe) {
+        return createCq(cqe, null);
+    }
+
+    /** Creates a completion channel ({@code ibv_create_comp_channel}) for completion queues to report their events to. */
+    public CompChannel createCompChannel() {
         checkThread();
         requireOpen();
-        if (cqe < 1 || cqe > (1 << 22)) {
-            throw new RdmaException("completion queue size " + cqe + " is outside 1..4194304");
+        return new CompChannel(this);
+    }
+
+    /**
+     * Creates a completion queue of {@code cqe} entries whose completion events go to {@code channel} ({@code
+     * ibv_create_cq} with a channel); with null, as {@link #createCq(int)}.
+     */
+    public CompletionQueue createCq(int cqe, CompChannel channel) {
+        checkThread();
+        requireOpen();
+        if (channel != null && (channel.context != this || channel.closed)) {
+            throw new RdmaException("the completion channel is " + (channel.closed ? "destroyed" : "of another context"));
         }
-        return new CompletionQueue(this, cqe);
+        if (cqe < 1 || cqe > MAX_CQE) {
+            throw new RdmaException("completion queue size " + cqe + " is outside 1.." + MAX_CQE + " (max_cqe)");
+        }
+        if (cqs == MAX_CQ) {
+            throw new RdmaException("all " + MAX_CQ + " completion queues (max_cq) are open; destroy one first");
+        }
+        cqs++;
+        return new CompletionQueue(this, cqe, channel);
     }
 
     public SharedReceiveQueue createSrq(ProtectionDomain pd, int maxWr, int maxSge) {
         checkThread();
         requireOpen();
         checkPd(pd);
-        if (maxWr < 1 || maxWr > (1 << 20) || maxSge < 1 || maxSge > 64) {
-            throw new RdmaException("a shared receive queue holds 1..1048576 requests of 1..64 entries, not " + maxWr + " of " + maxSge);
+        if (maxWr < 1 || maxWr > MAX_SRQ_WR || maxSge < 1 || maxSge > MAX_SRQ_SGE) {
+            throw new RdmaException("a shared receive queue holds 1.." + MAX_SRQ_WR + " requests (max_srq_wr) of 1.." + MAX_SRQ_SGE
+                    + " entries (max_srq_sge), not " + maxWr + " of " + maxSge);
         }
+        if (srqs == MAX_SRQ) {
+            throw new RdmaException("all " + MAX_SRQ + " shared receive queues (max_srq) are open; destroy one first");
+        }
+        srqs++;
         pd.users++;
         return new SharedReceiveQueue(pd, maxWr, maxSge);
     }
@@ -161,14 +243,16 @@ public final class RdmaContext implements AutoCloseable {
         if (init.srq() != null && init.srq().pd.context != this) {
             throw new RdmaException("the shared receive queue belongs to another context");
         }
-        if (init.maxSendWr() < 1 || init.maxSendWr() > (1 << 16) || init.maxRecvWr() < 1 || init.maxRecvWr() > (1 << 16)) {
-            throw new RdmaException("max_send_wr and max_recv_wr must be 1..65536, not " + init.maxSendWr() + " and " + init.maxRecvWr());
+        if (init.maxSendWr() < 1 || init.maxSendWr() > MAX_QP_WR || init.maxRecvWr() < 1 || init.maxRecvWr() > MAX_QP_WR) {
+            throw new RdmaException("max_send_wr and max_recv_wr must be 1.." + MAX_QP_WR + " (max_qp_wr), not " + init.maxSendWr()
+                    + " and " + init.maxRecvWr());
         }
-        if (init.maxSendSge() < 1 || init.maxSendSge() > 64 || init.maxRecvSge() < 1 || init.maxRecvSge() > 64) {
-            throw new RdmaException("max_send_sge and max_recv_sge must be 1..64");
+        if (init.maxSendSge() < 1 || init.maxSendSge() > MAX_SGE || init.maxRecvSge() < 1 || init.maxRecvSge() > MAX_SGE) {
+            throw new RdmaException("max_send_sge and max_recv_sge must be 1.." + MAX_SGE + " (max_sge), not " + init.maxSendSge()
+                    + " and " + init.maxRecvSge());
         }
-        if (init.maxInlineData() < 0 || init.maxInlineData() > 4096) {
-            throw new RdmaException("max_inline_data must be 0..4096, not " + init.maxInlineData());
+        if (init.maxInlineData() < 0 || init.maxInlineData() > MAX_INLINE_DATA) {
+            throw new RdmaException("max_inline_data must be 0.." + MAX_INLINE_DATA + ", not " + init.maxInlineData());
         }
         int qpn = allocQpn();
         QueuePair qp = new QueuePair(this, pd, qpn, init);
@@ -179,6 +263,7 @@ public final class RdmaContext implements AutoCloseable {
         if (init.srq() != null) {
             init.srq().users++;
         }
+        qp.transport.events = type -> raise(AsyncEvent.of(type, qp));
         device.add(qp.transport);
         return qp;
     }
@@ -284,7 +369,110 @@ public final class RdmaContext implements AutoCloseable {
      */
     public long poll(long now) {
         checkThread();
-        return device.poll(now);
+        if (portLost && !portErrRaised) {
+            portErrRaised = true;
+            raise(AsyncEvent.port(AsyncEventType.PORT_ERR, PORT));
+        }
+        long next = device.poll(now);
+        if (asyncHandler != null && !asyncEvents.isEmpty()) {
+            asyncHandler.run();
+        }
+        return next;
+    }
+
+    // ---- queries (ibv_query_device, ibv_query_port, ibv_query_gid) -----------------------------
+
+    /** The device's attributes and the limits this context enforces ({@code ibv_query_device}). */
+    public DeviceAttr queryDevice() {
+        checkThread();
+        requireOpen();
+        long guid = NODE_GUID_PREFIX | (node() & 0xFFFF_FFFFL);
+        return new DeviceAttr("", guid, guid, Long.MAX_VALUE, VENDOR_ID, VENDOR_PART_ID, 0, qps.length - 2, MAX_QP_WR, MAX_SGE,
+                MAX_CQ, MAX_CQE, regions.length - 1, MAX_PD, MAX_QP_RD_ATOM, (qps.length - 2) * MAX_QP_RD_ATOM, MAX_QP_RD_ATOM,
+                DeviceAttr.ATOMIC_HCA, MAX_SRQ, MAX_SRQ_WR, MAX_SRQ_SGE, 1, 1, MAX_INLINE_DATA);
+    }
+
+    /**
+     * Port {@code port}'s attributes ({@code ibv_query_port}): ACTIVE while the node is in the fabric, DOWN once the
+     * fabric evicted it or the context closed; the MTUs are the largest InfiniBand MTU whose packets fit the link (what
+     * {@code modify} lets a QP's path MTU be); one GID per IPv4 address of the IP layer; one P_Key (index 0).
+     */
+    public PortAttr queryPort(int port) {
+        checkThread();
+        checkPort(port);
+        int mtu = PortAttr.mtu(QpTransport.largestPathMtu(device.link.mtu()));
+        return new PortAttr(portLost || closed ? PortAttr.PORT_DOWN : PortAttr.PORT_ACTIVE, mtu, mtu, gidTableLength(), 1,
+                PortAttr.LINK_LAYER_ETHERNET, PortAttr.CAP_CM_SUP);
+    }
+
+    /**
+     * Entry {@code index} of port {@code port}'s GID table ({@code ibv_query_gid}): the RoCEv2 GID {@code ::ffff:a.b.c.d}
+     * of each IPv4 address the attached IP layer holds (Linux's RoCE GID table has one per IPv4 address of the netdev).
+     */
+    public Gid queryGid(int port, int index) {
+        checkThread();
+        checkPort(port);
+        int n = gidTableLength();
+        if (index < 0 || index >= n) {
+            throw new RdmaException("GID index " + index + " is outside port " + port + "'s table of " + n + " entr"
+                    + (n == 1 ? "y" : "ies") + (n == 0 ? ": attach the node's IP layer (attachIp) for a RoCEv2 GID" : ""));
+        }
+        return Gid.ofIpv4(device.ip().address());
+    }
+
+    private int gidTableLength() {
+        return device.ip() == null ? 0 : 1; // the IP layer holds one IPv4 address
+    }
+
+    private static void checkPort(int port) {
+        if (port != PORT) {
+            throw new RdmaException("port " + port + " does not exist; a context has port " + PORT);
+        }
+    }
+
+    // ---- asynchronous events (ibv_get_async_event) --------------------------------------------
+
+    /** The fabric's liveness, on its own thread: this node was evicted, so its port is DOWN. */
+    private void onPeerEvent(dev.nupa.device.PeerEvent e) {
+        if (e.kind() == dev.nupa.device.PeerEvent.Kind.EVICTED && e.address() == node()) {
+            portLost = true;
+            dev.nupa.l2.Datapath d = device.link.datapath();
+            if (d != null) {
+                d.timersChanged(); // the loop polls this context on its next round, which raises PORT_ERR
+            }
+        }
+    }
+
+    /** Queues {@code e} (on the context's thread); a full queue drops it and counts it. */
+    void raise(AsyncEvent e) {
+        if (asyncEvents.size() == ASYNC_EVENT_QUEUE) {
+            device.counters.add(RdmaCounter.ASYNC_EVENTS_DROPPED, 1);
+            return;
+        }
+        asyncEvents.add(e);
+        dev.nupa.l2.Datapath d = device.link.datapath();
+        if (asyncHandler != null && d != null) {
+            d.timersChanged(); // the handler runs from poll, after the work that raised it, not inside it
+        }
+    }
+
+    /**
+     * The oldest asynchronous event not yet taken, or null ({@code ibv_get_async_event} without blocking; there is
+     * nothing to acknowledge: the event is the caller's). Events wait in a queue of {@link #ASYNC_EVENT_QUEUE}; more are
+     * dropped and counted as {@link RdmaCounter#ASYNC_EVENTS_DROPPED}.
+     */
+    public AsyncEvent pollAsyncEvent() {
+        checkThread();
+        return asyncEvents.poll();
+    }
+
+    /**
+     * Runs {@code handler} on the context's thread, from {@link #poll}, whenever events wait to be taken with {@link
+     * #pollAsyncEvent} (the async event file becoming readable); null removes it.
+     */
+    public void onAsyncEvent(Runnable handler) {
+        checkThread();
+        asyncHandler = handler;
     }
 
     // ---- observation, lifecycle -------------------------------------------------------------
@@ -340,6 +528,7 @@ public final class RdmaContext implements AutoCloseable {
             return;
         }
         closed = true;
+        link().device().removePeerListener(portListener);
         device.close();
         for (QueuePair qp : qps) {
             if (qp != null) {

@@ -32,6 +32,8 @@ public final class Completions {
     private boolean armed;
     private boolean solicitedOnly;
     private Runnable eventHandler;
+    /** Run once, at the first overrun (IBV_EVENT_CQ_ERR); set by the handle. */
+    public Runnable onError;
     /** QPs whose receives a peer may fill by direct placement: their completions are taken in at poll. */
     private QpTransport[] direct = new QpTransport[0];
 
@@ -108,8 +110,12 @@ public final class Completions {
             Trace.mark(Trace.CALLBACK);
         }
         if (tail - head == capacity) {
-            overruns++;
             device.counters.add(RdmaCounter.CQ_OVERRUNS, 1);
+            // The queue is in error from its first overrun on (the handle's poll throws): one event says so. rxe raises
+            // IB_EVENT_CQ_ERR at each overrun (rxe_cq_post); the later ones say nothing new.
+            if (overruns++ == 0 && onError != null) {
+                onError.run();
+            }
             return false;
         }
         CompletionObserver o = device.observer;

@@ -2,6 +2,7 @@ package dev.nupa.roce.transport;
 
 import static dev.nupa.roce.verbs.QpAttrMask.*;
 
+import dev.nupa.roce.verbs.AsyncEventType;
 import dev.nupa.roce.verbs.QpAttr;
 import dev.nupa.roce.verbs.QpCap;
 import dev.nupa.roce.verbs.QpState;
@@ -54,6 +55,8 @@ public final class QpTransport {
     private boolean mirrorRefused;
     QpState state = QpState.RESET;
     boolean destroyed;
+    /** Takes the asynchronous events about this QP (its handle sets it; null: none). Rare: never on the data path. */
+    public java.util.function.Consumer<AsyncEventType> events;
 
     /** A QP in RESET on {@code sendCq} and {@code recvCq}, with its own receive queue or (not null) {@code srq}. */
     public QpTransport(RdmaDevice device, int qpn, int pdId, QpType type, TransferMode mode, QpCap cap, boolean sqSigAll,
@@ -72,12 +75,23 @@ public final class QpTransport {
         this.requester = new RcRequester(this);
         this.responder = new RcResponder(this);
         this.completer = new RcCompleter(this);
-        // The path MTU a UD QP uses (RC sets it on INIT->RTR): the largest IB MTU the link carries.
+        attr.pathMtu = largestPathMtu(device.link.mtu()); // what a UD QP uses (RC sets it on INIT->RTR)
+    }
+
+    /** The largest InfiniBand MTU (256..4096) whose packets, with {@link RcRequester#MAX_HEADERS}, fit a link of {@code linkMtu}. */
+    public static int largestPathMtu(int linkMtu) {
         int mtu = 4096;
-        while (mtu > 256 && mtu + RcRequester.MAX_HEADERS > device.link.mtu()) {
+        while (mtu > 256 && mtu + RcRequester.MAX_HEADERS > linkMtu) {
             mtu >>= 1;
         }
-        attr.pathMtu = mtu;
+        return mtu;
+    }
+
+    private void raise(AsyncEventType t) {
+        java.util.function.Consumer<AsyncEventType> e = events;
+        if (e != null) {
+            e.accept(t);
+        }
     }
 
     public QpState state() {
@@ -296,10 +310,30 @@ public final class QpTransport {
         }
     }
 
-    /** Ends send request {@code s} with {@code status} (an error) and moves the QP to ERR. */
+    /**
+     * Ends send request {@code s} with {@code status} (an error) and moves the QP to ERR. Retries run out (the peer is
+     * silent or never ready) also raise QP_FATAL: hardware reports that in the completion only, but an
+     * application waiting on events rather than on that CQ learns so that the connection is gone.
+     */
     void fail(int s, int status) {
         sq.state[s] = SendQueue.DONE;
         sq.status[s] = status;
+        if (state != QpState.ERR && (status == WcStatus.RETRY_EXC_ERR || status == WcStatus.RNR_RETRY_EXC_ERR)) {
+            raise(AsyncEventType.QP_FATAL);
+        }
+        enterError();
+    }
+
+    /**
+     * The responder NAKed a request with class C {@code nakCode} (IBA 9.9.3.1.3) and the QP goes to ERR: IBA 11.6.3.1's
+     * affiliated asynchronous error for it, Local Access Violation (QP_ACCESS_ERR) for a remote access error, Invalid
+     * Request (QP_REQ_ERR) for an invalid request, Catastrophic (QP_FATAL) for a remote operational error.
+     */
+    void responderFailed(int nakCode) {
+        if (state != QpState.ERR) {
+            raise(nakCode == dev.nupa.roce.wire.Aeth.NAK_REMOTE_ACCESS_ERROR ? AsyncEventType.QP_ACCESS_ERR
+                    : nakCode == dev.nupa.roce.wire.Aeth.NAK_INVALID_REQUEST ? AsyncEventType.QP_REQ_ERR : AsyncEventType.QP_FATAL);
+        }
         enterError();
     }
 
@@ -337,6 +371,7 @@ public final class QpTransport {
                 return;
             }
         }
+        raise(AsyncEventType.QP_FATAL); // as fail() raises it for the request it ends
         enterError();
     }
 
@@ -361,6 +396,11 @@ public final class QpTransport {
         responder.stop(true);
         retire();
         flushReceives();
+        if (srq != null) {
+            // IBA 11.6.3.3: a QP of an SRQ that enters ERR, by an error or a modify, takes no more of its
+            // receives; the event tells the application it may destroy the QP without losing one.
+            raise(AsyncEventType.QP_LAST_WQE_REACHED);
+        }
     }
 
     private void flushReceives() {

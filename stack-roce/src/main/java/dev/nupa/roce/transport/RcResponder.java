@@ -557,7 +557,7 @@ public final class RcResponder {
         ackPending = false; // the NAK acknowledges every request before it: an owed ACK would only trail it
         acksOwed = 0;
         nak(Aeth.nak(nakCode), p);
-        qp.enterError();
+        qp.responderFailed(nakCode);
     }
 
     /** Sends a NAK the ring refused earlier. */

@@ -15,6 +15,10 @@ public final class RecvQueue {
     final int[] sgLkey;
     long head;
     long tail;
+    /** A shared queue's armed limit (0: none): a take that leaves fewer requests runs {@link #onLimit} and disarms. */
+    private int limit;
+    /** Raises IBV_EVENT_SRQ_LIMIT_REACHED; set by the shared queue's handle. */
+    public Runnable onLimit;
 
     public RecvQueue(int capacity, int maxSge) {
         this.capacity = capacity;
@@ -67,5 +71,21 @@ public final class RecvQueue {
 
     void pop() {
         head++;
+        if (limit != 0 && tail - head < limit) {
+            limit = 0; // ibv_modify_srq(3): the limit disarms when the event fires (as rxe's get_srq_wqe does)
+            if (onLimit != null) {
+                onLimit.run();
+            }
+        }
+    }
+
+    /** Arms (or with 0 disarms) the SRQ limit ({@code ibv_modify_srq} with IBV_SRQ_LIMIT); the handle checked it. */
+    public void arm(int srqLimit) {
+        limit = srqLimit;
+    }
+
+    /** The armed limit, 0 when none ({@code ibv_query_srq}'s srq_limit). */
+    public int limit() {
+        return limit;
     }
 }

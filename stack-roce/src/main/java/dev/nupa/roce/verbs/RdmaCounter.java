@@ -58,5 +58,7 @@ public enum RdmaCounter {
      */
     PEER_DOWN_QP_ERRORS,
     /** RoCEv2 datagrams the IP layer could not send (no route, full ring, too big for the way); the retry timer resends. */
-    ROCEV2_SEND_FAILED
+    ROCEV2_SEND_FAILED,
+    /** Asynchronous events dropped because the context's queue of them was full (nobody took them). */
+    ASYNC_EVENTS_DROPPED
 }
