@@ -44,8 +44,9 @@ import java.util.function.IntPredicate;
  * (a release) after. Deregistration clears the stamp, fences, and waits while any node's busy word names the
  * registration (Dekker's handshake: one side always sees the other's store). Where both processes can use
  * membarrier(2) (flag bit 0 and {@link HeavyFence#available}), the requester's fence is left out and the
- * deregistering side runs a {@link HeavyFence} instead: a fence on every direct copy would drain the CPU's store
- * buffer of the copy before it (a third of write-bw's rate at 64 KiB on a 16-core Xeon).
+ * deregistering side runs a {@link HeavyFence} instead: a fence on every direct copy drains the CPU's store buffer
+ * of the copy before it (direct write-bw at 64 KiB on a 16-core Xeon: 110 Gbit/s with it, 139 without, 153 with
+ * no guard; medians of 5).
  */
 final class VerbsDirectory {
     static final long MAGIC = 0x4E55504156524232L; // "NUPAVRB2": peers of another layout find no directory
