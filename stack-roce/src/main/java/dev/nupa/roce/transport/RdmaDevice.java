@@ -41,6 +41,8 @@ public final class RdmaDevice {
     private final Region[] regions;
     /** Withdrawn regions whose windows a peer's direct copy still held when they were deregistered. */
     private Region[] draining = new Region[0];
+    private static final long REAP_NS = 100_000_000L;
+    private long lastReap = Long.MIN_VALUE / 2;
     private final int[] regionTags;
     private final QpTransport[] qps;
     private QpTransport[] active = new QpTransport[0];
@@ -366,7 +368,8 @@ public final class RdmaDevice {
      * ring held back); returns the earliest time it wants to run again.
      */
     public long poll(long now) {
-        if (draining.length > 0) {
+        if (draining.length > 0 && now - lastReap >= REAP_NS) {
+            lastReap = now; // each look costs a heavy fence: a held-back window is looked at ten times a second
             reapDraining();
         }
         if (!lostNodes.isEmpty()) {
