@@ -62,15 +62,10 @@ public final class RdmaFixture implements AutoCloseable {
     }
 
     public RdmaContext node(int address, UnaryOperator<FabricDevice> wrap, int mtu) {
-        return node(address, wrap, mtu, () -> now);
-    }
-
-    /** A node on a clock of the caller's (a test whose nodes run on threads of their own: {@code System::nanoTime}). */
-    public RdmaContext node(int address, UnaryOperator<FabricDevice> wrap, int mtu, java.util.function.LongSupplier clock) {
         FabricDevice dev = wrap.apply(fabric.attach(address));
         open.push(dev);
         Link link = new Link(dev, mtu);
-        RdmaContext ctx = RdmaContext.open(link, 64, 64, clock);
+        RdmaContext ctx = RdmaContext.open(link, 64, 64, () -> now);
         open.push(ctx);
         contexts.add(ctx);
         links.add(link);
