@@ -28,6 +28,16 @@ class DeregisterDrainTest {
         return reader.openWindowsOf(owner, 0).size();
     }
 
+    /** Node {@code requester} announces a copy into {@code mr} (of node 2) and does not end it; returns its view. */
+    private static VerbsDirectory copyUnderWay(FabricDevice requester, MemoryRegion mr) {
+        VerbsDirectory peer = VerbsDirectory.open(requester.openDirectory(2), requester);
+        assertNotNull(peer, "the target's directory and guard window");
+        int slot = mr.rkey() >>> 8;
+        assertNotEquals(0, peer.stamp(slot));
+        assertTrue(peer.enter(slot, peer.stamp(slot)), "a copy announced on a live registration");
+        return peer;
+    }
+
     @Test
     void aRegionAStalledCopyStillNamesIsHeldBackUntilTheCopyEnds() {
         try (RdmaFixture fx = new RdmaFixture()) {
@@ -35,12 +45,9 @@ class DeregisterDrainTest {
             ProtectionDomain pd = b.allocPd();
             MemoryRegion mr = pd.allocMr(4096, ACCESS);
             FabricDevice requester = fx.fabric.attach(3);
-            VerbsDirectory peer = VerbsDirectory.open(requester.openDirectory(2), requester);
-            assertNotNull(peer, "the target's directory and guard window");
+            VerbsDirectory peer = copyUnderWay(requester, mr);
             int slot = mr.rkey() >>> 8;
             int stamp = peer.stamp(slot);
-            assertNotEquals(0, stamp);
-            assertTrue(peer.enter(slot, stamp), "a copy announced on a live registration");
             int windows = windowsOf(requester, 2);
 
             mr.close(); // waits while the requester's node is up, up to the heartbeat timeout, then holds the window back
@@ -65,9 +72,7 @@ class DeregisterDrainTest {
             ProtectionDomain pd = b.allocPd();
             MemoryRegion mr = pd.allocMr(4096, ACCESS);
             FabricDevice requester = fx.fabric.attach(3);
-            VerbsDirectory peer = VerbsDirectory.open(requester.openDirectory(2), requester);
-            int slot = mr.rkey() >>> 8;
-            assertTrue(peer.enter(slot, peer.stamp(slot)));
+            copyUnderWay(requester, mr);
             requester.close(); // died mid-copy: its busy word stays
 
             mr.close();
