@@ -130,9 +130,14 @@ public final class HelloServer {
 
     /** The gRPC Greeter alone, on {@code port} of every address. */
     public static Future<?> startGreeter(Vertx vertx, int port) {
+        return startGreeter(vertx, io.vertx.core.net.SocketAddress.inetSocketAddress(port, "0.0.0.0"));
+    }
+
+    /** The same on {@code address} (a Unix domain socket's too, on a native transport). */
+    public static Future<?> startGreeter(Vertx vertx, io.vertx.core.net.SocketAddress address) {
         GrpcServer grpc = GrpcServer.server(vertx);
         grpc.addService(GreeterGrpcService.of(new Greeter()));
-        return vertx.createHttpServer().requestHandler(grpc).listen(port, "0.0.0.0");
+        return vertx.createHttpServer().requestHandler(grpc).listen(address);
     }
 
     /** The gRPC port of {@link #start}. */

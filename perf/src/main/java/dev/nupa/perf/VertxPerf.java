@@ -41,19 +41,21 @@ import picocli.CommandLine.Option;
 /**
  * `nupa perf vertx-http | vertx-echo | vertx-udp | vertx-grpc`: one Vert.x application (a server instance and a
  * client instance, one event loop each, or {@code --loops} for vertx-http) run over the NUPA transport, two fabric nodes on a fresh
- * fabric file, and over Vert.x's epoll transport on Linux loopback, in turns within one process.
+ * fabric file, and over each Linux peer ({@code --peers}: Vert.x on epoll and on io_uring over TCP loopback, Vert.x on
+ * epoll over a Unix domain socket), in turns within one process.
  * vertx-http: HTTP/1.1 keep-alive request/response, {@code -c} connections each with one request
  * outstanding (requests/s, p50, p99); vertx-echo: one NetSocket streaming {@code -s}-byte buffers
  * through a pipeTo echo (Gbit/s echoed); vertx-udp: {@code -s}-byte datagrams echoed by a
  * DatagramSocket with a window of {@code -w} outstanding (datagrams/s); vertx-grpc: unary calls of the
- * examples' Greeter ({@code -s}-byte payload, {@code -c} calls outstanding; calls/s, p50, p99). The
- * ratio is the median over the turns of each turn's ours/peer.
+ * examples' Greeter ({@code -s}-byte payload, {@code -c} calls outstanding; calls/s, p50, p99). Each ratio is
+ * the median over the turns of each turn's ours/peer; the best peer is the one of highest rate (of lowest p50 for
+ * the latency ratio).
  */
 abstract class VertxPerf implements Callable<Integer> {
     enum Kind { HTTP, ECHO, UDP, GRPC }
 
     @Command(name = "vertx-http", mixinStandardHelpOptions = true,
-            description = "Vert.x HTTP/1.1 keep-alive requests over the fabric beside Vert.x on epoll over loopback.")
+            description = "Vert.x HTTP/1.1 keep-alive requests over the fabric beside Vert.x on epoll and io_uring over loopback and over a Unix domain socket.")
     static final class Http extends VertxPerf {
         Http() {
             super("vertx-http", Kind.HTTP, 16);
@@ -61,7 +63,7 @@ abstract class VertxPerf implements Callable<Integer> {
     }
 
     @Command(name = "vertx-echo", mixinStandardHelpOptions = true,
-            description = "Vert.x NetSocket bulk echo (pipeTo) over the fabric beside Vert.x on epoll over loopback.")
+            description = "Vert.x NetSocket bulk echo (pipeTo) over the fabric beside Vert.x on epoll and io_uring over loopback and over a Unix domain socket.")
     static final class Echo extends VertxPerf {
         Echo() {
             super("vertx-echo", Kind.ECHO, 65_536);
@@ -69,7 +71,7 @@ abstract class VertxPerf implements Callable<Integer> {
     }
 
     @Command(name = "vertx-grpc", mixinStandardHelpOptions = true,
-            description = "Vert.x gRPC unary calls (the examples' Greeter.SayHello) over the fabric beside Vert.x on epoll over loopback.")
+            description = "Vert.x gRPC unary calls (the examples' Greeter.SayHello) over the fabric beside Vert.x on epoll and io_uring over loopback and over a Unix domain socket.")
     static final class Grpc extends VertxPerf {
         Grpc() {
             super("vertx-grpc", Kind.GRPC, 16);
@@ -77,7 +79,7 @@ abstract class VertxPerf implements Callable<Integer> {
     }
 
     @Command(name = "vertx-udp", mixinStandardHelpOptions = true,
-            description = "Vert.x DatagramSocket echo over the fabric beside Vert.x on epoll over loopback.")
+            description = "Vert.x DatagramSocket echo over the fabric beside Vert.x on epoll and io_uring over loopback.")
     static final class Udp extends VertxPerf {
         Udp() {
             super("vertx-udp", Kind.UDP, 64);
@@ -123,6 +125,85 @@ abstract class VertxPerf implements Callable<Integer> {
     @Option(names = "--fabric", paramLabel = "PATH", description = "Fabric file to create and remove (default: a fresh one in /dev/shm).")
     Path fabric;
 
+    @Option(names = "--peers", paramLabel = "LIST", split = ",", defaultValue = "epoll,io_uring,uds", converter = PeerName.class,
+            description = "The Linux peers, in turns after ours: epoll (TCP over loopback), io_uring (TCP over loopback),"
+                    + " uds (epoll over a Unix domain socket; not for vertx-udp); ratios are given against each and against"
+                    + " the best (default: ${DEFAULT-VALUE}).")
+    List<Peer> peerKinds;
+
+    /** A Linux peer: Vert.x on a native transport, over TCP loopback or a Unix domain socket. */
+    enum Peer {
+        EPOLL("epoll", "Vert.x epoll over loopback", Transport.EPOLL, false),
+        IO_URING("io_uring", "Vert.x io_uring over loopback", Transport.IO_URING, false),
+        UDS("uds", "Vert.x epoll over a Unix domain socket", Transport.EPOLL, true);
+
+        final String key;
+        final String label;
+        final Transport transport;
+        final boolean domainSocket;
+
+        Peer(String key, String label, Transport transport, boolean domainSocket) {
+            this.key = key;
+            this.label = label;
+            this.transport = transport;
+            this.domainSocket = domainSocket;
+        }
+
+        /** The peer {@code --peers} names {@code name}. */
+        static Peer of(String name) {
+            for (Peer p : values()) {
+                if (p.key.equals(name.trim())) {
+                    return p;
+                }
+            }
+            throw new IllegalArgumentException("--peers takes epoll, io_uring and uds, not " + name);
+        }
+    }
+
+    /** Picocli's converter for {@code --peers}. */
+    static final class PeerName implements picocli.CommandLine.ITypeConverter<Peer> {
+        @Override
+        public Peer convert(String value) {
+            return Peer.of(value);
+        }
+    }
+
+    /**
+     * Where a workload's server listens and its client connects: a host and ports (workload {@code i} on {@code
+     * port + i}), or a directory of Unix domain sockets (workload {@code i} on {@code i.sock}).
+     */
+    record Endpoint(String host, int port, Path sockets) {
+        SocketAddress listen(int i) {
+            return sockets != null ? SocketAddress.domainSocketAddress(sockets.resolve(i + ".sock").toString())
+                    : SocketAddress.inetSocketAddress(port + i, "0.0.0.0");
+        }
+
+        SocketAddress connect(int i) {
+            return sockets != null ? SocketAddress.domainSocketAddress(sockets.resolve(i + ".sock").toString())
+                    : SocketAddress.inetSocketAddress(port + i, host);
+        }
+    }
+
+    /** One transport under test: its two instances, its endpoint, its workload and its turns' results. */
+    private static final class Side {
+        final String key;
+        final String label;
+        final Vertx server;
+        final Vertx client;
+        final Endpoint endpoint;
+        Workload workload;
+        List<Thread> loops;
+        final List<Result> results = new ArrayList<>();
+
+        Side(String key, String label, Vertx server, Vertx client, Endpoint endpoint) {
+            this.key = key;
+            this.label = label;
+            this.server = server;
+            this.client = client;
+            this.endpoint = endpoint;
+        }
+    }
+
     private final String name;
     private final Kind kind;
     private final int defaultSize;
@@ -160,55 +241,79 @@ abstract class VertxPerf implements Callable<Integer> {
         }
         Datapath.Idle idle = idle();
         StackConfig server = StackConfig.defaults(f, 0).withIdle(idle).withLoops(loops);
-        Vertx ourServer = NupaVertx.create(server);
-        Vertx ourClient = NupaVertx.create(StackConfig.defaults(f, 1).withIdle(idle).withLoops(loops));
-        VertxOptions same = new VertxOptions().setEventLoopPoolSize(loops);
-        Vertx peerServer = Vertx.builder().with(same).withTransport(Transport.EPOLL).build();
-        Vertx peerClient = Vertx.builder().with(same).withTransport(Transport.EPOLL).build();
-        String peerName = peerServer.isNativeTransportEnabled() ? "Vert.x epoll over loopback" : "Vert.x NIO over loopback (epoll unavailable)";
-        Workload ours = null;
-        Workload peer = null;
+        List<Side> sides = new ArrayList<>();
+        sides.add(new Side("ours", "ours", NupaVertx.create(server), NupaVertx.create(StackConfig.defaults(f, 1).withIdle(idle)
+                .withLoops(loops)), new Endpoint("10.0.0.1", PORT, null)));
+        Path sockets = null;
         try {
-            ours = workload(ourServer, ourClient, "10.0.0.1", sz);
-            peer = workload(peerServer, peerClient, "127.0.0.1", sz);
-            List<Thread> ourLoops = loops(ourServer, ourClient);
-            List<Thread> peerLoops = loops(peerServer, peerClient);
-            // Warm-up, not counted: both sides twice, alternating, since the two transports share Vert.x's and
-            // Netty's code in this JVM and each side's first turn after the other's recompiles the call sites both use.
-            for (int i = 0; i < 2; i++) {
-                ours.run(warmupSeconds);
-                peer.run(warmupSeconds);
+            VertxOptions same = new VertxOptions().setEventLoopPoolSize(loops);
+            for (Peer peer : new java.util.LinkedHashSet<>(peerKinds)) {
+                if (!peer.transport.available()) {
+                    System.out.printf("peer %s skipped: %s%n", peer.key, peer.transport.unavailabilityCause());
+                    continue;
+                }
+                if (peer.domainSocket && kind == Kind.UDP) {
+                    System.out.printf("peer %s skipped: Vert.x has no datagram sockets over Unix domain sockets%n", peer.key);
+                    continue;
+                }
+                if (peer.domainSocket && sockets == null) {
+                    sockets = Files.createTempDirectory("nupa-perf-uds-");
+                }
+                Endpoint e = peer.domainSocket ? new Endpoint(null, 0, sockets) : new Endpoint("127.0.0.1", PORT + 10 * sides.size(), null);
+                sides.add(new Side(peer.key, peer.label, Vertx.builder().with(same).withTransport(peer.transport).build(),
+                        Vertx.builder().with(same).withTransport(peer.transport).build(), e));
             }
-            List<Result> o = new ArrayList<>();
-            List<Result> p = new ArrayList<>();
+            if (sides.size() == 1) {
+                throw new IllegalArgumentException("no Linux peer can run here (--peers " + peerKinds + "); see the lines above");
+            }
+            for (Side side : sides) {
+                side.workload = workload(side.server, side.client, side.endpoint, sz);
+                side.loops = loops(side.server, side.client);
+            }
+            // Warm-up, not counted: every side twice, in turns, since the transports share Vert.x's and Netty's code in
+            // this JVM and each side's first turn after another's recompiles the call sites they share.
+            for (int i = 0; i < 2; i++) {
+                for (Side side : sides) {
+                    side.workload.run(warmupSeconds);
+                }
+            }
             PerfReport r = report != null ? PerfReport.open(report, name) : null;
             if (r != null) {
                 r.rates(kind == Kind.HTTP ? "requests/s" : kind == Kind.GRPC ? "calls/s" : kind == Kind.ECHO ? "Gbit/s echoed"
-                        : "datagrams/s", "ours", peerServer.isNativeTransportEnabled() ? "epoll" : "nio");
+                        : "datagrams/s", sides.stream().map(side -> side.key).toArray(String[]::new));
             }
             for (int i = 0; i < turns; i++) {
-                o.add(measured(ours, ourLoops));
-                p.add(measured(peer, peerLoops));
-                if (r != null) {
-                    r.rate(0, o.getLast().rate());
-                    r.rate(1, p.getLast().rate());
+                for (int k = 0; k < sides.size(); k++) {
+                    Side side = sides.get(k);
+                    side.results.add(measured(side.workload, side.loops));
+                    if (r != null) {
+                        r.rate(k, side.results.getLast().rate());
+                    }
                 }
             }
             if (r != null) {
                 r.write(false);
             }
-            report(sz, peerName, o, p);
+            report(sz, sides);
         } finally {
-            for (Workload w : new Workload[] {ours, peer}) {
-                if (w != null) {
-                    w.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
+            for (Side side : sides) {
+                if (side.workload != null) {
+                    side.workload.close().toCompletionStage().toCompletableFuture().get(10, TimeUnit.SECONDS);
                 }
             }
-            CompletableFuture.allOf(ourClient.close().toCompletionStage().toCompletableFuture(),
-                    peerClient.close().toCompletionStage().toCompletableFuture()).get(10, TimeUnit.SECONDS);
-            CompletableFuture.allOf(ourServer.close().toCompletionStage().toCompletableFuture(),
-                    peerServer.close().toCompletionStage().toCompletableFuture()).get(10, TimeUnit.SECONDS);
+            for (Side side : sides) {
+                CompletableFuture.allOf(side.client.close().toCompletionStage().toCompletableFuture(),
+                        side.server.close().toCompletionStage().toCompletableFuture()).get(10, TimeUnit.SECONDS);
+            }
             Files.deleteIfExists(f);
+            if (sockets != null) {
+                try (java.util.stream.Stream<Path> left = Files.list(sockets)) {
+                    for (Path p : left.toList()) {
+                        Files.deleteIfExists(p);
+                    }
+                }
+                Files.deleteIfExists(sockets);
+            }
         }
         return 0;
     }
@@ -255,37 +360,71 @@ abstract class VertxPerf implements Callable<Integer> {
         return new Datapath.Idle(spin, yield, 10_000_000L);
     }
 
-    private void report(int sz, String peerName, List<Result> ours, List<Result> peer) {
-        double[] ratios = new double[ours.size()];
-        double[] latencyRatios = new double[ours.size()];
-        for (int i = 0; i < ratios.length; i++) {
-            ratios[i] = ours.get(i).rate() / peer.get(i).rate();
-            latencyRatios[i] = peer.get(i).p50Ns() > 0 ? (double) ours.get(i).p50Ns() / peer.get(i).p50Ns() : Double.NaN;
+    /** The medians of one peer's turns and of ours over its turns' ratios. */
+    private record Against(Side peer, Result median, double ratio, double latencyRatio) {
+    }
+
+    private void report(int sz, List<Side> sides) {
+        List<Result> ours = sides.get(0).results;
+        List<Against> against = new ArrayList<>();
+        for (Side peer : sides.subList(1, sides.size())) {
+            double[] ratios = new double[ours.size()];
+            double[] latencyRatios = new double[ours.size()];
+            for (int i = 0; i < ratios.length; i++) {
+                Result p = peer.results.get(i);
+                ratios[i] = ours.get(i).rate() / p.rate();
+                latencyRatios[i] = p.p50Ns() > 0 ? (double) ours.get(i).p50Ns() / p.p50Ns() : Double.NaN;
+            }
+            against.add(new Against(peer, median(peer.results), Turns.median(ratios), Turns.median(latencyRatios)));
+        }
+        // The best peer: the highest rate; for latency, the lowest p50 (where the tool measures it).
+        Against best = against.getFirst();
+        Against bestLatency = against.getFirst();
+        for (Against x : against) {
+            best = x.median().rate() > best.median().rate() ? x : best;
+            bestLatency = x.median().p50Ns() < bestLatency.median().p50Ns() ? x : bestLatency;
         }
         Result o = median(ours);
-        Result p = median(peer);
-        double ratio = Turns.median(ratios);
-        double latencyRatio = Turns.median(latencyRatios);
         String unit = kind == Kind.HTTP ? "requests/s" : kind == Kind.GRPC ? "calls/s" : kind == Kind.ECHO ? "Gbit/s echoed" : "datagrams/s";
-        System.out.printf(Locale.ROOT, "%s: %d B, %s, %d turns of %.1f s each; peer: %s%n", name, sz,
+        System.out.printf(Locale.ROOT, "%s: %d B, %s, %d turns of %.1f s each; peers: %s%n", name, sz,
                 kind == Kind.HTTP ? connections + " connection(s)" + (loops > 1 ? " over " + loops + " event loops a side" : ""): kind == Kind.GRPC ? connections + " call(s) outstanding"
                         : kind == Kind.UDP ? "window " + window : "1 connection",
-                turns, seconds, peerName);
+                turns, seconds, String.join("; ", sides.subList(1, sides.size()).stream().map(side -> side.label).toList()));
         for (int i = 0; i < ours.size(); i++) {
-            System.out.printf(Locale.ROOT, "  turn %d: ours %s, peer %s, ratio %.2f%n", i + 1, show(ours.get(i)),
-                    show(peer.get(i)), ratios[i]);
+            StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  turn %d: ours %s", i + 1, show(ours.get(i))));
+            for (Against x : against) {
+                line.append(String.format(Locale.ROOT, "; %s %s", x.peer().key, show(x.peer().results.get(i))));
+            }
+            System.out.println(line);
         }
-        System.out.printf(Locale.ROOT, "  median: ours %s, peer %s (%s); ratio %.2f (median of the turns' ratios)%s%n",
-                show(o), show(p), unit, ratio, kind == Kind.ECHO ? "" : String.format(Locale.ROOT, ", p50 ratio %.2f", latencyRatio));
+        boolean latency = kind != Kind.ECHO && kind != Kind.UDP;
+        System.out.printf(Locale.ROOT, "  median: ours %s (%s)%n", show(o), unit);
+        for (Against x : against) {
+            System.out.printf(Locale.ROOT, "  against %s: %s; ratio %.2f%s%n", x.peer().label, show(x.median()), x.ratio(),
+                    latency ? String.format(Locale.ROOT, ", p50 ratio %.2f", x.latencyRatio()) : "");
+        }
+        System.out.printf(Locale.ROOT, "  best peer %s: ratio %.2f (median of the turns' ratios)%s%n", best.peer().key, best.ratio(),
+                latency ? String.format(Locale.ROOT, "; lowest p50 %s: p50 ratio %.2f", bestLatency.peer().key, bestLatency.latencyRatio()) : "");
         if (json) {
             String rateKey = kind == Kind.ECHO ? "gbit_s" : "msgs_s";
+            StringBuilder peers = new StringBuilder();
+            for (Against x : against) {
+                Result p = x.median();
+                peers.append(peers.isEmpty() ? "" : ",").append(String.format(Locale.ROOT,
+                        "\"%s\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f,\"ratio\":%.4f,\"latency_ratio\":%s}",
+                        x.peer().key, rateKey, p.rate(), p.p50Ns(), p.p99Ns(), p.allocPerMessage(), x.ratio(), number(x.latencyRatio())));
+            }
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"size\":%d,\"connections\":%d,\"loops\":%d,\"turns\":%d,"
-                            + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},"
-                            + "\"peer\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},"
-                            + "\"ratio\":%.4f,\"latency_ratio\":%s}%n",
-                    name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, loops, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(), o.allocPerMessage(),
-                    rateKey, p.rate(), p.p50Ns(), p.p99Ns(), p.allocPerMessage(), ratio, Double.isNaN(latencyRatio) ? "null" : String.format(Locale.ROOT, "%.4f", latencyRatio));
+                            + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},\"peers\":{%s},"
+                            + "\"best_peer\":\"%s\",\"best_ratio\":%.4f,\"best_latency_peer\":%s,\"best_latency_ratio\":%s}%n",
+                    name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, loops, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(),
+                    o.allocPerMessage(), peers, best.peer().key, best.ratio(), latency ? "\"" + bestLatency.peer().key + "\"" : "null",
+                    latency ? number(bestLatency.latencyRatio()) : "null");
         }
+    }
+
+    private static String number(double v) {
+        return Double.isNaN(v) ? "null" : String.format(Locale.ROOT, "%.4f", v);
     }
 
     private String show(Result r) {
@@ -320,24 +459,24 @@ abstract class VertxPerf implements Callable<Integer> {
         Future<?> close();
     }
 
-    private Workload workload(Vertx server, Vertx client, String host, int sz) throws Exception {
+    private Workload workload(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
         return switch (kind) {
-            case HTTP -> http(server, client, host, sz);
-            case ECHO -> echo(server, client, host, sz);
-            case UDP -> udp(server, client, host, sz);
-            case GRPC -> grpc(server, client, host, sz);
+            case HTTP -> http(server, client, e, sz);
+            case ECHO -> echo(server, client, e, sz);
+            case UDP -> udp(server, client, e, sz);
+            case GRPC -> grpc(server, client, e, sz);
         };
     }
 
     private static final int PORT = 7070;
 
-    private Workload http(Vertx server, Vertx client, String host, int sz) throws Exception {
+    private Workload http(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
         Buffer body = Buffer.buffer(new byte[sz]);
         // One server verticle instance per event loop (Vert.x spreads the connections over them).
         server.deployVerticle(() -> new io.vertx.core.AbstractVerticle() {
             @Override
             public void start(io.vertx.core.Promise<Void> started) {
-                vertx.createHttpServer().requestHandler(req -> req.response().end(body)).listen(PORT, "0.0.0.0")
+                vertx.createHttpServer().requestHandler(req -> req.response().end(body)).listen(e.listen(0))
                         .<Void>mapEmpty().onComplete(started);
             }
         }, new io.vertx.core.DeploymentOptions().setInstances(loops)).await(10, TimeUnit.SECONDS);
@@ -348,7 +487,10 @@ abstract class VertxPerf implements Callable<Integer> {
         for (int k = 0; k < lanes.size(); k++) {
             HttpClient hc = client.createHttpClient(new PoolOptions().setHttp1MaxSize(share(k)));
             clients.add(hc);
-            calls.add(() -> hc.request(HttpMethod.GET, PORT, host, "/").compose(req -> req.send().compose(HttpClientResponse::body)));
+            // One set of options for every request (a new one per request would count as the request's allocation).
+            io.vertx.core.http.RequestOptions get = new io.vertx.core.http.RequestOptions().setMethod(HttpMethod.GET).setServer(e.connect(0))
+                    .setHost(e.host() != null ? e.host() : "localhost").setPort(e.port()).setURI("/");
+            calls.add(() -> hc.request(get).compose(req -> req.send().compose(HttpClientResponse::body)));
         }
         return closedLoop(lanes, () -> Future.all(clients.stream().map(HttpClient::close).toList()), calls);
     }
@@ -367,10 +509,10 @@ abstract class VertxPerf implements Callable<Integer> {
         return connections / loops + (k < connections % loops ? 1 : 0);
     }
 
-    private Workload grpc(Vertx server, Vertx client, String host, int sz) throws Exception {
-        HelloServer.startGreeter(server, PORT + 3).await(10, TimeUnit.SECONDS);
+    private Workload grpc(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
+        HelloServer.startGreeter(server, e.listen(3)).await(10, TimeUnit.SECONDS);
         GrpcClient grpc = GrpcClient.client(client);
-        GreeterGrpcClient greeter = GreeterGrpcClient.create(grpc, SocketAddress.inetSocketAddress(PORT + 3, host));
+        GreeterGrpcClient greeter = GreeterGrpcClient.create(grpc, e.connect(3));
         HelloRequest request = HelloRequest.newBuilder().setName("perf").setPayload(ByteString.copyFrom(new byte[sz])).build();
         return closedLoop(lanes(client), grpc::close, List.of(() -> greeter.sayHello(request)));
     }
@@ -438,10 +580,10 @@ abstract class VertxPerf implements Callable<Integer> {
         });
     }
 
-    private Workload echo(Vertx server, Vertx client, String host, int sz) throws Exception {
-        server.createNetServer().connectHandler(s -> s.pipeTo(s)).listen(PORT + 1, "0.0.0.0").await(10, TimeUnit.SECONDS);
+    private Workload echo(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
+        server.createNetServer().connectHandler(s -> s.pipeTo(s)).listen(e.listen(1)).await(10, TimeUnit.SECONDS);
         NetClient nc = client.createNetClient();
-        NetSocket socket = nc.connect(PORT + 1, host).await(10, TimeUnit.SECONDS);
+        NetSocket socket = nc.connect(e.connect(1)).await(10, TimeUnit.SECONDS);
         Buffer chunk = Buffer.buffer(new byte[sz]);
         return new Workload() {
             @Override
@@ -487,10 +629,12 @@ abstract class VertxPerf implements Callable<Integer> {
         };
     }
 
-    private Workload udp(Vertx server, Vertx client, String host, int sz) throws Exception {
+    private Workload udp(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
+        String host = e.host();
+        int port = e.port() + 2;
         DatagramSocket echo = server.createDatagramSocket();
         echo.handler(p -> echo.send(p.data(), p.sender().port(), p.sender().host()));
-        echo.listen(PORT + 2, "0.0.0.0").await(10, TimeUnit.SECONDS);
+        echo.listen(port, "0.0.0.0").await(10, TimeUnit.SECONDS);
         DatagramSocket socket = client.createDatagramSocket();
         Buffer datagram = Buffer.buffer(new byte[sz]);
         long[] count = {0};
@@ -500,7 +644,7 @@ abstract class VertxPerf implements Callable<Integer> {
             count[0]++;
             lastEcho[0] = System.nanoTime();
             if (active[0]) {
-                socket.send(datagram, PORT + 2, host); // one back, one out: the window stays full
+                socket.send(datagram, port, host); // one back, one out: the window stays full
             }
         });
         socket.listen(0, "0.0.0.0").await(10, TimeUnit.SECONDS);
@@ -518,13 +662,13 @@ abstract class VertxPerf implements Callable<Integer> {
                 long start = System.nanoTime();
                 active[0] = true;
                 for (int i = 0; i < window; i++) {
-                    socket.send(datagram, PORT + 2, host);
+                    socket.send(datagram, port, host);
                 }
                 // A datagram lost (UDP may drop) shrinks the window: refill it when the echoes stop.
                 long timer = client.setPeriodic(100, id -> {
                     if (System.nanoTime() - lastEcho[0] > 50_000_000L) {
                         for (int i = 0; i < window; i++) {
-                            socket.send(datagram, PORT + 2, host);
+                            socket.send(datagram, port, host);
                         }
                     }
                 });

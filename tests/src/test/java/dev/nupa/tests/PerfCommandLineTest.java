@@ -122,20 +122,28 @@ class PerfCommandLineTest {
     }
 
     @Test
-    void perfVertxToolsKeepThePerfContractWithVertxOnEpollAsThePeer() throws Exception {
+    void perfVertxToolsKeepThePerfContractWithEachLinuxPeerAndTheBest() throws Exception {
+        String peer = "\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+,\"ratio\":[0-9.]+,\"latency_ratio\":[0-9.]+\\}";
         for (String tool : List.of("vertx-http", "vertx-grpc")) {
-            Run r = ownFabrics("perf", tool, "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--json");
+            Run r = ownFabrics("perf", tool, "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--peers", "epoll,uds", "--json");
             assertEquals(0, r.status(), r.out() + r.err());
             assertTrue(Pattern.compile("^\\{\"test\":\"" + tool + "\",\"size\":16,\"connections\":1,\"loops\":1,\"turns\":1,"
                     + "\"ours\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
-                    + "\"peer\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
-                    + "\"ratio\":[0-9.]+,\"latency_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
-            assertTrue(r.out().contains("peer: Vert.x epoll over loopback"), r.out());
+                    + "\"peers\":\\{\"epoll\":" + peer + ",\"uds\":" + peer + "\\},"
+                    + "\"best_peer\":\"(epoll|uds)\",\"best_ratio\":[0-9.]+,\"best_latency_peer\":\"(epoll|uds)\","
+                    + "\"best_latency_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
+            assertTrue(r.out().contains("peers: Vert.x epoll over loopback; Vert.x epoll over a Unix domain socket"), r.out());
         }
-        Run udp = ownFabrics("perf", "vertx-udp", "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--json");
+        // io_uring where the kernel lets it run, else one line that says why and the others go on.
+        Run udp = ownFabrics("perf", "vertx-udp", "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--peers", "io_uring,epoll", "--json");
         assertEquals(0, udp.status(), udp.out() + udp.err());
-        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-udp\",.*\"ours\":\\{\"msgs_s\":[0-9.]+,.*\"ratio\":[0-9.]+,"
-                + "\"latency_ratio\":null\\}$").matcher(udp.lastLine()).find(), udp.out());
+        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-udp\",.*\"ours\":\\{\"msgs_s\":[0-9.]+,.*\"peers\":\\{(\"io_uring\":\\{.*\\},)?"
+                + "\"epoll\":\\{.*\\}\\},\"best_peer\":\"(io_uring|epoll)\",\"best_ratio\":[0-9.]+,\"best_latency_peer\":null,"
+                + "\"best_latency_ratio\":null\\}$").matcher(udp.lastLine()).find(), udp.out());
+        assertTrue(udp.out().contains("\"io_uring\":{") != udp.out().contains("peer io_uring skipped: "), udp.out());
+        Run bad = ownFabrics("perf", "vertx-udp", "--peers", "kqueue");
+        assertEquals(2, bad.status(), bad.out() + bad.err());
+        assertTrue(bad.err().contains("--peers takes epoll, io_uring and uds, not kqueue"), bad.err());
         assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
     }
 
