@@ -73,7 +73,7 @@ public final class IcmpHeader extends HeaderView {
      * with {@link Ipv4Header#wrapQuoted}. Never throws.
      */
     public int wrap(MemorySegment seg, long offset, int length, boolean verifyChecksum) {
-        if (!fits(seg, offset, length, HEADER)) {
+        if (offset < 0 || length < HEADER || offset > seg.byteSize() - length) {
             return WireStatus.TRUNCATED;
         }
         point(seg, offset, length);
@@ -85,7 +85,7 @@ public final class IcmpHeader extends HeaderView {
 
     /** Points the view at {@code length} writable bytes (the whole message to be) without reading them. */
     public boolean wrapForWrite(MemorySegment seg, long offset, int length) {
-        if (!fits(seg, offset, length, HEADER)) {
+        if (offset < 0 || length < HEADER || offset > seg.byteSize() - length) {
             return false;
         }
         point(seg, offset, length);

@@ -107,7 +107,7 @@ public final class Ipv4Header extends HeaderView {
     }
 
     private int structure(MemorySegment seg, long offset, int length, boolean quoted) {
-        if (!fits(seg, offset, length, MIN_HEADER)) {
+        if (offset < 0 || length < MIN_HEADER || offset > seg.byteSize() - length) {
             return WireStatus.TRUNCATED;
         }
         point(seg, offset, length);
@@ -141,7 +141,7 @@ public final class Ipv4Header extends HeaderView {
      * them. Returns false (and leaves the view unusable) when fewer than 20 bytes or out of the segment.
      */
     public boolean wrapForWrite(MemorySegment seg, long offset, int length) {
-        if (!fits(seg, offset, length, MIN_HEADER)) {
+        if (offset < 0 || length < MIN_HEADER || offset > seg.byteSize() - length) {
             return false;
         }
         point(seg, offset, length);

@@ -38,7 +38,7 @@ public final class UdpHeader extends HeaderView {
      * ignored (RFC 1122 4.1.3.4 leaves it to the IP length, Linux trims). Does not verify the checksum.
      */
     public int wrap(MemorySegment seg, long offset, int length) {
-        if (!fits(seg, offset, length, HEADER)) {
+        if (offset < 0 || length < HEADER || offset > seg.byteSize() - length) {
             return WireStatus.TRUNCATED;
         }
         point(seg, offset, length);
@@ -66,7 +66,7 @@ public final class UdpHeader extends HeaderView {
 
     /** Points the view at 8 writable bytes (the payload follows) without reading them. */
     public boolean wrapForWrite(MemorySegment seg, long offset, int length) {
-        if (!fits(seg, offset, length, HEADER)) {
+        if (offset < 0 || length < HEADER || offset > seg.byteSize() - length) {
             return false;
         }
         point(seg, offset, length);

@@ -74,7 +74,7 @@ public final class TcpHeader extends HeaderView {
      *     offset below 5) or {@link WireStatus#BAD_LENGTH} (longer than 65535 bytes)
      */
     public int wrap(MemorySegment seg, long offset, int length) {
-        if (!fits(seg, offset, length, MIN_HEADER)) {
+        if (offset < 0 || length < MIN_HEADER || offset > seg.byteSize() - length) {
             return WireStatus.TRUNCATED;
         }
         point(seg, offset, length);
@@ -110,7 +110,7 @@ public final class TcpHeader extends HeaderView {
      * fewer than 20 bytes, more than 65535, or out of the segment.
      */
     public boolean wrapForWrite(MemorySegment seg, long offset, int length) {
-        if (!fits(seg, offset, length, MIN_HEADER) || length > MAX_LENGTH) {
+        if (offset < 0 || length < MIN_HEADER || offset > seg.byteSize() - length || length > MAX_LENGTH) {
             return false;
         }
         point(seg, offset, length);
