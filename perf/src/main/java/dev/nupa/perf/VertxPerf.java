@@ -105,6 +105,11 @@ abstract class VertxPerf implements Callable<Integer> {
                     + " instances and the -c connections are spread over the client's N loops (default: ${DEFAULT-VALUE}).")
     int loops;
 
+    @Option(names = "--rate", paramLabel = "PER_SECOND",
+            description = "vertx-http and vertx-grpc: open loop: requests arrive at this mean rate with exponential gaps"
+                    + " (Poisson), whatever the answers, each timed from its arrival; -c bounds the connections (default: closed loop).")
+    Double rate;
+
     @Option(names = {"-s", "--size"}, paramLabel = "BYTES", description = "Body, buffer or datagram size (default: 16 / 65536 / 64).")
     Integer size;
 
@@ -219,9 +224,9 @@ abstract class VertxPerf implements Callable<Integer> {
      * how many messages (requests, buffers, datagrams) it moved, and the bytes both event-loop
      * threads allocated per message (the JVM's thread allocation counter).
      */
-    record Result(double rate, long p50Ns, long p99Ns, long messages, double allocPerMessage) {
+    record Result(double rate, long p50Ns, long p99Ns, long messages, double allocPerMessage, double cpu) {
         Result(double rate, long p50Ns, long p99Ns, long messages) {
-            this(rate, p50Ns, p99Ns, messages, Double.NaN);
+            this(rate, p50Ns, p99Ns, messages, Double.NaN, Double.NaN);
         }
     }
 
@@ -230,6 +235,9 @@ abstract class VertxPerf implements Callable<Integer> {
         int sz = size != null ? size : defaultSize;
         if (seconds <= 0 || turns < 1 || connections < 1 || window < 1 || sz < 1 || (kind == Kind.UDP && sz > 65_507)) {
             throw new IllegalArgumentException("need -t > 0, --turns >= 1, -c >= 1, -w >= 1 and -s >= 1 (at most 65507 for UDP)");
+        }
+        if (rate != null && (!(rate > 0) || (kind != Kind.HTTP && kind != Kind.GRPC))) {
+            throw new IllegalArgumentException("--rate takes requests per second above 0, for vertx-http and vertx-grpc only; got " + rate);
         }
         if (loops < 1 || loops > StackConfig.MAX_LOOPS || (loops > 1 && kind != Kind.HTTP) || connections < loops) {
             throw new IllegalArgumentException("--loops takes 1.." + StackConfig.MAX_LOOPS + ", more than 1 for vertx-http only,"
@@ -319,12 +327,28 @@ abstract class VertxPerf implements Callable<Integer> {
     }
 
     /** A turn, with the bytes the event loops allocated during it per message moved. */
+    /**
+     * A turn, with the bytes the event loops allocated during it per message moved, and the CPU time they used
+     * (cores: CPU seconds per second of the turn).
+     */
     private Result measured(Workload w, List<Thread> loops) throws Exception {
         long before = allocated(loops);
+        long cpuBefore = cpuTime(loops);
+        long t0 = System.nanoTime();
         Result r = w.run(seconds);
+        double cores = (double) (cpuTime(loops) - cpuBefore) / (System.nanoTime() - t0);
         long after = allocated(loops);
         return new Result(r.rate(), r.p50Ns(), r.p99Ns(), r.messages(),
-                r.messages() > 0 ? (double) (after - before) / r.messages() : Double.NaN);
+                r.messages() > 0 ? (double) (after - before) / r.messages() : Double.NaN, cores);
+    }
+
+    private static long cpuTime(List<Thread> threads) {
+        java.lang.management.ThreadMXBean mx = java.lang.management.ManagementFactory.getThreadMXBean();
+        long sum = 0;
+        for (Thread t : threads) {
+            sum += Math.max(0, mx.getThreadCpuTime(t.threadId()));
+        }
+        return sum;
     }
 
     /** The event-loop threads of the instances (each runs one task to say which thread it is). */
@@ -361,7 +385,7 @@ abstract class VertxPerf implements Callable<Integer> {
     }
 
     /** The medians of one peer's turns and of ours over its turns' ratios. */
-    private record Against(Side peer, Result median, double ratio, double latencyRatio) {
+    private record Against(Side peer, Result median, double ratio, double latencyRatio, double p99Ratio, double cpuRatio) {
     }
 
     private void report(int sz, List<Side> sides) {
@@ -370,18 +394,24 @@ abstract class VertxPerf implements Callable<Integer> {
         for (Side peer : sides.subList(1, sides.size())) {
             double[] ratios = new double[ours.size()];
             double[] latencyRatios = new double[ours.size()];
+            double[] p99Ratios = new double[ours.size()];
+            double[] cpuRatios = new double[ours.size()];
             for (int i = 0; i < ratios.length; i++) {
                 Result p = peer.results.get(i);
-                ratios[i] = ours.get(i).rate() / p.rate();
-                latencyRatios[i] = p.p50Ns() > 0 ? (double) ours.get(i).p50Ns() / p.p50Ns() : Double.NaN;
+                Result u = ours.get(i);
+                ratios[i] = u.rate() / p.rate();
+                latencyRatios[i] = p.p50Ns() > 0 ? (double) u.p50Ns() / p.p50Ns() : Double.NaN;
+                p99Ratios[i] = p.p99Ns() > 0 ? (double) u.p99Ns() / p.p99Ns() : Double.NaN;
+                cpuRatios[i] = u.cpu() / p.cpu();
             }
-            against.add(new Against(peer, median(peer.results), Turns.median(ratios), Turns.median(latencyRatios)));
+            against.add(new Against(peer, median(peer.results), Turns.median(ratios), Turns.median(latencyRatios),
+                    Turns.median(p99Ratios), Turns.median(cpuRatios)));
         }
         // The best peer: the highest rate; for latency, the lowest p50 (where the tool measures it).
         Against best = against.getFirst();
         Against bestLatency = against.getFirst();
         for (Against x : against) {
-            best = x.median().rate() > best.median().rate() ? x : best;
+            best = rate == null ? (x.median().rate() > best.median().rate() ? x : best) : x.median().p50Ns() < best.median().p50Ns() ? x : best;
             bestLatency = x.median().p50Ns() < bestLatency.median().p50Ns() ? x : bestLatency;
         }
         Result o = median(ours);
@@ -400,8 +430,9 @@ abstract class VertxPerf implements Callable<Integer> {
         boolean latency = kind != Kind.ECHO && kind != Kind.UDP;
         System.out.printf(Locale.ROOT, "  median: ours %s (%s)%n", show(o), unit);
         for (Against x : against) {
-            System.out.printf(Locale.ROOT, "  against %s: %s; ratio %.2f%s%n", x.peer().label, show(x.median()), x.ratio(),
-                    latency ? String.format(Locale.ROOT, ", p50 ratio %.2f", x.latencyRatio()) : "");
+            System.out.printf(Locale.ROOT, "  against %s: %s; ratio %.2f%s, CPU ratio %.2f%n", x.peer().label, show(x.median()), x.ratio(),
+                    latency ? String.format(Locale.ROOT, ", p50 ratio %.2f, p99 ratio %.2f", x.latencyRatio(), x.p99Ratio()) : "",
+                    x.cpuRatio());
         }
         System.out.printf(Locale.ROOT, "  best peer %s: ratio %.2f (median of the turns' ratios)%s%n", best.peer().key, best.ratio(),
                 latency ? String.format(Locale.ROOT, "; lowest p50 %s: p50 ratio %.2f", bestLatency.peer().key, bestLatency.latencyRatio()) : "");
@@ -411,14 +442,16 @@ abstract class VertxPerf implements Callable<Integer> {
             for (Against x : against) {
                 Result p = x.median();
                 peers.append(peers.isEmpty() ? "" : ",").append(String.format(Locale.ROOT,
-                        "\"%s\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f,\"ratio\":%.4f,\"latency_ratio\":%s}",
-                        x.peer().key, rateKey, p.rate(), p.p50Ns(), p.p99Ns(), p.allocPerMessage(), x.ratio(), number(x.latencyRatio())));
+                        "\"%s\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f,\"cpu\":%.3f,\"ratio\":%.4f,"
+                                + "\"latency_ratio\":%s,\"p99_ratio\":%s,\"cpu_ratio\":%s}",
+                        x.peer().key, rateKey, p.rate(), p.p50Ns(), p.p99Ns(), p.allocPerMessage(), p.cpu(), x.ratio(),
+                        number(x.latencyRatio()), number(x.p99Ratio()), number(x.cpuRatio())));
             }
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"size\":%d,\"connections\":%d,\"loops\":%d,\"turns\":%d,"
-                            + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f},\"peers\":{%s},"
+                            + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f,\"cpu\":%.3f},\"peers\":{%s},"
                             + "\"best_peer\":\"%s\",\"best_ratio\":%.4f,\"best_latency_peer\":%s,\"best_latency_ratio\":%s}%n",
                     name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, loops, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(),
-                    o.allocPerMessage(), peers, best.peer().key, best.ratio(), latency ? "\"" + bestLatency.peer().key + "\"" : "null",
+                    o.allocPerMessage(), o.cpu(), peers, best.peer().key, best.ratio(), latency ? "\"" + bestLatency.peer().key + "\"" : "null",
                     latency ? number(bestLatency.latencyRatio()) : "null");
         }
     }
@@ -431,7 +464,7 @@ abstract class VertxPerf implements Callable<Integer> {
         String rate = kind == Kind.ECHO ? String.format(Locale.ROOT, "%.2f Gbit/s", r.rate())
                 : String.format(Locale.ROOT, "%,.0f/s", r.rate());
         String lat = r.p50Ns() > 0 ? String.format(Locale.ROOT, " p50 %.1f us p99 %.1f us", r.p50Ns() / 1e3, r.p99Ns() / 1e3) : "";
-        return String.format(Locale.ROOT, "%s%s, %.0f B allocated per %s", rate, lat, r.allocPerMessage(),
+        return String.format(Locale.ROOT, "%s%s, CPU %.2f cores, %.0f B allocated per %s", rate, lat, r.cpu(), r.allocPerMessage(),
                 kind == Kind.HTTP ? "request" : kind == Kind.GRPC ? "call" : kind == Kind.ECHO ? "buffer" : "datagram");
     }
 
@@ -445,10 +478,13 @@ abstract class VertxPerf implements Callable<Integer> {
             p99[i] = rs.get(i).p99Ns();
         }
         double[] alloc = new double[rs.size()];
+        double[] cpu = new double[rs.size()];
         for (int i = 0; i < rs.size(); i++) {
             alloc[i] = rs.get(i).allocPerMessage();
+            cpu[i] = rs.get(i).cpu();
         }
-        return new Result(Turns.median(rate), (long) Turns.median(p50), (long) Turns.median(p99), 0, Turns.median(alloc));
+        return new Result(Turns.median(rate), (long) Turns.median(p50), (long) Turns.median(p99), 0, Turns.median(alloc),
+                Turns.median(cpu));
     }
 
     /** The application: set up once on a server and a client instance, then run for a given time, turn after turn. */
@@ -523,6 +559,9 @@ abstract class VertxPerf implements Callable<Integer> {
      * call's time is recorded in its lane's histogram, and the lanes' are added up at the end.
      */
     private Workload closedLoop(List<Context> lanes, Supplier<Future<?>> close, List<Supplier<Future<?>>> calls) {
+        if (rate != null) {
+            return openLoop(lanes, close, calls);
+        }
         return new Workload() {
             @Override
             public Future<?> close() {
@@ -557,6 +596,73 @@ abstract class VertxPerf implements Callable<Integer> {
                     count += counts[k][0];
                 }
                 return new Result(count / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99), count);
+            }
+        };
+    }
+
+    /**
+     * Requests in an open loop, as a service sees them at light load: one thread draws arrival times with exponential
+     * gaps of mean 1 / {@code --rate} and, at each, hands a call to the next lane (parking until shortly before,
+     * then spinning: the harness's thread, not counted in either side's CPU); each call is timed from its arrival,
+     * so a slow answer delays no later arrival and shows in the tail (no coordinated omission).
+     */
+    private Workload openLoop(List<Context> lanes, Supplier<Future<?>> close, List<Supplier<Future<?>>> calls) {
+        return new Workload() {
+            @Override
+            public Future<?> close() {
+                return close.get();
+            }
+
+            @Override
+            public Result run(double secs) throws Exception {
+                Histogram h = LatencyStats.newHistogram();
+                java.util.concurrent.atomic.AtomicLong answered = new java.util.concurrent.atomic.AtomicLong();
+                java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
+                java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+                double meanGapNs = 1e9 / rate;
+                long start = System.nanoTime();
+                long end = start + (long) (secs * 1e9);
+                long sent = 0;
+                for (long at = start; ; sent++) {
+                    at += (long) (-Math.log(1 - random.nextDouble()) * meanGapNs);
+                    if (at >= end) {
+                        break;
+                    }
+                    for (long left; (left = at - System.nanoTime()) > 0; ) {
+                        if (left > 100_000) {
+                            java.util.concurrent.locks.LockSupport.parkNanos(left - 50_000);
+                        } else {
+                            Thread.onSpinWait();
+                        }
+                    }
+                    long arrival = at;
+                    int k = (int) (sent % lanes.size());
+                    Supplier<Future<?>> call = calls.get(Math.min(k, calls.size() - 1));
+                    lanes.get(k).runOnContext(v -> call.get().onComplete(ar -> {
+                        if (ar.failed()) {
+                            failed.compareAndSet(null, ar.cause());
+                        } else {
+                            synchronized (h) {
+                                h.recordValue(Math.max(0, System.nanoTime() - arrival));
+                            }
+                        }
+                        answered.incrementAndGet();
+                    }));
+                }
+                long deadline = System.nanoTime() + 30_000_000_000L;
+                while (answered.get() < sent && failed.get() == null && System.nanoTime() < deadline) {
+                    Thread.sleep(1);
+                }
+                if (failed.get() != null) {
+                    throw new IllegalStateException("a request failed: " + failed.get(), failed.get());
+                }
+                if (answered.get() < sent) {
+                    throw new IllegalStateException((sent - answered.get()) + " of " + sent + " requests unanswered 30 s after the turn");
+                }
+                double elapsed = (end - start) / 1e9;
+                synchronized (h) {
+                    return new Result(sent / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99), sent);
+                }
             }
         };
     }

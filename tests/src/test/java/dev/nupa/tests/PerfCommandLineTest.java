@@ -123,12 +123,13 @@ class PerfCommandLineTest {
 
     @Test
     void perfVertxToolsKeepThePerfContractWithEachLinuxPeerAndTheBest() throws Exception {
-        String peer = "\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+,\"ratio\":[0-9.]+,\"latency_ratio\":[0-9.]+\\}";
+        String peer = "\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+,\"cpu\":[0-9.]+,\"ratio\":[0-9.]+,"
+                + "\"latency_ratio\":[0-9.]+,\"p99_ratio\":[0-9.]+,\"cpu_ratio\":[0-9.]+\\}";
         for (String tool : List.of("vertx-http", "vertx-grpc")) {
             Run r = ownFabrics("perf", tool, "-t", "0.2", "--turns", "1", "--warmup-time", "0.1", "--peers", "epoll,uds", "--json");
             assertEquals(0, r.status(), r.out() + r.err());
             assertTrue(Pattern.compile("^\\{\"test\":\"" + tool + "\",\"size\":16,\"connections\":1,\"loops\":1,\"turns\":1,"
-                    + "\"ours\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+\\},"
+                    + "\"ours\":\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[0-9]+,\"p99_ns\":[0-9]+,\"alloc_b\":[0-9]+,\"cpu\":[0-9.]+\\},"
                     + "\"peers\":\\{\"epoll\":" + peer + ",\"uds\":" + peer + "\\},"
                     + "\"best_peer\":\"(epoll|uds)\",\"best_ratio\":[0-9.]+,\"best_latency_peer\":\"(epoll|uds)\","
                     + "\"best_latency_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
@@ -144,6 +145,15 @@ class PerfCommandLineTest {
         Run bad = ownFabrics("perf", "vertx-udp", "--peers", "kqueue");
         assertEquals(2, bad.status(), bad.out() + bad.err());
         assertTrue(bad.err().contains("--peers takes epoll, io_uring and uds, not kqueue"), bad.err());
+        // Open loop: requests at a mean rate, timed from their arrival, with the CPU each side's loops used.
+        Run open = ownFabrics("perf", "vertx-http", "--rate", "500", "-t", "0.5", "--turns", "1", "--warmup-time", "0.1",
+                "--peers", "epoll", "--json");
+        assertEquals(0, open.status(), open.out() + open.err());
+        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-http\",.*\"ours\":\\{\"msgs_s\":[0-9.]+,.*\"cpu\":[0-9.]+\\},"
+                + "\"peers\":\\{\"epoll\":" + peer + "\\},").matcher(open.lastLine()).find(), open.out());
+        Run zero = ownFabrics("perf", "vertx-echo", "--rate", "100");
+        assertEquals(2, zero.status(), zero.out() + zero.err());
+        assertTrue(zero.err().contains("--rate takes requests per second above 0, for vertx-http and vertx-grpc only"), zero.err());
         assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
     }
 
