@@ -265,7 +265,6 @@ public final class RdmaDevice {
                 || ((access & (dev.nupa.roce.verbs.Access.REMOTE_WRITE | dev.nupa.roce.verbs.Access.REMOTE_ATOMIC)) != 0
                         && (mr.access & dev.nupa.roce.verbs.Access.LOCAL_WRITE) == 0)
                 || !mr.covers(addr, length)) {
-            counters.add(RdmaCounter.MW_BIND_ERRORS, 1);
             return false;
         }
         Region w = new Region(mr, mw.index, rkey, access, addr, length); // binds are rare: one object each
