@@ -217,7 +217,8 @@ public final class RdmaDevice {
                 return i;
             }
         }
-        throw new RdmaException("all " + (regions.length - 1) + " memory region and window slots are in use; close some or open the context with more");
+        throw new RdmaException("all " + (regions.length - 1) + " memory region slots are in use (memory windows take them too); close"
+                + " regions or windows, or open the context with more");
     }
 
     /** The low byte changes with each reuse of a slot, so a stale key never matches (IBA 10.6.3.3's key byte). */
