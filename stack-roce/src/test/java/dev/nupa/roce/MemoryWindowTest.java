@@ -195,6 +195,7 @@ class MemoryWindowTest {
             assertEquals(key, rc.invalidatedRkey());
             assertEquals(-1, p.mrB.memory().asSlice(0, 3000).mismatch(p.mrA.memory().asSlice(0, 3000)));
             assertFalse(mw.bound(), "invalidated by the peer");
+            assertEquals(0, p.a.counter(RdmaCounter.DIRECT_SENDS), "a SEND_WITH_INV goes as packets in both modes");
 
             assertStatus(WcStatus.REM_ACCESS_ERR, fromA(p, write(p, mr.addr() + OFF, key, 100)));
             assertTrue(zero(mr.memory()), "the invalidated key moved no byte");
