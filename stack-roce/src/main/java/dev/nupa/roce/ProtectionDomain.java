@@ -1,6 +1,7 @@
 package dev.nupa.roce;
 
 import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.MwType;
 import dev.nupa.roce.verbs.RdmaException;
 import dev.nupa.roce.verbs.TransferMode;
 import java.lang.foreign.MemorySegment;
@@ -56,6 +57,19 @@ public final class ProtectionDomain implements AutoCloseable {
         return context.allocRegion(this, length, access);
     }
 
+    /**
+     * Allocates a memory window ({@code ibv_alloc_mw}), free until a {@code WrOpcode.BIND_MW} work request on a QP of
+     * this domain binds it. Type 2 only; it takes a slot of the context's region table.
+     */
+    public MemoryWindow allocMw(MwType type) {
+        context.checkThread();
+        if (type != MwType.TYPE_2) {
+            throw new RdmaException("memory windows of " + type + " (bound with ibv_bind_mw) are not supported; allocate MwType.TYPE_2"
+                    + " and bind it with a WrOpcode.BIND_MW work request");
+        }
+        return context.allocMw(this);
+    }
+
     /** Deallocates the domain ({@code ibv_dealloc_pd}); throws if regions or QPs still use it. */
     @Override
     public void close() {
@@ -65,7 +79,7 @@ public final class ProtectionDomain implements AutoCloseable {
         }
         if (users > 0) {
             throw new RdmaException("protection domain " + id + " still has " + users
-                    + " memory region(s) or queue pair(s); close them first");
+                    + " memory region(s), memory window(s) or queue pair(s); close them first");
         }
         closed = true;
         context.pds--;

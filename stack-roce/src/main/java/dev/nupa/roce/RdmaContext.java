@@ -86,6 +86,8 @@ public final class RdmaContext implements AutoCloseable {
 
     final RdmaDevice device;
     private final MemoryRegion[] regions;
+    /** Memory windows by slot (they share the region table's slots, as rxe's indices). */
+    private final MemoryWindow[] windows;
     private final QueuePair[] qps;
     private int nextQpn = 2; // 0 and 1 are the special QPs of IBA 10.2.4
     private int nextPd = 1;
@@ -110,6 +112,7 @@ public final class RdmaContext implements AutoCloseable {
             throw new RdmaException("a context holds 4..2^24 QPs and 1..2^24 memory regions, not " + maxQps + " and " + maxMrs);
         }
         this.regions = new MemoryRegion[maxMrs];
+        this.windows = new MemoryWindow[maxMrs];
         this.qps = new QueuePair[maxQps];
         this.device = new RdmaDevice(link, maxQps, maxMrs, clock);
         link.device().addPeerListener(portListener);
@@ -355,9 +358,36 @@ public final class RdmaContext implements AutoCloseable {
         if (mr.region.closed()) {
             return;
         }
+        if (mr.region.boundWindows() > 0) {
+            // rxe_dereg_mr refuses a region with windows bound to it (ibv_dereg_mr fails with EBUSY).
+            throw new RdmaException("EBUSY: " + mr + " has " + mr.region.boundWindows()
+                    + " memory window(s) bound to it; invalidate them first (WrOpcode.LOCAL_INV)");
+        }
         device.removeRegion(mr.region);
         regions[mr.region.index] = null;
         mr.pd.users--;
+    }
+
+    MemoryWindow allocMw(ProtectionDomain pd) {
+        checkThread();
+        requireOpen();
+        checkPd(pd);
+        MemoryWindow mw = new MemoryWindow(pd, device.allocMw(pd.id));
+        windows[mw.mw.index] = mw;
+        pd.users++;
+        return mw;
+    }
+
+    void deallocMw(MemoryWindow mw) {
+        if (windows[mw.mw.index] != mw) {
+            return; // deallocated already, or the context closed
+        }
+        if (mw.mw.bound()) {
+            throw new RdmaException(mw + " is bound; invalidate it first (WrOpcode.LOCAL_INV, or a peer's SEND_WITH_INV)");
+        }
+        device.deallocMw(mw.mw);
+        windows[mw.mw.index] = null;
+        mw.pd.users--;
     }
 
     // ---- the datapath -------------------------------------------------------------------------
@@ -541,5 +571,11 @@ public final class RdmaContext implements AutoCloseable {
             }
         }
         java.util.Arrays.fill(regions, null);
+        for (MemoryWindow mw : windows) {
+            if (mw != null) {
+                mw.pd.users--;
+            }
+        }
+        java.util.Arrays.fill(windows, null);
     }
 }

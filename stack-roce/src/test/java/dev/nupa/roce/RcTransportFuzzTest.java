@@ -683,7 +683,7 @@ class RcTransportFuzzTest {
             int sendFlags = (signaled ? SendFlags.SIGNALED : 0) | ((c & 0x08) != 0 ? SendFlags.INLINE : 0)
                     | ((c & 0x10) != 0 ? SendFlags.FENCE : 0) | ((c & 0x20) != 0 ? SendFlags.SOLICITED : 0);
             int o = in.u8();
-            int op = o % 8 == 7 ? 9 : o % 8;
+            int op = o % 8 == 7 ? ((o & 0x80) != 0 ? WrOpcode.SEND_WITH_INV : 12) : o % 8; // 12: an opcode that is none
             Region[] own = q == qa ? sideA : sideB;
             Region[] peer = q == qa ? sideB : sideA;
             SendWorkRequest wr = new SendWorkRequest(4);
@@ -693,7 +693,7 @@ class RcTransportFuzzTest {
             }
             long[] vk = remote(in, peer, WrOpcodes.isAtomic(op));
             wr.remote(vk[0], (int) vk[1]);
-            wr.compareAdd(in.u8()).swap(in.u8()).immData(in.u16());
+            wr.compareAdd(in.u8()).swap(in.u8()).immData(in.u16()).invalidate((int) vk[1]); // a region's key: never invalidated
             if (q == ud) {
                 int u = in.u8();
                 int node = u & 3;

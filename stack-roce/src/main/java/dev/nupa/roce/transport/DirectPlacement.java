@@ -47,6 +47,8 @@ final class DirectPlacement {
         int access;
         long base;
         long length;
+        /** Where {@code base} lies in the window: 0 for a region, the bound range's offset for a memory window. */
+        long offset;
         /** The region's slot and its registration's stamp: what a copy announces ({@link VerbsDirectory#enter}). */
         int slot;
         int stamp;
@@ -132,7 +134,7 @@ final class DirectPlacement {
         if (!owner.enter(t.slot, t.stamp)) {
             return revoked(t); // deregistered since it was checked: the responder refuses the packets
         }
-        boolean ok = copy(qp, s, op, w.memory(), va - base, (int) len);
+        boolean ok = copy(qp, s, op, w.memory(), va - base + t.offset, (int) len);
         owner.leave();
         if (!ok) {
             return LOCAL_ERROR;
@@ -204,7 +206,7 @@ final class DirectPlacement {
         MemorySegment src = local.memory;
         long srcOff = sg.addr(0) - local.addr;
         MemorySegment dst = w.memory();
-        long dstOff = va - t.base;
+        long dstOff = va - t.base + t.offset;
         VerbsDirectory owner = t.directory;
         if (!owner.enter(t.slot, t.stamp)) {
             t.window = null;
@@ -280,7 +282,7 @@ final class DirectPlacement {
                 return false; // the buffer's region was deregistered since it was checked
             }
             t.dst = b.window.memory();
-            t.dstOff = va - b.base;
+            t.dstOff = va - b.base + b.offset;
         } else {
             t.dst = null; // consumes the receive, places nothing (IBA 9.4.4)
         }
@@ -310,6 +312,7 @@ final class DirectPlacement {
         int access = d.mrAccess(e) & allowed;
         long base = d.mrAddr(e);
         long length = d.mrLength(e);
+        long offset = d.mrOffset(e);
         int stamp = d.stamp(d.slotOf(e));
         if ((access & need) == 0 || stamp == 0) {
             return false;
@@ -334,7 +337,8 @@ final class DirectPlacement {
         into.rkey = key;
         into.access = access;
         into.base = base;
-        into.length = Math.min(length, w.length());
+        into.offset = offset;
+        into.length = Math.min(length, w.length() - offset); // a memory window: its range of the region's window
         return true;
     }
 
@@ -441,7 +445,7 @@ final class DirectPlacement {
      */
     private Region source(QpTransport qp, ScatterGather sg, int len) {
         Region local = device.region(sg.lkey(0));
-        return local != null && local.pdId == qp.pdId && local.covers(sg.addr(0), len) ? local : null;
+        return local != null && !local.isWindow() && local.pdId == qp.pdId && local.covers(sg.addr(0), len) ? local : null;
     }
 
     /**

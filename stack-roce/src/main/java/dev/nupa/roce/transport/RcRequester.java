@@ -1,5 +1,6 @@
 package dev.nupa.roce.transport;
 
+import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.QpState;
 import dev.nupa.roce.verbs.QpType;
 import dev.nupa.roce.verbs.RdmaCounter;
@@ -16,6 +17,7 @@ import dev.nupa.roce.wire.AtomicEth;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.Bytes;
 import dev.nupa.roce.wire.Deth;
+import dev.nupa.roce.wire.Ieth;
 import dev.nupa.roce.wire.ImmDt;
 import dev.nupa.roce.wire.Opcode;
 import dev.nupa.roce.wire.Psn;
@@ -109,6 +111,16 @@ public final class RcRequester {
         if (qp.type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM) {
             throw new RdmaException(WrOpcode.name(op) + " is not available on a UD QP; UD carries SEND and SEND_WITH_IMM only");
         }
+        boolean local = WrOpcodes.isLocal(op);
+        if (op == WrOpcode.BIND_MW) {
+            if (wr.bindMr == null) {
+                throw new RdmaException("IBV_WR_BIND_MW names no memory region; set it with SendWorkRequest.bindMw(rkey, mr, addr, length, access)");
+            }
+            Access.checkWindow(wr.bindAccess);
+        }
+        if (local && wr.sg.count() != 0) {
+            throw new RdmaException(WrOpcode.name(op) + " moves no data and takes no gather list; clear the request's sg");
+        }
         if (wr.sg.count() > sq.maxSge) {
             throw new RdmaException("send request has " + wr.sg.count() + " gather entries; QP " + qp.qpn + " takes at most " + sq.maxSge);
         }
@@ -150,7 +162,17 @@ public final class RcRequester {
         }
         sq.length[s] = length;
         // Only the fields the operation reads later (the queue is walked per message on the hot path).
-        if (op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM) {
+        if (local) {
+            sq.rkey[s] = op == WrOpcode.BIND_MW ? wr.bindRkey : wr.invalidateRkey;
+            if (op == WrOpcode.BIND_MW) {
+                sq.bindLkey[s] = wr.bindMr.lkey();
+                sq.remoteAddr[s] = wr.bindAddr;
+                sq.compareAdd[s] = wr.bindLength;
+                sq.imm[s] = wr.bindAccess;
+            }
+        } else if (op == WrOpcode.SEND_WITH_INV) {
+            sq.imm[s] = wr.invalidateRkey; // as libibverbs' union of imm_data and invalidate_rkey
+        } else if (op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM) {
             sq.remoteAddr[s] = wr.remoteAddr;
             sq.rkey[s] = wr.rkey;
             if (WrOpcodes.isAtomic(op)) {
@@ -282,6 +304,15 @@ public final class RcRequester {
                 if (WrOpcodes.isReadOrAtomic(op) && rdOutstanding >= Math.max(1, qp.attr.maxRdAtomic)) {
                     return;
                 }
+                if (WrOpcodes.isLocal(op)) {
+                    if (sq.head != sq.next) {
+                        return; // in order: a bind or invalidation takes effect after the requests before it completed
+                    }
+                    if (!executeLocal(s, op)) {
+                        return;
+                    }
+                    continue;
+                }
                 if (qp.mode == TransferMode.DIRECT && WrOpcodes.placesDirectly(op) && sq.npsn[s] == 0) {
                     if (sq.head != sq.next) {
                         return; // keep the order: earlier packet requests first
@@ -318,6 +349,26 @@ public final class RcRequester {
         }
     }
 
+    /**
+     * Executes BIND_MW or LOCAL_INV {@code s} (rxe_do_local_ops): done, and completed in order. A failed bind completes
+     * IBV_WC_MW_BIND_ERR, a failed invalidation IBV_WC_LOC_QP_OP_ERR (as rxe), and the QP enters ERR; false then.
+     */
+    private boolean executeLocal(int s, int op) {
+        boolean bind = op == WrOpcode.BIND_MW;
+        boolean ok = bind ? device.bindMw(qp.pdId, sq.rkey[s], sq.bindLkey[s], sq.remoteAddr[s], sq.compareAdd[s], sq.imm[s])
+                : device.invalidate(qp.pdId, sq.rkey[s]);
+        sq.state[s] = SendQueue.DONE;
+        sq.status[s] = ok ? WcStatus.SUCCESS : bind ? WcStatus.MW_BIND_ERR : WcStatus.LOC_QP_OP_ERR;
+        sq.next++;
+        if (!ok) {
+            device.counters.add(RdmaCounter.MW_BIND_ERRORS, 1);
+            qp.enterError();
+            return false;
+        }
+        qp.retire();
+        return true;
+    }
+
     /** Sends the packets of request {@code s} from {@link #sendOffset}; false when the ring is full or on error. */
     private boolean sendPackets(int s, long now) {
         int op = sq.opcode[s];
@@ -345,20 +396,21 @@ public final class RcRequester {
             sent(now, sq.lastPsn(s)); // a READ's responses use its whole PSN range
             return true;
         }
-        boolean send = op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM;
+        boolean send = op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.SEND_WITH_INV;
         boolean imm = WrOpcodes.hasImm(op);
+        boolean inv = op == WrOpcode.SEND_WITH_INV;
         do {
             boolean first = sendOffset == 0;
             int n = (int) Math.min(mtu, len - sendOffset);
             boolean last = sendOffset + n == len;
             int opc;
             if (first && last) {
-                opc = send ? (imm ? Opcode.RC_SEND_ONLY_WITH_IMMEDIATE : Opcode.RC_SEND_ONLY)
+                opc = send ? (imm ? Opcode.RC_SEND_ONLY_WITH_IMMEDIATE : inv ? Opcode.RC_SEND_ONLY_WITH_INVALIDATE : Opcode.RC_SEND_ONLY)
                         : (imm ? Opcode.RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE : Opcode.RC_RDMA_WRITE_ONLY);
             } else if (first) {
                 opc = send ? Opcode.RC_SEND_FIRST : Opcode.RC_RDMA_WRITE_FIRST;
             } else if (last) {
-                opc = send ? (imm ? Opcode.RC_SEND_LAST_WITH_IMMEDIATE : Opcode.RC_SEND_LAST)
+                opc = send ? (imm ? Opcode.RC_SEND_LAST_WITH_IMMEDIATE : inv ? Opcode.RC_SEND_LAST_WITH_INVALIDATE : Opcode.RC_SEND_LAST)
                         : (imm ? Opcode.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE : Opcode.RC_RDMA_WRITE_LAST);
             } else {
                 opc = send ? Opcode.RC_SEND_MIDDLE : Opcode.RC_RDMA_WRITE_MIDDLE;
@@ -386,6 +438,10 @@ public final class RcRequester {
             if ((flags & Opcode.IMMDT) != 0) {
                 ImmDt.write(m, h, sq.imm[s]);
                 h += ImmDt.LENGTH;
+            }
+            if ((flags & Opcode.IETH) != 0) {
+                Ieth.write(m, h, sq.imm[s]);
+                h += Ieth.LENGTH;
             }
             if (!gather(s, sendOffset, m, h, n, true)) {
                 device.abort();

@@ -12,6 +12,7 @@ import dev.nupa.roce.wire.AtomicEth;
 import dev.nupa.roce.wire.Bth;
 import dev.nupa.roce.wire.Bytes;
 import dev.nupa.roce.wire.Deth;
+import dev.nupa.roce.wire.Ieth;
 import dev.nupa.roce.wire.ImmDt;
 import dev.nupa.roce.wire.Opcode;
 import dev.nupa.roce.wire.Psn;
@@ -156,8 +157,8 @@ public final class RcResponder {
         int opcode = pkt.opcode();
         int flags = pkt.flags();
         // IBA 9.7.5.2.1 (C9-92..): the opcode must continue the message in progress, or start a new one.
-        boolean continues = (flags & Opcode.FIRST) == 0 && (opcode <= Opcode.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE);
-        boolean isSend = opcode <= Opcode.RC_SEND_ONLY_WITH_IMMEDIATE;
+        boolean isSend = opcode <= Opcode.RC_SEND_ONLY_WITH_IMMEDIATE || (flags & Opcode.IETH) != 0;
+        boolean continues = (flags & Opcode.FIRST) == 0 && (opcode <= Opcode.RC_RDMA_WRITE_LAST_WITH_IMMEDIATE || isSend);
         if (continues ? inMessage != (isSend ? SEND : WRITE) : inMessage != NONE) {
             classC(Aeth.NAK_INVALID_REQUEST, p);
             return;
@@ -220,13 +221,24 @@ public final class RcResponder {
         msgOffset += n;
         if ((flags & Opcode.LAST) != 0) {
             boolean imm = (flags & Opcode.IMMDT) != 0;
-            int immData = imm ? ImmDt.get(pkt.segment(), pkt.immDt()) : 0;
+            boolean inv = (flags & Opcode.IETH) != 0;
+            int immData = imm ? ImmDt.get(pkt.segment(), pkt.immDt()) : inv ? Ieth.rkey(pkt.segment(), pkt.ieth()) : 0;
+            if (inv && !device.invalidate(qp.pdId, immData)) {
+                // IBA 10.6.7.2.4 / rxe_resp.c (RESPST_ERR_INVALIDATE_RKEY): an rkey this QP may not invalidate (no
+                // bound window of its domain with that key) is an invalid request; the receive completes with it too.
+                device.counters.add(RdmaCounter.INVALIDATE_ERRORS, 1);
+                inMessage = NONE;
+                recvHeld = false;
+                qp.completeRecv(recvWrId, WcStatus.REM_INV_REQ_ERR, WcOpcode.RECV, 0, 0, 0, 0, 0, false);
+                classC(Aeth.NAK_INVALID_REQUEST, p);
+                return;
+            }
             inMessage = NONE;
             recvHeld = false;
             msn = Psn.add(msn, 1);
             boolean se = pkt.solicited();
             if (!qp.completeRecv(recvWrId, WcStatus.SUCCESS, WcOpcode.RECV, (int) msgOffset, immData,
-                    imm ? WorkCompletion.WITH_IMM : 0, 0, 0, se)) {
+                    imm ? WorkCompletion.WITH_IMM : inv ? WorkCompletion.WITH_INV : 0, 0, 0, se)) {
                 qp.enterError();
                 return;
             }

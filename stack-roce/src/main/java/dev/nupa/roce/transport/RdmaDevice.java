@@ -39,6 +39,8 @@ public final class RdmaDevice {
     final VerbsDirectory directory;
     final DirectPlacement direct;
     private final Region[] regions;
+    /** Memory windows by slot: a window holds its slot from allocation to deallocation, bound or not. */
+    private final Mw[] mws;
     /** Withdrawn regions whose windows a peer's direct copy still held when they were deregistered. */
     private Region[] draining = new Region[0];
     private static final long REAP_NS = 100_000_000L;
@@ -80,6 +82,7 @@ public final class RdmaDevice {
         this.clock = clock;
         this.regions = new Region[maxMrs];
         this.regionTags = new int[maxMrs];
+        this.mws = new Mw[maxMrs];
         this.qps = new QpTransport[maxQps];
         this.lost = Arena.ofAuto().allocate(link.mtu());
         this.ipTx = Arena.ofAuto().allocate(link.mtu());
@@ -199,26 +202,100 @@ public final class RdmaDevice {
      * and publishes it in the directory; throws when every slot is in use.
      */
     public Region addRegion(int pdId, MemorySegment memory, int access, FabricWindow w) {
-        int index = -1;
+        int index = freeSlot();
+        Region mr = new Region(pdId, index, (index << 8) | nextTag(index), access, memory, w);
+        regions[index] = mr;
+        directory.publishMr(mr);
+        return mr;
+    }
+
+    /** A free region slot; throws when every slot is in use. */
+    private int freeSlot() {
         if (draining.length > 0) {
             reapDraining();
         }
         for (int i = 1; i < regions.length; i++) { // index 0 stays empty so no key is 0
             if (slotFree(i)) {
-                index = i;
-                break;
+                return i;
             }
         }
-        if (index < 0) {
-            throw new RdmaException("all " + (regions.length - 1) + " memory region slots are in use; close regions or open the context with more");
-        }
-        // The low byte changes with each reuse of a slot, so a stale key never matches (IBA 10.6.3.3's key byte).
+        throw new RdmaException("all " + (regions.length - 1) + " memory region slots are in use (memory windows take them too); close"
+                + " regions or windows, or open the context with more");
+    }
+
+    /** The low byte changes with each reuse of a slot, so a stale key never matches (IBA 10.6.3.3's key byte). */
+    private int nextTag(int index) {
         int tag = (regionTags[index] + 1 + random.nextInt(255)) & 0xFF;
         regionTags[index] = tag;
-        Region mr = new Region(pdId, index, (index << 8) | tag, access, memory, w);
-        regions[index] = mr;
-        directory.publishMr(mr);
-        return mr;
+        return tag;
+    }
+
+    // ---- memory windows (type 2, IBA 10.6.7; rxe_mw.c) ----------------------------------------
+
+    /** Allocates a type 2 memory window of protection domain {@code pdId}, free (unbound), in a slot of its own. */
+    public Mw allocMw(int pdId) {
+        int index = freeSlot();
+        Mw mw = new Mw(pdId, index, (index << 8) | nextTag(index));
+        mws[index] = mw;
+        return mw;
+    }
+
+    /** Frees an unbound window's slot (the caller checked it is not bound). */
+    public void deallocMw(Mw mw) {
+        mw.closed = true;
+        mws[mw.index] = null;
+    }
+
+    /** The window whose slot {@code rkey} names, or null. */
+    private Mw mwAt(int rkey) {
+        int index = rkey >>> 8;
+        return index < mws.length ? mws[index] : null;
+    }
+
+    /**
+     * Executes a bind work request of a QP of domain {@code pdId} (rxe_bind_mw): the window {@code rkey}'s slot names
+     * is bound to {@code [addr, addr + length)} of region {@code mrKey} with {@code access} and takes {@code rkey} as its
+     * key; it is then in the directory as a region is. False (IBV_WC_MW_BIND_ERR), nothing changed, when a check of
+     * rxe_check_bind_mw fails: no such window, another domain (C10-72), bound already (a type 2 window binds only
+     * from Free, o10-37.2.30), no length (o10-37.2.40), no such region or another domain's, no MW_BIND (C10-73),
+     * remote write or atomic without the region's LOCAL_WRITE (C10-74), a range outside the region (C10-75).
+     */
+    boolean bindMw(int pdId, int rkey, int mrKey, long addr, long length, int access) {
+        Mw mw = mwAt(rkey);
+        Region mr = region(mrKey);
+        if (mw == null || mw.pdId != pdId || mw.bound != null || length <= 0 || mr == null || mr.isWindow()
+                || mr.pdId != pdId || (mr.access & dev.nupa.roce.verbs.Access.MW_BIND) == 0
+                || ((access & (dev.nupa.roce.verbs.Access.REMOTE_WRITE | dev.nupa.roce.verbs.Access.REMOTE_ATOMIC)) != 0
+                        && (mr.access & dev.nupa.roce.verbs.Access.LOCAL_WRITE) == 0)
+                || !mr.covers(addr, length)) {
+            return false;
+        }
+        Region w = new Region(mr, mw.index, rkey, access, addr, length); // binds are rare: one object each
+        mw.key = rkey;
+        mw.bound = w;
+        mr.boundWindows++;
+        regions[mw.index] = w;
+        directory.publishMr(w);
+        return true;
+    }
+
+    /**
+     * Invalidates the window {@code rkey} names for a QP of domain {@code pdId} (LOCAL_INV, or a SEND_WITH_INV's IETH;
+     * rxe_invalidate_mw): withdrawn from the directory and drained of direct copies exactly as a deregistered region
+     * is ({@link #removeRegion}), so once this returns no byte of a later or in-flight direct operation lands in its
+     * range. False, nothing changed, unless {@code rkey} is a bound window's current key of that domain (a region's
+     * key, another generation's, another domain's window).
+     */
+    boolean invalidate(int pdId, int rkey) {
+        Mw mw = mwAt(rkey);
+        if (mw == null || mw.bound == null || mw.key != rkey || mw.pdId != pdId) {
+            return false;
+        }
+        Region w = mw.bound;
+        mw.bound = null;
+        w.parent.boundWindows--;
+        removeRegion(w);
+        return true;
     }
 
     /**
@@ -239,20 +316,41 @@ public final class RdmaDevice {
         if (mr.window == null) {
             return;
         }
-        if (drained) {
-            mr.window.close();
-        } else {
+        if (!drained) {
             counters.add(RdmaCounter.DEREG_DRAIN_TIMEOUTS, 1);
+        }
+        if (drained && !heldByWindow(mr, draining.length)) {
+            if (!mr.isWindow()) {
+                mr.window.close(); // a window's memory is its region's: that region's deregistration closes it
+            }
+        } else {
             draining = java.util.Arrays.copyOf(draining, draining.length + 1);
             draining[draining.length - 1] = mr;
         }
     }
 
+    /** Whether one of the first {@code n} draining entries is a memory window of region {@code mr}. */
+    private boolean heldByWindow(Region mr, int n) {
+        for (int i = 0; i < n; i++) {
+            if (draining[i].parent == mr) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /** Closes the windows of withdrawn regions whose last direct copy has ended; returns how many are still held. */
     int reapDraining() {
+        int windows = 0; // memory windows first: a region's window closes only once none of its windows is held
+        for (Region r : draining) {
+            if (!r.isWindow() || !directory.drained(r)) {
+                draining[windows++] = r;
+            }
+        }
         int kept = 0;
-        for (Region mr : draining) {
-            if (directory.drained(mr)) {
+        for (int i = 0; i < windows; i++) {
+            Region mr = draining[i];
+            if (!mr.isWindow() && !heldByWindow(mr, windows) && directory.drained(mr)) {
                 mr.window.close();
             } else {
                 draining[kept++] = mr;
@@ -266,7 +364,7 @@ public final class RdmaDevice {
 
     /** Whether region slot {@code index} is free: no live region and no withdrawn one whose window a copy holds. */
     private boolean slotFree(int index) {
-        if (regions[index] != null) {
+        if (regions[index] != null || mws[index] != null) {
             return false;
         }
         for (Region mr : draining) {
@@ -489,6 +587,11 @@ public final class RdmaDevice {
         for (QpTransport qp : qps) {
             if (qp != null) {
                 qp.destroy();
+            }
+        }
+        for (Region mr : regions) {
+            if (mr != null && mr.isWindow()) {
+                removeRegion(mr); // bound memory windows first, before the regions whose windows they lie in
             }
         }
         for (Region mr : regions) {

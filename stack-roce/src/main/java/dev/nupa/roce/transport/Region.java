@@ -6,7 +6,8 @@ import java.lang.foreign.MemorySegment;
 /**
  * A registered memory region as the transport checks and copies through it, behind its verbs handle
  * ({@code dev.nupa.roce.MemoryRegion}), as Soft-RoCE's rxe_mr is behind ib_mr: its key, protection domain, access and
- * bytes. {@code addr + i} is byte {@code i} of {@link #memory}.
+ * bytes. {@code addr + i} is byte {@code i} of {@link #memory}. A bound memory window is one too, in a slot of its own
+ * ({@link Mw}): its key is the window's rkey, its bytes the bound range of {@link #parent}'s, its window the parent's.
  */
 public final class Region {
     public final int pdId;
@@ -17,6 +18,12 @@ public final class Region {
     public final long addr;
     /** The fabric window the region lives in (direct placement reaches it), or null. */
     public final FabricWindow window;
+    /** A bound memory window's region; null for a memory region. */
+    final Region parent;
+    /** Where {@link #memory} starts in {@link #window}: 0 for a region, the bound range's offset for a window. */
+    final long windowOffset;
+    /** Memory windows bound to this region now (deregistration is refused while any is, as rxe refuses it). */
+    int boundWindows;
     boolean closed;
     /** The registration's stamp in the directory's guard window ({@link VerbsDirectory}). */
     int stamp;
@@ -29,6 +36,31 @@ public final class Region {
         this.memory = memory;
         this.addr = memory.address();
         this.window = window;
+        this.parent = null;
+        this.windowOffset = 0;
+    }
+
+    /** Memory window {@code index}, bound with {@code key} and {@code access} to {@code [addr, addr + length)} of {@code mr}. */
+    Region(Region mr, int index, int key, int access, long addr, long length) {
+        this.pdId = mr.pdId;
+        this.index = index;
+        this.key = key;
+        this.access = access;
+        this.memory = mr.memory.asSlice(addr - mr.addr, length);
+        this.addr = addr;
+        this.window = mr.window;
+        this.parent = mr;
+        this.windowOffset = mr.windowOffset + (addr - mr.addr);
+    }
+
+    /** Whether this is a bound memory window (its key is no L_Key: local lists refuse it, IBA 10.6.7). */
+    public boolean isWindow() {
+        return parent != null;
+    }
+
+    /** The memory windows bound to this region now. */
+    public int boundWindows() {
+        return boundWindows;
     }
 
     /** Whether it was deregistered. */

@@ -32,7 +32,13 @@ public final class SendQueue {
     final int[] rkey;
     final long[] compareAdd;
     final long[] swap;
+    /** The immediate data; SEND_WITH_INV: the rkey its IETH carries; BIND_MW: the window's access. */
     final int[] imm;
+    /**
+     * BIND_MW: the region's lkey (the new rkey is in {@code rkey}, the range in {@code remoteAddr} and {@code
+     * compareAdd}). LOCAL_INV keeps the rkey it invalidates in {@code rkey}.
+     */
+    final int[] bindLkey;
     final int[] udNode;
     /** A UD request's IPv4 destination (RoCEv2), or 0 when it goes to {@link #udNode} on the fabric. */
     final int[] udIp;
@@ -71,6 +77,7 @@ public final class SendQueue {
         compareAdd = new long[slots];
         swap = new long[slots];
         imm = new int[slots];
+        bindLkey = new int[slots];
         udNode = new int[slots];
         udIp = new int[slots];
         udQpn = new int[slots];

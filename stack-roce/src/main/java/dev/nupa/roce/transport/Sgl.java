@@ -45,7 +45,7 @@ final class Sgl {
             int take = (int) Math.min(l - off, n);
             Region mr = device.region(lkey[i]);
             long va = addr[i] + off;
-            if (mr == null || mr.pdId != pd || (intoList && (mr.access & Access.LOCAL_WRITE) == 0) || !mr.covers(va, take)) {
+            if (mr == null || mr.isWindow() || mr.pdId != pd || (intoList && (mr.access & Access.LOCAL_WRITE) == 0) || !mr.covers(va, take)) {
                 return false;
             }
             if (move && intoList) {

@@ -13,21 +13,22 @@ import java.lang.invoke.VarHandle;
 import java.util.function.IntPredicate;
 
 /**
- * A context's QP and memory-region tables, kept in its fabric {@link FabricWindow#DIRECTORY directory
+ * A context's QP and memory-region tables (bound memory windows in region slots of their own), kept in its fabric {@link FabricWindow#DIRECTORY directory
  * window} so that a {@link TransferMode#DIRECT} requester can make the responder's checks (QP state,
  * protection domain, access, rkey, bounds) before it moves a byte, as a NIC consults its own tables.
  * Layout (docs/rdma.md), host byte order, 4-byte fields written before a release store of the entry's
  * first word and read after an acquire load of it:
  *
  * <pre>
- * 0   u64 magic "NUPAVRB2"        8  u32 maxQps     12 u32 maxMrs     16 u64 epoch (+1 after every entry change)
+ * 0   u64 magic "NUPAVRB3"        8  u32 maxQps     12 u32 maxMrs     16 u64 epoch (+1 after every entry change)
  * 24  i32 guard window id          28 u32 its key        32 u32 the guard window's node count
  * 36  u32 flags: bit 0, deregistration runs a {@link HeavyFence} between its store and its loads
  * 64  QP entry[maxQps], 32 bytes: u32 state (0 none, else QpState ordinal + 1), u32 pd, u32 access, u32 type,
  *     i32 receive mirror window id (-1 none: SENDs to it go as packets), u32 its key,
  *     i32 the node and i32 the QP number it is connected to (RC; -1 before RTR)
  * M   MR entry[maxMrs], 48 bytes: u32 key (0 free), u32 pd, u32 access, i32 window id (-1 none),
- *     u32 window key, u32 0, u64 addr, u64 length
+ *     u32 window key, u32 0, u64 addr, u64 length, u64 where addr lies in the window (0 for a region; a bound
+ *     memory window's entry names its region's window and the bound range)
  * </pre>
  * where {@code M = align(64 + 32 * maxQps, 64)}.
  *
@@ -49,7 +50,7 @@ import java.util.function.IntPredicate;
  * no guard; medians of 5).
  */
 final class VerbsDirectory {
-    static final long MAGIC = 0x4E55504156524232L; // "NUPAVRB2": peers of another layout find no directory
+    static final long MAGIC = 0x4E55504156524233L; // "NUPAVRB3": peers of another layout find no directory
     static final int QP_BASE = 64;
     static final int QP_ENTRY = 32;
     static final int MR_ENTRY = 48;
@@ -230,6 +231,7 @@ final class VerbsDirectory {
         mem.set(ValueLayout.JAVA_INT, e + 16, mr.window == null ? 0 : mr.window.key());
         mem.set(ValueLayout.JAVA_LONG, e + 24, mr.addr);
         mem.set(ValueLayout.JAVA_LONG, e + 32, mr.memory.byteSize());
+        mem.set(ValueLayout.JAVA_LONG, e + 40, mr.windowOffset);
         int stamp = nextStamp;
         nextStamp = stamp == -1 ? 1 : stamp + 1;
         mr.stamp = stamp;
@@ -313,6 +315,11 @@ final class VerbsDirectory {
 
     long mrLength(long e) {
         return mem.get(ValueLayout.JAVA_LONG, e + 32);
+    }
+
+    /** Where {@link #mrAddr} lies in the entry's window: 0 for a region, the bound range's offset for a memory window. */
+    long mrOffset(long e) {
+        return mem.get(ValueLayout.JAVA_LONG, e + 40);
     }
 
     /** The region slot of entry {@code e}. */

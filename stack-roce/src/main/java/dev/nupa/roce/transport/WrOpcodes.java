@@ -10,7 +10,12 @@ public final class WrOpcodes {
     }
 
     public static boolean valid(int opcode) {
-        return opcode >= RDMA_WRITE && opcode <= ATOMIC_FETCH_AND_ADD;
+        return opcode >= RDMA_WRITE && opcode <= SEND_WITH_INV;
+    }
+
+    /** Work requests executed on this side alone (IBA 10.6.7.2.2, 10.6.7.2.4): nothing goes on the wire. */
+    public static boolean isLocal(int opcode) {
+        return opcode == BIND_MW || opcode == LOCAL_INV;
     }
 
     public static boolean isAtomic(int opcode) {
@@ -22,7 +27,10 @@ public final class WrOpcodes {
         return opcode == RDMA_READ || isAtomic(opcode);
     }
 
-    /** The operations a DIRECT QP places itself; SENDs and WRITE_WITH_IMM consume a receive, so they travel as packets. */
+    /**
+     * The operations a DIRECT QP places itself: WRITE, READ, atomics, SEND and SEND_WITH_IMM. WRITE_WITH_IMM and
+     * SEND_WITH_INV travel as packets (the responder does the invalidation).
+     */
     public static boolean placesDirectly(int opcode) {
         return opcode == RDMA_WRITE || opcode == RDMA_READ || isAtomic(opcode) || isSend(opcode);
     }
@@ -43,7 +51,9 @@ public final class WrOpcodes {
     public static int completionOpcode(int opcode) {
         return switch (opcode) {
             case RDMA_WRITE, RDMA_WRITE_WITH_IMM -> WcOpcode.RDMA_WRITE;
-            case SEND, SEND_WITH_IMM -> WcOpcode.SEND;
+            case SEND, SEND_WITH_IMM, SEND_WITH_INV -> WcOpcode.SEND;
+            case BIND_MW -> WcOpcode.BIND_MW;
+            case LOCAL_INV -> WcOpcode.LOCAL_INV;
             case RDMA_READ -> WcOpcode.RDMA_READ;
             case ATOMIC_CMP_AND_SWP -> WcOpcode.COMP_SWAP;
             default -> WcOpcode.FETCH_ADD;

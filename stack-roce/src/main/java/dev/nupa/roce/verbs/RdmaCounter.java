@@ -60,5 +60,9 @@ public enum RdmaCounter {
     /** RoCEv2 datagrams the IP layer could not send (no route, full ring, too big for the way); the retry timer resends. */
     ROCEV2_SEND_FAILED,
     /** Asynchronous events dropped because the context's queue of them was full (nobody took them). */
-    ASYNC_EVENTS_DROPPED
+    ASYNC_EVENTS_DROPPED,
+    /** Memory window binds that failed their checks (IBV_WC_MW_BIND_ERR) and LOCAL_INVs that did (IBV_WC_LOC_QP_OP_ERR). */
+    MW_BIND_ERRORS,
+    /** SEND_WITH_INVs whose rkey this responder could not invalidate: NAKed as invalid requests (IBV_WC_REM_INV_REQ_ERR). */
+    INVALIDATE_ERRORS
 }

@@ -21,6 +21,17 @@ public final class SendWorkRequest {
     public long compareAdd;
     /** CMP_AND_SWP: the value swapped in. */
     public long swap;
+    /** LOCAL_INV and SEND_WITH_INV: the rkey to invalidate (libibverbs' {@code invalidate_rkey}). */
+    public int invalidateRkey;
+    /**
+     * BIND_MW ({@code wr.bind_mw}): the window's new rkey (its index with the key byte the consumer chose, {@code
+     * MemoryWindow.incRkey}), the region, the range and the window's access.
+     */
+    public int bindRkey;
+    public LocalRegion bindMr;
+    public long bindAddr;
+    public long bindLength;
+    public int bindAccess;
     /** UD: the destination's fabric address, QP number and Q_Key (a Q_Key with its top bit set means "use the QP's own"). */
     public int udDestNode = -1;
     /** UD to an IP peer (RoCEv2): its IPv4 address, in place of {@link #udDestNode}; 0 when the peer is a fabric node. */
@@ -41,6 +52,16 @@ public final class SendWorkRequest {
     public SendWorkRequest sendFlags(int v) { this.sendFlags = v; return this; }
     public SendWorkRequest immData(int v) { this.immData = v; return this; }
     public SendWorkRequest remote(long addr, int rkey) { this.remoteAddr = addr; this.rkey = rkey; return this; }
+    public SendWorkRequest invalidate(int rkey) { this.invalidateRkey = rkey; return this; }
+    /** BIND_MW: binds the window whose index {@code rkey} holds to {@code [addr, addr + length)} of {@code mr}. */
+    public SendWorkRequest bindMw(int rkey, LocalRegion mr, long addr, long length, int access) {
+        this.bindRkey = rkey;
+        this.bindMr = mr;
+        this.bindAddr = addr;
+        this.bindLength = length;
+        this.bindAccess = access;
+        return this;
+    }
     public SendWorkRequest compareAdd(long v) { this.compareAdd = v; return this; }
     public SendWorkRequest swap(long v) { this.swap = v; return this; }
     public SendWorkRequest ud(int destNode, int remoteQpn, int remoteQkey) {

@@ -7,6 +7,7 @@ public final class WcStatus {
     public static final int LOC_QP_OP_ERR = 2;
     public static final int LOC_PROT_ERR = 4;
     public static final int WR_FLUSH_ERR = 5;
+    public static final int MW_BIND_ERR = 6;
     public static final int BAD_RESP_ERR = 7;
     public static final int LOC_ACCESS_ERR = 8;
     public static final int REM_INV_REQ_ERR = 9;
@@ -27,6 +28,7 @@ public final class WcStatus {
             case LOC_QP_OP_ERR -> "IBV_WC_LOC_QP_OP_ERR";
             case LOC_PROT_ERR -> "IBV_WC_LOC_PROT_ERR";
             case WR_FLUSH_ERR -> "IBV_WC_WR_FLUSH_ERR";
+            case MW_BIND_ERR -> "IBV_WC_MW_BIND_ERR";
             case BAD_RESP_ERR -> "IBV_WC_BAD_RESP_ERR";
             case LOC_ACCESS_ERR -> "IBV_WC_LOC_ACCESS_ERR";
             case REM_INV_REQ_ERR -> "IBV_WC_REM_INV_REQ_ERR";

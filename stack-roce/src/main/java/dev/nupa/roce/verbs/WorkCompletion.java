@@ -9,6 +9,8 @@ public final class WorkCompletion {
     public static final int WITH_IMM = 2;
     /** {@code wc_flags}: the first 40 bytes of a UD receive buffer hold a GRH (here zeroed; the fabric has none). */
     public static final int GRH = 1;
+    /** {@code wc_flags}: a SEND_WITH_INV invalidated the rkey {@link #invalidatedRkey} (IBV_WC_WITH_INV). */
+    public static final int WITH_INV = 8;
 
     public long wrId;
     /** One of {@link WcStatus}. */
@@ -24,6 +26,14 @@ public final class WorkCompletion {
     /** UD receives: the sender's fabric address (what {@code slid} identifies on InfiniBand). */
     public int srcNode;
     public int wcFlags;
+
+    /**
+     * The rkey a SEND_WITH_INV invalidated when {@link #wcFlags} has {@link #WITH_INV}: libibverbs' {@code
+     * wc.invalidated_rkey}, which shares its union with {@code imm_data}, as here.
+     */
+    public int invalidatedRkey() {
+        return immData;
+    }
 
     public boolean ok() {
         return status == WcStatus.SUCCESS;
@@ -47,6 +57,7 @@ public final class WorkCompletion {
     public String toString() {
         return "wc{wr_id=" + wrId + ", status=" + WcStatus.name(status) + ", opcode=" + WcOpcode.name(opcode) + ", byte_len="
                 + byteLen + ", qp_num=" + qpNum + ((wcFlags & WITH_IMM) != 0 ? ", imm=0x" + Integer.toHexString(immData) : "")
+                + ((wcFlags & WITH_INV) != 0 ? ", invalidated_rkey=0x" + Integer.toHexString(immData) : "")
                 + (srcQp != 0 ? ", src_qp=" + srcQp + ", src_node=" + srcNode : "") + "}";
     }
 }

@@ -3,13 +3,14 @@ package dev.nupa.roce.wire;
 /**
  * BTH opcodes we carry (IBA vol 1 9.2.1): the reliable connected (RC)
  * set and the unreliable datagram (UD) sends. The top three bits pick the transport (000 RC,
- * 011 UD), the low five the operation. UC, RD, the invalidate and extended-atomic operations and
+ * 011 UD), the low five the operation. UC, RD, the extended-atomic operations and
  * CNP (0x81) are not supported: {@link #flags} answers 0 for them.
  *
  * <p>For each opcode a table says which extension headers follow the BTH and whether a payload
  * does. They follow in the spec's order (9.2): DETH, RETH, AtomicETH, AETH,
  * AtomicAckETH, ImmDt, then the payload and its pad. Lookups are array reads, so the datapath
- * decodes an opcode without a switch.
+ * decodes an opcode without a switch. IETH comes last of them, where the immediate data would be (the two never
+ * meet).
  */
 public final class Opcode {
     public static final int RC_SEND_FIRST = 0x00;
@@ -33,6 +34,8 @@ public final class Opcode {
     public static final int RC_ATOMIC_ACKNOWLEDGE = 0x12;
     public static final int RC_COMPARE_SWAP = 0x13;
     public static final int RC_FETCH_ADD = 0x14;
+    public static final int RC_SEND_LAST_WITH_INVALIDATE = 0x16;
+    public static final int RC_SEND_ONLY_WITH_INVALIDATE = 0x17;
     public static final int UD_SEND_ONLY = 0x64;
     public static final int UD_SEND_ONLY_WITH_IMMEDIATE = 0x65;
 
@@ -60,6 +63,8 @@ public final class Opcode {
     public static final int REQUEST = 1024;
     /** Sent by a responder: acknowledge, read response, atomic acknowledge. */
     public static final int RESPONSE = 2048;
+    /** An IETH follows (the "with invalidate" SENDs). */
+    public static final int IETH = 4096;
 
     private static final int[] FLAGS = new int[256];
     private static final int[] EXT_LENGTH = new int[256];
@@ -89,6 +94,8 @@ public final class Opcode {
         define(RC_ATOMIC_ACKNOWLEDGE, "RC_ATOMIC_ACKNOWLEDGE", RESPONSE | AETH | ATOMIC_ACK_ETH | one);
         define(RC_COMPARE_SWAP, "RC_COMPARE_SWAP", req | ATOMIC_ETH | one);
         define(RC_FETCH_ADD, "RC_FETCH_ADD", req | ATOMIC_ETH | one);
+        define(RC_SEND_LAST_WITH_INVALIDATE, "RC_SEND_LAST_WITH_INVALIDATE", req | IETH | PAYLOAD | LAST);
+        define(RC_SEND_ONLY_WITH_INVALIDATE, "RC_SEND_ONLY_WITH_INVALIDATE", req | IETH | PAYLOAD | one);
         define(UD_SEND_ONLY, "UD_SEND_ONLY", req | DETH | PAYLOAD | one);
         define(UD_SEND_ONLY_WITH_IMMEDIATE, "UD_SEND_ONLY_WITH_IMMEDIATE", req | DETH | IMMDT | PAYLOAD | one);
     }
@@ -104,7 +111,8 @@ public final class Opcode {
                 + ((flags & ATOMIC_ETH) != 0 ? AtomicEth.LENGTH : 0)
                 + ((flags & AETH) != 0 ? Aeth.LENGTH : 0)
                 + ((flags & ATOMIC_ACK_ETH) != 0 ? AtomicAckEth.LENGTH : 0)
-                + ((flags & IMMDT) != 0 ? ImmDt.LENGTH : 0);
+                + ((flags & IMMDT) != 0 ? ImmDt.LENGTH : 0)
+                + ((flags & IETH) != 0 ? Ieth.LENGTH : 0);
     }
 
     /** The header and role bits of {@code opcode}, or 0 for one we do not support (or outside 0..255). */

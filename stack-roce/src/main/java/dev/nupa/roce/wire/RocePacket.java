@@ -5,7 +5,7 @@ import java.lang.foreign.MemorySegment;
 /**
  * A reusable flyweight over one InfiniBand transport packet as it rides the fabric: the BTH first,
  * then the opcode's extension headers in the spec's order (IBA vol 1 9.2, 9.3: DETH, RETH,
- * AtomicETH, AETH, AtomicAckETH, ImmDt), then the payload and its pad. No LRH/GRH and no ICRC:
+ * AtomicETH, AETH, AtomicAckETH, ImmDt, IETH), then the payload and its pad. No LRH/GRH and no ICRC:
  * the link frame's protocol says "RDMA" and the fabric does not corrupt (docs/rdma-wire.md).
  *
  * <p>{@link #wrap} checks everything once and never throws; after {@link #OK} the offsets name
@@ -43,6 +43,7 @@ public final class RocePacket {
     private long aeth = -1;
     private long atomicAckEth = -1;
     private long immDt = -1;
+    private long ieth = -1;
     private long payload = -1;
     private int payloadLength;
 
@@ -123,6 +124,10 @@ public final class RocePacket {
             immDt = at;
             at += ImmDt.LENGTH;
         }
+        if ((f & Opcode.IETH) != 0) {
+            ieth = at;
+            at += Ieth.LENGTH;
+        }
         payload = at;
         payloadLength = rest - pad;
         return OK;
@@ -142,6 +147,7 @@ public final class RocePacket {
         aeth = -1;
         atomicAckEth = -1;
         immDt = -1;
+        ieth = -1;
         payload = -1;
         payloadLength = 0;
     }
@@ -197,6 +203,11 @@ public final class RocePacket {
     /** Offset of the ImmDt, or -1. */
     public long immDt() {
         return immDt;
+    }
+
+    /** Offset of the IETH, or -1. */
+    public long ieth() {
+        return ieth;
     }
 
     /** Offset of the payload: right after the last header (the end of the headers when there is none). */

@@ -218,11 +218,13 @@ class RoceWireTest {
             Map.entry(0x12, List.of("AETH", "AtomicAckETH")),
             Map.entry(0x13, List.of("AtomicETH")),
             Map.entry(0x14, List.of("AtomicETH")),
+            Map.entry(0x16, List.of("IETH", "payload")),
+            Map.entry(0x17, List.of("IETH", "payload")),
             Map.entry(0x64, List.of("DETH", "payload")),
             Map.entry(0x65, List.of("DETH", "ImmDt", "payload")));
 
     static final Map<String, Integer> SIZE = Map.of("DETH", 8, "RETH", 16, "AtomicETH", 28, "AETH", 4,
-            "AtomicAckETH", 8, "ImmDt", 4, "payload", 0);
+            "AtomicAckETH", 8, "ImmDt", 4, "IETH", 4, "payload", 0);
 
     long offsetOf(String header) {
         return switch (header) {
@@ -232,6 +234,7 @@ class RoceWireTest {
             case "AETH" -> p.aeth();
             case "AtomicAckETH" -> p.atomicAckEth();
             case "ImmDt" -> p.immDt();
+            case "IETH" -> p.ieth();
             default -> p.payload();
         };
     }
@@ -263,7 +266,7 @@ class RoceWireTest {
                 assertEquals(at, offsetOf(h), Opcode.name(op) + " " + h);
                 at += SIZE.get(h);
             }
-            for (String h : List.of("DETH", "RETH", "AtomicETH", "AETH", "AtomicAckETH", "ImmDt")) {
+            for (String h : List.of("DETH", "RETH", "AtomicETH", "AETH", "AtomicAckETH", "ImmDt", "IETH")) {
                 if (!layout.contains(h)) {
                     assertEquals(-1, offsetOf(h), Opcode.name(op) + " has no " + h);
                 }
@@ -294,7 +297,10 @@ class RoceWireTest {
         assertEquals("UD_SEND_ONLY_WITH_IMMEDIATE", Opcode.name(0x65));
         assertEquals("0x2a", Opcode.name(0x2A), "UC RDMA write only: not carried");
         assertEquals("0x81", Opcode.name(0x81), "CNP");
-        assertEquals(0, Opcode.flags(0x16), "RC SEND_LAST_WITH_INVALIDATE is not carried");
+        assertEquals(Opcode.LAST, Opcode.flags(Opcode.RC_SEND_LAST_WITH_INVALIDATE) & (one | Opcode.MIDDLE));
+        assertEquals(one, Opcode.flags(Opcode.RC_SEND_ONLY_WITH_INVALIDATE) & (one | Opcode.MIDDLE));
+        assertEquals("RC_SEND_ONLY_WITH_INVALIDATE", Opcode.name(0x17));
+        assertEquals(0, Opcode.flags(0x15), "RC RDMA_READ_RESPONSE... reserved 0x15 is not carried");
         assertEquals(0, Opcode.flags(-1));
         assertEquals(0, Opcode.flags(0x100));
         assertEquals(0, Opcode.extLength(1 << 20));
@@ -303,6 +309,40 @@ class RoceWireTest {
     }
 
     // ---- whole packets, byte by byte ----------------------------------------------------------
+
+    @Test
+    void sendOnlyWithInvalidateCarriesTheRkeyInItsIeth() {
+        byte[] b = hex("17" // BTH: RC_SEND_ONLY_WITH_INVALIDATE
+                + "30" // PadCnt 3
+                + "ffff 00 000011 80 000100" // P_Key, resv, DestQP 0x11, AckReq, PSN 0x100
+                + "00012a07" // IETH: R_Key 0x12a07 (window index 0x12a, key byte 7)
+                + "6869 21 000000"); // "hi!" and 3 pad bytes
+        assertEquals(RocePacket.OK, p.wrap(seg(b), 0, b.length));
+        assertEquals(Opcode.RC_SEND_ONLY_WITH_INVALIDATE, p.opcode());
+        assertEquals(12, p.ieth());
+        assertEquals(0x12a07, Ieth.rkey(p.segment(), p.ieth()));
+        assertEquals(new IethRepr(0x12a07), IethRepr.parse(p.segment(), p.ieth()));
+        assertEquals(-1, p.immDt());
+        assertEquals(16, p.payload());
+        assertEquals(3, p.payloadLength());
+        assertTrue(p.has(Opcode.IETH) && !p.has(Opcode.IMMDT));
+
+        byte[] out = new byte[b.length];
+        new BthRepr(0x17, false, 3, 0xFFFF, 0x11, true, 0x100).emitInto(seg(out), 0);
+        new IethRepr(0x12a07).emitInto(seg(out), 12);
+        System.arraycopy(b, 16, out, 16, 6);
+        assertArrayEquals(b, out);
+        assertEquals(4, new IethRepr(1).length());
+
+        // Cut inside the IETH: refused, and the view describes no packet.
+        for (int n = 12; n < 16; n++) {
+            assertEquals(RocePacket.TRUNCATED, p.wrap(seg(b), 0, n), n + " bytes");
+            assertEquals(-1, p.ieth());
+        }
+        b[0] = 0x16; // SEND_LAST_WITH_INVALIDATE: the same layout
+        assertEquals(RocePacket.OK, p.wrap(seg(b), 0, b.length));
+        assertEquals(12, p.ieth());
+    }
 
     @Test
     void rdmaWriteOnlyWithImmediate() {
