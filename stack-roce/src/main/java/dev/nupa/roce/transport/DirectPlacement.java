@@ -322,6 +322,9 @@ final class DirectPlacement {
             peers[node] = null; // the peer may have restarted: reread its directory next time
             return false;
         }
+        if (offset < 0 || offset > w.length() || length < 0) {
+            return false; // a peer's directory is untrusted: a range it could not have exported
+        }
         boolean writes = (need & (Access.REMOTE_WRITE | Access.REMOTE_ATOMIC | Access.LOCAL_WRITE)) != 0;
         if (writes && (w.access() & FabricWindow.REMOTE_WRITE) == 0) {
             return false;
