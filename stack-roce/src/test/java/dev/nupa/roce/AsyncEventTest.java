@@ -145,9 +145,7 @@ class AsyncEventTest {
         try (RdmaFixture fx = new RdmaFixture()) {
             RcPair p = new RcPair(fx, TransferMode.PACKET, 1024);
             CompletionQueue tiny = p.a.createCq(2);
-            QueuePair q = p.a.createQp(p.pdA, QpInitAttr.rc(tiny, tiny));
-            QueuePair peer = p.b.createQp(p.pdB, QpInitAttr.rc(p.cqB, p.cqB));
-            RdmaFixture.connect(q, peer, 1024);
+            QueuePair q = p.qpOn(tiny);
             SendWorkRequest w = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
                     .local(p.mrA, 0, 8).remote(p.mrB.addr(), p.mrB.rkey());
             for (int i = 0; i < 2; i++) {

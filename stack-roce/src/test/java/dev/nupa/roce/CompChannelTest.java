@@ -16,13 +16,6 @@ import org.junit.jupiter.api.Test;
 /** ibv_comp_channel: armed queues that fire are returned by getCqEvent in order, once per arming, and acknowledged. */
 class CompChannelTest {
 
-    /** Node 1's QP on {@code cq}, connected to a QP of node 2, and a signaled WRITE to post on it. */
-    private static QueuePair qpOn(RcPair p, CompletionQueue cq) {
-        QueuePair q = p.a.createQp(p.pdA, QpInitAttr.rc(cq, cq));
-        RdmaFixture.connect(q, p.b.createQp(p.pdB, QpInitAttr.rc(p.cqB, p.cqB)), 1024);
-        return q;
-    }
-
     private static void write(RcPair p, QueuePair q) {
         q.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
                 .local(p.mrA, 0, 8).remote(p.mrB.addr(), p.mrB.rkey()));
@@ -37,8 +30,8 @@ class CompChannelTest {
             CompletionQueue one = p.a.createCq(16, ch);
             CompletionQueue two = p.a.createCq(16, ch);
             assertSame(ch, one.channel());
-            QueuePair q1 = qpOn(p, one);
-            QueuePair q2 = qpOn(p, two);
+            QueuePair q1 = p.qpOn(one);
+            QueuePair q2 = p.qpOn(two);
 
             write(p, q1);
             assertNull(ch.getCqEvent(), "not armed: the completion raises no event");
@@ -68,7 +61,7 @@ class CompChannelTest {
             RcPair p = new RcPair(fx, fx.node(1), fx.node(2));
             CompChannel ch = p.a.createCompChannel();
             CompletionQueue cq = p.a.createCq(16, ch);
-            QueuePair q = qpOn(p, cq);
+            QueuePair q = p.qpOn(cq);
             for (int i = 0; i < 2; i++) {
                 cq.requestNotify(false);
                 write(p, q);

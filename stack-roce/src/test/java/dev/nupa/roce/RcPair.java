@@ -50,6 +50,14 @@ public final class RcPair implements AutoCloseable {
         mrB = pdB.allocMr(64 * 1024, ALL);
     }
 
+    /** Another RC QP on node a that completes into {@code cq}, connected to a new QP on node b (on {@link #cqB}). */
+    public QueuePair qpOn(CompletionQueue cq) {
+        QueuePair q = a.createQp(pdA, QpInitAttr.rc(cq, cq));
+        QueuePair peer = b.createQp(pdB, QpInitAttr.rc(cqB, cqB));
+        RdmaFixture.connect(q, peer, 1024);
+        return q;
+    }
+
     @Override
     public void close() {
         fx.close();
