@@ -60,5 +60,13 @@ public enum RdmaCounter {
     /** RoCEv2 datagrams the IP layer could not send (no route, full ring, too big for the way); the retry timer resends. */
     ROCEV2_SEND_FAILED,
     /** Asynchronous events dropped because the context's queue of them was full (nobody took them). */
-    ASYNC_EVENTS_DROPPED
+    ASYNC_EVENTS_DROPPED,
+    /** DCQCN (docs/rdma.md): CNPs sent for RoCEv2 datagrams that arrived with ECN CE (IBA annex A17.9). */
+    CNPS_SENT,
+    /** CNPs received from IP peers. */
+    CNPS_RECEIVED,
+    /** CNPs for a QP that does not exist or is not an RC QP connected to the CNP's sender: counted and dropped. */
+    CNPS_UNKNOWN_QP,
+    /** Rate decreases of QPs, one per CNP taken (DCQCN's reaction point). */
+    RATE_DECREASES
 }
