@@ -13,7 +13,8 @@ import java.lang.foreign.ValueLayout;
  *
  * <p>The queue's depth is what the gateway's loop drains in one round: the loop reads its inputs in batches (up to
  * {@link EthernetInterface#BATCH} frames from the TAP, a fabric ring's backlog toward the TAP), so the k-th frame
- * handled in a round waited behind k-1 others; {@link #depth} counts them and {@link #roundEnded} resets it.
+ * handled in a round waited behind k-1 others. The count starts over at {@link #roundEnded} and whenever a datagram
+ * comes at another {@code now} than the last (each round of the loop has its own).
  */
 final class EcnMarker {
     /** Default threshold in frames: half a TAP read batch. */
@@ -26,6 +27,8 @@ final class EcnMarker {
 
     private int threshold;
     private int depth;
+    /** The time of the round being counted: a datagram at another time starts a new round. */
+    private long roundAt = Long.MIN_VALUE;
 
     EcnMarker(int threshold) {
         threshold(threshold);
@@ -53,7 +56,11 @@ final class EcnMarker {
      * One more datagram leaves in this round; marks it CE when it is ECN-capable and the frames ahead of it reach the
      * threshold. Returns whether it was marked. {@code length} bytes of IPv4 at {@code offset}, not yet validated.
      */
-    boolean onDatagram(MemorySegment m, long offset, int length) {
+    boolean onDatagram(MemorySegment m, long offset, int length, long now) {
+        if (now != roundAt) {
+            roundAt = now;
+            depth = 0;
+        }
         int ahead = depth++;
         if (ahead < threshold || length < 20) {
             return false;

@@ -71,6 +71,8 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
     /** ECN marking of what leaves toward the TAP (the backlog the loop forwards in a round) and toward the fabric. */
     private final EcnMarker ecnToTap = new EcnMarker(EcnMarker.DEFAULT_THRESHOLD);
     private final EcnMarker ecnToFabric = new EcnMarker(EcnMarker.DEFAULT_THRESHOLD);
+    /** The time of the round whose TAP frames are being read. */
+    private long rxNow;
     /** Set by the watcher when frames wait, cleared by the loop before it reads them. */
     private volatile boolean readable;
     /** The watcher signalled and waits to be told to watch again. */
@@ -203,6 +205,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
         boolean busy = now - lastFrameAt < BUSY_POLL_NS;
         int n = 0;
         ecnToFabric.roundEnded();
+        rxNow = now;
         if (readable || busy) {
             readable = false;
             int max = Math.min(limit, BATCH);
@@ -344,7 +347,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
         if (!roceV2(m, offset, len, GatewayCounter.ROCEV2_IN)) {
             return;
         }
-        if (ecnToFabric.onDatagram(m, offset, len)) {
+        if (ecnToFabric.onDatagram(m, offset, len, rxNow)) {
             inc(GatewayCounter.ECN_MARKED_IN);
         }
         inc(GatewayCounter.IPV4_IN);
@@ -414,7 +417,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
         if (!roceV2(datagram, offset, length, GatewayCounter.ROCEV2_OUT)) {
             return SendStatus.OK; // dropped and counted here, as a wire would lose it
         }
-        if (ecnToTap.onDatagram(datagram, offset, length)) {
+        if (ecnToTap.onDatagram(datagram, offset, length, now)) {
             inc(GatewayCounter.ECN_MARKED_OUT);
         }
         if (primary != null) {

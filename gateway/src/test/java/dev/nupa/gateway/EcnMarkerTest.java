@@ -36,28 +36,31 @@ class EcnMarkerTest {
         MemorySegment first = datagram(0xB8 | EcnMarker.ECT_0); // DSCP 46 kept
         MemorySegment second = datagram(EcnMarker.ECT_1);
         MemorySegment third = datagram(0xB8 | EcnMarker.ECT_0);
-        assertFalse(e.onDatagram(first, 0, 48));
-        assertFalse(e.onDatagram(second, 0, 48));
-        assertTrue(e.onDatagram(third, 0, 48), "two frames ahead reach the threshold of 2");
+        assertFalse(e.onDatagram(first, 0, 48, 7));
+        assertFalse(e.onDatagram(second, 0, 48, 7));
+        assertTrue(e.onDatagram(third, 0, 48, 7), "two frames ahead reach the threshold of 2");
         assertEquals(EcnMarker.ECT_0 | 0xB8, tos(first));
         assertEquals(0xB8 | EcnMarker.CE, tos(third));
         assertTrue(checksumHolds(third), "RFC 1624 incremental update");
         e.roundEnded();
+        e.onDatagram(datagram(0), 0, 48, 7);
         MemorySegment next = datagram(EcnMarker.ECT_0);
-        assertFalse(e.onDatagram(next, 0, 48), "a new round starts with no backlog");
+        assertFalse(e.onDatagram(next, 0, 48, 7), "a new round starts with no backlog");
         assertEquals(EcnMarker.ECT_0, tos(next));
+        assertTrue(e.onDatagram(datagram(EcnMarker.ECT_0), 0, 48, 7), "the third of the round again");
+        assertFalse(e.onDatagram(datagram(EcnMarker.ECT_0), 0, 48, 8), "another now is another round");
     }
 
     @Test
     void leavesNotEctAndCeAlone() {
         EcnMarker e = new EcnMarker(1);
-        e.onDatagram(datagram(0), 0, 48);
+        e.onDatagram(datagram(0), 0, 48, 7);
         MemorySegment notEct = datagram(0x10);
-        assertFalse(e.onDatagram(notEct, 0, 48));
+        assertFalse(e.onDatagram(notEct, 0, 48, 7));
         assertEquals(0x10, tos(notEct));
         assertTrue(checksumHolds(notEct));
         MemorySegment ce = datagram(EcnMarker.CE);
-        assertFalse(e.onDatagram(ce, 0, 48), "already marked");
+        assertFalse(e.onDatagram(ce, 0, 48, 7), "already marked");
         assertTrue(checksumHolds(ce));
     }
 
