@@ -55,6 +55,18 @@ public final class Dcqcn {
         this.rt = lineRate;
     }
 
+    /** Back to the line rate, unpaced, as a new QP (the QP was reset: its next peer may be another). */
+    public void reset() {
+        rc = lineRate;
+        rt = lineRate;
+        alpha = 1.0;
+        limited = false;
+        timerCount = 0;
+        byteCount = 0;
+        bytes = 0;
+        cnpSentAt = Long.MIN_VALUE / 2;
+    }
+
     /** The current rate Rc, bits per second. */
     public double rate() {
         return rc;

@@ -79,6 +79,7 @@ public final class RcRequester {
         rnrUntil = 0;
         retrying = false;
         packetsSinceAckReq = 0;
+        rate.reset();
     }
 
     void stop() {

@@ -137,6 +137,16 @@ class DcqcnTest {
     }
 
     @Test
+    void resetReturnsToTheLineRate() {
+        Dcqcn d = new Dcqcn(LINE);
+        d.onCnp(T0);
+        d.reset();
+        assertEquals(LINE, d.rate());
+        assertFalse(d.limited());
+        assertEquals(1.0, d.alpha());
+    }
+
+    @Test
     void neverBelowTheMinimumRate() {
         Dcqcn d = new Dcqcn(LINE);
         for (int i = 0; i < 100; i++) {
