@@ -68,6 +68,11 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
     private final EthernetFrame rxFrame = new EthernetFrame();
     private final ArpPacket rxArp = new ArpPacket();
     private final long[] counts = new long[ALL.length];
+    /** ECN marking of what leaves toward the TAP (the backlog the loop forwards in a round) and toward the fabric. */
+    private final EcnMarker ecnToTap = new EcnMarker(EcnMarker.DEFAULT_THRESHOLD);
+    private final EcnMarker ecnToFabric = new EcnMarker(EcnMarker.DEFAULT_THRESHOLD);
+    /** The time of the round whose TAP frames are being read. */
+    private long rxNow;
     /** Set by the watcher when frames wait, cleared by the loop before it reads them. */
     private volatile boolean readable;
     /** The watcher signalled and waits to be told to watch again. */
@@ -166,6 +171,19 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
         return mac;
     }
 
+    /**
+     * The ECN marking threshold, in frames of a round's backlog, both ways ({@link EcnMarker}; default
+     * {@value EcnMarker#DEFAULT_THRESHOLD}; {@link Integer#MAX_VALUE} turns marking off). On the loop, or before it starts.
+     */
+    public void ecnThreshold(int frames) {
+        ecnToTap.threshold(frames);
+        ecnToFabric.threshold(frames);
+    }
+
+    public int ecnThreshold() {
+        return ecnToTap.threshold();
+    }
+
     /** The watcher's call: frames wait on the TAP. {@code rearm} tells the watcher to watch again once they are read. */
     public void frameArrived(Runnable rearm) {
         this.rearm = rearm;
@@ -186,6 +204,8 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
     public int poll(int limit, long now) {
         boolean busy = now - lastFrameAt < BUSY_POLL_NS;
         int n = 0;
+        ecnToFabric.roundEnded();
+        rxNow = now;
         if (readable || busy) {
             readable = false;
             int max = Math.min(limit, BATCH);
@@ -223,6 +243,7 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
     @Override
     public long poll(long now) {
         flushCoalesced();
+        ecnToTap.roundEnded(); // the timers run once a round, after its sources
         long next = Long.MAX_VALUE;
         if (arp != null) {
             next = arp.poll(now, arpActions);
@@ -326,6 +347,9 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
         if (!roceV2(m, offset, len, GatewayCounter.ROCEV2_IN)) {
             return;
         }
+        if (ecnToFabric.onDatagram(m, offset, len, rxNow)) {
+            inc(GatewayCounter.ECN_MARKED_IN);
+        }
         inc(GatewayCounter.IPV4_IN);
         ip.receiveExternal(m, offset, len); // IP validates the rest and counts what it drops
     }
@@ -392,6 +416,9 @@ public final class EthernetInterface implements IpInterface, Datapath.Source, Da
     public int transmit(int nextHop, MemorySegment datagram, long offset, int length, long now) {
         if (!roceV2(datagram, offset, length, GatewayCounter.ROCEV2_OUT)) {
             return SendStatus.OK; // dropped and counted here, as a wire would lose it
+        }
+        if (ecnToTap.onDatagram(datagram, offset, length, now)) {
+            inc(GatewayCounter.ECN_MARKED_OUT);
         }
         if (primary != null) {
             long to = primary.publishedMac(nextHop);

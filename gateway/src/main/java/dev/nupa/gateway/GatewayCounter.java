@@ -23,6 +23,11 @@ public enum GatewayCounter {
     DROP_BAD_VNET,
     /** RoCEv2 datagrams (UDP 4791) that passed the gateway's checks, from the TAP side and to it. */
     ROCEV2_IN, ROCEV2_OUT,
+    /**
+     * ECN-capable datagrams marked Congestion Experienced (RFC 3168) because the round's backlog reached the threshold
+     * ({@link EcnMarker}): from the TAP toward the fabric, and toward the TAP.
+     */
+    ECN_MARKED_IN, ECN_MARKED_OUT,
     /** Drops: RoCEv2 that is fragmented, whose UDP length disagrees with IP, or too short for a BTH and an ICRC. */
     DROP_BAD_ROCEV2,
     /** Drops: RoCEv2 whose invariant CRC does not match, either way (IBA 7.8.1, annex A17). */

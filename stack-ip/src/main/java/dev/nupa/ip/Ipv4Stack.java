@@ -693,6 +693,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         return rc;
     }
 
+    /** ECN field of an ECN-capable transport, ECT(0) (RFC 3168 5). */
+    static final int ECT_0 = 2;
+
     /** {@code icrc}: a RoCEv2 datagram, whose last 4 bytes (beyond head and body) take its ICRC once the header is written. */
     int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,
                      long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen, boolean icrc) {
@@ -705,7 +708,9 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             counters.inc(IpCounter.OUT_NO_ROUTES);
             return node;
         }
-        int rc = writer.emit(node, externalHop, src, destination, protocol, config.defaultTtl(), 0, df, nextId(), 0, false,
+        // RoCEv2 leaves ECN-capable, ECT(0) (RFC 3168), as RoCEv2 NICs send it: a congested hop marks CE for DCQCN.
+        int tos = icrc ? ECT_0 : 0;
+        int rc = writer.emit(node, externalHop, src, destination, protocol, config.defaultTtl(), tos, df, nextId(), 0, false,
                 head, headOff, headLen, body, bodyOff, bodyLen, icrc, waitNs, link.now());
         countSendFailure(rc);
         return rc;

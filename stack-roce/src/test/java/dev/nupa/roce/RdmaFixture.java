@@ -85,13 +85,18 @@ public final class RdmaFixture implements AutoCloseable {
 
     /** The same with a link MTU of its own. */
     public RdmaContext ipNode(int address, int mtu) {
+        return ipNode(address, mtu, UnaryOperator.identity());
+    }
+
+    /** The same with the context's IP layer wrapped (a test hop in front of it). */
+    public RdmaContext ipNode(int address, int mtu, UnaryOperator<dev.nupa.roce.verbs.RoceIp> wrap) {
         RdmaContext ctx = node(address, d -> d, mtu);
         Link link = links.get(links.size() - 1);
         NeighborDirectory nd = new NeighborDirectory(devices.get(devices.size() - 1));
         open.push(nd);
         Ipv4Stack stack = new Ipv4Stack(link, nd, IpConfig.of(ip(address), 24));
         stacks.add(stack);
-        ctx.attachIp(new Ipv4RoceIp(stack));
+        ctx.attachIp(wrap.apply(new Ipv4RoceIp(stack)));
         return ctx;
     }
 

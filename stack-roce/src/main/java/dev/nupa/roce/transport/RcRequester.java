@@ -41,6 +41,8 @@ public final class RcRequester {
     private final QpTransport qp;
     private final SendQueue sq;
     private final RdmaDevice device;
+    /** DCQCN's rate for this QP; paces it only while it talks RoCEv2 to an IP peer and a CNP lowered it (Pacing). */
+    final Dcqcn rate;
     /** Next PSN to send. */
     public int psn;
     /** Last PSN the responder acknowledged. */
@@ -64,6 +66,7 @@ public final class RcRequester {
         this.qp = qp;
         this.sq = qp.sq;
         this.device = qp.device;
+        this.rate = new Dcqcn(device.congestion.lineRate());
     }
 
     void reset(int sqPsn) {
@@ -78,6 +81,7 @@ public final class RcRequester {
         rnrUntil = 0;
         retrying = false;
         packetsSinceAckReq = 0;
+        rate.reset();
     }
 
     void stop() {
@@ -272,6 +276,9 @@ public final class RcRequester {
         }
         if (sq.next < sq.tail && qp.state == QpState.RTS) {
             next = Math.min(next, now + 20_000); // blocked by a full ring or a limit: look again soon
+            if (rate.limited()) {
+                next = Math.min(next, Math.max(now, rate.nextSendAt())); // or paced: when the rate allows the next
+            }
         }
         return next;
     }
@@ -378,6 +385,9 @@ public final class RcRequester {
         if (WrOpcodes.isReadOrAtomic(op)) {
             int p = Psn.add(sq.firstPsn[s], (int) (sendOffset >>> Integer.numberOfTrailingZeros(mtu)));
             int hdr = op == WrOpcode.RDMA_READ ? Bth.LENGTH + Reth.LENGTH : Bth.LENGTH + AtomicEth.LENGTH;
+            if (!mayPace(now)) {
+                return false;
+            }
             long o = device.claim(qp, hdr);
             if (o < 0) {
                 return false;
@@ -393,6 +403,7 @@ public final class RcRequester {
                 AtomicEth.write(m, o + Bth.LENGTH, sq.remoteAddr[s], sq.rkey[s], cas ? sq.swap[s] : sq.compareAdd[s],
                         cas ? sq.compareAdd[s] : 0);
             }
+            paced(now, hdr);
             sent(now, sq.lastPsn(s)); // a READ's responses use its whole PSN range
             return true;
         }
@@ -418,6 +429,9 @@ public final class RcRequester {
             int flags = Opcode.flags(opc);
             int pad = (-n) & 3;
             int hdr = Bth.LENGTH + Opcode.extLength(opc);
+            if (!mayPace(now)) {
+                return false;
+            }
             long o = device.claim(qp, hdr + n + pad);
             if (o < 0) {
                 return false;
@@ -451,6 +465,7 @@ public final class RcRequester {
             for (int i = 0; i < pad; i++) {
                 m.set(java.lang.foreign.ValueLayout.JAVA_BYTE, h + n + i, (byte) 0);
             }
+            paced(now, hdr + n + pad);
             sent(now, p);
             sendOffset += n;
         } while (sendOffset < len);
@@ -487,6 +502,23 @@ public final class RcRequester {
         }
         device.publish();
         return true;
+    }
+
+    /**
+     * DCQCN's pacing: whether the next packet may leave now. Only a QP with an IP peer whose rate a CNP lowered is
+     * held back; any other never reads the clock here.
+     */
+    private boolean mayPace(long now) {
+        if (!rate.limited() || qp.attr.destIp == 0 || !device.congestion.enabled()) {
+            return true;
+        }
+        return rate.maySend(now == NOW_UNREAD ? device.clock.getAsLong() : now);
+    }
+
+    private void paced(long now, int length) {
+        if (rate.limited() && qp.attr.destIp != 0) {
+            rate.sent(now == NOW_UNREAD ? device.clock.getAsLong() : now, length);
+        }
     }
 
     private void sent(long now, int p) {

@@ -57,6 +57,8 @@ public final class RdmaDevice {
     /** The IP layer RoCEv2 goes through; null until {@link #attachIp}. */
     private RoceIp ip;
     private final RoceV2Receiver roceV2 = new RoceV2Receiver();
+    /** DCQCN for QPs with IP peers: CNPs out for CE, rates down for CNPs in (CongestionControl). */
+    public final CongestionControl congestion = new CongestionControl(this);
     /** An IPv4 header without options (RFC 791): the last 20 bytes of a UD receive's GRH from an IP peer. */
     private static final int IPV4_HEADER = 20;
     /** A packet to an IP peer is built here and sent, with its headers and ICRC, by {@link #publish}. */
@@ -405,6 +407,9 @@ public final class RdmaDevice {
                 return;
             }
             counters.add(RdmaCounter.ROCEV2_RECEIVED, 1);
+            if (congestion.onDatagram(sourceAddress, ip, ipOffset, data, offset, length - Icrc.LENGTH, link.now())) {
+                return; // a CNP
+            }
             MemorySegment.copy(ip, ipOffset, ipGrh, RcResponder.GRH_BYTES - IPV4_HEADER, IPV4_HEADER);
             receive(-1, sourceAddress, ipGrh, data, offset, length - Icrc.LENGTH);
         }
@@ -486,6 +491,11 @@ public final class RdmaDevice {
         // The CM after the QPs: an ACK a QP still owes from ERR goes out ahead of a DREQ the CM resends.
         GsiAgent g = gsi;
         return g == null ? next : Math.min(next, g.poll(now));
+    }
+
+    /** QP {@code qpn}, or null when there is none. */
+    QpTransport qp(int qpn) {
+        return qpn >= 0 && qpn < qps.length ? qps[qpn] : null;
     }
 
     /** {@link #claim(int, int, int, int)} to the peer of RC QP {@code qp}. */

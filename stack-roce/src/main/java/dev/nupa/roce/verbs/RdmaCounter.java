@@ -64,5 +64,13 @@ public enum RdmaCounter {
     /** Memory window binds that failed their checks (IBV_WC_MW_BIND_ERR) and LOCAL_INVs that did (IBV_WC_LOC_QP_OP_ERR). */
     MW_BIND_ERRORS,
     /** SEND_WITH_INVs whose rkey this responder could not invalidate: NAKed as invalid requests (IBV_WC_REM_INV_REQ_ERR). */
-    INVALIDATE_ERRORS
+    INVALIDATE_ERRORS,
+    /** DCQCN (docs/rdma.md): CNPs sent for RoCEv2 datagrams that arrived with ECN CE (IBA annex A17.9). */
+    CNPS_SENT,
+    /** CNPs received from IP peers. */
+    CNPS_RECEIVED,
+    /** CNPs for a QP that does not exist or is not an RC QP connected to the CNP's sender: counted and dropped. */
+    CNPS_UNKNOWN_QP,
+    /** Rate decreases of QPs, one per CNP taken (DCQCN's reaction point). */
+    RATE_DECREASES
 }

@@ -3,8 +3,8 @@ package dev.nupa.roce.wire;
 /**
  * BTH opcodes we carry (IBA vol 1 9.2.1): the reliable connected (RC)
  * set and the unreliable datagram (UD) sends. The top three bits pick the transport (000 RC,
- * 011 UD), the low five the operation. UC, RD, the extended-atomic operations and
- * CNP (0x81) are not supported: {@link #flags} answers 0 for them.
+ * 011 UD), the low five the operation. UC, RD and the extended-atomic operations are not supported, nor is
+ * CNP (0x81, read by {@link Cnp}, not a transport packet): {@link #flags} answers 0 for them.
  *
  * <p>For each opcode a table says which extension headers follow the BTH and whether a payload
  * does. They follow in the spec's order (9.2): DETH, RETH, AtomicETH, AETH,
