@@ -31,8 +31,9 @@ import picocli.CommandLine.Option;
  * its own ring (the default map: the ping's level on ring 1). The client's one thread sends the pings and the bulk
  * datagrams: before each ping it fills the receiver's bulk ring until it pushes back (up to 1024 tries), and keeps it
  * full while it waits for the pong, so two threads run on two CPUs. Bulk datagrams are written in place, headers only
- * (a zero-copy sender), and the receiver copies each one out of the ring, as a socket's read would: the receiver, not
- * the sender, is the bottleneck, and its bulk ring is full when a ping arrives.
+ * (a zero-copy sender), and the receiver copies each one out of the ring, as a socket's read would, so the receiver is
+ * the slower side and its bulk ring is mostly full when a ping arrives (the client prints how many fills ended full).
+ * The payload bytes are never written, so the bulk rate is one of datagrams, not a bandwidth.
  */
 @Command(name = "qos", mixinStandardHelpOptions = true,
         description = {"UDP ping-pong at a high DSCP beside a bulk stream at a low DSCP into the same receiver: idle,",
@@ -186,7 +187,7 @@ final class QosPerf implements Callable<Integer> {
             }
             PerfReport report = o.report("qos");
             Turns turns = new Turns(3, iterations).observe(report, o.progress("qos", iterations), "idle", "shared", "separate");
-            long[] bulkCount = new long[3];
+            long[] bulkCount = new long[3]; // bulk datagrams the receiver's ring took, per phase
             long[] phaseNs = new long[3];
             for (int t = 0; t < turns.count(); t++) {
                 long n = turns.length(t);
@@ -206,15 +207,15 @@ final class QosPerf implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "qos: UDP echo round trip, %d-byte payload at DSCP %d (ring %d), beside bulk %d-byte datagrams"
                     + " at DSCP %d (ring %d); receiver's ring policy %s; fabric %s%n", size, dscp, pingRing, bulkSize, bulkDscp, bulkRing,
                     RingPolicy.parse(ringPolicy, RINGS), o.fabric);
-            System.out.printf("%-15s %s %10s %12s%n", "phase", LatencyStats.header(), "p50/idle", "bulk[Gb/s]");
+            System.out.printf("%-15s %s %10s %12s%n", "phase", LatencyStats.header(), "p50/idle", "bulk[Mdg/s]");
             StringBuilder json = new StringBuilder();
             for (int phase = 0; phase < 3; phase++) {
                 LatencyStats s = LatencyStats.of(turns.pooled(phase));
                 double ratio = turns.ratio(phase, 0);
-                double gbps = phaseNs[phase] == 0 ? 0 : bulkCount[phase] * bulkSize * 8.0 / phaseNs[phase];
-                System.out.printf(Locale.ROOT, "%-15s %s %10.2f %12.2f%n", PHASES[phase], s.row(size), ratio, gbps);
-                json.append(String.format(Locale.ROOT, "%s\"%s\":{%s,\"p50_ratio_to_idle\":%.3f,\"bulk_gbps\":%.3f}",
-                        phase == 0 ? "" : ",", new String[] {"idle", "shared", "separate"}[phase], s.json(), ratio, gbps));
+                double mdgps = phaseNs[phase] == 0 ? 0 : bulkCount[phase] * 1000.0 / phaseNs[phase];
+                System.out.printf(Locale.ROOT, "%-15s %s %10.2f %12.2f%n", PHASES[phase], s.row(size), ratio, mdgps);
+                json.append(String.format(Locale.ROOT, "%s\"%s\":{%s,\"p50_ratio_to_idle\":%.3f,\"bulk_million_datagrams_per_s\":%.3f}",
+                        phase == 0 ? "" : ",", new String[] {"idle", "shared", "separate"}[phase], s.json(), ratio, mdgps));
             }
             System.out.printf(Locale.ROOT, "fills before a ping: %d, %.1f bulk datagrams each on average, %d ended with the ring full%n",
                     fills, fillFrames / (double) Math.max(1, fills), fullFills);
