@@ -107,6 +107,37 @@ class ServiceLevelLinkTest {
     }
 
     @Test
+    void sendingAtLevelsAndTheScheduledPollAllocateNothingInSteadyState() {
+        fx.create(twoRings());
+        Link a = link(fx.attach(0));
+        Link b = link(fx.attach(1));
+        long[] got = {0};
+        b.register(EtherType.IPV4, (src, mem, off, len) -> got[0]++);
+        MemorySegment payload = MemorySegment.ofArray(new byte[64]);
+        LinkClaim claim = new LinkClaim();
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long allocated = -1;
+        long sent = 0;
+        // Some round of 5,000 allocates nothing at all once the JIT has compiled the path (as StackZeroAllocationTest).
+        for (int round = 0; round < 20 && allocated != 0; round++) {
+            long before = threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < 5_000; i++) {
+                sent += a.send(1, EtherType.IPV4, payload, 0, 64, i & 15) == OK ? 1 : 0;
+                if (a.tryClaim(1, EtherType.IPV4, 64, 15 - (i & 15), claim) == OK) {
+                    sent += claim.publish() == OK ? 1 : 0;
+                }
+                while (b.poll(16) > 0) {
+                    // until quiet
+                }
+            }
+            allocated = threads.getCurrentThreadAllocatedBytes() - before;
+        }
+        assertEquals(0, allocated, "bytes allocated by 5,000 rounds of sends at two levels and scheduled polls, after 20 tries");
+        assertEquals(sent, got[0]);
+        assertTrue(b.counters().ringFrames(0) > 0 && b.counters().ringFrames(1) > 0, b.counters().ringFrames().toString());
+    }
+
+    @Test
     void aMapOrPolicyForAnotherRingCountIsRefused() {
         fx.create(twoRings());
         Link a = link(fx.attach(0));
