@@ -61,6 +61,18 @@ public interface FabricDevice extends AutoCloseable {
     /** Hands up to {@code limit} received frames, read in place, to {@code handler}; returns how many. */
     int poll(FrameHandler handler, int limit);
 
+    /** The receive rings this node consumes: the fabric's rings per node (docs/fabric-layout.md 6.1). */
+    default int receiveRings() {
+        return geometry().ringsPerNode();
+    }
+
+    /**
+     * {@link #poll(FrameHandler, int)} of receive ring {@code ring} alone, for a consumer that chooses the order in
+     * which it serves its rings (the link's service levels, docs/link-layer.md); throws {@link FabricException} for a
+     * ring outside {@code 0 .. receiveRings() - 1}.
+     */
+    int poll(int ring, FrameHandler handler, int limit);
+
     /**
      * Arms this node's interrupt and sleeps until a frame arrives, the timeout passes, or the node
      * closes. Returns whether frames are ready. Call {@link #poll} afterwards either way.

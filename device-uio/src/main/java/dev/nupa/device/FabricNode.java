@@ -258,6 +258,25 @@ public final class FabricNode implements FabricDevice {
         return n;
     }
 
+    @Override
+    public int poll(int ring, FrameHandler handler, int limit) {
+        if (ring < 0 || ring >= ringsPerNode) {
+            throw badTarget(address, ring);
+        }
+        if (evicted || !attached) {
+            return 0;
+        }
+        Ring r = in[ring];
+        int n = r.poll(tap.active() ? tap.wrap(handler) : handler, limit);
+        if (n > 0) {
+            framesReceived += n;
+            bytesReceived += r.lastBatchBytes;
+            LONG.setOpaque(mem, self + N_FRAMES_RECEIVED, framesReceived);
+            LONG.setOpaque(mem, self + N_BYTES_RECEIVED, bytesReceived);
+        }
+        return n;
+    }
+
     private boolean anyReady() {
         for (Ring r : in) {
             if (r.ready()) {

@@ -64,6 +64,9 @@ public final class NodeCounters {
                 out.add(new Value("link", "drops_" + e.getKey().name().toLowerCase(), e.getValue()));
             }
             out.add(new Value("link", "capture_errors", lc.captureErrors()));
+            for (int r = 0; r < lc.ringFrames().size(); r++) {
+                out.add(new Value("link", "ring" + r + "_frames_in", lc.ringFrames(r))); // service levels: docs/link-layer.md
+            }
             LinkFaultTable.addTo(node.link(), out);
         }
         if (all || layer.equals("ip")) {

@@ -30,6 +30,8 @@ final class DatagramWriter {
     private final LoopbackInterface loopback;
     /** One datagram or fragment on its way to the external interface. */
     private MemorySegment frame;
+    /** The service level of each DSCP: which ring of the next hop a datagram takes (docs/link-layer.md). */
+    private DscpLevels dscpLevels = DscpLevels.defaults();
 
     DatagramWriter(Link link, Counters counters, LoopbackInterface loopback) {
         this.link = link;
@@ -40,6 +42,14 @@ final class DatagramWriter {
         for (int i = 0; i < claims.length; i++) {
             claims[i] = new LinkClaim();
         }
+    }
+
+    void dscpLevels(DscpLevels levels) {
+        dscpLevels = levels;
+    }
+
+    DscpLevels dscpLevels() {
+        return dscpLevels;
     }
 
     void external(IpInterface x) {
@@ -70,7 +80,8 @@ final class DatagramWriter {
             header.decrementTtl();
             return external.transmit(hop, frame, 0, total, now);
         }
-        int rc = claimAll(node, 1, total - Ipv4Header.MIN_HEADER, total - Ipv4Header.MIN_HEADER, waitNs);
+        int rc = claimAll(node, 1, total - Ipv4Header.MIN_HEADER, total - Ipv4Header.MIN_HEADER,
+                dscpLevels.level(ip.typeOfService()), waitNs);
         if (rc == SendStatus.OK) {
             LinkClaim c = claims[0];
             MemorySegment.copy(ip.segment(), ip.offset(), c.memory(), c.payloadOffset(), total);
@@ -119,7 +130,7 @@ final class DatagramWriter {
         }
         int per = fragmented ? (mtu - Ipv4Header.MIN_HEADER) & ~7 : payload; // RFC 791: multiples of 8
         int count = fragmented ? (payload + per - 1) / per : 1;
-        int rc = node == VIA_EXTERNAL ? SendStatus.OK : claimAll(node, count, per, payload, waitNs);
+        int rc = node == VIA_EXTERNAL ? SendStatus.OK : claimAll(node, count, per, payload, dscpLevels.level(tos), waitNs);
         if (rc != SendStatus.OK) {
             return rc;
         }
@@ -155,13 +166,13 @@ final class DatagramWriter {
     }
 
     /** Claims the slots of all {@code count} frames, waiting (bounded by {@code waitNs}) while the ring is full. */
-    private int claimAll(int node, int count, int per, int payload, long waitNs) {
+    private int claimAll(int node, int count, int per, int payload, int level, long waitNs) {
         long start = 0;
         for (int round = 0; ; round++) {
             int k = 0;
             int rc = SendStatus.OK;
             for (int at = 0; k < count; k++, at += per) {
-                rc = link.tryClaim(node, EtherType.IPV4, Ipv4Header.MIN_HEADER + Math.min(per, payload - at), claims[k]);
+                rc = link.tryClaim(node, EtherType.IPV4, Ipv4Header.MIN_HEADER + Math.min(per, payload - at), level, claims[k]);
                 if (rc != SendStatus.OK) {
                     break;
                 }

@@ -621,6 +621,36 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     /** IP_MULTICAST_LOOP of the send under way. */
     private boolean multicastLoop = true;
 
+    /**
+     * As {@link #sendUdp(int, int, int, MemorySegment, long, int, long)}, with the socket's IP_TOS ({@code tos}: DSCP &lt;&lt; 2
+     * | ECN, ip(7)): the datagram carries it, and its DSCP's service level ({@link #setDscpLevels}) picks the ring of the
+     * receiving node (docs/link-layer.md, "Service levels").
+     */
+    public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length,
+                       long waitNs, int tos) {
+        if (tos >>> 8 != 0) {
+            throw new IllegalArgumentException("TOS " + tos + " is outside 0..255 (DSCP << 2 | ECN)");
+        }
+        this.sendTos = tos;
+        try {
+            return sendUdp(sourcePort, destination, destinationPort, data, offset, length, waitNs);
+        } finally {
+            this.sendTos = 0;
+        }
+    }
+
+    /** IP_TOS of the send under way. */
+    private int sendTos;
+
+    /** Sets the service level of each DSCP for the datagrams this node sends and forwards; the link's owner thread or before it runs. */
+    public void setDscpLevels(DscpLevels levels) {
+        writer.dscpLevels(levels);
+    }
+
+    public DscpLevels dscpLevels() {
+        return writer.dscpLevels();
+    }
+
     /** Sends an ICMP echo request (RFC 792) with {@code length} bytes of data. Returns a {@link SendStatus} code. */
     public int sendEchoRequest(int destination, int identifier, int sequence, MemorySegment data, long offset, int length) {
         return icmp.sendEchoRequest(destination, identifier, sequence, data, offset, length);
@@ -709,7 +739,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             return node;
         }
         // RoCEv2 leaves ECN-capable, ECT(0) (RFC 3168), as RoCEv2 NICs send it: a congested hop marks CE for DCQCN.
-        int tos = icrc ? ECT_0 : 0;
+        int tos = icrc ? (sendTos & ~3) | ECT_0 : sendTos;
         int rc = writer.emit(node, externalHop, src, destination, protocol, config.defaultTtl(), tos, df, nextId(), 0, false,
                 head, headOff, headLen, body, bodyOff, bodyLen, icrc, waitNs, link.now());
         countSendFailure(rc);
@@ -749,14 +779,14 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
                 continue;
             }
             seen.set(node);
-            countSendFailure(writer.emit(node, 0, src, destination, protocol, config.defaultTtl(), 0, df, id, 0, false,
+            countSendFailure(writer.emit(node, 0, src, destination, protocol, config.defaultTtl(), sendTos, df, id, 0, false,
                     head, headOff, headLen, body, bodyOff, bodyLen, false, waitNs, now));
         }
         if (multicast && (!multicastLoop || !inGroup(destination))) {
             return SendStatus.OK;
         }
         int self = resolve(config.address()); // lo on the primary loop, else the primary's ring
-        countSendFailure(writer.emit(self, 0, src, destination, protocol, config.defaultTtl(), 0, df, id, 0, false,
+        countSendFailure(writer.emit(self, 0, src, destination, protocol, config.defaultTtl(), sendTos, df, id, 0, false,
                 head, headOff, headLen, body, bodyOff, bodyLen, false, waitNs, now));
         return SendStatus.OK;
     }

@@ -142,6 +142,15 @@ public final class FaultyDevice implements FabricDevice {
 
     @Override
     public int poll(FrameHandler frameHandler, int limit) {
+        return poll(-1, frameHandler, limit);
+    }
+
+    /**
+     * One receive ring of the wrapped device ({@code ring} -1: all of them), its frames faulted as every other's. Each
+     * ring's poll counts as a poll of this device, and held frames come out on whichever ring is polled next.
+     */
+    @Override
+    public int poll(int ring, FrameHandler frameHandler, int limit) {
         polls++;
         sentSincePoll = 0;
         releaseSends(false);
@@ -153,7 +162,11 @@ public final class FaultyDevice implements FabricDevice {
         try {
             releaseReceives();
             if (delivered < cap) {
-                inner.poll(interceptor, cap - delivered);
+                if (ring < 0) {
+                    inner.poll(interceptor, cap - delivered);
+                } else {
+                    inner.poll(ring, interceptor, cap - delivered);
+                }
             }
             releaseReceives(); // duplicates queued by this batch
         } finally {

@@ -67,6 +67,16 @@ public final class Link implements AutoCloseable {
     private final long[] bytesOut = new long[MAX_PROTOCOLS + 1];
     private final long[] drops = new long[DropReason.count()];
     private final long[] captureErrors = new long[1];
+    /** Frames taken from each receive ring (dropped ones included); single writer, opaque access. */
+    private final long[] ringFrames = new long[ServiceLevels.LEVELS];
+
+    /** The receive rings of this node, and how sends and polls use them (docs/link-layer.md, "Service levels"). */
+    private final int rings;
+    private volatile ServiceLevels levels;
+    private volatile RingPolicy ringPolicy;
+    /** Null with one ring: the poll is then the device's own. */
+    private volatile RingScheduler scheduler;
+    private final RingScheduler.Rings ringSource = this::pollRing;
 
     private final LinkHeader rxHeader = new LinkHeader();
     private final LinkHeader txHeader = new LinkHeader();
@@ -93,6 +103,9 @@ public final class Link implements AutoCloseable {
         this.device = device;
         this.address = device.address();
         this.mtu = checkMtu(mtu, device.maxFrame());
+        this.rings = device.receiveRings();
+        this.levels = ServiceLevels.defaults(rings);
+        setRingPolicy(RingPolicy.defaults(rings));
     }
 
     /** Returns {@code mtu} if a link may use it on a device whose slots hold {@code maxFrame} bytes, else throws IllegalArgumentException naming the problem. */
@@ -124,6 +137,50 @@ public final class Link implements AutoCloseable {
     /** Largest payload (e.g. IPv4 datagram) of one frame, in bytes. */
     public int mtu() {
         return mtu;
+    }
+
+    // ---- service levels ----------------------------------------------------------------------
+
+    /** The receive rings each node of this fabric has (and this link serves). */
+    public int rings() {
+        return rings;
+    }
+
+    /** Which ring of the destination each service level's frames go to; {@link ServiceLevels#defaults} unless set. */
+    public ServiceLevels serviceLevels() {
+        return levels;
+    }
+
+    /** Sets the ring of each service level for this node's sends; any thread. Throws IllegalArgumentException if made for another ring count. */
+    public void setServiceLevels(ServiceLevels levels) {
+        if (levels.rings() != rings) {
+            throw new IllegalArgumentException(levels + " is for " + levels.rings() + " ring(s) per node; node " + address
+                    + "'s fabric has " + rings + ": make the map with ServiceLevels.defaults(" + rings + ") or of(" + rings + ", ...)");
+        }
+        this.levels = levels;
+    }
+
+    /** How the poll serves the receive rings; {@link RingPolicy#defaults} unless set. */
+    public RingPolicy ringPolicy() {
+        return ringPolicy;
+    }
+
+    /** Sets how the poll serves the receive rings; any thread (the next poll takes it). Throws IllegalArgumentException if made for another ring count. */
+    public void setRingPolicy(RingPolicy policy) {
+        if (policy.rings() != rings) {
+            throw new IllegalArgumentException(policy + " is for " + policy.rings() + " ring(s) per node; node " + address
+                    + "'s fabric has " + rings + ": give one weight per ring");
+        }
+        this.ringPolicy = policy;
+        this.scheduler = rings == 1 ? null : new RingScheduler(policy);
+    }
+
+    private int pollRing(int ring, int limit) {
+        int n = device.poll(ring, receiver, limit);
+        if (n > 0) {
+            add(ringFrames, ring, n);
+        }
+        return n;
     }
 
     // ---- registration ------------------------------------------------------------------------
@@ -211,7 +268,15 @@ public final class Link implements AutoCloseable {
     public int poll(int limit, long now) {
         checkOwner();
         this.now = now;
-        return device.poll(receiver, limit);
+        RingScheduler s = scheduler;
+        if (s != null) {
+            return s.poll(ringSource, limit);
+        }
+        int n = device.poll(receiver, limit);
+        if (n > 0) {
+            add(ringFrames, 0, n);
+        }
+        return n;
     }
 
     /** The time given to the poll that is dispatching now (or the last one); for handlers on the datapath thread. */
@@ -381,6 +446,14 @@ public final class Link implements AutoCloseable {
      * LATE or DETACHED.
      */
     public int send(int destinationNode, int protocol, MemorySegment payload, long offset, int length) {
+        return send(destinationNode, protocol, payload, offset, length, 0);
+    }
+
+    /**
+     * {@link #send(int, int, MemorySegment, long, int)} at service level {@code level} (0..15): into the ring of the
+     * destination that {@link #serviceLevels()} names for it.
+     */
+    public int send(int destinationNode, int protocol, MemorySegment payload, long offset, int length, int level) {
         if (Trace.ENABLED) {
             Trace.mark(Trace.LINK_OUT);
         }
@@ -392,7 +465,7 @@ public final class Link implements AutoCloseable {
                     + " lies outside its segment of " + payload.byteSize() + " bytes");
         }
         FrameClaim claim = sendClaim;
-        int rc = device.tryClaim(destinationNode, LinkHeader.LENGTH + length, claim);
+        int rc = device.tryClaim(destinationNode, levels.ring(level), LinkHeader.LENGTH + length, claim);
         if (rc != FabricDevice.OK) {
             return rc;
         }
@@ -425,6 +498,14 @@ public final class Link implements AutoCloseable {
      * Returns a {@link FabricDevice} code. Throws IllegalStateException if {@code claim} is still active.
      */
     public int tryClaim(int destinationNode, int protocol, int payloadLength, LinkClaim claim) {
+        return tryClaim(destinationNode, protocol, payloadLength, 0, claim);
+    }
+
+    /**
+     * {@link #tryClaim(int, int, int, LinkClaim)} at service level {@code level} (0..15): a slot of the destination's
+     * ring that {@link #serviceLevels()} names for it.
+     */
+    public int tryClaim(int destinationNode, int protocol, int payloadLength, int level, LinkClaim claim) {
         if (Trace.ENABLED) {
             Trace.mark(Trace.LINK_OUT);
         }
@@ -434,7 +515,7 @@ public final class Link implements AutoCloseable {
         if (claim.active) {
             throw new IllegalStateException("link claim still holds an unpublished frame: publish() or abort() it first");
         }
-        int rc = device.tryClaim(destinationNode, LinkHeader.LENGTH + payloadLength, claim.frame);
+        int rc = device.tryClaim(destinationNode, levels.ring(level), LinkHeader.LENGTH + payloadLength, claim.frame);
         if (rc != FabricDevice.OK) {
             return rc;
         }
@@ -554,7 +635,11 @@ public final class Link implements AutoCloseable {
         for (int i = 0; i < drops.length; i++) {
             d.put(DropReason.of(i), get(drops, i));
         }
-        return new LinkCounters(ps, d, get(captureErrors, 0));
+        List<Long> perRing = new ArrayList<>();
+        for (int r = 0; r < rings; r++) {
+            perRing.add(get(ringFrames, r));
+        }
+        return new LinkCounters(ps, d, get(captureErrors, 0), perRing);
     }
 
     /** Closes the device (this node leaves the fabric). A capture is left to its owner to close. */

@@ -12,8 +12,10 @@ import java.util.Map;
  *                      protocols beyond the link's table.
  * @param drops         received frames dropped, by reason (every reason present, zero or not)
  * @param captureErrors exceptions thrown by the packet capture
+ * @param ringFrames    frames taken from each receive ring, ring 0 first (dropped ones included; docs/link-layer.md,
+ *                      "Service levels")
  */
-public record LinkCounters(List<Protocol> protocols, Map<DropReason, Long> drops, long captureErrors) {
+public record LinkCounters(List<Protocol> protocols, Map<DropReason, Long> drops, long captureErrors, List<Long> ringFrames) {
     /** The protocol number of the entry that sums protocols beyond the table. */
     public static final int OTHER = -1;
 
@@ -23,6 +25,12 @@ public record LinkCounters(List<Protocol> protocols, Map<DropReason, Long> drops
     public LinkCounters {
         protocols = List.copyOf(protocols);
         drops = Map.copyOf(new EnumMap<>(drops));
+        ringFrames = List.copyOf(ringFrames);
+    }
+
+    /** Frames taken from receive ring {@code ring}, zero for a ring the node does not have. */
+    public long ringFrames(int ring) {
+        return ring >= 0 && ring < ringFrames.size() ? ringFrames.get(ring) : 0;
     }
 
     /** The counters of {@code protocol}, zero if it was never seen. */

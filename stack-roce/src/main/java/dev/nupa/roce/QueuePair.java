@@ -116,6 +116,9 @@ public final class QueuePair implements AutoCloseable {
         if ((mask & ACCESS_FLAGS) != 0) {
             Access.check(a.qpAccessFlags, "queue pair");
         }
+        if ((mask & AV) != 0 && (a.sl < 0 || a.sl > 15)) {
+            throw new RdmaException("service level " + a.sl + " is outside 0..15 (ibv_ah_attr.sl)");
+        }
         if ((mask & AV) != 0 && a.destIp != 0) {
             if (a.destNode >= 0) {
                 throw new RdmaException("address vector names fabric node " + a.destNode + " and IP peer "

@@ -49,7 +49,12 @@ public final class RdmaFixture implements AutoCloseable {
     }
 
     public RdmaFixture(int slots) {
-        fabric = ShmFabric.create(path, new FabricGeometry(4, 1, slots, 9216, 64, 16L << 20, 10 * MS, 100 * MS, 10_000 * MS));
+        this(slots, 1);
+    }
+
+    /** With {@code rings} receive rings per node (service levels). */
+    public RdmaFixture(int slots, int rings) {
+        fabric = ShmFabric.create(path, new FabricGeometry(4, rings, slots, 9216, 64, 16L << 20, 10 * MS, 100 * MS, 10_000 * MS));
         open.push(fabric);
     }
 

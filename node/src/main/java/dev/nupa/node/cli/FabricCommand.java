@@ -31,7 +31,8 @@ final class FabricCommand {
         @Option(names = "--nodes", defaultValue = "64", description = "Node addresses, 1..1024 (default: ${DEFAULT-VALUE}).")
         int nodes;
         @Option(names = "--rings", defaultValue = "1",
-                description = "Receive rings per node; the link layer receives on one, so 1 is the only value taken (default: ${DEFAULT-VALUE}).")
+                description = "Receive rings per node, 1..16: service levels pick among them, higher levels on higher rings,"
+                        + " served first (docs/link-layer.md) (default: ${DEFAULT-VALUE}).")
         int rings;
         @Option(names = "--slots", defaultValue = "256", description = "Slots per ring, a power of two (default: ${DEFAULT-VALUE}).")
         int slots;
@@ -54,10 +55,6 @@ final class FabricCommand {
 
         @Override
         public Integer call() throws Exception {
-            if (rings != 1) {
-                throw new IllegalArgumentException("--rings " + rings + ": nodes send and receive on one ring each today,"
-                        + " so more would be memory no frame uses; leave --rings out");
-            }
             FabricGeometry g = new FabricGeometry(nodes, rings, slots, maxFrame, windows, windowMiB << 20,
                     heartbeatMs * 1_000_000L, timeoutMs * 1_000_000L, stallMs * 1_000_000L);
             if (force) {

@@ -35,6 +35,20 @@ final class NodeCommand implements Callable<Integer> {
     @Mixin
     NodeOptions options;
 
+    @Option(names = "--service-levels", paramLabel = "MAP",
+            description = "Ring of the destination for each service level 0..15: default (level * rings / 16), shared (all on ring 0),"
+                    + " or 16 ring numbers (docs/link-layer.md 6; the primary loop's sends).")
+    String serviceLevels;
+
+    @Option(names = "--dscp-levels", paramLabel = "DSCP=LEVEL,...",
+            description = "Service level of IPv4 DSCPs, over the default dscp >> 2 (e.g. 46=15); the primary loop's sends.")
+    String dscpLevels;
+
+    @Option(names = "--ring-policy", paramLabel = "W0,W1,...[/BURST]",
+            description = "How the primary loop serves its receive rings: weights of first turns per ring and a lower ring's burst"
+                    + " (default: each lower ring 1, the highest 7 x (rings - 1); burst 4).")
+    String ringPolicy;
+
     @Option(names = "--udp-echo", paramLabel = "PORT", description = "Serve UDP echo on PORT (e.g. 7).")
     Integer udpEcho;
 
@@ -191,6 +205,15 @@ final class NodeCommand implements Callable<Integer> {
         try {
             node = NupaNode.create(config).await(30, TimeUnit.SECONDS); // the node's datapath is its Vert.x event loop
         } catch (RuntimeException e) {
+            if (tracing != null) {
+                tracing.close();
+            }
+            throw e;
+        }
+        try {
+            QosOptions.apply(node, serviceLevels, dscpLevels, ringPolicy);
+        } catch (RuntimeException e) {
+            node.closeAndWait();
             if (tracing != null) {
                 tracing.close();
             }

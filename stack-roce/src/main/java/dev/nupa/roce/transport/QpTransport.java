@@ -121,6 +121,7 @@ public final class QpTransport {
         into.portNum = attr.portNum;
         into.destNode = attr.destNode;
         into.destIp = attr.destIp;
+        into.sl = attr.sl;
         into.maxRdAtomic = attr.maxRdAtomic;
         into.maxDestRdAtomic = attr.maxDestRdAtomic;
         into.minRnrTimer = attr.minRnrTimer;
@@ -141,6 +142,7 @@ public final class QpTransport {
         if ((mask & AV) != 0) {
             attr.destNode = a.destIp != 0 ? -1 : a.destNode;
             attr.destIp = a.destIp;
+            attr.sl = a.sl;
         }
         if ((mask & (AV | DEST_QPN)) != 0) {
             directTarget.window = null; // checked against another peer

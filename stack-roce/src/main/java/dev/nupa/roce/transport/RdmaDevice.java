@@ -500,7 +500,7 @@ public final class RdmaDevice {
 
     /** {@link #claim(int, int, int, int)} to the peer of RC QP {@code qp}. */
     long claim(QpTransport qp, int length) {
-        return claim(qp.attr.destNode, qp.attr.destIp, qp.qpn, length);
+        return claim(qp.attr.destNode, qp.attr.destIp, qp.qpn, length, qp.attr.sl);
     }
 
     /**
@@ -510,6 +510,11 @@ public final class RdmaDevice {
      * is written to a scratch buffer and lost, as on a wire with nobody at the end: the retry timer decides.
      */
     public long claim(int node, int destIp, int srcQpn, int length) {
+        return claim(node, destIp, srcQpn, length, 0);
+    }
+
+    /** {@link #claim(int, int, int, int)} at service level {@code sl}: into the ring of {@code node} the link names for it. */
+    long claim(int node, int destIp, int srcQpn, int length, int sl) {
         if (txClaimed || ipTxClaimed) {
             abort(); // an earlier frame threw while being written: never leave its slot claimed
         }
@@ -526,7 +531,7 @@ public final class RdmaDevice {
             tx = ipTx;
             return 0;
         }
-        int rc = link.tryClaim(node, EtherType.NUPA_RDMA, length, claim);
+        int rc = link.tryClaim(node, EtherType.NUPA_RDMA, length, sl, claim);
         if (rc == FabricDevice.OK) {
             tx = claim.memory();
             txClaimed = true;

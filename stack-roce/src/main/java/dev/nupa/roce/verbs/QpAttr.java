@@ -25,6 +25,11 @@ public final class QpAttr {
     public int destNode = -1;
     /** The peer's IPv4 address, for a RoCEv2 peer in place of {@link #destNode} (which stays -1); 0: none. */
     public int destIp;
+    /**
+     * The address vector's service level ({@code ibv_ah_attr.sl}, 0..15, IBA 7.6.5): it picks the ring of the peer this
+     * QP's packets go to, higher levels served first (docs/link-layer.md, "Service levels"). Set with {@link QpAttrMask#AV}.
+     */
+    public int sl;
     /** Outstanding READ/atomic requests this QP may have at the responder (initiator depth). */
     public int maxRdAtomic = 1;
     /** READ/atomic requests this QP accepts outstanding as a responder (responder resources). */
@@ -49,6 +54,7 @@ public final class QpAttr {
     public QpAttr portNum(int v) { this.portNum = v; return this; }
     public QpAttr destNode(int v) { this.destNode = v; return this; }
     public QpAttr destIp(int v) { this.destIp = v; return this; }
+    public QpAttr sl(int v) { this.sl = v; return this; }
     public QpAttr maxRdAtomic(int v) { this.maxRdAtomic = v; return this; }
     public QpAttr maxDestRdAtomic(int v) { this.maxDestRdAtomic = v; return this; }
     public QpAttr minRnrTimer(int v) { this.minRnrTimer = v; return this; }
