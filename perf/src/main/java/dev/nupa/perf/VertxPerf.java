@@ -34,7 +34,6 @@ import io.vertx.core.net.NetClient;
 import io.vertx.core.net.NetSocket;
 import io.vertx.core.net.SocketAddress;
 import io.vertx.grpc.client.GrpcClient;
-import io.vertx.core.transport.Transport;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -130,64 +129,11 @@ abstract class VertxPerf implements Callable<Integer> {
     @Option(names = "--fabric", paramLabel = "PATH", description = "Fabric file to create and remove (default: a fresh one in /dev/shm).")
     Path fabric;
 
-    @Option(names = "--peers", paramLabel = "LIST", split = ",", defaultValue = "epoll,io_uring,uds", converter = PeerName.class,
+    @Option(names = "--peers", paramLabel = "LIST", split = ",", defaultValue = "epoll,io_uring,uds", converter = VertxPeer.Name.class,
             description = "The Linux peers, in turns after ours: epoll (TCP over loopback), io_uring (TCP over loopback),"
                     + " uds (epoll over a Unix domain socket; not for vertx-udp); ratios are given against each and against"
                     + " the best (default: ${DEFAULT-VALUE}).")
-    List<Peer> peerKinds;
-
-    /** A Linux peer: Vert.x on a native transport, over TCP loopback or a Unix domain socket. */
-    enum Peer {
-        EPOLL("epoll", "Vert.x epoll over loopback", Transport.EPOLL, false),
-        IO_URING("io_uring", "Vert.x io_uring over loopback", Transport.IO_URING, false),
-        UDS("uds", "Vert.x epoll over a Unix domain socket", Transport.EPOLL, true);
-
-        final String key;
-        final String label;
-        final Transport transport;
-        final boolean domainSocket;
-
-        Peer(String key, String label, Transport transport, boolean domainSocket) {
-            this.key = key;
-            this.label = label;
-            this.transport = transport;
-            this.domainSocket = domainSocket;
-        }
-
-        /** The peer {@code --peers} names {@code name}. */
-        static Peer of(String name) {
-            for (Peer p : values()) {
-                if (p.key.equals(name.trim())) {
-                    return p;
-                }
-            }
-            throw new IllegalArgumentException("--peers takes epoll, io_uring and uds, not " + name);
-        }
-    }
-
-    /** Picocli's converter for {@code --peers}. */
-    static final class PeerName implements picocli.CommandLine.ITypeConverter<Peer> {
-        @Override
-        public Peer convert(String value) {
-            return Peer.of(value);
-        }
-    }
-
-    /**
-     * Where a workload's server listens and its client connects: a host and ports (workload {@code i} on {@code
-     * port + i}), or a directory of Unix domain sockets (workload {@code i} on {@code i.sock}).
-     */
-    record Endpoint(String host, int port, Path sockets) {
-        SocketAddress listen(int i) {
-            return sockets != null ? SocketAddress.domainSocketAddress(sockets.resolve(i + ".sock").toString())
-                    : SocketAddress.inetSocketAddress(port + i, "0.0.0.0");
-        }
-
-        SocketAddress connect(int i) {
-            return sockets != null ? SocketAddress.domainSocketAddress(sockets.resolve(i + ".sock").toString())
-                    : SocketAddress.inetSocketAddress(port + i, host);
-        }
-    }
+    List<VertxPeer> peerKinds;
 
     /** One transport under test: its two instances, its endpoint, its workload and its turns' results. */
     private static final class Side {
@@ -195,12 +141,12 @@ abstract class VertxPerf implements Callable<Integer> {
         final String label;
         final Vertx server;
         final Vertx client;
-        final Endpoint endpoint;
+        final VertxEndpoint endpoint;
         Workload workload;
         List<Thread> loops;
         final List<Result> results = new ArrayList<>();
 
-        Side(String key, String label, Vertx server, Vertx client, Endpoint endpoint) {
+        Side(String key, String label, Vertx server, Vertx client, VertxEndpoint endpoint) {
             this.key = key;
             this.label = label;
             this.server = server;
@@ -251,11 +197,11 @@ abstract class VertxPerf implements Callable<Integer> {
         StackConfig server = StackConfig.defaults(f, 0).withIdle(idle).withLoops(loops);
         List<Side> sides = new ArrayList<>();
         sides.add(new Side("ours", "ours", NupaVertx.create(server), NupaVertx.create(StackConfig.defaults(f, 1).withIdle(idle)
-                .withLoops(loops)), new Endpoint("10.0.0.1", PORT, null)));
+                .withLoops(loops)), new VertxEndpoint("10.0.0.1", PORT, null)));
         Path sockets = null;
         try {
             VertxOptions same = new VertxOptions().setEventLoopPoolSize(loops);
-            for (Peer peer : new java.util.LinkedHashSet<>(peerKinds)) {
+            for (VertxPeer peer : new java.util.LinkedHashSet<>(peerKinds)) {
                 if (!peer.transport.available()) {
                     System.out.printf("peer %s skipped: %s%n", peer.key, peer.transport.unavailabilityCause());
                     continue;
@@ -267,7 +213,7 @@ abstract class VertxPerf implements Callable<Integer> {
                 if (peer.domainSocket && sockets == null) {
                     sockets = Files.createTempDirectory("nupa-perf-uds-");
                 }
-                Endpoint e = peer.domainSocket ? new Endpoint(null, 0, sockets) : new Endpoint("127.0.0.1", PORT + 10 * sides.size(), null);
+                VertxEndpoint e = peer.domainSocket ? new VertxEndpoint(null, 0, sockets) : new VertxEndpoint("127.0.0.1", PORT + 10 * sides.size(), null);
                 sides.add(new Side(peer.key, peer.label, Vertx.builder().with(same).withTransport(peer.transport).build(),
                         Vertx.builder().with(same).withTransport(peer.transport).build(), e));
             }
@@ -495,7 +441,7 @@ abstract class VertxPerf implements Callable<Integer> {
         Future<?> close();
     }
 
-    private Workload workload(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
+    private Workload workload(Vertx server, Vertx client, VertxEndpoint e, int sz) throws Exception {
         return switch (kind) {
             case HTTP -> http(server, client, e, sz);
             case ECHO -> echo(server, client, e, sz);
@@ -506,7 +452,7 @@ abstract class VertxPerf implements Callable<Integer> {
 
     private static final int PORT = 7070;
 
-    private Workload http(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
+    private Workload http(Vertx server, Vertx client, VertxEndpoint e, int sz) throws Exception {
         Buffer body = Buffer.buffer(new byte[sz]);
         // One server verticle instance per event loop (Vert.x spreads the connections over them).
         server.deployVerticle(() -> new io.vertx.core.AbstractVerticle() {
@@ -545,7 +491,7 @@ abstract class VertxPerf implements Callable<Integer> {
         return connections / loops + (k < connections % loops ? 1 : 0);
     }
 
-    private Workload grpc(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
+    private Workload grpc(Vertx server, Vertx client, VertxEndpoint e, int sz) throws Exception {
         HelloServer.startGreeter(server, e.listen(3)).await(10, TimeUnit.SECONDS);
         GrpcClient grpc = GrpcClient.client(client);
         GreeterGrpcClient greeter = GreeterGrpcClient.create(grpc, e.connect(3));
@@ -686,7 +632,7 @@ abstract class VertxPerf implements Callable<Integer> {
         });
     }
 
-    private Workload echo(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
+    private Workload echo(Vertx server, Vertx client, VertxEndpoint e, int sz) throws Exception {
         server.createNetServer().connectHandler(s -> s.pipeTo(s)).listen(e.listen(1)).await(10, TimeUnit.SECONDS);
         NetClient nc = client.createNetClient();
         NetSocket socket = nc.connect(e.connect(1)).await(10, TimeUnit.SECONDS);
@@ -735,7 +681,7 @@ abstract class VertxPerf implements Callable<Integer> {
         };
     }
 
-    private Workload udp(Vertx server, Vertx client, Endpoint e, int sz) throws Exception {
+    private Workload udp(Vertx server, Vertx client, VertxEndpoint e, int sz) throws Exception {
         String host = e.host();
         int port = e.port() + 2;
         DatagramSocket echo = server.createDatagramSocket();
