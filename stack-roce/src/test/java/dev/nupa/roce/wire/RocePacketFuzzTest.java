@@ -25,7 +25,7 @@ import java.util.List;
  */
 class RocePacketFuzzTest {
     private static final byte JUNK = (byte) 0xA5;
-    private static final List<String> ORDER = List.of("DETH", "RETH", "AtomicETH", "AETH", "AtomicAckETH", "ImmDt");
+    private static final List<String> ORDER = List.of("DETH", "RETH", "AtomicETH", "AETH", "AtomicAckETH", "ImmDt", "IETH");
 
     private final RocePacket p = new RocePacket();
     private final RocePacket again = new RocePacket();
@@ -128,6 +128,7 @@ class RocePacketFuzzTest {
             case "AtomicETH" -> q.atomicEth();
             case "AETH" -> q.aeth();
             case "AtomicAckETH" -> q.atomicAckEth();
+            case "IETH" -> q.ieth();
             default -> q.immDt();
         };
     }
@@ -224,6 +225,11 @@ class RocePacketFuzzTest {
         }
         if (p.immDt() >= 0) {
             ImmDt.write(os, base + p.immDt() - o, ImmDt.get(s, p.immDt()));
+        }
+        if (p.ieth() >= 0) {
+            IethRepr r = IethRepr.parse(s, p.ieth());
+            r.emitInto(os, base + p.ieth() - o);
+            assertEquals(r, IethRepr.parse(os, base + p.ieth() - o));
         }
         int tail = (int) (p.payload() - o);
         System.arraycopy(b, (int) p.payload(), out, base + tail, len - tail);
