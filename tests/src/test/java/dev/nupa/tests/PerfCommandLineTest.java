@@ -114,6 +114,17 @@ class PerfCommandLineTest {
     }
 
     @Test
+    void perfQosReportsThePingPongBesideBulkOnOneSharedRingAndOnSeparateRings() throws Exception {
+        Run r = ownFabrics("perf", "qos", "-n", "2000", "--warmup", "500", "--json");
+        assertEquals(0, r.status(), r.out() + r.err());
+        String phase = "\\{\"iterations\":2000,.*?\"p50_ratio_to_idle\":[0-9.]+,\"bulk_million_datagrams_per_s\":[0-9.]+\\}";
+        assertTrue(Pattern.compile("^\\{\"test\":\"qos\",\"bytes\":64,\"bulk_bytes\":1472,\"dscp\":46,\"bulk_dscp\":0,"
+                + "\"idle\":" + phase + ",\"shared\":" + phase + ",\"separate\":" + phase + ",\"turns\":[0-9]+,"
+                + "\"separate_ratio\":[0-9.]+,\"shared_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
+    }
+
+    @Test
     void perfIcmpLatReportsTheFloorRatio() throws Exception {
         Run r = ownFabrics("perf", "icmp-lat", "-n", "2000", "--warmup", "1000", "--json");
         assertEquals(0, r.status(), r.err());
