@@ -27,6 +27,7 @@
 #                                     command line: ip=A.B.C.D/LEN, route=NET/LEN,GW, ping=HOST, and
 #                                     pingpong=HOST,ITERS,SIZE (Soft-RoCE's ibv_rc_pingpong) and
 #                                     perftest=RUN;RUN... (perftest's ib_* tools over Soft-RoCE) and
+#                                     mwcheck=HOST,PORT (vms/mw-check.c: memory windows over Soft-RoCE) and
 #                                     rping=ARG,ARG... (rdma_cm's rping), nupa=ARG,ARG... (the nupa command, with
 #                                     --java; vms/init.sh), uio=1 (the ivshmem device to uio_pci_generic, UIO
 #                                     standing for its /dev/uioN in nupa=). --java: the Java initramfs too, and 1 GiB
@@ -37,7 +38,8 @@
 #                                     the ivshmem server (vms/ivshmem-server.c, built into DIR): hands FABRIC and
 #                                     an eventfd a guest to each ivshmem-doorbell device that connects to SOCKET
 #
-# Needs qemu-system-x86, busybox-static, cpio, gcc and apt-get download (Debian bookworm).
+# Needs qemu-system-x86, busybox-static, cpio, gcc and apt-get download (Debian bookworm); libibverbs-dev and
+# librdmacm-dev for mw-check.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # The guest's network: virtio over PCI (the kernel has neither built in); Linux Soft-RoCE, with the CRC-32
@@ -130,6 +132,13 @@ PY
     [ -e "$LIBGCC" ] && copy "$LIBGCC"
     optional "$PERFTEST_BINARIES" "perftest"
     optional "$RDMACM_BINARIES" "rdmacm-utils"
+    # mw-check (vms/mw-check.c): memory windows and SEND_WITH_INV against a peer, built against rdma-core's headers.
+    if [ -e /usr/include/infiniband/verbs.h ] && [ -e /usr/include/rdma/rdma_cma.h ]; then
+      mkdir -p "$root/usr/bin" && gcc -O2 -o "$root/usr/bin/mw-check" "$here/mw-check.c" -libverbs -lrdmacm
+      ldd "$root/usr/bin/mw-check" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\//) print $i }' | while read -r lib; do copy "$lib"; done
+    else
+      echo "vms/guest.sh: no libibverbs-dev or librdmacm-dev on this host: the guest goes without mw-check" >&2
+    fi
   else
     echo "vms/guest.sh: no ibverbs-utils, ibverbs-providers or rdma on this host: the guest has no RDMA tools" >&2
   fi

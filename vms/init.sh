@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # The guest's /init: mounts the kernel's file systems, finds the ivshmem device (vendor 1af4, device 1110),
 # enables it and reads the fabric through its BAR2 with fabric-peek, runs what the kernel's command line asks
-# (nupa.KEY=VALUE: nupa, uio, vfio, control, ip, route, ping, pingpong, rping, perftest; vms/guest.sh lists them), then
+# (nupa.KEY=VALUE: nupa, uio, vfio, control, ip, route, ping, pingpong, rping, perftest, mwcheck; vms/guest.sh lists them), then
 # the tools its command channel asks for, if it has one, then powers off.
 /bin/busybox --install -s /bin
 mkdir -p /proc /sys /dev /tmp
@@ -104,7 +104,8 @@ rxe() {
 # One tool on the Ethernet side, KEY VALUE as nupa.KEY=VALUE gives it: ping=HOST; pingpong=HOST,ITERS,SIZE
 # (rdma-core's ibv_rc_pingpong as a client); rping=ARG,ARG... (rdma_cm's rping, -c,-a,HOST,... or -s,...);
 # perftest=RUN;RUN... (perftest's tools one after another, each RUN a tool and its arguments joined by commas: with
-# a host a client, without a server; each gets rxe0, GID 1, and -F, as TCG's clock is no CPU's).
+# a host a client, without a server; each gets rxe0, GID 1, and -F, as TCG's clock is no CPU's); mwcheck=HOST,PORT
+# (vms/mw-check.c: memory windows and SEND_WITH_INV against a peer serving rdma_cm).
 tool() {
   case "$1" in
     ping)
@@ -129,6 +130,11 @@ tool() {
         "$@" -d rxe0 -x 1 -F < /dev/null
         echo "nupa-guest: $1 exit $?"
       done ;;
+    mwcheck)
+      rxe || return 1
+      echo "nupa-guest: mw-check ${2%%,*} ${2#*,}"
+      mw-check "${2%%,*}" "${2#*,}"
+      echo "nupa-guest: mw-check exit $?" ;;
     *) echo "nupa-guest: unknown tool $1"; return 1 ;;
   esac
 }
@@ -139,7 +145,7 @@ if [ -n "$(arg ip)" ]; then
   route=$(arg route)
   [ -n "$route" ] && ip route add "${route%,*}" via "${route#*,}"
   echo "nupa-guest: eth0 $(arg ip)"
-  for key in ping pingpong rping perftest; do
+  for key in ping pingpong rping perftest mwcheck; do
     value=$(arg "$key")
     [ -n "$value" ] && tool "$key" "$value" < /dev/null
   done

@@ -66,7 +66,7 @@ public final class RoceV2PeerMain {
             Ipv4Stack ip = new Ipv4Stack(link, neighbors, ipConfig);
             ip.addRoute(route);
             ctx.attachIp(new Ipv4RoceIp(ip));
-            Poller poller = new Poller(link, ip, ctx, deadline);
+            RdmaPoller poller = new RdmaPoller(link, ip, ctx, deadline);
             ProtectionDomain pd = ctx.allocPd();
             MemoryRegion mr = pd.allocMr(2 * MIB + 4096, RdmaPeerMain.ALL);
             CompletionQueue cq = ctx.createCq(64);
@@ -111,7 +111,7 @@ public final class RoceV2PeerMain {
         System.exit(outcome.equals("ok") ? 0 : 1);
     }
 
-    private static String runClient(Poller poller, QueuePair qp, CompletionQueue cq, MemoryRegion mr, MemorySegment m,
+    private static String runClient(RdmaPoller poller, QueuePair qp, CompletionQueue cq, MemoryRegion mr, MemorySegment m,
                                     long remote, int rkey) {
         byte[] data = new byte[MIB];
         new Random(4791).nextBytes(data);
@@ -140,40 +140,5 @@ public final class RoceV2PeerMain {
         CRC32 c = new CRC32();
         c.update(m.asSlice(offset, length).asByteBuffer());
         return c.getValue();
-    }
-
-    /** Drives link, IP and RDMA in this thread until a condition holds or the deadline passes. */
-    private record Poller(Link link, Ipv4Stack ip, RdmaContext ctx, long deadline) {
-        void poll() {
-            long now = System.nanoTime();
-            if (now - deadline > 0) {
-                throw new IllegalStateException("timed out; rdma " + ctx.counters() + " ip " + ip.counters());
-            }
-            link.poll(64, now);
-            ip.poll(now);
-            ctx.poll(now);
-        }
-
-        WorkCompletion await(CompletionQueue cq) {
-            WorkCompletion wc = new WorkCompletion();
-            while (!cq.poll(wc)) {
-                poll();
-            }
-            return wc;
-        }
-
-        void until(java.util.function.BooleanSupplier done) {
-            long next = 0;
-            while (true) {
-                poll();
-                long now = System.nanoTime();
-                if (now - next > 0) { // a file check a millisecond, not every round
-                    if (done.getAsBoolean()) {
-                        return;
-                    }
-                    next = now + 1_000_000;
-                }
-            }
-        }
     }
 }

@@ -477,4 +477,39 @@ class VmFabricTest {
     void aFabricNodeConnectsToLinuxRpingThroughTheInfinibandCm() throws Exception {
         rpingAgainstAGuest(false);
     }
+
+    /**
+     * Memory windows against Linux's: the guest's rxe runs {@code vms/mw-check.c} against {@link MwPeerMain} on a fabric
+     * node, connected through rdma_cm and our CM. Type 2 windows are bound, written through, invalidated by the other
+     * side's SEND_WITH_INVALIDATE (IETH, opcodes 0x16/0x17) and by LOCAL_INV, one way and then the other; a WRITE
+     * through an invalidated window is refused with a remote access error NAK and changes nothing. tshark on the
+     * gateway's TAP finds a SEND_WITH_INV each way, carrying the rkey the other side advertised, and a remote access
+     * error NAK each way.
+     */
+    @Test
+    void memoryWindowsAndSendWithInvalidateWorkWithLinuxSoftRoce() throws Exception {
+        againstSoftRoce("libibverbs-dev", rig -> ChildJvm.start("mw-peer", MwPeerMain.class, rig.fabric(), 2, "10.0.0.3/24",
+                        "192.168.77.0/24 via 10.0.0.1", 7175, 200_000), "LISTENING", "mwcheck=10.0.0.3,7175",
+                (guest, peer, pcap) -> {
+                    java.util.Map<String, String> r = peer.awaitResult(60_000);
+                    System.out.println("VmFabricTest: the fabric node's side: " + r + "\n" + peer.output());
+                    assertTrue(guest.contains("mw-check: all checks passed"), "rxe's side of every check held: " + guest);
+                    assertTrue(guest.contains("nupa-guest: mw-check exit 0"), guest);
+                    assertEquals("ok", r.get("outcome"), peer.output());
+                    assertEquals(0, ChildJvm.num(r, "bad_icrc"));
+                    if (pcap != null) {
+                        RoceV2GatewayTest.checkRoceCapture(pcap, 20, List.of("RC RDMA Write First", "RC Acknowledge"));
+                        String inv = Linux.stdout(60, "tshark", "-r", pcap.toString(), "-Y", "infiniband.bth.opcode == 23",
+                                "-T", "fields", "-e", "ip.src", "-e", "infiniband.ieth").strip();
+                        assertEquals(2, inv.lines().map(l -> l.split("\t")[0]).distinct().count(),
+                                "a SEND_WITH_INV (Send Only with Invalidate) each way: " + inv);
+                        assertTrue(inv.lines().allMatch(l -> l.split("\t").length == 2 && !l.split("\t")[1].isBlank()),
+                                "each carries an IETH: " + inv);
+                        String naks = Linux.stdout(60, "tshark", "-r", pcap.toString(), "-Y",
+                                "infiniband.aeth.syndrome.opcode == 3 && infiniband.aeth.syndrome.error_code == 2", "-T", "fields",
+                                "-e", "ip.src").strip();
+                        assertEquals(2, naks.lines().distinct().count(), "a remote access error NAK each way: " + naks);
+                    }
+                });
+    }
 }
