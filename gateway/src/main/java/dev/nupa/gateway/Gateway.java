@@ -171,6 +171,7 @@ public final class Gateway {
             g = new Gateway(config, queues);
             for (int q = 0; q < taps.size(); q++) {
                 EthernetInterface iface = q == 0 ? primary : new EthernetInterface(taps.get(q), loops.get(q), primary);
+                iface.ecnThreshold(config.ecnThreshold());
                 queues.add(g.new Queue(loops.get(q), taps.get(q), iface));
             }
         } catch (RuntimeException e) {

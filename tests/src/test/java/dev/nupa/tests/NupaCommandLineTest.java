@@ -144,6 +144,10 @@ class NupaCommandLineTest {
                 2, "need --ip or --address");
         assertOneLineError(here("node", "--fabric", f, "--address", "0", "--tap", "no/slash", "--tap-addr", "192.168.77.2/24",
                 "--run-for", "1"), 2, "TAP name \"no/slash\" must be");
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--tap", "nupa-x", "--tap-addr", "192.168.77.2/24",
+                "--tap-ecn-threshold", "deep", "--run-for", "1"), 2, "--tap-ecn-threshold deep: give a number of frames");
+        assertOneLineError(here("node", "--fabric", f, "--address", "0", "--tap", "nupa-x", "--tap-addr", "192.168.77.2/24",
+                "--tap-ecn-threshold", "0", "--run-for", "1"), 2, "--tap-ecn-threshold 0 frames: must be at least 1 (or off)");
     }
 
     @Test

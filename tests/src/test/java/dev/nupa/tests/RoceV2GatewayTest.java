@@ -23,7 +23,10 @@ import org.junit.jupiter.api.Test;
  * address ({@link RoceV2PeerMain}); a MiB WRITE, a SEND with immediate, a MiB READ and an atomic cross Ethernet as
  * IPv4/UDP 4791 with an ICRC. tshark on fabric A's TAP decodes every such frame as InfiniBand, and an ICRC check written
  * apart from ours (Python's zlib, IBA 7.8.1 and annex A17) finds every ICRC right. A datagram to port 4791 with a wrong
- * ICRC, sent from Linux, is dropped by the gateway and counted. Everything it creates is removed afterwards.
+ * ICRC, sent from Linux, is dropped by the gateway and counted. Gateway A marks ECN (RFC 3168) on what it sends toward
+ * its TAP from a backlog of one frame ({@code --tap-ecn-threshold 1}): the WRITE's ECT(0) datagrams cross Linux as CE,
+ * node B answers them with CNPs (IBA annex A17.9) that cross back, and node A's DCQCN lowers its rate, the data
+ * arriving whole all the same. Everything it creates is removed afterwards.
  */
 @Tag("linux")
 class RoceV2GatewayTest {
@@ -54,7 +57,7 @@ class RoceV2GatewayTest {
         try {
             // Fabric A (10.0.0.0/24) and fabric B (10.0.1.0/24), each with a gateway on node 0 routing the other via Linux.
             start(children, "gateway-a", Main.class, "node", "--fabric", fabricA, "--address", "0", "--tap", tapA,
-                    "--tap-addr", A_GATEWAY + "/24", "--tap-route", "10.0.1.0/24 via " + A_LINUX);
+                    "--tap-addr", A_GATEWAY + "/24", "--tap-route", "10.0.1.0/24 via " + A_LINUX, "--tap-ecn-threshold", 1);
             start(children, "gateway-b", Main.class, "node", "--fabric", fabricB, "--address", "0", "--ip", "10.0.1.1/24",
                     "--tap", tapB, "--tap-addr", B_GATEWAY + "/24", "--tap-route", "10.0.0.0/24 via " + B_LINUX);
             for (ChildJvm gw : children) {
@@ -94,6 +97,10 @@ class RoceV2GatewayTest {
             }
             // A MiB at path MTU 1024 each way (WRITE, READ responses): over 2,048 packets crossed, plus ACKs.
             assertTrue(ChildJvm.num(c, "sent") >= 1024 && ChildJvm.num(s, "sent") >= 1024, c + " " + s);
+            // DCQCN end to end: CE marked at gateway A reached B, whose CNPs reached A, which slowed its QP.
+            assertTrue(ChildJvm.num(s, "cnps_sent") > 0, "node B answered CE with CNPs: " + s);
+            assertTrue(ChildJvm.num(c, "cnps_received") > 0 && ChildJvm.num(c, "rate_decreases") > 0,
+                    "node A took CNPs and lowered its rate: " + c);
 
             // A datagram to 4791 whose last 4 bytes are no ICRC, from Linux: gateway B drops it and counts it.
             Linux.ok("ip", "netns", "exec", ns, "python3", "-c", "import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM);"
@@ -110,6 +117,7 @@ class RoceV2GatewayTest {
             assertTrue(gwB.getOrDefault("rocev2_out", 0L) >= 1024 && gwB.getOrDefault("rocev2_in", 0L) >= 1024, gwB.toString());
             assertEquals(0L, gwA.getOrDefault("drop_bad_icrc", 0L), gwA.toString());
             assertEquals(1L, gwB.getOrDefault("drop_bad_icrc", 0L), "the forged datagram, and only it: " + gwB);
+            assertTrue(gwA.getOrDefault("ecn_marked_out", 0L) > 0, "gateway A marked CE toward its TAP: " + gwA);
 
             if (capture != null) {
                 Process running = capture;
@@ -118,6 +126,14 @@ class RoceV2GatewayTest {
                 checkRoceCapture(pcap, 2048, List.of("RC RDMA Write First", "RC RDMA Write Middle", "RC RDMA Write Last",
                         "RC Send Only Immediate", "RC RDMA Read Request", "RC RDMA Read Response First",
                         "RC RDMA Read Response Last", "RC Fetch Add", "RC Atomic Acknowledge", "RC Acknowledge"));
+                // On the wire between the gateways: A's WRITE as CE (ECN 3), B's CNPs (opcode 0x81) back to A.
+                String ce = Linux.stdout(60, "tshark", "-r", pcap.toString(), "-Y",
+                        "udp.dstport == 4791 && ip.src == 10.0.0.2 && ip.dsfield.ecn == 3", "-T", "fields", "-e", "frame.number");
+                assertTrue(ce.lines().count() > 0, "CE-marked RoCEv2 from node A crossed Linux");
+                String cnps = Linux.stdout(60, "tshark", "-r", pcap.toString(), "-Y",
+                        "udp.dstport == 4791 && ip.src == 10.0.1.2 && infiniband.bth.opcode == 129", "-T", "fields",
+                        "-e", "frame.number");
+                assertTrue(cnps.lines().count() > 0, "node B's CNPs crossed Linux toward A");
             }
         } finally {
             if (capture != null) {
@@ -148,7 +164,7 @@ class RoceV2GatewayTest {
         NupaCli.Run info = NupaCli.here("fabric", "info", "--fabric", fabric.toString());
         assertEquals(0, info.status(), info.err());
         Map<String, Long> counters = new java.util.TreeMap<>();
-        Matcher m = Pattern.compile(" (rocev2_in|rocev2_out|drop_bad_icrc|drop_bad_rocev2) (\\d+)").matcher(info.out());
+        Matcher m = Pattern.compile(" (rocev2_in|rocev2_out|drop_bad_icrc|drop_bad_rocev2|ecn_marked_out) (\\d+)").matcher(info.out());
         while (m.find()) {
             counters.put(m.group(1), Long.parseLong(m.group(2)));
         }

@@ -100,6 +100,8 @@ public final class RoceV2PeerMain {
             counters = "sent=" + ctx.counter(RdmaCounter.ROCEV2_SENT) + " received=" + ctx.counter(RdmaCounter.ROCEV2_RECEIVED)
                     + " bad_icrc=" + ctx.counter(RdmaCounter.BAD_ICRC) + " retransmits=" + ctx.counter(RdmaCounter.RETRANSMITS)
                     + " send_failed=" + ctx.counter(RdmaCounter.ROCEV2_SEND_FAILED)
+                    + " cnps_sent=" + ctx.counter(RdmaCounter.CNPS_SENT) + " cnps_received=" + ctx.counter(RdmaCounter.CNPS_RECEIVED)
+                    + " rate_decreases=" + ctx.counter(RdmaCounter.RATE_DECREASES)
                     + " not_rocev2=" + (ctx.counter(RdmaCounter.PACKETS_SENT) - ctx.counter(RdmaCounter.ROCEV2_SENT)
                             - ctx.counter(RdmaCounter.ROCEV2_SEND_FAILED));
         } catch (RuntimeException e) {

@@ -146,6 +146,11 @@ final class NodeCommand implements Callable<Integer> {
                     + " and Linux spreads the flows it sends over the queues (default: ${DEFAULT-VALUE}).")
     int tapQueues;
 
+    @Option(names = "--tap-ecn-threshold", paramLabel = "FRAMES|off",
+            description = "Mark ECN-capable datagrams Congestion Experienced (RFC 3168) once a round's backlog toward the TAP"
+                    + " or the fabric is this many frames deep (default: " + GatewayConfig.DEFAULT_ECN_THRESHOLD + "; off: never).")
+    String tapEcnThreshold;
+
     @Option(names = "--tap-route", paramLabel = "ROUTE",
             description = "A route through the TAP side, e.g. \"default via 192.168.77.1\" (repeatable).")
     List<String> tapRoutes = new ArrayList<>();
@@ -324,7 +329,7 @@ final class NodeCommand implements Callable<Integer> {
 
     /** The gateway the --tap options describe, or null; a missing half is an error. */
     private GatewayConfig gateway() {
-        if (tap == null && tapAddr == null && tapRoutes.isEmpty() && !tapOffloads && tapQueues == 1) {
+        if (tap == null && tapAddr == null && tapRoutes.isEmpty() && !tapOffloads && tapQueues == 1 && tapEcnThreshold == null) {
             return null;
         }
         if (tap == null || tapAddr == null) {
@@ -334,7 +339,23 @@ final class NodeCommand implements Callable<Integer> {
         for (String r : tapRoutes) {
             rs.add(Route.parse(r));
         }
-        return GatewayConfig.parse(tap, tapAddr).withMtu(tapMtu).withRoutes(rs).withOffloads(tapOffloads).withQueues(tapQueues);
+        return GatewayConfig.parse(tap, tapAddr).withMtu(tapMtu).withRoutes(rs).withOffloads(tapOffloads).withQueues(tapQueues)
+                .withEcnThreshold(ecnThreshold(tapEcnThreshold));
+    }
+
+    /** --tap-ecn-threshold's frames; "off" is no marking, none given the default. */
+    private static int ecnThreshold(String text) {
+        if (text == null) {
+            return GatewayConfig.DEFAULT_ECN_THRESHOLD;
+        }
+        if (text.equals("off")) {
+            return Integer.MAX_VALUE;
+        }
+        try {
+            return Integer.parseInt(text);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("--tap-ecn-threshold " + text + ": give a number of frames (at least 1) or off");
+        }
     }
 
     private static void checkLimit(String option, Integer limit) {
