@@ -29,21 +29,32 @@ final class PerfNode implements AutoCloseable {
         if (o.cpu >= 0 && !Affinity.pin(o.cpu)) {
             System.err.println("nupa: could not pin to CPU " + o.cpu + "; running unpinned");
         }
-        if (server) {
-            node = ShmFabric.attach(fabric, o.serverAddress, null);
-        } else {
-            Fabric f = ShmFabric.join(fabric);
-            try {
-                node = f.attach(o.clientAddress);
-            } catch (RuntimeException e) {
-                f.close();
-                throw e;
-            }
-            node.closeFabricOnClose();
-        }
+        this(server ? ShmFabric.attach(fabric, o.serverAddress, null) : joined(fabric, o.clientAddress), checksums);
+    }
+
+    /** A second node of a client, at {@code address} of --fabric, for a thread of its own (not pinned). */
+    PerfNode(PerfOptions o, int address) {
+        this(joined(o.fabric, address), true);
+    }
+
+    private PerfNode(FabricNode node, boolean checksums) {
+        this.node = node;
         link = new Link(node);
         IpConfig cfg = IpConfig.fabricPlan(node.address()).withSendWait(1_000_000_000L).withChecksums(checksums, checksums);
         ip = new Ipv4Stack(link, new NeighborDirectory(node), cfg);
+    }
+
+    /** A client joins the fabric file (a typo fails fast) and attaches at {@code address}. */
+    private static FabricNode joined(Path fabric, int address) {
+        Fabric f = ShmFabric.join(fabric);
+        try {
+            FabricNode n = f.attach(address);
+            n.closeFabricOnClose();
+            return n;
+        } catch (RuntimeException e) {
+            f.close();
+            throw e;
+        }
     }
 
     /** One poll of the link at the current time. */

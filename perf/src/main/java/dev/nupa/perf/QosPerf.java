@@ -9,7 +9,6 @@ import java.util.concurrent.Callable;
 
 import org.HdrHistogram.Histogram;
 
-import dev.nupa.ip.DscpLevels;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
@@ -33,11 +32,14 @@ import picocli.CommandLine.Option;
  * full while it waits for the pong, so two threads run on two CPUs. Bulk datagrams are written in place, headers only
  * (a zero-copy sender), and the receiver copies each one out of the ring, as a socket's read would, so the receiver is
  * the slower side and its bulk ring is mostly full when a ping arrives (the client prints how many fills ended full).
- * The payload bytes are never written, so the bulk rate is one of datagrams, not a bandwidth.
+ * The payload bytes are never written, so the bulk rate is one of datagrams, not a bandwidth. With {@code --rdma} the
+ * ping-pong (SENDs) and the bulk stream (RDMA WRITEs) are RC queue pairs at service levels {@code --sl} and
+ * {@code --bulk-sl} instead ({@link QosRdma}), on a fabric of four rings per node (the default map puts SL 7 on ring 1, SL 0 on ring 0).
  */
 @Command(name = "qos", mixinStandardHelpOptions = true,
         description = {"UDP ping-pong at a high DSCP beside a bulk stream at a low DSCP into the same receiver: idle,",
-                "on one shared ring and on separate rings (service levels), in turns of one run."})
+                "on one shared ring and on separate rings (service levels), in turns of one run; --rdma: RC queue pairs",
+                "(a SEND ping-pong at SL --sl, RDMA WRITEs at SL --bulk-sl) instead of datagrams."})
 final class QosPerf implements Callable<Integer> {
     static final int ECHO_PORT = 7;
     static final int SINK_PORT = 9;
@@ -45,6 +47,7 @@ final class QosPerf implements Callable<Integer> {
     private static final byte HELLO = 1;
     private static final byte BYE = 3;
     private static final int RINGS = 2;
+    private static final int RDMA_RINGS = 4;
     /** Bulk datagrams tried at most before a ping: a ring's slots and more, so a receiver that keeps up does not hold the ping back for ever. */
     private static final int FILL_TRIES = 1024;
     private static final String[] PHASES = {"idle", "shared ring", "separate rings"};
@@ -58,13 +61,27 @@ final class QosPerf implements Callable<Integer> {
     @Option(names = "--bulk-dscp", paramLabel = "DSCP", defaultValue = "0", description = "DSCP of the bulk stream (default: ${DEFAULT-VALUE}).")
     int bulkDscp;
 
-    @Option(names = "--bulk-size", paramLabel = "BYTES", defaultValue = "1472", description = "UDP payload of each bulk datagram (default: ${DEFAULT-VALUE}).")
-    int bulkSize;
+    @Option(names = "--bulk-size", paramLabel = "BYTES",
+            description = "Bytes of each bulk datagram's UDP payload, 8..8972 (default 1472), or with --rdma of each bulk WRITE,"
+                    + " 1.." + QosRdma.MAX_BULK + " (default " + QosRdma.DEFAULT_BULK + ").")
+    Integer bulkSizeOption;
+
+    private int bulkSize;
 
     @Option(names = "--ring-policy", paramLabel = "W0,W1[/BURST]", defaultValue = "default",
             description = "How the receiver serves its two rings: weights of first turns and the lower ring's burst (default: ${DEFAULT-VALUE}, 1,7/"
                     + RingPolicy.DEFAULT_BURST + ").")
     String ringPolicy;
+
+    @Option(names = "--rdma", description = "RC queue pairs instead of UDP: a SEND ping-pong at --sl beside RDMA WRITEs of"
+            + " --bulk-size bytes at --bulk-sl.")
+    boolean rdma;
+
+    @Option(names = "--sl", paramLabel = "SL", defaultValue = "7", description = "With --rdma: the ping-pong QP's service level (default: ${DEFAULT-VALUE}).")
+    int sl;
+
+    @Option(names = "--bulk-sl", paramLabel = "SL", defaultValue = "0", description = "With --rdma: the bulk QP's service level (default: ${DEFAULT-VALUE}).")
+    int bulkSl;
 
     @Option(names = "--warmup", paramLabel = "N", defaultValue = "20000", description = "Unmeasured round trips first, each phase (default: ${DEFAULT-VALUE}).")
     long warmup;
@@ -87,6 +104,9 @@ final class QosPerf implements Callable<Integer> {
     private int bulkFrom;
     private int bulkTo;
     private int bulkPort;
+    private QosRdma rdmaSide;
+    /** With --rdma, the client's bulk sender (a node and thread of its own). */
+    private QosRdma.Bulk bulk;
 
     @Override
     public Integer call() throws Exception {
@@ -94,10 +114,17 @@ final class QosPerf implements Callable<Integer> {
         if (dscp < 0 || dscp > 63 || bulkDscp < 0 || bulkDscp > 63) {
             throw new IllegalArgumentException("--dscp and --bulk-dscp are DSCPs, 0..63 (RFC 2474)");
         }
-        if (bulkSize < 8 || bulkSize > 8972) {
+        bulkSize = bulkSizeOption != null ? bulkSizeOption : rdma ? QosRdma.DEFAULT_BULK : 1472;
+        if (rdma && (bulkSize < 1 || bulkSize > QosRdma.MAX_BULK)) {
+            throw new IllegalArgumentException("--bulk-size " + bulkSize + " is outside 1.." + QosRdma.MAX_BULK + " for --rdma");
+        }
+        if (!rdma && (bulkSize < 8 || bulkSize > 8972)) {
             throw new IllegalArgumentException("--bulk-size " + bulkSize + " is outside 8..8972 (one fabric frame of the 9000-byte MTU)");
         }
-        RingPolicy.parse(ringPolicy, RINGS); // a bad policy fails here, before any process starts
+        if (sl < 0 || sl > 15 || bulkSl < 0 || bulkSl > 15) {
+            throw new IllegalArgumentException("--sl and --bulk-sl are service levels, 0..15 (IBA 7.6.5)");
+        }
+        RingPolicy.parse(ringPolicy, rings()); // a bad policy fails here, before any process starts
         int size = o.size != null ? o.size : 64;
         if (o.server) {
             return server();
@@ -105,17 +132,47 @@ final class QosPerf implements Callable<Integer> {
         if (o.client) {
             return client(size, o.iterations != null ? o.iterations : 100_000);
         }
-        return PerfRunner.runBoth(o, "qos", o.freshGeometry(size, 256).withRingsPerNode(RINGS),
-                List.of("--warmup", Long.toString(warmup), "--dscp", Integer.toString(dscp), "--bulk-dscp", Integer.toString(bulkDscp),
-                        "--bulk-size", Integer.toString(bulkSize), "--ring-policy", ringPolicy));
+        List<String> args = new java.util.ArrayList<>(List.of("--warmup", Long.toString(warmup), "--dscp", Integer.toString(dscp),
+                "--bulk-dscp", Integer.toString(bulkDscp), "--bulk-size", Integer.toString(bulkSize), "--ring-policy", ringPolicy,
+                "--sl", Integer.toString(sl), "--bulk-sl", Integer.toString(bulkSl)));
+        if (rdma) {
+            args.add("--rdma");
+        }
+        return PerfRunner.runBoth(o, "qos", o.freshGeometry(size, 256).withRingsPerNode(rings()), args);
+    }
+
+    /** The bulk sender's node with --rdma: the lowest address of the fabric that is neither the server's nor ours. */
+    private int bulkAddress(int maxNodes) {
+        for (int a = 0; a < maxNodes; a++) {
+            if (a != o.serverAddress && a != o.clientAddress) {
+                return a;
+            }
+        }
+        throw new IllegalArgumentException("qos --rdma needs a third node address on the fabric for its bulk sender");
+    }
+
+    private int rings() {
+        return rdma ? RDMA_RINGS : RINGS;
+    }
+
+    /** The ping-pong's level and the bulk stream's: service levels with --rdma, else their DSCPs' levels. */
+    private int pingLevel() {
+        return rdma ? sl : stack.dscpLevels().level(dscp << 2);
+    }
+
+    private int bulkLevel() {
+        return rdma ? bulkSl : stack.dscpLevels().level(bulkDscp << 2);
     }
 
     private PerfNode node(boolean server) {
         PerfNode pn = new PerfNode(o, server, false);
-        if (pn.link.rings() < RINGS) {
+        if (pn.link.rings() < rings()) {
             pn.close();
-            throw new IllegalArgumentException("qos needs a fabric of at least " + RINGS + " rings per node; " + o.fabric + " has "
-                    + pn.link.rings() + " (nupa fabric create --rings " + RINGS + ", or give no role for a fresh one)");
+            throw new IllegalArgumentException("qos needs a fabric of at least " + rings() + " rings per node; " + o.fabric + " has "
+                    + pn.link.rings() + " (nupa fabric create --rings " + rings() + ", or give no role for a fresh one)");
+        }
+        if (rdma) {
+            rdmaSide = new QosRdma(pn, o.size != null ? o.size : 64, bulkSize);
         }
         return pn;
     }
@@ -135,7 +192,14 @@ final class QosPerf implements Callable<Integer> {
             });
             stack.bindUdp(CONTROL_PORT, (src, srcPort, dst, mem, off, len) -> {
                 byte op = len > 0 ? mem.get(ValueLayout.JAVA_BYTE, off) : 0;
-                if (op == HELLO) {
+                if (op == HELLO && rdmaSide != null) {
+                    if (!helloAnswered) { // a repeated HELLO gets the same answer, the QPs connected once
+                        rdmaSide.connectServer(o.clientAddress, mem, off, sl, bulkSl);
+                        helloAnswered = true;
+                    }
+                    rdmaSide.describe(control, rdmaSide.bulkQpn(), o.serverAddress);
+                    stack.sendUdp(CONTROL_PORT, src, srcPort, control, 0, QosRdma.DESCRIPTION);
+                } else if (op == HELLO) {
                     stack.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 1);
                 } else if (op == BYE) {
                     done = true;
@@ -144,10 +208,19 @@ final class QosPerf implements Callable<Integer> {
             System.out.println(PerfRunner.READY);
             System.out.flush();
             while (!done) {
-                pn.poll(); // no PAUSE when idle: the phases with bulk never idle, so the idle phase must not pay one either
+                long now = System.nanoTime();
+                pn.link.poll(16, now); // no PAUSE when idle: the phases with bulk never idle, so the idle phase must not pay one either
+                if (rdmaSide != null) {
+                    rdmaSide.poll(now);
+                    rdmaSide.serve();
+                }
+            }
+            if (rdmaSide != null) {
+                rdmaSide.close();
             }
             List<Long> rings = link.counters().ringFrames();
-            System.out.println("qos server: frames per receive ring " + rings + ", bulk datagrams received " + bulkReceived);
+            System.out.println("qos server: frames per receive ring " + rings
+                    + (rdmaSide != null ? "" : ", bulk datagrams received " + bulkReceived));
         }
         return 0;
     }
@@ -158,23 +231,32 @@ final class QosPerf implements Callable<Integer> {
             link = pn.link;
             int server = IpConfig.fabricPlan(o.serverAddress).address();
             int port = stack.bindUdp(0, (src, srcPort, dst, mem, off, len) -> {
-                if (srcPort == CONTROL_PORT) {
+                if (srcPort == CONTROL_PORT && rdmaSide != null && !helloAnswered && len >= QosRdma.DESCRIPTION) {
+                    rdmaSide.connectPing(o.serverAddress, mem, off, sl);
+                    bulk.answered(mem.asSlice(off, QosRdma.DESCRIPTION).toArray(ValueLayout.JAVA_BYTE));
+                    helloAnswered = true;
+                } else if (srcPort == CONTROL_PORT) {
                     helloAnswered = true;
                 } else if (len >= 8 && mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == expected) {
                     answered = true;
                 }
             });
+            if (rdma) {
+                bulk = new QosRdma.Bulk(o, bulkAddress(pn.node.fabric().geometry().maxNodes()), size, bulkSize,
+                        bulkSl);
+            }
             hello(server, port);
             bulkFrom = pn.ip.address();
             bulkTo = server;
             bulkPort = port;
             ServiceLevels shared = ServiceLevels.shared(link.rings());
             ServiceLevels separate = ServiceLevels.defaults(link.rings());
-            DscpLevels levels = stack.dscpLevels();
-            int pingRing = separate.ring(levels.level(dscp << 2));
-            int bulkRing = separate.ring(levels.level(bulkDscp << 2));
+            int pingRing = separate.ring(pingLevel());
+            int bulkRing = separate.ring(bulkLevel());
             if (pingRing == bulkRing) {
-                throw new IllegalArgumentException("DSCP " + dscp + " and bulk DSCP " + bulkDscp + " take the same ring (" + pingRing
+                throw new IllegalArgumentException(rdma ? "SL " + sl + " and bulk SL " + bulkSl + " take the same ring (" + pingRing
+                        + ") of " + link.rings() + " by default; give them levels in different quarters of 0..15"
+                        : "DSCP " + dscp + " and bulk DSCP " + bulkDscp + " take the same ring (" + pingRing
                         + ") by default; give the ping a DSCP of 32 or more and the bulk one below 32");
             }
             MemorySegment payload = Arena.ofAuto().allocate(size, 64);
@@ -182,7 +264,7 @@ final class QosPerf implements Callable<Integer> {
             long warm = Math.min(warmup, iterations);
             ServiceLevels[] maps = {separate, shared, separate};
             for (int phase = 0; phase < 3; phase++) {
-                link.setServiceLevels(maps[phase]);
+                startPhase(maps[phase], phase > 0);
                 seq = rounds(server, port, payload, size, phase > 0, seq, warm, null);
             }
             PerfReport report = o.report("qos");
@@ -192,39 +274,55 @@ final class QosPerf implements Callable<Integer> {
             for (int t = 0; t < turns.count(); t++) {
                 long n = turns.length(t);
                 for (int phase = 0; phase < 3; phase++) {
-                    link.setServiceLevels(maps[phase]);
-                    long b0 = bulkSent;
+                    startPhase(maps[phase], phase > 0);
+                    long b0 = bulkSent();
                     long t0 = System.nanoTime();
                     seq = rounds(server, port, payload, size, phase > 0, seq, n, turns.turn(phase));
                     phaseNs[phase] += System.nanoTime() - t0;
-                    bulkCount[phase] += bulkSent - b0;
+                    bulkCount[phase] += bulkSent() - b0;
                 }
                 turns.endTurn();
             }
             control.set(ValueLayout.JAVA_BYTE, 0, BYE);
             link.setServiceLevels(separate);
             stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
-            System.out.printf(Locale.ROOT, "qos: UDP echo round trip, %d-byte payload at DSCP %d (ring %d), beside bulk %d-byte datagrams"
-                    + " at DSCP %d (ring %d); receiver's ring policy %s; fabric %s%n", size, dscp, pingRing, bulkSize, bulkDscp, bulkRing,
-                    RingPolicy.parse(ringPolicy, RINGS), o.fabric);
-            System.out.printf("%-15s %s %10s %12s%n", "phase", LatencyStats.header(), "p50/idle", "bulk[Mdg/s]");
+            if (rdmaSide != null) {
+                bulk.close();
+                rdmaSide.close();
+                System.out.printf(Locale.ROOT, "qos: RC SEND round trip, %d bytes at SL %d (ring %d), beside RDMA WRITEs of %d bytes"
+                        + " at SL %d (ring %d); receiver's ring policy %s; fabric %s%n", size, sl, pingRing, bulkSize, bulkSl, bulkRing,
+                        RingPolicy.parse(ringPolicy, link.rings()), o.fabric);
+            } else {
+                System.out.printf(Locale.ROOT, "qos: UDP echo round trip, %d-byte payload at DSCP %d (ring %d), beside bulk %d-byte datagrams"
+                        + " at DSCP %d (ring %d); receiver's ring policy %s; fabric %s%n", size, dscp, pingRing, bulkSize, bulkDscp, bulkRing,
+                        RingPolicy.parse(ringPolicy, link.rings()), o.fabric);
+            }
+            System.out.printf("%-15s %s %10s %12s%n", "phase", LatencyStats.header(), "p50/idle", rdma ? "bulk[Mwr/s]" : "bulk[Mdg/s]");
             StringBuilder json = new StringBuilder();
             for (int phase = 0; phase < 3; phase++) {
                 LatencyStats s = LatencyStats.of(turns.pooled(phase));
                 double ratio = turns.ratio(phase, 0);
                 double mdgps = phaseNs[phase] == 0 ? 0 : bulkCount[phase] * 1000.0 / phaseNs[phase];
                 System.out.printf(Locale.ROOT, "%-15s %s %10.2f %12.2f%n", PHASES[phase], s.row(size), ratio, mdgps);
-                json.append(String.format(Locale.ROOT, "%s\"%s\":{%s,\"p50_ratio_to_idle\":%.3f,\"bulk_million_datagrams_per_s\":%.3f}",
-                        phase == 0 ? "" : ",", new String[] {"idle", "shared", "separate"}[phase], s.json(), ratio, mdgps));
+                json.append(String.format(Locale.ROOT, "%s\"%s\":{%s,\"p50_ratio_to_idle\":%.3f,\"bulk_million_%s_per_s\":%.3f}",
+                        phase == 0 ? "" : ",", new String[] {"idle", "shared", "separate"}[phase], s.json(), ratio,
+                        rdma ? "writes" : "datagrams", mdgps));
             }
-            System.out.printf(Locale.ROOT, "fills before a ping: %d, %.1f bulk datagrams each on average, %d ended with the ring full%n",
-                    fills, fillFrames / (double) Math.max(1, fills), fullFills);
+            if (rdma) {
+                System.out.printf(Locale.ROOT, "bulk WRITEs posted by the bulk sender (node %d, %d kept outstanding): %d%n",
+                        bulk.address, QosRdma.BULK_DEPTH, bulk.posted);
+            } else {
+                System.out.printf(Locale.ROOT, "fills before a ping: %d, %.1f bulk datagrams each on average, %d ended with the ring full%n",
+                        fills, fillFrames / (double) Math.max(1, fills), fullFills);
+            }
             System.out.println("p50/idle: the median over " + turns.count() + " turns of the phase's p50 over the idle p50 of the same turn");
             if (o.json) {
                 // The two ratios at the top level as well: the suite reads its figures there.
-                System.out.printf(Locale.ROOT, "{\"test\":\"qos\",\"bytes\":%d,\"bulk_bytes\":%d,\"dscp\":%d,\"bulk_dscp\":%d,%s,\"turns\":%d,"
+                String levels = rdma ? String.format(Locale.ROOT, "\"transport\":\"rdma\",\"sl\":%d,\"bulk_sl\":%d", sl, bulkSl)
+                        : String.format(Locale.ROOT, "\"transport\":\"udp\",\"dscp\":%d,\"bulk_dscp\":%d", dscp, bulkDscp);
+                System.out.printf(Locale.ROOT, "{\"test\":\"qos\",\"bytes\":%d,\"bulk_bytes\":%d,%s,%s,\"turns\":%d,"
                         + "\"separate_ratio\":%.4f,\"shared_ratio\":%.4f}%n",
-                        size, bulkSize, dscp, bulkDscp, json, turns.count(), turns.ratio(2, 0), turns.ratio(1, 0));
+                        size, bulkSize, levels, json, turns.count(), turns.ratio(2, 0), turns.ratio(1, 0));
             }
         }
         return 0;
@@ -252,12 +350,24 @@ final class QosPerf implements Callable<Integer> {
     private void hello(int server, int port) {
         long deadline = System.nanoTime() + 30_000_000_000L;
         control.set(ValueLayout.JAVA_BYTE, 0, HELLO);
+        int length = 1;
+        if (rdmaSide != null) {
+            int bulkQpn;
+            try {
+                bulkQpn = bulk.opened.get(60, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (Exception e) {
+                throw new IllegalStateException("qos --rdma: the bulk sender's node did not open: "
+                        + (e.getCause() != null ? e.getCause().getMessage() : e), e);
+            }
+            rdmaSide.describe(control, bulkQpn, bulk.address);
+            length = QosRdma.DESCRIPTION;
+        }
         while (!helloAnswered) {
             if (System.nanoTime() > deadline) {
                 throw new IllegalStateException("no qos server at node " + o.serverAddress + " of " + o.fabric
                         + " after 30 s; start one with --server");
             }
-            stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
+            stack.sendUdp(port, server, CONTROL_PORT, control, 0, length);
             long until = System.nanoTime() + 10_000_000L;
             while (!helloAnswered && System.nanoTime() < until) {
                 link.poll(16, System.nanoTime());
@@ -281,6 +391,9 @@ final class QosPerf implements Callable<Integer> {
      * and kept full while the pong is awaited: the bulk stream the receiver sees is as fast as it can take it.
      */
     private long round(int server, int port, MemorySegment payload, int size, boolean withBulk, long seq) {
+        if (rdmaSide != null) {
+            return rdmaRound();
+        }
         int i = 0;
         for (; withBulk && i < FILL_TRIES && sendBulk(); i++) {
             bulkSent++;
@@ -305,5 +418,45 @@ final class QosPerf implements Callable<Integer> {
             link.poll(16, (looks & 15) == 0 ? System.nanoTime() : link.now()); // no PAUSE in any phase, as the server
         }
         return System.nanoTime() - t0;
+    }
+
+    /** One timed RDMA round trip: a SEND, its answer awaited; the bulk sender's thread keeps its stream going meanwhile. */
+    private long rdmaRound() {
+        long t0 = System.nanoTime();
+        rdmaSide.postPing();
+        boolean pong = false;
+        for (int looks = 0; !pong; looks++) {
+            long now = (looks & 15) == 0 ? System.nanoTime() : link.now();
+            link.poll(16, now);
+            rdmaSide.poll(now);
+            pong = rdmaSide.pong();
+        }
+        return System.nanoTime() - t0;
+    }
+
+    /**
+     * A phase's service levels, and with --rdma the bulk sender on or off: on, the phase starts once it has posted a
+     * full queue of WRITEs more (the receiver's ring is full by then, as the UDP test fills it before each ping).
+     */
+    private void startPhase(ServiceLevels levels, boolean withBulk) {
+        link.setServiceLevels(levels);
+        if (bulk == null) {
+            return;
+        }
+        bulk.on = withBulk;
+        long from = bulk.posted;
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (withBulk && bulk.posted - from < QosRdma.BULK_DEPTH) {
+            long now = System.nanoTime();
+            if (now > deadline) {
+                throw new IllegalStateException("qos --rdma: the bulk sender posted " + (bulk.posted - from) + " WRITEs in 10 s");
+            }
+            link.poll(16, now);
+            rdmaSide.poll(now);
+        }
+    }
+
+    private long bulkSent() {
+        return bulk != null ? bulk.posted : bulkSent;
     }
 }

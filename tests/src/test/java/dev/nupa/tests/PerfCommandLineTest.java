@@ -118,8 +118,21 @@ class PerfCommandLineTest {
         Run r = ownFabrics("perf", "qos", "-n", "2000", "--warmup", "500", "--json");
         assertEquals(0, r.status(), r.out() + r.err());
         String phase = "\\{\"iterations\":2000,.*?\"p50_ratio_to_idle\":[0-9.]+,\"bulk_million_datagrams_per_s\":[0-9.]+\\}";
-        assertTrue(Pattern.compile("^\\{\"test\":\"qos\",\"bytes\":64,\"bulk_bytes\":1472,\"dscp\":46,\"bulk_dscp\":0,"
-                + "\"idle\":" + phase + ",\"shared\":" + phase + ",\"separate\":" + phase + ",\"turns\":[0-9]+,"
+        assertTrue(Pattern.compile("^\\{\"test\":\"qos\",\"bytes\":64,\"bulk_bytes\":1472,\"transport\":\"udp\",\"dscp\":46,"
+                + "\"bulk_dscp\":0,\"idle\":" + phase + ",\"shared\":" + phase + ",\"separate\":" + phase + ",\"turns\":[0-9]+,"
+                + "\"separate_ratio\":[0-9.]+,\"shared_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
+    }
+
+    @Test
+    void perfQosRdmaReportsAnSl7PingPongBesideSl0Writes() throws Exception {
+        Run r = ownFabrics("perf", "qos", "--rdma", "-n", "2000", "--warmup", "500", "--json");
+        assertEquals(0, r.status(), r.out() + r.err());
+        assertTrue(r.out().contains("qos: RC SEND round trip, 64 bytes at SL 7 (ring 1), beside RDMA WRITEs of 65536 bytes at SL 0 (ring 0)"),
+                r.out());
+        String phase = "\\{\"iterations\":2000,.*?\"p50_ratio_to_idle\":[0-9.]+,\"bulk_million_writes_per_s\":[0-9.]+\\}";
+        assertTrue(Pattern.compile("^\\{\"test\":\"qos\",\"bytes\":64,\"bulk_bytes\":65536,\"transport\":\"rdma\",\"sl\":7,"
+                + "\"bulk_sl\":0,\"idle\":" + phase + ",\"shared\":" + phase + ",\"separate\":" + phase + ",\"turns\":[0-9]+,"
                 + "\"separate_ratio\":[0-9.]+,\"shared_ratio\":[0-9.]+\\}$").matcher(r.lastLine()).find(), r.out());
         assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
     }

@@ -1,0 +1,265 @@
+package dev.nupa.perf;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+
+import dev.nupa.roce.CompletionQueue;
+import dev.nupa.roce.MemoryRegion;
+import dev.nupa.roce.ProtectionDomain;
+import dev.nupa.roce.QpInitAttr;
+import dev.nupa.roce.QueuePair;
+import dev.nupa.roce.RdmaContext;
+import dev.nupa.roce.verbs.Access;
+import dev.nupa.roce.verbs.QpAttr;
+import dev.nupa.roce.verbs.QpAttrMask;
+import dev.nupa.roce.verbs.QpState;
+import dev.nupa.roce.verbs.RecvWorkRequest;
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.TransferMode;
+import dev.nupa.roce.verbs.WcOpcode;
+import dev.nupa.roce.verbs.WcStatus;
+import dev.nupa.roce.verbs.WorkCompletion;
+import dev.nupa.roce.verbs.WrOpcode;
+
+/**
+ * {@code nupa perf qos --rdma}: the same three phases as the UDP test with RC queue pairs (packet mode) in place of
+ * datagrams. The ping-pong is a SEND each way between the client's node and the server on QPs of service level
+ * {@code --sl}. The bulk stream is RDMA WRITEs of {@code --bulk-size} bytes at level {@code --bulk-sl} into one buffer
+ * of the server, whose responder places each packet, posted by a second node of the client process in a thread of its
+ * own ({@link Bulk}): a requester's work per byte is the responder's (a copy each), so one thread sending and pinging
+ * could not outrun the receiver, while a sender of its own keeps the receiver's bulk ring full, as several senders
+ * into one receiver do. A QP's level picks the receiver's ring through the sender's {@code ServiceLevels}, as a
+ * datagram's DSCP does. The sides swap QP numbers, the buffer's rkey and address, and the bulk node's address over
+ * the UDP control port ({@link #describe}).
+ */
+final class QosRdma {
+    /** Bulk WRITEs kept posted: many more packets than a ring has slots. */
+    static final int BULK_DEPTH = 128;
+    private static final int PING_DEPTH = 64;
+    private static final int SIGNAL_EVERY = 32;
+    /** Bulk WRITE size by default: 16 packets at path MTU 4096. */
+    static final int DEFAULT_BULK = 64 << 10;
+    /** The largest bulk message: the fresh fabric's 1 MiB of window space holds both sides' regions. */
+    static final int MAX_BULK = 256 << 10;
+    /** Bytes of {@link #describe}'s message, its op byte included. */
+    static final int DESCRIPTION = 25;
+
+    private final RdmaContext ctx;
+    private final CompletionQueue pingCq;
+    private final CompletionQueue bulkCq;
+    private final MemoryRegion mr;
+    private final QueuePair ping;
+    private final QueuePair bulk;
+    private final int pathMtu;
+    private final WorkCompletion wc = new WorkCompletion();
+    private final SendWorkRequest pingWr = new SendWorkRequest();
+    private final SendWorkRequest bulkWr = new SendWorkRequest();
+    private final RecvWorkRequest recvWr = new RecvWorkRequest();
+    private int bulkOutstanding;
+    private long bulkPosted;
+    private long pingsPosted;
+
+    /** A node's verbs: a ping QP and a bulk QP, in INIT, and one region for the bulk buffer and the ping buffers. */
+    QosRdma(PerfNode pn, int size, int bulkSize) {
+        ctx = RdmaContext.open(pn.link, 16, 64, System::nanoTime);
+        ProtectionDomain pd = ctx.allocPd();
+        pingCq = ctx.createCq(4 * PING_DEPTH);
+        bulkCq = ctx.createCq(BULK_DEPTH);
+        int slot = Math.max(size, 64);
+        // the bulk buffer (the peer WRITEs into it, or we WRITE from it), a ping receive buffer, a ping send buffer
+        mr = pd.allocMr(bulkSize + 2L * slot, Access.LOCAL_WRITE | Access.REMOTE_WRITE);
+        int mtu = 4096;
+        while (mtu > 256 && mtu + 64 > pn.link.mtu()) {
+            mtu >>= 1;
+        }
+        pathMtu = mtu;
+        ping = ctx.createQp(pd, QpInitAttr.rc(pingCq, pingCq).withMode(TransferMode.PACKET).withCapacity(PING_DEPTH, PING_DEPTH));
+        bulk = ctx.createQp(pd, QpInitAttr.rc(bulkCq, bulkCq).withMode(TransferMode.PACKET).withCapacity(BULK_DEPTH, 1));
+        for (QueuePair qp : new QueuePair[] {ping, bulk}) {
+            qp.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qpAccessFlags(Access.REMOTE_WRITE),
+                    QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
+        }
+        recvWr.local(mr, bulkSize, slot);
+        for (int i = 0; i < PING_DEPTH; i++) {
+            ping.postRecv(recvWr);
+        }
+        pingWr.opcode(WrOpcode.SEND).local(mr, bulkSize + (long) slot, size);
+        bulkWr.opcode(WrOpcode.RDMA_WRITE).local(mr, 0, bulkSize);
+    }
+
+    /**
+     * What a side tells the other after the op byte: its ping QP's number, the bulk QP's ({@code bulkQpn}), this
+     * region's rkey and address (where the server takes WRITEs), and the node the bulk QP lives on.
+     */
+    void describe(MemorySegment m, int bulkQpn, int bulkNode) {
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 1, ping.qpNum());
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 5, bulkQpn);
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 9, mr.rkey());
+        m.set(ValueLayout.JAVA_LONG_UNALIGNED, 13, mr.addr());
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 21, bulkNode);
+    }
+
+    /** Server: connects its ping QP to the client's node and its bulk QP to the client's bulk node, as {@code m} says. */
+    void connectServer(int clientNode, MemorySegment m, long off, int pingSl, int bulkSl) {
+        connect(ping, clientNode, m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 1), pingSl);
+        connect(bulk, m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 21), m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 5), bulkSl);
+    }
+
+    /** Client: connects the ping QP to the server's, as the server's answer {@code m} says. */
+    void connectPing(int serverNode, MemorySegment m, long off, int pingSl) {
+        connect(ping, serverNode, m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 1), pingSl);
+    }
+
+    /** Client's bulk node: connects the bulk QP to the server's and aims its WRITEs at the server's buffer. */
+    void connectBulk(int serverNode, MemorySegment m, long off, int bulkSl) {
+        bulkWr.remote(m.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 13), m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 9));
+        connect(bulk, serverNode, m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 5), bulkSl);
+    }
+
+    private void connect(QueuePair qp, int peerNode, int peerQpn, int sl) {
+        qp.modify(new QpAttr().qpState(QpState.RTR).destNode(peerNode).sl(sl).pathMtu(pathMtu).destQpNum(peerQpn).rqPsn(0)
+                        .maxDestRdAtomic(1).minRnrTimer(1),
+                QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
+                        | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
+        qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(0).timeout(14).retryCnt(7).rnrRetry(7).maxRdAtomic(1),
+                QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
+                        | QpAttrMask.MAX_QP_RD_ATOMIC);
+    }
+
+    int bulkQpn() {
+        return bulk.qpNum();
+    }
+
+    void poll(long now) {
+        ctx.poll(now);
+    }
+
+    /** Server: answers each ping it received with a SEND of the same size. */
+    void serve() {
+        while (pingCq.poll(wc)) {
+            check(wc);
+            if (wc.opcode == WcOpcode.RECV) {
+                ping.postRecv(recvWr);
+                postPing();
+            }
+        }
+    }
+
+    /** A ping (or pong): a SEND on the ping QP, signalled every {@link #SIGNAL_EVERY}th so its queue drains. */
+    void postPing() {
+        pingWr.sendFlags(++pingsPosted % SIGNAL_EVERY == 0 ? SendFlags.SIGNALED : 0);
+        ping.postSend(pingWr);
+    }
+
+    /** Client: takes the ping QP's completions; true once a pong arrived. */
+    boolean pong() {
+        boolean got = false;
+        while (pingCq.poll(wc)) {
+            check(wc);
+            if (wc.opcode == WcOpcode.RECV) {
+                ping.postRecv(recvWr);
+                got = true;
+            }
+        }
+        return got;
+    }
+
+    /** Posts one bulk WRITE unless {@link #BULK_DEPTH} are outstanding (its signalled completions taken first). */
+    boolean sendBulk() {
+        while (bulkCq.poll(wc)) {
+            check(wc);
+            bulkOutstanding -= SIGNAL_EVERY;
+        }
+        if (bulkOutstanding + SIGNAL_EVERY > BULK_DEPTH) {
+            return false;
+        }
+        bulkWr.sendFlags(++bulkPosted % SIGNAL_EVERY == 0 ? SendFlags.SIGNALED : 0);
+        bulk.postSend(bulkWr);
+        bulkOutstanding++;
+        return true;
+    }
+
+    private static void check(WorkCompletion w) {
+        if (w.status != WcStatus.SUCCESS) {
+            throw new IllegalStateException("qos --rdma: a work request completed with " + WcStatus.name(w.status) + ": " + w);
+        }
+    }
+
+    void close() {
+        ctx.close();
+    }
+
+    /**
+     * The client's bulk sender: a node of its own at {@code address}, whose thread (the owner of its verbs) connects
+     * its bulk QP once the server's answer comes and then keeps WRITEs posted while {@link #on} is set.
+     */
+    static final class Bulk implements AutoCloseable {
+        final int address;
+        volatile boolean on;
+        volatile boolean stop;
+        /** WRITEs posted while on, written by the bulk thread. */
+        volatile long posted;
+        /** The bulk QP's number, once the thread has opened its node. */
+        final CompletableFuture<Integer> opened = new CompletableFuture<>();
+        private final CompletableFuture<byte[]> answer = new CompletableFuture<>();
+        private final CompletableFuture<Void> ended = new CompletableFuture<>();
+
+        Bulk(PerfOptions o, int address, int size, int bulkSize, int bulkSl) {
+            this.address = address;
+            Thread.ofPlatform().name("qos-bulk").daemon().start(() -> run(o, size, bulkSize, bulkSl));
+        }
+
+        /** The server's answer, as the control datagram carried it. */
+        void answered(byte[] description) {
+            answer.complete(description);
+        }
+
+        private void run(PerfOptions o, int size, int bulkSize, int bulkSl) {
+            PerfNode pn = null;
+            QosRdma side = null;
+            try {
+                pn = new PerfNode(o, address);
+                side = new QosRdma(pn, size, bulkSize);
+                opened.complete(side.bulkQpn());
+                byte[] d = answer.get(60, TimeUnit.SECONDS);
+                side.connectBulk(o.serverAddress, MemorySegment.ofArray(d), 0, bulkSl);
+                long n = 0;
+                while (!stop) {
+                    long now = System.nanoTime();
+                    pn.link.poll(16, now);
+                    side.poll(now);
+                    if (on && side.sendBulk()) {
+                        posted = ++n;
+                    }
+                }
+                ended.complete(null);
+            } catch (Exception | Error e) {
+                opened.completeExceptionally(e);
+                ended.completeExceptionally(e);
+            } finally {
+                if (side != null) {
+                    side.close();
+                }
+                if (pn != null) {
+                    pn.close();
+                }
+            }
+        }
+
+        /** Stops the thread and rethrows what ended it early, if anything did. */
+        @Override
+        public void close() {
+            stop = true;
+            try {
+                ended.get(10, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw new IllegalStateException("qos --rdma: the bulk sender failed: " + e.getCause().getMessage(), e.getCause());
+            } catch (Exception e) {
+                throw new IllegalStateException("qos --rdma: the bulk sender did not stop: " + e, e);
+            }
+        }
+    }
+}
