@@ -34,7 +34,8 @@ import picocli.CommandLine.Option;
  * the slower side and its bulk ring is mostly full when a ping arrives (the client prints how many fills ended full).
  * The payload bytes are never written, so the bulk rate is one of datagrams, not a bandwidth. With {@code --rdma} the
  * ping-pong (SENDs) and the bulk stream (RDMA WRITEs) are RC queue pairs at service levels {@code --sl} and
- * {@code --bulk-sl} instead ({@link QosRdma}), on a fabric of four rings per node (the default map puts SL 7 on ring 1, SL 0 on ring 0).
+ * {@code --bulk-sl} instead ({@link QosRdma}), the WRITEs from {@code --bulk-senders} threads of their own, on a fabric of
+ * four rings per node (the default map puts SL 7 on ring 1, SL 0 on ring 0).
  */
 @Command(name = "qos", mixinStandardHelpOptions = true,
         description = {"UDP ping-pong at a high DSCP beside a bulk stream at a low DSCP into the same receiver: idle,",
@@ -48,6 +49,8 @@ final class QosPerf implements Callable<Integer> {
     private static final byte BYE = 3;
     private static final int RINGS = 2;
     private static final int RDMA_RINGS = 4;
+    /** Window space a node of the --rdma test takes at most: its region and its verbs' directory and guard. */
+    private static final long MAX_BULK_WINDOW = QosRdma.MAX_BULK + (1L << 20);
     /** Bulk datagrams tried at most before a ping: a ring's slots and more, so a receiver that keeps up does not hold the ping back for ever. */
     private static final int FILL_TRIES = 1024;
     private static final String[] PHASES = {"idle", "shared ring", "separate rings"};
@@ -83,12 +86,16 @@ final class QosPerf implements Callable<Integer> {
     @Option(names = "--bulk-sl", paramLabel = "SL", defaultValue = "0", description = "With --rdma: the bulk QP's service level (default: ${DEFAULT-VALUE}).")
     int bulkSl;
 
+    @Option(names = "--bulk-senders", paramLabel = "N", defaultValue = "2",
+            description = "With --rdma: bulk senders, each a node and thread of the client process (default: ${DEFAULT-VALUE}).")
+    int senders;
+
     @Option(names = "--warmup", paramLabel = "N", defaultValue = "20000", description = "Unmeasured round trips first, each phase (default: ${DEFAULT-VALUE}).")
     long warmup;
 
     private Ipv4Stack stack;
     private Link link;
-    private final MemorySegment control = Arena.ofAuto().allocate(32);
+    private final MemorySegment control = Arena.ofAuto().allocate(128);
     private boolean done;
     private long bulkReceived;
     private long expected = -1;
@@ -105,8 +112,8 @@ final class QosPerf implements Callable<Integer> {
     private int bulkTo;
     private int bulkPort;
     private QosRdma rdmaSide;
-    /** With --rdma, the client's bulk sender (a node and thread of its own). */
-    private QosRdma.Bulk bulk;
+    /** With --rdma, the client's bulk senders (each a node and thread of its own). */
+    private List<QosRdma.Bulk> bulk;
 
     @Override
     public Integer call() throws Exception {
@@ -121,6 +128,9 @@ final class QosPerf implements Callable<Integer> {
         if (!rdma && (bulkSize < 8 || bulkSize > 8972)) {
             throw new IllegalArgumentException("--bulk-size " + bulkSize + " is outside 8..8972 (one fabric frame of the 9000-byte MTU)");
         }
+        if (senders < 1 || senders > QosRdma.MAX_SENDERS) {
+            throw new IllegalArgumentException("--bulk-senders " + senders + " is outside 1.." + QosRdma.MAX_SENDERS);
+        }
         if (sl < 0 || sl > 15 || bulkSl < 0 || bulkSl > 15) {
             throw new IllegalArgumentException("--sl and --bulk-sl are service levels, 0..15 (IBA 7.6.5)");
         }
@@ -134,21 +144,32 @@ final class QosPerf implements Callable<Integer> {
         }
         List<String> args = new java.util.ArrayList<>(List.of("--warmup", Long.toString(warmup), "--dscp", Integer.toString(dscp),
                 "--bulk-dscp", Integer.toString(bulkDscp), "--bulk-size", Integer.toString(bulkSize), "--ring-policy", ringPolicy,
-                "--sl", Integer.toString(sl), "--bulk-sl", Integer.toString(bulkSl)));
+                "--sl", Integer.toString(sl), "--bulk-sl", Integer.toString(bulkSl), "--bulk-senders", Integer.toString(senders)));
         if (rdma) {
             args.add("--rdma");
         }
-        return PerfRunner.runBoth(o, "qos", o.freshGeometry(size, 256).withRingsPerNode(rings()), args);
+        var geometry = o.freshGeometry(size, 256).withRingsPerNode(rings());
+        if (rdma) { // room for the bulk senders' nodes, and for every node's verbs windows (directory, guard, region)
+            geometry = geometry.withMaxNodes(Math.max(geometry.maxNodes(), Math.max(o.serverAddress, o.clientAddress) + 1 + senders))
+                    .withWindows(8 * (senders + 2), (long) (senders + 2) * (2L * MAX_BULK_WINDOW));
+        }
+        return PerfRunner.runBoth(o, "qos", geometry, args);
     }
 
-    /** The bulk sender's node with --rdma: the lowest address of the fabric that is neither the server's nor ours. */
-    private int bulkAddress(int maxNodes) {
-        for (int a = 0; a < maxNodes; a++) {
-            if (a != o.serverAddress && a != o.clientAddress) {
-                return a;
+    /** The bulk senders' nodes with --rdma: the lowest addresses of the fabric that are neither the server's nor ours. */
+    private int[] bulkAddresses(int maxNodes) {
+        int[] a = new int[senders];
+        int n = 0;
+        for (int address = 0; address < maxNodes && n < senders; address++) {
+            if (address != o.serverAddress && address != o.clientAddress) {
+                a[n++] = address;
             }
         }
-        throw new IllegalArgumentException("qos --rdma needs a third node address on the fabric for its bulk sender");
+        if (n < senders) {
+            throw new IllegalArgumentException("qos --rdma needs " + senders + " more node addresses on the fabric for its bulk senders;"
+                    + " it has " + maxNodes + " (give no role for a fresh fabric, or fewer --bulk-senders)");
+        }
+        return a;
     }
 
     private int rings() {
@@ -172,7 +193,7 @@ final class QosPerf implements Callable<Integer> {
                     + pn.link.rings() + " (nupa fabric create --rings " + rings() + ", or give no role for a fresh one)");
         }
         if (rdma) {
-            rdmaSide = new QosRdma(pn, o.size != null ? o.size : 64, bulkSize);
+            rdmaSide = new QosRdma(pn, o.size != null ? o.size : 64, bulkSize, server ? senders : 0);
         }
         return pn;
     }
@@ -194,11 +215,10 @@ final class QosPerf implements Callable<Integer> {
                 byte op = len > 0 ? mem.get(ValueLayout.JAVA_BYTE, off) : 0;
                 if (op == HELLO && rdmaSide != null) {
                     if (!helloAnswered) { // a repeated HELLO gets the same answer, the QPs connected once
-                        rdmaSide.connectServer(o.clientAddress, mem, off, sl, bulkSl);
+                        rdmaSide.connectServer(o.clientAddress, mem, off, len, sl, bulkSl);
                         helloAnswered = true;
                     }
-                    rdmaSide.describe(control, rdmaSide.bulkQpn(), o.serverAddress);
-                    stack.sendUdp(CONTROL_PORT, src, srcPort, control, 0, QosRdma.DESCRIPTION);
+                    stack.sendUdp(CONTROL_PORT, src, srcPort, control, 0, rdmaSide.answer(control));
                 } else if (op == HELLO) {
                     stack.sendUdp(CONTROL_PORT, src, srcPort, control, 0, 1);
                 } else if (op == BYE) {
@@ -231,9 +251,10 @@ final class QosPerf implements Callable<Integer> {
             link = pn.link;
             int server = IpConfig.fabricPlan(o.serverAddress).address();
             int port = stack.bindUdp(0, (src, srcPort, dst, mem, off, len) -> {
-                if (srcPort == CONTROL_PORT && rdmaSide != null && !helloAnswered && len >= QosRdma.DESCRIPTION) {
+                if (srcPort == CONTROL_PORT && rdmaSide != null && !helloAnswered && len >= 21 + 4 * bulk.size()) {
                     rdmaSide.connectPing(o.serverAddress, mem, off, sl);
-                    bulk.answered(mem.asSlice(off, QosRdma.DESCRIPTION).toArray(ValueLayout.JAVA_BYTE));
+                    byte[] answer = mem.asSlice(off, len).toArray(ValueLayout.JAVA_BYTE);
+                    bulk.forEach(b -> b.answered(answer));
                     helloAnswered = true;
                 } else if (srcPort == CONTROL_PORT) {
                     helloAnswered = true;
@@ -242,8 +263,11 @@ final class QosPerf implements Callable<Integer> {
                 }
             });
             if (rdma) {
-                bulk = new QosRdma.Bulk(o, bulkAddress(pn.node.fabric().geometry().maxNodes()), size, bulkSize,
-                        bulkSl);
+                int[] addresses = bulkAddresses(pn.node.fabric().geometry().maxNodes());
+                bulk = new java.util.ArrayList<>();
+                for (int i = 0; i < senders; i++) {
+                    bulk.add(new QosRdma.Bulk(o, i, addresses[i], size, bulkSize, bulkSl));
+                }
             }
             hello(server, port);
             bulkFrom = pn.ip.address();
@@ -287,7 +311,7 @@ final class QosPerf implements Callable<Integer> {
             link.setServiceLevels(separate);
             stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
             if (rdmaSide != null) {
-                bulk.close();
+                bulk.forEach(QosRdma.Bulk::close);
                 rdmaSide.close();
                 System.out.printf(Locale.ROOT, "qos: RC SEND round trip, %d bytes at SL %d (ring %d), beside RDMA WRITEs of %d bytes"
                         + " at SL %d (ring %d); receiver's ring policy %s; fabric %s%n", size, sl, pingRing, bulkSize, bulkSl, bulkRing,
@@ -309,8 +333,8 @@ final class QosPerf implements Callable<Integer> {
                         rdma ? "writes" : "datagrams", mdgps));
             }
             if (rdma) {
-                System.out.printf(Locale.ROOT, "bulk WRITEs posted by the bulk sender (node %d, %d kept outstanding): %d%n",
-                        bulk.address, QosRdma.BULK_DEPTH, bulk.posted);
+                System.out.printf(Locale.ROOT, "bulk WRITEs posted by %d senders (nodes %s, %d kept outstanding each): %d%n",
+                        senders, bulk.stream().map(b -> Integer.toString(b.address)).toList(), QosRdma.BULK_DEPTH, bulkSent());
             } else {
                 System.out.printf(Locale.ROOT, "fills before a ping: %d, %.1f bulk datagrams each on average, %d ended with the ring full%n",
                         fills, fillFrames / (double) Math.max(1, fills), fullFills);
@@ -352,15 +376,18 @@ final class QosPerf implements Callable<Integer> {
         control.set(ValueLayout.JAVA_BYTE, 0, HELLO);
         int length = 1;
         if (rdmaSide != null) {
-            int bulkQpn;
-            try {
-                bulkQpn = bulk.opened.get(60, java.util.concurrent.TimeUnit.SECONDS);
-            } catch (Exception e) {
-                throw new IllegalStateException("qos --rdma: the bulk sender's node did not open: "
-                        + (e.getCause() != null ? e.getCause().getMessage() : e), e);
+            int[] qpns = new int[bulk.size()];
+            int[] nodes = new int[bulk.size()];
+            for (int i = 0; i < qpns.length; i++) {
+                try {
+                    qpns[i] = bulk.get(i).opened.get(60, java.util.concurrent.TimeUnit.SECONDS);
+                } catch (Exception e) {
+                    throw new IllegalStateException("qos --rdma: bulk sender " + i + "'s node did not open: "
+                            + (e.getCause() != null ? e.getCause().getMessage() : e), e);
+                }
+                nodes[i] = bulk.get(i).address;
             }
-            rdmaSide.describe(control, bulkQpn, bulk.address);
-            length = QosRdma.DESCRIPTION;
+            length = rdmaSide.hello(control, qpns, nodes);
         }
         while (!helloAnswered) {
             if (System.nanoTime() > deadline) {
@@ -443,13 +470,13 @@ final class QosPerf implements Callable<Integer> {
         if (bulk == null) {
             return;
         }
-        bulk.on = withBulk;
-        long from = bulk.posted;
+        bulk.forEach(b -> b.on = withBulk);
+        long from = bulkSent();
         long deadline = System.nanoTime() + 10_000_000_000L;
-        while (withBulk && bulk.posted - from < QosRdma.BULK_DEPTH) {
+        while (withBulk && bulkSent() - from < (long) QosRdma.BULK_DEPTH * senders) {
             long now = System.nanoTime();
             if (now > deadline) {
-                throw new IllegalStateException("qos --rdma: the bulk sender posted " + (bulk.posted - from) + " WRITEs in 10 s");
+                throw new IllegalStateException("qos --rdma: the bulk senders posted " + (bulkSent() - from) + " WRITEs in 10 s");
             }
             link.poll(16, now);
             rdmaSide.poll(now);
@@ -457,6 +484,13 @@ final class QosPerf implements Callable<Integer> {
     }
 
     private long bulkSent() {
-        return bulk != null ? bulk.posted : bulkSent;
+        if (bulk == null) {
+            return bulkSent;
+        }
+        long n = 0;
+        for (QosRdma.Bulk b : bulk) {
+            n += b.posted;
+        }
+        return n;
     }
 }

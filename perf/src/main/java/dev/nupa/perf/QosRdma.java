@@ -28,12 +28,12 @@ import dev.nupa.roce.verbs.WrOpcode;
  * {@code nupa perf qos --rdma}: the same three phases as the UDP test with RC queue pairs (packet mode) in place of
  * datagrams. The ping-pong is a SEND each way between the client's node and the server on QPs of service level
  * {@code --sl}. The bulk stream is RDMA WRITEs of {@code --bulk-size} bytes at level {@code --bulk-sl} into one buffer
- * of the server, whose responder places each packet, posted by a second node of the client process in a thread of its
- * own ({@link Bulk}): a requester's work per byte is the responder's (a copy each), so one thread sending and pinging
- * could not outrun the receiver, while a sender of its own keeps the receiver's bulk ring full, as several senders
- * into one receiver do. A QP's level picks the receiver's ring through the sender's {@code ServiceLevels}, as a
- * datagram's DSCP does. The sides swap QP numbers, the buffer's rkey and address, and the bulk node's address over
- * the UDP control port ({@link #describe}).
+ * of the server, whose responder places each packet, posted by {@code --bulk-senders} more nodes of the client
+ * process, each in a thread of its own ({@link Bulk}): a requester's work per byte is the responder's (a copy each), so
+ * one sender does not outrun its receiver, and the receiver's bulk ring fills only when several send into it, as in
+ * an incast. A QP's level picks the receiver's ring through the sender's {@code ServiceLevels}, as a datagram's DSCP
+ * does. The sides swap QP numbers, the senders' node addresses, the buffer's rkey and address over the UDP control
+ * port ({@link #hello}, {@link #answer}).
  */
 final class QosRdma {
     /** Bulk WRITEs kept posted: many more packets than a ring has slots. */
@@ -42,17 +42,17 @@ final class QosRdma {
     private static final int SIGNAL_EVERY = 32;
     /** Bulk WRITE size by default: 16 packets at path MTU 4096. */
     static final int DEFAULT_BULK = 64 << 10;
-    /** The largest bulk message: the fresh fabric's 1 MiB of window space holds both sides' regions. */
+    /** The largest bulk message (the fresh fabric gives each node window space for one). */
     static final int MAX_BULK = 256 << 10;
-    /** Bytes of {@link #describe}'s message, its op byte included. */
-    static final int DESCRIPTION = 25;
+    /** Bulk senders at most. */
+    static final int MAX_SENDERS = 8;
 
     private final RdmaContext ctx;
     private final CompletionQueue pingCq;
     private final CompletionQueue bulkCq;
     private final MemoryRegion mr;
     private final QueuePair ping;
-    private final QueuePair bulk;
+    private final QueuePair[] bulk;
     private final int pathMtu;
     private final WorkCompletion wc = new WorkCompletion();
     private final SendWorkRequest pingWr = new SendWorkRequest();
@@ -62,8 +62,11 @@ final class QosRdma {
     private long bulkPosted;
     private long pingsPosted;
 
-    /** A node's verbs: a ping QP and a bulk QP, in INIT, and one region for the bulk buffer and the ping buffers. */
-    QosRdma(PerfNode pn, int size, int bulkSize) {
+    /**
+     * A node's verbs: a ping QP and {@code bulkQps} bulk QPs (the server's: one per sender; a sender's: one), in INIT,
+     * and one region for the bulk buffer and the ping buffers.
+     */
+    QosRdma(PerfNode pn, int size, int bulkSize, int bulkQps) {
         ctx = RdmaContext.open(pn.link, 16, 64, System::nanoTime);
         ProtectionDomain pd = ctx.allocPd();
         pingCq = ctx.createCq(4 * PING_DEPTH);
@@ -77,8 +80,11 @@ final class QosRdma {
         }
         pathMtu = mtu;
         ping = ctx.createQp(pd, QpInitAttr.rc(pingCq, pingCq).withMode(TransferMode.PACKET).withCapacity(PING_DEPTH, PING_DEPTH));
-        bulk = ctx.createQp(pd, QpInitAttr.rc(bulkCq, bulkCq).withMode(TransferMode.PACKET).withCapacity(BULK_DEPTH, 1));
-        for (QueuePair qp : new QueuePair[] {ping, bulk}) {
+        bulk = new QueuePair[bulkQps];
+        for (int i = 0; i < bulkQps; i++) {
+            bulk[i] = ctx.createQp(pd, QpInitAttr.rc(bulkCq, bulkCq).withMode(TransferMode.PACKET).withCapacity(BULK_DEPTH, 1));
+        }
+        for (QueuePair qp : all()) {
             qp.modify(new QpAttr().qpState(QpState.INIT).pkeyIndex(0).portNum(1).qpAccessFlags(Access.REMOTE_WRITE),
                     QpAttrMask.STATE | QpAttrMask.PKEY_INDEX | QpAttrMask.PORT | QpAttrMask.ACCESS_FLAGS);
         }
@@ -90,22 +96,49 @@ final class QosRdma {
         bulkWr.opcode(WrOpcode.RDMA_WRITE).local(mr, 0, bulkSize);
     }
 
-    /**
-     * What a side tells the other after the op byte: its ping QP's number, the bulk QP's ({@code bulkQpn}), this
-     * region's rkey and address (where the server takes WRITEs), and the node the bulk QP lives on.
-     */
-    void describe(MemorySegment m, int bulkQpn, int bulkNode) {
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, 1, ping.qpNum());
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, 5, bulkQpn);
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, 9, mr.rkey());
-        m.set(ValueLayout.JAVA_LONG_UNALIGNED, 13, mr.addr());
-        m.set(ValueLayout.JAVA_INT_UNALIGNED, 21, bulkNode);
+    private QueuePair[] all() {
+        QueuePair[] a = java.util.Arrays.copyOf(bulk, bulk.length + 1);
+        a[bulk.length] = ping;
+        return a;
     }
 
-    /** Server: connects its ping QP to the client's node and its bulk QP to the client's bulk node, as {@code m} says. */
-    void connectServer(int clientNode, MemorySegment m, long off, int pingSl, int bulkSl) {
+    /**
+     * The client's HELLO after its op byte: its ping QP's number and, per bulk sender, the sender's bulk QP number and
+     * node; returns the message's length.
+     */
+    int hello(MemorySegment m, int[] senderQpns, int[] senderNodes) {
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 1, ping.qpNum());
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 5, senderQpns.length);
+        for (int i = 0; i < senderQpns.length; i++) {
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, 9 + 8L * i, senderQpns[i]);
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, 13 + 8L * i, senderNodes[i]);
+        }
+        return 9 + 8 * senderQpns.length;
+    }
+
+    /** The server's answer after its op byte: its ping QP, its buffer's rkey and address, its bulk QPs; the length. */
+    int answer(MemorySegment m) {
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 1, ping.qpNum());
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 5, mr.rkey());
+        m.set(ValueLayout.JAVA_LONG_UNALIGNED, 9, mr.addr());
+        m.set(ValueLayout.JAVA_INT_UNALIGNED, 17, bulk.length);
+        for (int i = 0; i < bulk.length; i++) {
+            m.set(ValueLayout.JAVA_INT_UNALIGNED, 21 + 4L * i, bulk[i].qpNum());
+        }
+        return 21 + 4 * bulk.length;
+    }
+
+    /** Server: connects the ping QP to the client's node and each bulk QP to its sender, as the HELLO {@code m} says. */
+    void connectServer(int clientNode, MemorySegment m, long off, int len, int pingSl, int bulkSl) {
+        int n = len >= 9 ? m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 5) : -1;
+        if (n != bulk.length || len < 9 + 8 * n) {
+            throw new IllegalStateException("qos --rdma: a HELLO for " + n + " bulk senders, this server has " + bulk.length);
+        }
         connect(ping, clientNode, m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 1), pingSl);
-        connect(bulk, m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 21), m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 5), bulkSl);
+        for (int i = 0; i < n; i++) {
+            connect(bulk[i], m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 13 + 8L * i), m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 9 + 8L * i),
+                    bulkSl);
+        }
     }
 
     /** Client: connects the ping QP to the server's, as the server's answer {@code m} says. */
@@ -113,10 +146,10 @@ final class QosRdma {
         connect(ping, serverNode, m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 1), pingSl);
     }
 
-    /** Client's bulk node: connects the bulk QP to the server's and aims its WRITEs at the server's buffer. */
-    void connectBulk(int serverNode, MemorySegment m, long off, int bulkSl) {
-        bulkWr.remote(m.get(ValueLayout.JAVA_LONG_UNALIGNED, off + 13), m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 9));
-        connect(bulk, serverNode, m.get(ValueLayout.JAVA_INT_UNALIGNED, off + 5), bulkSl);
+    /** Bulk sender {@code index}: connects its bulk QP to the server's and aims its WRITEs at the server's buffer. */
+    void connectBulk(int serverNode, MemorySegment m, int index, int bulkSl) {
+        bulkWr.remote(m.get(ValueLayout.JAVA_LONG_UNALIGNED, 9), m.get(ValueLayout.JAVA_INT_UNALIGNED, 5));
+        connect(bulk[0], serverNode, m.get(ValueLayout.JAVA_INT_UNALIGNED, 21 + 4L * index), bulkSl);
     }
 
     private void connect(QueuePair qp, int peerNode, int peerQpn, int sl) {
@@ -130,7 +163,7 @@ final class QosRdma {
     }
 
     int bulkQpn() {
-        return bulk.qpNum();
+        return bulk[0].qpNum();
     }
 
     void poll(long now) {
@@ -177,7 +210,7 @@ final class QosRdma {
             return false;
         }
         bulkWr.sendFlags(++bulkPosted % SIGNAL_EVERY == 0 ? SendFlags.SIGNALED : 0);
-        bulk.postSend(bulkWr);
+        bulk[0].postSend(bulkWr);
         bulkOutstanding++;
         return true;
     }
@@ -193,10 +226,12 @@ final class QosRdma {
     }
 
     /**
-     * The client's bulk sender: a node of its own at {@code address}, whose thread (the owner of its verbs) connects
-     * its bulk QP once the server's answer comes and then keeps WRITEs posted while {@link #on} is set.
+     * One of the client's bulk senders: a node of its own at {@code address}, whose thread (the owner of its verbs)
+     * connects its bulk QP, the server's {@code index}th, once the server's answer comes and then keeps WRITEs posted
+     * while {@link #on} is set.
      */
     static final class Bulk implements AutoCloseable {
+        final int index;
         final int address;
         volatile boolean on;
         volatile boolean stop;
@@ -207,9 +242,10 @@ final class QosRdma {
         private final CompletableFuture<byte[]> answer = new CompletableFuture<>();
         private final CompletableFuture<Void> ended = new CompletableFuture<>();
 
-        Bulk(PerfOptions o, int address, int size, int bulkSize, int bulkSl) {
+        Bulk(PerfOptions o, int index, int address, int size, int bulkSize, int bulkSl) {
+            this.index = index;
             this.address = address;
-            Thread.ofPlatform().name("qos-bulk").daemon().start(() -> run(o, size, bulkSize, bulkSl));
+            Thread.ofPlatform().name("qos-bulk-" + index).daemon().start(() -> run(o, size, bulkSize, bulkSl));
         }
 
         /** The server's answer, as the control datagram carried it. */
@@ -222,10 +258,10 @@ final class QosRdma {
             QosRdma side = null;
             try {
                 pn = new PerfNode(o, address);
-                side = new QosRdma(pn, size, bulkSize);
+                side = new QosRdma(pn, size, bulkSize, 1);
                 opened.complete(side.bulkQpn());
                 byte[] d = answer.get(60, TimeUnit.SECONDS);
-                side.connectBulk(o.serverAddress, MemorySegment.ofArray(d), 0, bulkSl);
+                side.connectBulk(o.serverAddress, MemorySegment.ofArray(d), index, bulkSl);
                 long n = 0;
                 while (!stop) {
                     long now = System.nanoTime();
