@@ -8,6 +8,8 @@ import java.util.Map;
 
 import dev.nupa.cluster.ClusterConfig;
 import dev.nupa.cluster.NupaCluster;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Route;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Future;
 import io.vertx.core.Vertx;
@@ -15,8 +17,10 @@ import io.vertx.core.eventbus.DeliveryOptions;
 import io.vertx.core.eventbus.EventBus;
 
 /**
- * A member of a clustered Vert.x in a process of its own, for {@code EventBusClusterTest}. Arguments: FABRIC NODE
- * HAZELCAST_PORT MEMBERS (host:port,...) CLUSTER_NAME ID. It serves, on the event bus over the fabric:
+ * A member of a clustered Vert.x in a process of its own, for {@code EventBusClusterTest} and
+ * {@code EventBusAcrossFabricsTest}. Arguments: FABRIC NODE HAZELCAST_PORT MEMBERS (host:port,...) CLUSTER_NAME ID
+ * [IP/LEN ROUTE] (the node's address, default the fabric's plan, and a route such as {@code 10.0.1.0/24 via 10.0.0.1}).
+ * It serves, on the event bus over the fabric:
  * <ul>
  * <li>{@code svc}: replies {@code ID:BODY} (every member: point-to-point goes round robin);</li>
  * <li>{@code only.ID}: replies {@code ID:BODY} (this member alone);</li>
@@ -38,10 +42,14 @@ public final class ClusterMemberMain {
         List<String> members = List.of(args[3].split(","));
         String name = args[4];
         String id = args[5];
+        StackConfig stack = StackConfig.defaults(fabric, node);
+        if (args.length > 7) {
+            stack = stack.withIp(IpConfig.parse(args[6])).withRoutes(List.of(Route.parse(args[7])));
+        }
         ClusterConfig cluster = ClusterConfig.loopback(port, members).withName(name).withFailureDetection(Duration.ofSeconds(3));
         Vertx vertx;
         try {
-            vertx = NupaCluster.create(StackConfig.defaults(fabric, node), cluster).await();
+            vertx = NupaCluster.create(stack, cluster).await();
         } catch (Exception e) {
             System.out.println("FAILED " + e.getMessage());
             System.exit(2);
