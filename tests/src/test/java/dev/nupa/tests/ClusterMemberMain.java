@@ -46,7 +46,7 @@ public final class ClusterMemberMain {
         if (args.length > 7) {
             stack = stack.withIp(IpConfig.parse(args[6])).withRoutes(List.of(Route.parse(args[7])));
         }
-        ClusterConfig cluster = ClusterConfig.loopback(port, members).withName(name).withFailureDetection(Duration.ofSeconds(3));
+        ClusterConfig cluster = ClusterConfig.loopback(port, members).withName(name).withFailureDetection(Duration.ofSeconds(5));
         Vertx vertx;
         try {
             vertx = NupaCluster.create(stack, cluster).await();

@@ -39,7 +39,7 @@ import org.junit.jupiter.api.Timeout;
  * A clustered Vert.x across processes on one fabric file: members A and B in child JVMs ({@link ClusterMemberMain}, nodes
  * 0 and 1) and this JVM (node 2), Hazelcast's membership on loopback, the event bus between them over the fabric.
  * Request-reply, point-to-point round robin, publish to all, order per sender; then B is killed with SIGKILL: its
- * consumers leave the registry within Hazelcast's failure detection (3 s here), requests to them fail with NO_HANDLERS
+ * consumers leave the registry within Hazelcast's failure detection (5 s here), requests to them fail with NO_HANDLERS
  * (or time out until then) as on Linux, and a replacement B at the same fabric address takes over.
  */
 @Tag("process")
@@ -63,7 +63,7 @@ class EventBusClusterTest {
         a = member("A", 0);
         b = member("B", 1);
         ClusterConfig cluster = ClusterConfig.loopback(ports[2], List.of(members.split(","))).withName(name)
-                .withFailureDetection(Duration.ofSeconds(3));
+                .withFailureDetection(Duration.ofSeconds(5));
         self = NupaCluster.create(StackConfig.defaults(fabric, 2), cluster).await(90, TimeUnit.SECONDS);
         a.awaitLine("READY A", 90_000);
         b.awaitLine("READY B", 90_000);
@@ -158,7 +158,7 @@ class EventBusClusterTest {
                 last = e.failureType();
             }
             if (System.nanoTime() - killed > TimeUnit.SECONDS.toNanos(30)) {
-                fail("B's consumers were still registered 30 s after it was killed (failure detection is 3 s)");
+                fail("B's consumers were still registered 30 s after it was killed (failure detection is 5 s)");
             }
         }
         // Point-to-point now reaches A alone, and this member's event loop answers as before.
