@@ -16,6 +16,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 import dev.nupa.cluster.ClusterConfig;
 import dev.nupa.cluster.NupaCluster;
@@ -38,8 +41,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * A clustered Vert.x across processes on one fabric file: members A and B in child JVMs ({@link ClusterMemberMain}, nodes
  * 0 and 1) and this JVM (node 2), Hazelcast's membership on loopback, the event bus between them over the fabric.
- * Request-reply, point-to-point round robin, publish to all, order per sender; then B is killed with SIGKILL: its
- * consumers leave the registry within Hazelcast's failure detection (5 s here), requests to them fail with NO_HANDLERS
+ * Request-reply, point-to-point round robin, publish to all, order per sender; then B is killed with SIGKILL in the
+ * middle of a stream of requests, which goes on with A; B's consumers leave the registry within Hazelcast's failure detection (5 s here), requests to them fail with NO_HANDLERS
  * (or time out until then) as on Linux, and a replacement B at the same fabric address takes over.
  */
 @Tag("process")
@@ -143,7 +146,36 @@ class EventBusClusterTest {
     @Test
     @Order(4)
     void aKilledMembersConsumersLeaveAndAReplacementTakesOver() throws Exception {
+        // A stream of requests to svc (A and B in turn), 8 outstanding, runs while B is killed: each request is answered
+        // or fails with a ReplyException (a timeout for those sent to B), and the stream goes on with A.
+        AtomicLong answered = new AtomicLong();
+        AtomicLong failed = new AtomicLong();
+        AtomicReference<Throwable> odd = new AtomicReference<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        DeliveryOptions streamWait = new DeliveryOptions().setSendTimeout(2000);
+        Runnable[] next = new Runnable[1];
+        next[0] = () -> {
+            if (!stop.get()) {
+                self.eventBus().<String>request("svc", "s", streamWait).onComplete((m, err) -> {
+                    if (err == null) {
+                        answered.incrementAndGet();
+                    } else if (err instanceof ReplyException) {
+                        failed.incrementAndGet();
+                    } else {
+                        odd.compareAndSet(null, err);
+                    }
+                    next[0].run();
+                });
+            }
+        };
+        self.runOnContext(v -> {
+            for (int i = 0; i < 8; i++) {
+                next[0].run();
+            }
+        });
+        ChildJvm.waitUntil("the stream runs", 30_000, () -> answered.get() >= 100);
         b.kill();
+        long answeredAtKill = answered.get();
         // Until Hazelcast drops B, a request to B's own address times out (nobody answers); then it fails at once
         // with NO_HANDLERS, as Vert.x on Linux does. Nothing may answer it.
         DeliveryOptions shortWait = new DeliveryOptions().setSendTimeout(1000);
@@ -161,6 +193,11 @@ class EventBusClusterTest {
                 fail("B's consumers were still registered 30 s after it was killed (failure detection is 5 s)");
             }
         }
+        ChildJvm.waitUntil("the stream goes on with A", 30_000, () -> answered.get() >= answeredAtKill + 500);
+        stop.set(true);
+        System.out.println("EventBusClusterTest: the stream around B's death: " + answered.get() + " answered, " + failed.get()
+                + " failed with a ReplyException");
+        assertEquals(null, odd.get(), "a request of the stream failed otherwise than with a ReplyException");
         // Point-to-point now reaches A alone, and this member's event loop answers as before.
         for (int i = 0; i < 20; i++) {
             assertEquals("A:k" + i, request("svc", "k" + i));
