@@ -2,9 +2,12 @@ package dev.nupa.transport;
 
 import java.util.List;
 
+import dev.nupa.ip.wire.Ipv4Address;
+import io.vertx.core.Future;
 import io.vertx.core.Vertx;
 import io.vertx.core.VertxOptions;
 import io.vertx.core.spi.VertxTracerFactory;
+import io.vertx.core.spi.cluster.ClusterManager;
 import io.vertx.core.internal.VertxInternal;
 
 /**
@@ -54,6 +57,46 @@ public final class NupaVertx {
      */
     public static Vertx create(NupaStack node, VertxOptions options, VertxTracerFactory tracer) {
         return create(new NupaTransport(node), node.stacks().size(), options, tracer);
+    }
+
+    /**
+     * A clustered Vert.x instance on the node {@code config} describes, with {@code manager} (Hazelcast, Infinispan, ...:
+     * module cluster's {@code NupaCluster} configures them) keeping the members and the event bus's subscriptions. The
+     * event bus's connections between members go over the fabric: its host and public host are the node's IPv4 address,
+     * whatever {@code options} say; the cluster manager's own traffic goes over the sockets it is configured with.
+     * The node opens first, so a wrong fabric or a taken address fails before the manager joins anything. If joining or
+     * starting the event bus fails, Vert.x leaves the cluster and closes, the node with it, and the future fails with
+     * the reason.
+     */
+    public static Future<Vertx> clustered(StackConfig config, VertxOptions options, ClusterManager manager) {
+        NupaStack node;
+        try {
+            node = NupaStack.builder(config).open();
+        } catch (RuntimeException e) {
+            return Future.failedFuture(e);
+        }
+        String ip = Ipv4Address.toString(node.primary().ip().address());
+        VertxOptions o = new VertxOptions(options).setEventLoopPoolSize(node.stacks().size());
+        o.getEventBusOptions().setHost(ip).setClusterPublicHost(ip);
+        NupaTransport transport = new NupaTransport(node);
+        Future<Vertx> built;
+        try {
+            built = Vertx.builder().with(o).withTransport(new Named(transport)).withClusterManager(manager).buildClustered();
+        } catch (RuntimeException e) {
+            transport.abandon();
+            return Future.failedFuture(e);
+        }
+        return built.transform(ar -> {
+            if (ar.failed()) {
+                transport.abandon(); // Vert.x has closed itself (and its loops) already; this covers a build that never got that far
+                return Future.failedFuture(ar.cause());
+            }
+            if (((VertxInternal) ar.result()).transport() != transport) {
+                return ar.result().close().transform(v -> Future.failedFuture(new IllegalStateException(
+                        "Vert.x did not take the NUPA transport; it fell back to " + ((VertxInternal) ar.result()).transport().getClass().getName())));
+            }
+            return Future.succeededFuture(ar.result());
+        });
     }
 
     private static Vertx create(NupaTransport transport, int loops, VertxOptions options, VertxTracerFactory tracer) {

@@ -1,0 +1,72 @@
+package dev.nupa.examples;
+
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+import dev.nupa.cluster.NupaCluster;
+import dev.nupa.transport.StackConfig;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
+
+/**
+ * A client of {@link ClusterService} on the clustered event bus, on another fabric node (default 1, 10.0.0.2): it joins
+ * the cluster, sends COUNT requests to {@code greeter} (the services answer in turn) and prints the replies, publishes
+ * COUNT messages to {@code news} (every service prints each), asks once more so that what it published has gone out, and
+ * leaves.
+ */
+public final class ClusterClient {
+    private ClusterClient() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length < 1 || args.length > 4) {
+            System.err.println("usage: ClusterClient FABRIC_FILE [NODE [FIRST_PORT [COUNT]]]   (e.g. /dev/shm/f1 1 5701 3)");
+            System.exit(2);
+        }
+        int node = args.length > 1 ? Integer.parseInt(args[1]) : 1;
+        int firstPort = args.length > 2 ? Integer.parseInt(args[2]) : 5701;
+        int count = args.length > 3 ? Integer.parseInt(args[3]) : 3;
+        Vertx vertx;
+        try {
+            vertx = NupaCluster.create(StackConfig.defaults(Path.of(args[0]), node), ClusterService.cluster(node, firstPort)).await();
+        } catch (Exception e) {
+            System.err.println("cluster-client: " + e.getMessage());
+            System.exit(1);
+            return;
+        }
+        String me = ClusterService.address(vertx);
+        try {
+            System.out.println(greet(vertx, "client at " + me + " (first)"));
+            for (int i = 1; i <= count; i++) {
+                System.out.println(greet(vertx, "request " + i));
+            }
+            for (int i = 1; i <= count; i++) {
+                vertx.eventBus().publish("news", "news " + i + " from " + me);
+            }
+            // Sent on the connections the requests opened, after the news: its reply comes once they are out.
+            System.out.println(greet(vertx, "client at " + me + " (last)"));
+        } finally {
+            vertx.close().await(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * One request to the greeter. A service that has just joined reaches this member through Hazelcast's registry a
+     * moment later: while no greeter is known (NO_HANDLERS), it asks again, for up to 30 s.
+     */
+    private static String greet(Vertx vertx, String who) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            try {
+                return vertx.eventBus().<String>request("greeter", who).map(Message::body).await(10, TimeUnit.SECONDS);
+            } catch (ReplyException e) {
+                if (e.failureType() != ReplyFailure.NO_HANDLERS || System.nanoTime() > deadline) {
+                    throw e;
+                }
+                Thread.sleep(50);
+            }
+        }
+    }
+}

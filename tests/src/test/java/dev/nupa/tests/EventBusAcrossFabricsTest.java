@@ -1,0 +1,171 @@
+package dev.nupa.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.nupa.cluster.ClusterConfig;
+import dev.nupa.cluster.NupaCluster;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Route;
+import dev.nupa.node.cli.Main;
+import dev.nupa.transport.StackConfig;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.Message;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * One Vert.x cluster over two fabrics, each behind a gateway (`nupa node --tap`), with Linux routing between the two TAP
+ * devices in a network namespace of its own, as two hosts would: member X on fabric A (10.0.0.2), member Y on fabric B
+ * (10.0.1.2) and this JVM on fabric A (10.0.0.3); Hazelcast's membership on loopback. Requests to X stay on fabric A;
+ * requests to Y, publishes to both and Y's messages to X cross the gateways as TCP. tshark on fabric A's TAP finds only
+ * well-formed TCP there, Y's among it, and nothing between the two members of fabric A. Everything it creates is removed.
+ */
+@Tag("linux")
+class EventBusAcrossFabricsTest {
+    private static final String A_GATEWAY = "192.168.79.2";
+    private static final String A_LINUX = "192.168.79.1";
+    private static final String B_GATEWAY = "192.168.80.2";
+    private static final String B_LINUX = "192.168.80.1";
+
+    @Test
+    void membersOnTwoFabricsFormOneClusterThroughTheGateways() throws Exception {
+        String missing = Linux.missing("ip");
+        Assumptions.assumeTrue(missing == null, () -> "skipping the cross-fabric cluster test: " + missing + " is absent");
+        Assumptions.assumeTrue(Files.isWritable(Path.of("/dev/net/tun")),
+                "skipping the cross-fabric cluster test: /dev/net/tun is not writable here (no TAP devices without it and CAP_NET_ADMIN)");
+        String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
+        String ns = "nupa-eb-" + id;
+        String tapA = "nupaeba" + id;
+        String tapB = "nupaebb" + id;
+        Path fabricA = ChildJvm.newFabricPath();
+        Path fabricB = ChildJvm.newFabricPath();
+        Path pcap = Files.createTempFile("nupa-eventbus-", ".pcap");
+        List<ChildJvm> children = new ArrayList<>();
+        Linux.Result made = Linux.run(10, "ip", "netns", "add", ns);
+        Assumptions.assumeTrue(made.status() == 0, () -> "skipping the cross-fabric cluster test: cannot create a network namespace: "
+                + made.output());
+        Process capture = null;
+        Vertx self = null;
+        try {
+            // Fabric A (10.0.0.0/24) and fabric B (10.0.1.0/24), each with a gateway on node 0 routing the other via Linux.
+            start(children, "eb-gateway-a", Main.class, "node", "--fabric", fabricA, "--address", "0", "--tap", tapA,
+                    "--tap-addr", A_GATEWAY + "/24", "--tap-mtu", "9000", "--tap-route", "10.0.1.0/24 via " + A_LINUX);
+            start(children, "eb-gateway-b", Main.class, "node", "--fabric", fabricB, "--address", "0", "--ip", "10.0.1.1/24",
+                    "--tap", tapB, "--tap-addr", B_GATEWAY + "/24", "--tap-mtu", "9000", "--tap-route", "10.0.0.0/24 via " + B_LINUX);
+            for (ChildJvm gw : children) {
+                gw.awaitLine("nupa node:", 60_000);
+            }
+            Linux.ok("ip", "link", "set", tapA, "netns", ns);
+            Linux.ok("ip", "link", "set", tapB, "netns", ns);
+            Linux.ok("ip", "-n", ns, "link", "set", "lo", "up");
+            Linux.ok("ip", "-n", ns, "link", "set", tapA, "up");
+            Linux.ok("ip", "-n", ns, "link", "set", tapB, "up");
+            Linux.ok("ip", "-n", ns, "addr", "add", A_LINUX + "/24", "dev", tapA);
+            Linux.ok("ip", "-n", ns, "addr", "add", B_LINUX + "/24", "dev", tapB);
+            Linux.ok("ip", "-n", ns, "route", "add", "10.0.0.0/24", "via", A_GATEWAY);
+            Linux.ok("ip", "-n", ns, "route", "add", "10.0.1.0/24", "via", B_GATEWAY);
+            Linux.ok("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1");
+            boolean tshark = Linux.missing("tshark") == null;
+            if (tshark) {
+                capture = Linux.capture(ns, tapA, pcap);
+            } else {
+                System.out.println("tshark is absent (apt-get install tshark): the cluster runs without the capture checks");
+            }
+
+            int[] ports = {freePort(), freePort(), freePort()};
+            String members = "127.0.0.1:" + ports[0] + ",127.0.0.1:" + ports[1] + ",127.0.0.1:" + ports[2];
+            String name = "eb-x-" + UUID.randomUUID();
+            ChildJvm x = start(children, "member-X", ClusterMemberMain.class, fabricA, 1, ports[0], members, name, "X",
+                    "10.0.0.2/24", "10.0.1.0/24 via 10.0.0.1");
+            ChildJvm y = start(children, "member-Y", ClusterMemberMain.class, fabricB, 1, ports[1], members, name, "Y",
+                    "10.0.1.2/24", "10.0.0.0/24 via 10.0.1.1");
+            StackConfig here = StackConfig.defaults(fabricA, 2).withIp(IpConfig.parse("10.0.0.3/24"))
+                    .withRoutes(List.of(Route.parse("10.0.1.0/24 via 10.0.0.1")));
+            self = NupaCluster.create(here, ClusterConfig.loopback(ports[2], List.of(members.split(","))).withName(name)
+                    .withFailureDetection(Duration.ofSeconds(5))).await(90, TimeUnit.SECONDS);
+            x.awaitLine("READY X", 90_000);
+            y.awaitLine("READY Y", 90_000);
+
+            for (int i = 0; i < 20; i++) {
+                assertEquals("X:a" + i, request(self, "only.X", "a" + i)); // stays on fabric A
+                assertEquals("Y:b" + i, request(self, "only.Y", "b" + i)); // crosses both gateways and back
+            }
+            int n = 50;
+            for (int i = 0; i < n; i++) {
+                self.eventBus().publish("news", "n" + i);
+            }
+            Vertx from = self;
+            for (String member : List.of("X", "Y")) {
+                ChildJvm.waitUntil(member + " received every published message", 30_000,
+                        () -> Long.parseLong(request(from, "ctl." + member, "count")) >= n);
+                assertEquals(n, Long.parseLong(request(self, "ctl." + member, "count")), member + " received a message twice");
+            }
+            // Member to member across the gateways, in order: Y sends to X.
+            assertEquals("sent 500", request(self, "ctl.Y", "spray X 500"));
+            ChildJvm.waitUntil("X received Y's messages", 30_000, () -> request(from, "ctl.X", "seq").startsWith("received=500 "));
+            assertEquals("received=500 outOfOrder=0", request(self, "ctl.X", "seq"));
+
+            if (capture != null) {
+                Process running = capture;
+                capture = null;
+                Linux.endCapture(running);
+                String bad = Linux.stdout(120, "tshark", "-r", pcap.toString(), "-o", "ip.check_checksum:TRUE", "-o", "tcp.check_checksum:TRUE",
+                        "-Y", "_ws.malformed || ip.checksum.status == 0 || tcp.checksum.status == 0 || (ip && !tcp)");
+                assertEquals("", bad.strip(), "tshark found on fabric A's TAP malformed frames, bad checksums or IP other than TCP");
+                String crossing = Linux.stdout(120, "tshark", "-r", pcap.toString(), "-Y", "tcp && ip.addr == 10.0.1.2 && tcp.len > 0");
+                assertTrue(!crossing.isBlank(), "the event bus's TCP to and from Y crossed fabric A's TAP");
+                System.out.println("EventBusAcrossFabricsTest: " + crossing.strip().split("\n").length
+                        + " TCP segments with data to or from Y on fabric A's TAP");
+                String local = Linux.stdout(120, "tshark", "-r", pcap.toString(), "-Y", "ip.addr == 10.0.0.2 && ip.addr == 10.0.0.3");
+                assertEquals("", local.strip(), "traffic between the members of fabric A stays on the fabric");
+            }
+        } finally {
+            if (capture != null) {
+                capture.destroyForcibly();
+            }
+            if (self != null) {
+                self.close().await(30, TimeUnit.SECONDS);
+            }
+            for (ChildJvm child : children) {
+                child.close();
+            }
+            Linux.run(10, "ip", "netns", "del", ns);
+            Files.deleteIfExists(fabricA);
+            Files.deleteIfExists(fabricB);
+            Files.deleteIfExists(pcap);
+        }
+    }
+
+    private static ChildJvm start(List<ChildJvm> children, String name, Class<?> main, Object... args) {
+        ChildJvm c = ChildJvm.start(name, main, args);
+        children.add(c);
+        return c;
+    }
+
+    private static String request(Vertx vertx, String address, String body) {
+        try {
+            return vertx.eventBus().<String>request(address, body).map(Message::body).await(10, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("no reply on " + address + " within 10 s", e);
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+}
