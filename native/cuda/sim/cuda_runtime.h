@@ -52,7 +52,15 @@ static pthread_barrier_t sim_barrier;
 
 static inline void __syncthreads(void) { pthread_barrier_wait(&sim_barrier); }
 static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static inline void __nanosleep(unsigned) { sched_yield(); }
+/* A short nap yields; a long one (an idle kernel's backoff) sleeps, so an idle simulated kernel leaves the CPU alone. */
+static inline void __nanosleep(unsigned ns) {
+    if (ns < 10000) {
+        sched_yield();
+    } else {
+        struct timespec t = {0, (long) ns};
+        nanosleep(&t, NULL);
+    }
+}
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline int __ffs(unsigned v) { return __builtin_ffs((int) v); }
 static inline unsigned __vadd4(unsigned a, unsigned b) {
@@ -145,7 +153,7 @@ template <typename T> static inline T __shfl_sync(unsigned mask, T v, int src) {
 /* ---- the runtime ---- */
 typedef int cudaError_t;
 enum { cudaSuccess = 0, cudaErrorNotReady = 600, cudaErrorSim = 999 };
-enum { cudaStreamNonBlocking = 1, cudaHostRegisterMapped = 2, cudaHostAllocMapped = 2, cudaMemcpyDeviceToHost = 2 };
+enum { cudaStreamNonBlocking = 1, cudaHostRegisterMapped = 2, cudaHostAllocMapped = 2, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
 typedef int cudaMemcpyKind;
 
 struct sim_event {

@@ -1,0 +1,598 @@
+/*
+ * nupa_gpu_node.cuh: a fabric node whose data path runs in a CUDA kernel (native/cuda/README.md, "A GPU node").
+ *
+ * The host joins the fabric with libnupa (address, heartbeat, liveness, the neighbor directory's record) and registers
+ * the fabric mapping with CUDA; kernels then take frames from the node's own receive rings and put frames into peers'
+ * rings themselves, with the bytes and steps of docs/fabric-layout.md sections 6 and 7, as a CPU node does:
+ *   - receive (6.4): poll ctrl at the head, read frames in place, release the slots in order by storing head; the
+ *     stall check and repair of 6.5 run on the GPU too, so a producer that died mid-claim never blocks the ring;
+ *   - send (6.3): admit (the peer is UP), claim a position with a CAS on tail, write the frame, check ctrl, write the
+ *     slot header, publish with a CAS on ctrl, then the doorbell step (7): armed CASed from 1 to 0 and doorbell bumped.
+ *     The FUTEX_WAKE that follows on a CPU is a system call no kernel can make: the GPU leaves the peer's address in a
+ *     mailbox that a host thread empties (nupa_gpu_wakes), so a sleeping CPU peer is woken within the host's poll
+ *     interval; a peer that spins (a busy Java loop, `--spin`) takes the frame at once.
+ *   - IPv4 (RFC 791) and UDP (RFC 768) headers, with their checksums (RFC 1071), built and checked on the GPU.
+ *
+ * Every access to the fabric crosses PCIe; ordering is at system scope (nupa_wqe.h's primitives: ld.acquire.sys,
+ * st.release.sys, atomicCAS_system). sim/cuda_runtime.h runs the same functions on CPU threads, with C11 atomics.
+ *
+ * Rules for callers:
+ *  - One thread of the grid consumes the node's rings (nupa_gpu_rx_*); frames stay valid until it releases them.
+ *  - A frame is published by the thread that claimed it, after every thread that wrote its bytes fenced at system
+ *    scope (__threadfence_system(), then __syncthreads()).
+ *  - The CAS on a peer's tail is atomic among one GPU's threads; CPU producers of the same ring at the same time need
+ *    a link with native host atomics (cudaDevAttrHostNativeAtomicSupported) or PCIe AtomicOps (as nupa_cuda.cuh says
+ *    of work rings). The GPU's own receive rings have only CPU producers' CASes on them, and loads and stores of the GPU.
+ *  - The host keeps the node alive: its heartbeat thread runs while the kernel does; if the host process dies the
+ *    kernel dies with its CUDA context and the fabric reclaims the address as any node's (section 8). If the node is
+ *    evicted, the host tells the kernel through its stop flag.
+ */
+#ifndef NUPA_GPU_NODE_CUH
+#define NUPA_GPU_NODE_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "nupa.h"
+#include "nupa_wqe.h"
+
+/* docs/fabric-layout.md: header (3), node entry (5.1), ring (6.1). */
+#define NUPA_G_MAGIC 0x314241464150554EULL
+#define NUPA_G_NODE_BYTES 512
+#define NUPA_G_STATE_UP 2
+#define NUPA_G_E_STATE 0
+#define NUPA_G_E_ARMED 128
+#define NUPA_G_E_DOORBELL 132
+#define NUPA_G_E_FRAMES_SENT 192
+#define NUPA_G_E_BYTES_SENT 200
+#define NUPA_G_E_BACK_PRESSURED 208
+#define NUPA_G_E_PEER_DOWN 216
+#define NUPA_G_E_LATE_DROPS 224
+#define NUPA_G_E_FRAMES_RECEIVED 256
+#define NUPA_G_E_BYTES_RECEIVED 264
+#define NUPA_G_E_STALL_SKIPS 272
+#define NUPA_G_E_CORRUPT 304
+#define NUPA_G_R_TAIL 0
+#define NUPA_G_R_HEAD 64
+#define NUPA_G_R_SLOTS 256
+#define NUPA_G_PADDING 1
+#define NUPA_G_SKIPPED 2
+#define NUPA_G_MAX_RINGS 16
+
+/* The wake mailbox: the GPU appends the addresses of peers it found armed; a host thread FUTEX_WAKEs them. */
+#define NUPA_GPU_WAKES 256
+struct nupa_gpu_wakes {
+    uint32_t tail;     /* GPU: entries appended (atomicAdd_system among the GPU's threads) */
+    uint32_t pad0[15];
+    uint32_t head;     /* host: entries taken */
+    uint32_t dropped;  /* GPU: wakes lost to a full mailbox (the peer then wakes at its own sleep's end) */
+    uint32_t pad1[14];
+    uint32_t entry[NUPA_GPU_WAKES]; /* address + 1; 0 until written */
+};
+
+/* The fabric as a kernel sees it: the header's geometry, copied once, and this node's identity. Pass it by value. */
+struct nupa_gpu_fabric {
+    uint8_t *base; /* the mapping: the device's view in kernels */
+    uint64_t size, node_table, rings, ring_bytes, stall_timeout_ns;
+    uint32_t max_nodes, rings_per_node, ring_slots, slot_bytes, max_frame;
+    uint32_t address, generation;
+    struct nupa_gpu_wakes *wakes; /* the mailbox, device view */
+};
+
+/* ---- memory order, host and device (the ring words are nupa_wqe.h's) ---- */
+#if defined(__CUDA_ARCH__)
+static __device__ __forceinline__ uint32_t nupa_g_cas32(uint32_t *p, uint32_t e, uint32_t v) {
+    return atomicCAS_system((unsigned *) p, e, v);
+}
+static __device__ __forceinline__ void nupa_g_add32(uint32_t *p, uint32_t v) { atomicAdd_system((unsigned *) p, v); }
+static __device__ __forceinline__ uint32_t nupa_g_fetch_add32(uint32_t *p, uint32_t v) { return atomicAdd_system((unsigned *) p, v); }
+static __device__ __forceinline__ void nupa_g_add64(uint64_t *p, uint64_t v) {
+    atomicAdd_system((unsigned long long *) p, (unsigned long long) v);
+}
+static __device__ __forceinline__ void nupa_g_store64_relaxed(uint64_t *p, uint64_t v) {
+    asm volatile("st.relaxed.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
+}
+static __device__ __forceinline__ void nupa_g_store32(uint32_t *p, uint32_t v) { nupa_wr_store32(p, v); }
+#else
+static inline uint32_t nupa_g_cas32(uint32_t *p, uint32_t e, uint32_t v) {
+    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    return e;
+}
+static inline void nupa_g_add32(uint32_t *p, uint32_t v) { __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline uint32_t nupa_g_fetch_add32(uint32_t *p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline void nupa_g_add64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
+static inline void nupa_g_store64_relaxed(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
+static inline void nupa_g_store32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
+#endif
+
+#if defined(__CUDACC__)
+#define NUPA_GD __host__ __device__ static inline
+#else
+#define NUPA_GD static inline
+#endif
+
+/* ---- on the host ---- */
+
+/*
+ * Views the fabric of node for kernels that see its mapping at dev_base (cudaHostGetDevicePointer), with the wake
+ * mailbox at dev_wakes. Refuses, with one line in err, a geometry whose offsets do not hold together (the kernel
+ * computes slot addresses from them and must never leave the mapping). Returns 0 or -1.
+ */
+static inline int nupa_gpu_fabric_view(nupa_node *node, uint8_t *dev_base, struct nupa_gpu_wakes *dev_wakes,
+        struct nupa_gpu_fabric *f, char *err, size_t errlen) {
+    size_t size;
+    const uint8_t *h = (const uint8_t *) nupa_fabric_memory(node, &size);
+    memset(f, 0, sizeof *f);
+    f->base = dev_base;
+    f->size = size;
+    f->max_nodes = *(const uint32_t *) (h + 24);
+    f->rings_per_node = *(const uint32_t *) (h + 28);
+    f->ring_slots = *(const uint32_t *) (h + 32);
+    f->slot_bytes = *(const uint32_t *) (h + 36);
+    f->max_frame = *(const uint32_t *) (h + 40);
+    f->node_table = *(const uint64_t *) (h + 56);
+    f->rings = *(const uint64_t *) (h + 64);
+    f->stall_timeout_ns = *(const uint64_t *) (h + 104);
+    f->ring_bytes = *(const uint64_t *) (h + 128);
+    f->address = (uint32_t) nupa_address(node);
+    f->generation = nupa_generation(node);
+    f->wakes = dev_wakes;
+    uint64_t slots_end = (uint64_t) NUPA_G_R_SLOTS + (uint64_t) f->ring_slots * f->slot_bytes;
+    if (f->max_nodes < 1 || f->max_nodes > 1024 || f->rings_per_node < 1 || f->rings_per_node > NUPA_G_MAX_RINGS
+            || f->ring_slots < 2 || (f->ring_slots & (f->ring_slots - 1)) != 0 || f->max_frame < 64
+            || f->slot_bytes < 16 + (uint64_t) f->max_frame || f->slot_bytes % 64 != 0 || f->ring_bytes < slots_end
+            || f->node_table < 4096 || f->node_table + (uint64_t) f->max_nodes * NUPA_G_NODE_BYTES > f->rings
+            || f->rings + (uint64_t) f->max_nodes * f->rings_per_node * f->ring_bytes > size || f->stall_timeout_ns == 0) {
+        snprintf(err, errlen, "the fabric's geometry is one a GPU node cannot serve (rings %u x %u slots of %u bytes, max frame %u)",
+                 f->rings_per_node, f->ring_slots, f->slot_bytes, f->max_frame);
+        return -1;
+    }
+    return 0;
+}
+
+/* Takes the wakes the GPU left (host thread): FUTEX_WAKE on each peer's doorbell (docs/fabric-layout.md 6.3 step 6). */
+static inline int nupa_gpu_wakes_drain(nupa_node *node, struct nupa_gpu_wakes *w) {
+    size_t size;
+    uint8_t *base = (uint8_t *) nupa_fabric_memory(node, &size);
+    uint64_t table = *(const uint64_t *) (base + 56);
+    uint32_t max_nodes = *(const uint32_t *) (base + 24);
+    int woken = 0;
+    uint32_t head = w->head;
+    for (;;) {
+        uint32_t *e = &w->entry[head % NUPA_GPU_WAKES];
+        uint32_t a = __atomic_load_n(e, __ATOMIC_ACQUIRE);
+        if (a == 0) {
+            break;
+        }
+        __atomic_store_n(e, 0, __ATOMIC_RELAXED);
+        head++;
+        __atomic_store_n(&w->head, head, __ATOMIC_RELEASE);
+        if (a - 1 < max_nodes) {
+            syscall(SYS_futex, base + table + (uint64_t) (a - 1) * NUPA_G_NODE_BYTES + NUPA_G_E_DOORBELL, FUTEX_WAKE, 1, NULL, NULL, 0);
+            woken++;
+        }
+    }
+    return woken;
+}
+
+/* ---- on both: the Internet checksum and the headers (RFC 1071, 791, 768); bytes in network order ---- */
+
+NUPA_GD uint16_t nupa_g_get16(const uint8_t *p) { return (uint16_t) ((p[0] << 8) | p[1]); }
+NUPA_GD uint32_t nupa_g_get32(const uint8_t *p) { return ((uint32_t) nupa_g_get16(p) << 16) | nupa_g_get16(p + 2); }
+NUPA_GD void nupa_g_put16(uint8_t *p, uint16_t v) { p[0] = (uint8_t) (v >> 8); p[1] = (uint8_t) v; }
+NUPA_GD void nupa_g_put32(uint8_t *p, uint32_t v) { nupa_g_put16(p, (uint16_t) (v >> 16)); nupa_g_put16(p + 2, (uint16_t) v); }
+
+/* The one's complement sum of n bytes (16-bit words, big-endian, an odd last byte padded), added to sum. */
+NUPA_GD uint64_t nupa_g_sum(const uint8_t *b, uint32_t n, uint64_t sum) {
+    for (uint32_t i = 0; i + 1 < n; i += 2) {
+        sum += nupa_g_get16(b + i);
+    }
+    if (n & 1) {
+        sum += (uint32_t) b[n - 1] << 8;
+    }
+    return sum;
+}
+NUPA_GD uint16_t nupa_g_fold(uint64_t sum) {
+    while (sum >> 16) {
+        sum = (sum & 0xFFFF) + (sum >> 16);
+    }
+    return (uint16_t) ~sum;
+}
+/* The sum of 4 bytes loaded as one little-endian word: its two big-endian 16-bit words. */
+NUPA_GD uint32_t nupa_g_sum_word(uint32_t w) {
+    return (((w & 0xFF) << 8) | ((w >> 8) & 0xFF)) + (((w >> 16) & 0xFF) << 8 | (w >> 24));
+}
+
+/* An IPv4 datagram's fields, as nupa_g_ipv4_parse found them. */
+struct nupa_g_ip {
+    uint32_t src, dst;
+    uint8_t proto;
+    uint32_t total; /* the header's total length */
+};
+
+/* Reasons a datagram is dropped (counted by the kernels). */
+enum { NUPA_G_IP_OK = 0, NUPA_G_IP_SHORT, NUPA_G_IP_VERSION, NUPA_G_IP_OPTIONS, NUPA_G_IP_LENGTH, NUPA_G_IP_CHECKSUM, NUPA_G_IP_FRAGMENT,
+       NUPA_G_IP_NOT_MINE };
+
+/*
+ * Checks an IPv4 header (no options) at ip, len bytes of link payload: version 4, IHL 5, total length within len, the
+ * header checksum, no fragment (MF clear, offset 0: a GPU node does not reassemble), destination mine.
+ */
+NUPA_GD int nupa_g_ipv4_parse(const uint8_t *ip, uint32_t len, uint32_t mine, struct nupa_g_ip *out) {
+    if (len < 20) {
+        return NUPA_G_IP_SHORT;
+    }
+    if ((ip[0] >> 4) != 4) {
+        return NUPA_G_IP_VERSION;
+    }
+    if ((ip[0] & 15) != 5) {
+        return NUPA_G_IP_OPTIONS;
+    }
+    uint32_t total = nupa_g_get16(ip + 2);
+    if (total < 20 || total > len) {
+        return NUPA_G_IP_LENGTH;
+    }
+    if (nupa_g_fold(nupa_g_sum(ip, 20, 0)) != 0) {
+        return NUPA_G_IP_CHECKSUM;
+    }
+    if ((nupa_g_get16(ip + 6) & 0x3FFF) != 0) {
+        return NUPA_G_IP_FRAGMENT;
+    }
+    out->src = nupa_g_get32(ip + 12);
+    out->dst = nupa_g_get32(ip + 16);
+    out->proto = ip[9];
+    out->total = total;
+    return out->dst == mine ? NUPA_G_IP_OK : NUPA_G_IP_NOT_MINE;
+}
+
+/* Writes a 20-byte IPv4 header (DF, TTL 64, no options) with its checksum. */
+NUPA_GD void nupa_g_ipv4_build(uint8_t *ip, uint32_t src, uint32_t dst, uint8_t proto, uint32_t payload, uint16_t id) {
+    ip[0] = 0x45;
+    ip[1] = 0;
+    nupa_g_put16(ip + 2, (uint16_t) (20 + payload));
+    nupa_g_put16(ip + 4, id);
+    nupa_g_put16(ip + 6, 0x4000);
+    ip[8] = 64;
+    ip[9] = proto;
+    nupa_g_put16(ip + 10, 0);
+    nupa_g_put32(ip + 12, src);
+    nupa_g_put32(ip + 16, dst);
+    nupa_g_put16(ip + 10, nupa_g_fold(nupa_g_sum(ip, 20, 0)));
+}
+
+/* The pseudo-header's sum (RFC 768): addresses, protocol 17, the UDP length. */
+NUPA_GD uint64_t nupa_g_udp_pseudo(uint32_t src, uint32_t dst, uint32_t udp_len) {
+    return (uint64_t) (src >> 16) + (src & 0xFFFF) + (dst >> 16) + (dst & 0xFFFF) + 17 + udp_len;
+}
+
+/* Writes a UDP header for data_len bytes of data whose sum (nupa_g_sum) is data_sum; a computed 0 goes as all ones. */
+NUPA_GD void nupa_g_udp_build(uint8_t *udp, uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint32_t data_len,
+        uint64_t data_sum) {
+    uint32_t ulen = 8 + data_len;
+    nupa_g_put16(udp, sport);
+    nupa_g_put16(udp + 2, dport);
+    nupa_g_put16(udp + 4, (uint16_t) ulen);
+    nupa_g_put16(udp + 6, 0);
+    uint16_t c = nupa_g_fold(nupa_g_udp_pseudo(src, dst, ulen) + nupa_g_sum(udp, 8, 0) + data_sum);
+    nupa_g_put16(udp + 6, c == 0 ? 0xFFFF : c);
+}
+
+/* Whether a received UDP header and its data's sum check out (a checksum of 0: none sent, RFC 768). */
+NUPA_GD int nupa_g_udp_valid(const uint8_t *udp, uint32_t src, uint32_t dst, uint64_t data_sum) {
+    if (nupa_g_get16(udp + 6) == 0) {
+        return 1;
+    }
+    return nupa_g_fold(nupa_g_udp_pseudo(src, dst, nupa_g_get16(udp + 4)) + nupa_g_sum(udp, 8, 0) + data_sum) == 0;
+}
+
+/* The link header (docs/link-layer.md 1): destination, source, protocol, payload length; big-endian. */
+NUPA_GD void nupa_g_link_build(uint8_t *f, uint32_t dest, uint32_t source, uint16_t protocol, uint32_t length) {
+    nupa_g_put16(f, (uint16_t) dest);
+    nupa_g_put16(f + 2, (uint16_t) source);
+    nupa_g_put16(f + 4, protocol);
+    nupa_g_put16(f + 6, (uint16_t) length);
+}
+
+/* ---- on the device ---- */
+#if defined(__CUDACC__) || defined(NUPA_CUDA_SIM)
+
+static __device__ inline uint8_t *nupa_g_entry(const struct nupa_gpu_fabric *f, uint32_t a) {
+    return f->base + f->node_table + (uint64_t) a * NUPA_G_NODE_BYTES;
+}
+static __device__ inline uint8_t *nupa_g_ring(const struct nupa_gpu_fabric *f, uint32_t a, uint32_t r) {
+    return f->base + f->rings + ((uint64_t) a * f->rings_per_node + r) * f->ring_bytes;
+}
+static __device__ inline uint8_t *nupa_g_slot(const struct nupa_gpu_fabric *f, uint8_t *ring, uint64_t p) {
+    return ring + NUPA_G_R_SLOTS + (p & (f->ring_slots - 1)) * (uint64_t) f->slot_bytes;
+}
+
+/* The consumer's state for the node's rings (6.4, 6.5): one thread's, kept in device memory. */
+struct nupa_gpu_rx {
+    uint64_t head[NUPA_G_MAX_RINGS];
+    uint64_t stall_position[NUPA_G_MAX_RINGS], stall_since[NUPA_G_MAX_RINGS], stall_tail[NUPA_G_MAX_RINGS];
+    uint64_t frames, bytes; /* frames_received, bytes_received: this consumer is their only writer */
+    uint64_t dropped;       /* frames the link checks refused (another destination, a forged source, a bad length) */
+};
+
+/* A frame taken from a ring, in place: valid until its ring's head passes it. */
+struct nupa_gpu_frame {
+    const uint8_t *payload; /* after the link header */
+    uint32_t length;        /* the link header's payload length */
+    uint32_t source;        /* the sending node */
+    uint16_t protocol;
+};
+
+/* The consumer's start (after the host's join drained the rings): the heads as the rings hold them. */
+static __device__ inline void nupa_gpu_rx_init(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx) {
+    memset(rx, 0, sizeof *rx);
+    for (uint32_t r = 0; r < f->rings_per_node; r++) {
+        uint8_t *ring = nupa_g_ring(f, f->address, r);
+        rx->head[r] = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD));
+        rx->stall_position[r] = UINT64_MAX;
+    }
+}
+
+/*
+ * Takes up to max frames from ring r, from its head on, without releasing them (6.4 step 1): frames that fail the link
+ * layer's checks (a length past max_frame, a source other than the slot's, another destination, a payload past the
+ * frame) and slots that hold no frame are passed over and counted. Returns how many frames went into out; *next is
+ * where the head goes when they are done with (nupa_gpu_rx_release).
+ */
+static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx, uint32_t r,
+        struct nupa_gpu_frame *out, int max, uint64_t *next) {
+    uint8_t *ring = nupa_g_ring(f, f->address, r);
+    uint8_t *self = nupa_g_entry(f, f->address);
+    uint64_t h = rx->head[r];
+    int n = 0, skips = 0;
+    while (n < max) {
+        uint8_t *s = nupa_g_slot(f, ring, h);
+        uint64_t c = nupa_wr_load64((const uint64_t *) s);
+        if ((c >> 2) > h + 1 && skips < (int) f->ring_slots) {
+            /* a lap no producer wrote yet (6.4 step 1.2) */
+            if (nupa_wr_cas64((uint64_t *) s, c, ((h + 1) << 2) | NUPA_G_SKIPPED) == c) {
+                nupa_g_add64((uint64_t *) (self + NUPA_G_E_CORRUPT), 1);
+                skips++;
+                h++;
+            }
+            continue;
+        }
+        if ((c >> 2) != h + 1) {
+            break;
+        }
+        h++;
+        if (c & 3) {
+            continue; /* PADDING or SKIPPED */
+        }
+        /* length, source, source_gen and the link header: two loads after ctrl's acquire, issued together */
+        uint64_t word = *(const volatile uint64_t *) (s + 8);
+        uint64_t link = *(const volatile uint64_t *) (s + 16);
+        int32_t len = (int32_t) (uint32_t) word;
+        uint32_t source = (uint32_t) (word >> 32) & 0xFFFF;
+        if (len < 0 || (uint32_t) len > f->max_frame || source >= f->max_nodes) {
+            nupa_g_add64((uint64_t *) (self + NUPA_G_E_CORRUPT), 1);
+            continue;
+        }
+        const uint8_t *fr = s + 16;
+        uint32_t l_dest = ((uint32_t) (link & 0xFF) << 8) | ((link >> 8) & 0xFF);
+        uint32_t l_source = ((uint32_t) ((link >> 16) & 0xFF) << 8) | ((link >> 24) & 0xFF);
+        uint16_t l_protocol = (uint16_t) ((((link >> 32) & 0xFF) << 8) | ((link >> 40) & 0xFF));
+        uint32_t payload = (uint32_t) ((((link >> 48) & 0xFF) << 8) | ((link >> 56) & 0xFF));
+        if (len < NUPA_LINK_HEADER || l_dest != (uint16_t) f->address || l_source != source || NUPA_LINK_HEADER + payload > (uint32_t) len) {
+            rx->dropped++; /* truncated, another destination, a forged source, or a payload past the frame */
+            continue;
+        }
+        out[n].payload = fr + NUPA_LINK_HEADER;
+        out[n].length = payload;
+        out[n].source = source;
+        out[n].protocol = l_protocol;
+        rx->bytes += (uint64_t) len;
+        n++;
+    }
+    *next = h;
+    return n;
+}
+
+/* Hands ring r's slots up to next back to the producers (6.4 step 2) and publishes the receive counters. */
+static __device__ inline void nupa_gpu_rx_release(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx, uint32_t r, uint64_t next,
+        uint32_t frames) {
+    if (next == rx->head[r]) {
+        return;
+    }
+    uint8_t *ring = nupa_g_ring(f, f->address, r);
+    nupa_wr_store64((uint64_t *) (ring + NUPA_G_R_HEAD), next);
+    rx->head[r] = next;
+    rx->stall_position[r] = UINT64_MAX;
+    rx->frames += frames;
+    uint8_t *self = nupa_g_entry(f, f->address);
+    nupa_g_store64_relaxed((uint64_t *) (self + NUPA_G_E_FRAMES_RECEIVED), rx->frames);
+    nupa_g_store64_relaxed((uint64_t *) (self + NUPA_G_E_BYTES_RECEIVED), rx->bytes);
+}
+
+/*
+ * The stall check and repair (6.5) of every ring, at time now (nupa_globaltimer): a moved head put back, an impossible
+ * tail pulled back, laps no producer wrote repaired while a ring is empty, and claims older than the stall timeout
+ * skipped. The consumer runs it from time to time while its rings are empty.
+ */
+static __device__ inline void nupa_gpu_rx_check(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx, uint64_t now) {
+    uint64_t *corrupt = (uint64_t *) (nupa_g_entry(f, f->address) + NUPA_G_E_CORRUPT);
+    for (uint32_t r = 0; r < f->rings_per_node; r++) {
+        uint8_t *ring = nupa_g_ring(f, f->address, r);
+        uint64_t h = rx->head[r];
+        if (nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD)) != h) {
+            nupa_wr_store64((uint64_t *) (ring + NUPA_G_R_HEAD), h);
+            nupa_g_add64(corrupt, 1);
+        }
+        uint64_t t = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_TAIL));
+        if ((int64_t) (t - h) < 0 || t - h > f->ring_slots) {
+            if (nupa_wr_cas64((uint64_t *) (ring + NUPA_G_R_TAIL), t, h) == t) {
+                nupa_g_add64(corrupt, 1);
+            }
+            rx->stall_position[r] = UINT64_MAX;
+            continue;
+        }
+        if (t == h) {
+            rx->stall_position[r] = UINT64_MAX;
+            for (uint64_t q = h; q - h < f->ring_slots; q++) {
+                uint64_t *ctrl = (uint64_t *) nupa_g_slot(f, ring, q);
+                uint64_t c = nupa_wr_load64(ctrl);
+                uint64_t lap = q + 1 > f->ring_slots ? q + 1 - f->ring_slots : 0;
+                if ((c >> 2) > q + 1 && nupa_wr_cas64(ctrl, c, lap << 2) == c) {
+                    nupa_g_add64(corrupt, 1);
+                }
+            }
+            continue;
+        }
+        uint64_t c = nupa_wr_load64((const uint64_t *) nupa_g_slot(f, ring, h));
+        if ((c >> 2) == h + 1) {
+            continue;
+        }
+        if (rx->stall_position[r] != h) {
+            rx->stall_position[r] = h;
+            rx->stall_tail[r] = t;
+            rx->stall_since[r] = now;
+        } else if (now - rx->stall_since[r] >= f->stall_timeout_ns) {
+            for (uint64_t p = h; p < rx->stall_tail[r]; p++) {
+                uint64_t *pc = (uint64_t *) nupa_g_slot(f, ring, p);
+                uint64_t v = nupa_wr_load64(pc);
+                if ((v >> 2) != p + 1 && nupa_wr_cas64(pc, v, ((p + 1) << 2) | NUPA_G_SKIPPED) == v) {
+                    nupa_g_add64((uint64_t *) (nupa_g_entry(f, f->address) + NUPA_G_E_STALL_SKIPS), 1);
+                }
+            }
+            rx->stall_position[r] = UINT64_MAX;
+        }
+    }
+}
+
+/* A position claimed in a peer's ring (6.3 step 2), to be written in place and published. */
+struct nupa_gpu_claim {
+    uint8_t *slot;
+    uint8_t *frame; /* slot + 16: the link header goes here, the payload after it */
+    uint64_t position;
+    uint32_t dest, length;
+};
+
+/*
+ * Claims a slot for a frame of length bytes (link header included) in ring r of node dest: NUPA_OK, NUPA_PEER_DOWN,
+ * NUPA_BACK_PRESSURED (full: try again later), NUPA_TOO_BIG or NUPA_BAD_ADDRESS; each refusal counted on this node's
+ * entry as a CPU producer counts it. A claim must be published or aborted within the stall timeout.
+ */
+static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, uint32_t dest, uint32_t r, uint32_t length,
+        struct nupa_gpu_claim *c) {
+    if (dest >= f->max_nodes || r >= f->rings_per_node) {
+        return NUPA_BAD_ADDRESS;
+    }
+    if (length > f->max_frame) {
+        return NUPA_TOO_BIG;
+    }
+    uint8_t *self = nupa_g_entry(f, f->address);
+    uint8_t *peer = nupa_g_entry(f, dest);
+    if ((uint32_t) nupa_wr_load64((const uint64_t *) (peer + NUPA_G_E_STATE)) != NUPA_G_STATE_UP) {
+        nupa_g_add64((uint64_t *) (self + NUPA_G_E_PEER_DOWN), 1);
+        return NUPA_PEER_DOWN;
+    }
+    uint8_t *ring = nupa_g_ring(f, dest, r);
+    uint64_t *tail = (uint64_t *) (ring + NUPA_G_R_TAIL);
+    uint64_t p = nupa_wr_load64(tail);
+    for (;;) {
+        if (p - nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD)) >= f->ring_slots) {
+            nupa_g_add64((uint64_t *) (self + NUPA_G_E_BACK_PRESSURED), 1);
+            return NUPA_BACK_PRESSURED;
+        }
+        uint64_t seen = nupa_wr_cas64(tail, p, p + 1);
+        if (seen == p) {
+            break;
+        }
+        p = seen;
+    }
+    c->slot = nupa_g_slot(f, ring, p);
+    c->frame = c->slot + 16;
+    c->position = p;
+    c->dest = dest;
+    c->length = length;
+    return NUPA_OK;
+}
+
+/* Leaves dest's address in the host's wake mailbox (it cannot FUTEX_WAKE from here). */
+static __device__ inline void nupa_gpu_wake(const struct nupa_gpu_fabric *f, uint32_t dest) {
+    struct nupa_gpu_wakes *w = f->wakes;
+    uint32_t i = nupa_g_fetch_add32(&w->tail, 1);
+    if (i - nupa_wr_load32(&w->head) >= NUPA_GPU_WAKES) {
+        nupa_g_add32(&w->dropped, 1); /* the slot may still hold an earlier wake: leave it; the peer's sleep ends anyway */
+        return;
+    }
+    nupa_g_store32(&w->entry[i % NUPA_GPU_WAKES], dest + 1);
+}
+
+/*
+ * Publishes a claimed frame whose bytes are written and fenced (6.3 steps 4-7): the check of ctrl, the slot header,
+ * the CAS on ctrl, then the doorbell: if the peer is armed, armed 1 -> 0, doorbell + 1, and its address to the host's
+ * mailbox for the FUTEX_WAKE. NUPA_OK, or NUPA_LATE when the consumer had skipped the claim.
+ */
+static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, const struct nupa_gpu_claim *c, int abort) {
+    uint8_t *self = nupa_g_entry(f, f->address);
+    uint8_t *peer = nupa_g_entry(f, c->dest);
+    uint64_t *ctrl = (uint64_t *) c->slot;
+    __threadfence_system(); /* the frame's bytes before the ctrl read and the publish */
+    uint64_t before = nupa_wr_load64(ctrl);
+    int ok = 0;
+    if ((before >> 2) < c->position + 1) {
+        uint64_t word = (uint64_t) c->length | ((uint64_t) (uint16_t) f->address << 32) | ((uint64_t) (uint16_t) f->generation << 48);
+        *(volatile uint64_t *) (c->slot + 8) = word;
+        __threadfence_system(); /* the slot header before the publish (a CAS is relaxed on the GPU) */
+        uint64_t v = ((c->position + 1) << 2) | (abort ? NUPA_G_PADDING : 0);
+        ok = nupa_wr_cas64(ctrl, before, v) == before;
+    }
+    __threadfence_system(); /* the publish before the load of armed (Dekker with the consumer's sleep, section 7) */
+    uint32_t *armed = (uint32_t *) (peer + NUPA_G_E_ARMED);
+    if (nupa_wr_load32(armed) != 0 && nupa_g_cas32(armed, 1, 0) == 1) {
+        nupa_g_add32((uint32_t *) (peer + NUPA_G_E_DOORBELL), 1);
+        nupa_gpu_wake(f, c->dest);
+    }
+    if (!ok) {
+        nupa_g_add64((uint64_t *) (self + NUPA_G_E_LATE_DROPS), 1);
+        return NUPA_LATE;
+    }
+    if (!abort) {
+        nupa_g_add64((uint64_t *) (self + NUPA_G_E_FRAMES_SENT), 1);
+        nupa_g_add64((uint64_t *) (self + NUPA_G_E_BYTES_SENT), c->length);
+    }
+    return NUPA_OK;
+}
+
+/*
+ * The sum (nupa_g_sum) of n bytes at src, by every thread of the block, each copying the words it reads to dst (may be
+ * NULL) on the way. src and dst 4-byte aligned; bytes past n within the last word are read (the caller's buffer holds
+ * them) but neither summed nor, past n, copied meaningfully. scratch: blockDim.x words of shared memory. Every thread
+ * of the block calls it; every thread gets the sum.
+ */
+static __device__ inline uint64_t nupa_gpu_block_sum(const uint8_t *src, uint8_t *dst, uint32_t n, uint64_t *scratch) {
+    uint64_t s = 0;
+    uint32_t words = (n + 3) / 4;
+    for (uint32_t k = threadIdx.x; k < words; k += blockDim.x) {
+        uint32_t w = *(const volatile uint32_t *) (src + 4 * k);
+        if (dst != NULL) {
+            *(uint32_t *) (dst + 4 * k) = w;
+        }
+        uint32_t left = n - 4 * k;
+        if (left < 4) {
+            w &= (1u << (8 * left)) - 1; /* little-endian: the bytes past n are the high ones */
+        }
+        s += nupa_g_sum_word(w);
+    }
+    scratch[threadIdx.x] = s;
+    __syncthreads();
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < blockDim.x; i++) {
+        total += scratch[i];
+    }
+    __syncthreads(); /* scratch free again */
+    return total;
+}
+
+#endif /* __CUDACC__ || NUPA_CUDA_SIM */
+#endif
