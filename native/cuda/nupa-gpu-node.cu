@@ -8,6 +8,10 @@
  *   nupa-gpu-node FABRIC ADDRESS IP/LEN reduce PORT SENDERS ELEMENTS CHUNK THREADS SECONDS
  *       inline reduction: SENDERS senders each send a vector of ELEMENTS floats per round, in datagrams of CHUNK
  *       elements; once all have sent round r, the kernel sums the vectors and sends the sum to every sender
+ *   nupa-gpu-node FABRIC -1 IP/LEN reduce-check SERVER_IP PORT SENDERS ELEMENTS CHUNK ROUNDS
+ *       the senders, on the CPU: SENDERS nodes in this process (the lowest free addresses, node a at 10.0.0.(a+1)/24;
+ *       IP/LEN is unused but for its prefix) send ROUNDS rounds of vectors and check every result, bit for bit, against
+ *       the sum computed here; prints rounds per second (the rounds after the first)
  *
  * The host joins ADDRESS (-1: the lowest free one), publishes IP/LEN in the neighbor directory, registers the fabric
  * with CUDA and launches one block of THREADS threads that serves until SECONDS pass, SIGTERM or SIGINT, or the node
@@ -462,7 +466,8 @@ static uint64_t now_ns(void) {
 
 static void usage(FILE *out) {
     fprintf(out, "usage: nupa-gpu-node FABRIC ADDRESS IP/LEN echo PORT THREADS SECONDS\n"
-                 "       nupa-gpu-node FABRIC ADDRESS IP/LEN reduce PORT SENDERS ELEMENTS CHUNK THREADS SECONDS\n");
+                 "       nupa-gpu-node FABRIC ADDRESS IP/LEN reduce PORT SENDERS ELEMENTS CHUNK THREADS SECONDS\n"
+                 "       nupa-gpu-node FABRIC -1 IP/LEN reduce-check SERVER_IP PORT SENDERS ELEMENTS CHUNK ROUNDS\n");
 }
 
 #define CUDA_OR_FAIL(x)                                                                                                   \
@@ -605,10 +610,180 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
     return evicted ? 1 : 0;
 }
 
+/* ---- reduce-check: the senders on the CPU, and the CPU's computation of every result ---- */
+
+/* Sender s's element e in round r: a float in [-1, 1) with a full mantissa, so that the order of the sum matters. */
+static float element(uint32_t s, uint32_t e, uint32_t r) {
+    uint64_t x = ((uint64_t) s << 40) ^ ((uint64_t) r << 24) ^ e;
+    x = (x ^ (x >> 33)) * 0xff51afd7ed558ccdULL;
+    x = (x ^ (x >> 33)) * 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return (float) (x >> 40) / 8388608.0f - 1.0f;
+}
+
+struct checker {
+    nupa_node *node;
+    uint32_t ip;
+    uint32_t server_ip;
+    uint16_t port, server_port;
+    uint32_t round, elements, chunk, chunks, got, bad;
+    float *expected; /* this round's sum */
+};
+
+static void on_result(void *ctx, int source, uint16_t protocol, const uint8_t *p, uint32_t len) {
+    struct checker *c = (struct checker *) ctx;
+    (void) source;
+    struct nupa_g_ip ip;
+    if (protocol != NUPA_PROTO_IPV4 || nupa_g_ipv4_parse(p, len, c->ip, &ip) != NUPA_G_IP_OK || ip.proto != 17 || ip.src != c->server_ip) {
+        return;
+    }
+    const uint8_t *u = p + 20, *d = u + 8;
+    uint32_t ulen = nupa_g_get16(u + 4);
+    if (ulen < 24 || ulen > ip.total - 20 || nupa_g_get16(u) != c->server_port || nupa_g_get16(u + 2) != c->port
+            || !nupa_g_udp_valid(u, ip.src, ip.dst, nupa_g_sum(d, ulen - 8, 0))) {
+        c->bad++;
+        return;
+    }
+    uint32_t first = nupa_g_get32(d + 8), count = nupa_g_get32(d + 12);
+    if (nupa_g_get32(d) != RED_MAGIC || nupa_g_get32(d + 4) != c->round || first >= c->elements || first % c->chunk != 0
+            || count != (c->elements - first < c->chunk ? c->elements - first : c->chunk) || ulen - 8 != 16 + 4 * count
+            || memcmp(d + 16, c->expected + first, 4 * (size_t) count) != 0) { /* bit for bit: the same sum in the same order */
+        c->bad++;
+        return;
+    }
+    c->got++;
+}
+
+static int reduce_check(const char *fabric, char **argv) {
+    uint32_t server_ip;
+    int prefix;
+    long port = number(argv[1], 1, 65535), senders = number(argv[2], 1, MAX_SENDERS), elements = number(argv[3], 1, 1L << 26),
+         chunk = number(argv[4], 1, 1L << 22), rounds = number(argv[5], 1, 1L << 30);
+    if (parse_ip(argv[0], &server_ip, &prefix) != 0 || port < 1 || senders < 1 || elements < 1 || chunk < 1 || rounds < 1) {
+        usage(stderr);
+        return 2;
+    }
+    struct checker *c = (struct checker *) calloc((size_t) senders, sizeof *c);
+    float *sum = (float *) calloc((size_t) elements, sizeof(float));
+    uint8_t *out = (uint8_t *) malloc(65536);
+    char err[256];
+    int rc = 0;
+    for (long s = 0; s < senders; s++) {
+        c[s].node = nupa_join(fabric, -1, err, sizeof err);
+        if (c[s].node == NULL) {
+            fprintf(stderr, "nupa-gpu-node: %s\n", err);
+            return 2;
+        }
+        c[s].ip = (10u << 24) | (uint32_t) (nupa_address(c[s].node) + 1);
+        nupa_publish_ipv4(c[s].node, c[s].ip, 24);
+        c[s].server_ip = server_ip;
+        c[s].port = (uint16_t) (40000 + s);
+        c[s].server_port = (uint16_t) port;
+        c[s].elements = (uint32_t) elements;
+        c[s].chunk = (uint32_t) chunk;
+        c[s].chunks = (uint32_t) ((elements + chunk - 1) / chunk);
+        c[s].expected = sum;
+    }
+    int server = -1;
+    for (int tries = 0; tries < 3000 && server < 0; tries++) {
+        server = nupa_lookup_ipv4(c[0].node, server_ip);
+        if (server < 0) {
+            usleep(10000);
+        }
+    }
+    if (server < 0) {
+        fprintf(stderr, "nupa-gpu-node: no node publishes %s\n", argv[0]);
+        rc = 1;
+    }
+    uint32_t order[MAX_SENDERS];
+    for (long s = 0; s < senders; s++) {
+        long k = s;
+        for (; k > 0 && c[order[k - 1]].ip > c[s].ip; k--) {
+            order[k] = order[k - 1];
+        }
+        order[k] = (uint32_t) s;
+    }
+    uint64_t t1 = 0;
+    uint16_t id = 0;
+    for (uint32_t r = 0; rc == 0 && r < (uint32_t) rounds; r++) {
+        if (r == 1) {
+            t1 = now_ns();
+        }
+        /* The CPU's sum: senders by IPv4 address (each has its own here), from 0.0f. */
+        for (long e = 0; e < elements; e++) {
+            float acc = 0.0f;
+            for (long k = 0; k < senders; k++) {
+                acc += element(order[k], (uint32_t) e, r);
+            }
+            sum[e] = acc;
+        }
+        for (long s = 0; s < senders; s++) {
+            c[s].round = r;
+            c[s].got = 0;
+        }
+        for (long s = 0; s < senders && rc == 0; s++) {
+            for (uint32_t k = 0; k < c[s].chunks && rc == 0; k++) {
+                uint32_t first = k * (uint32_t) chunk, count = (uint32_t) (elements - first < chunk ? elements - first : chunk);
+                uint8_t *d = out + 28;
+                nupa_g_put32(d, RED_MAGIC);
+                nupa_g_put32(d + 4, r);
+                nupa_g_put32(d + 8, first);
+                nupa_g_put32(d + 12, count);
+                for (uint32_t j = 0; j < count; j++) {
+                    float v = element((uint32_t) s, first + j, r);
+                    memcpy(d + 16 + 4 * j, &v, 4); /* little-endian on x86 */
+                }
+                uint32_t len = 16 + 4 * count;
+                nupa_g_ipv4_build(out, c[s].ip, server_ip, 17, 8 + len, ++id);
+                nupa_g_udp_build(out + 20, c[s].ip, server_ip, c[s].port, (uint16_t) port, len, nupa_g_sum(d, len, 0));
+                int sent;
+                uint64_t start = now_ns();
+                while ((sent = nupa_send(c[s].node, server, NUPA_PROTO_IPV4, out, 28 + len)) == NUPA_BACK_PRESSURED && now_ns() - start < 10000000000ull) {
+                }
+                if (sent != NUPA_OK) {
+                    fprintf(stderr, "nupa-gpu-node: round %u: a datagram to %s not sent (%d)\n", r, argv[0], sent);
+                    rc = 1;
+                }
+            }
+        }
+        uint64_t start = now_ns();
+        for (int done = 0; rc == 0 && !done;) {
+            done = 1;
+            for (long s = 0; s < senders; s++) {
+                nupa_poll(c[s].node, on_result, &c[s], 64);
+                done &= c[s].got == c[s].chunks;
+                if (c[s].bad > 0) {
+                    fprintf(stderr, "nupa-gpu-node: round %u: sender %ld got a result that differs from the CPU's sum\n", r, s);
+                    rc = 1;
+                }
+            }
+            if (!done && now_ns() - start > 10000000000ull) {
+                fprintf(stderr, "nupa-gpu-node: round %u: no complete result within 10 s\n", r);
+                rc = 1;
+            }
+        }
+    }
+    if (rc == 0) {
+        double secs = rounds > 1 ? (now_ns() - t1) / 1e9 : 0;
+        printf("nupa-gpu-node: reduce-check: %ld rounds of %ld senders x %ld floats, every result equal to the CPU's sum; %.1f rounds/s\n",
+               rounds, senders, elements, rounds > 1 ? (rounds - 1) / secs : 0.0);
+    }
+    for (long s = 0; s < senders; s++) {
+        nupa_leave(c[s].node);
+    }
+    free(c);
+    free(sum);
+    free(out);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         usage(stdout);
         return 0;
+    }
+    if (argc == 11 && strcmp(argv[4], "reduce-check") == 0) {
+        return reduce_check(argv[1], argv + 5);
     }
     int echo = argc == 8 && strcmp(argv[4], "echo") == 0;
     int reduce = argc == 11 && strcmp(argv[4], "reduce") == 0;
