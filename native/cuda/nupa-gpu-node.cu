@@ -73,10 +73,11 @@ struct sender {
 struct reduce_state {
     struct sender senders[MAX_SENDERS];
     uint32_t nsenders, got[MAX_SENDERS];
-    uint32_t round;
+    uint32_t round;  /* this session's round */
+    uint32_t serial; /* rounds of every session so far: what marks compare with */
     float *vectors; /* SENDERS x ELEMENTS */
     float *result;  /* ELEMENTS */
-    uint32_t *marks; /* SENDERS x chunks: round + 1 once that chunk of that round came */
+    uint32_t *marks; /* SENDERS x chunks: serial + 1 once that chunk of that round came */
 };
 
 struct service {
@@ -94,13 +95,13 @@ static __device__ int stop_asked(const struct control *ctl) { return *(const vol
  * ring and where its head goes once they are done with. Spins for SPIN_NS after the last frame, then naps; looks at
  * the stop flag and runs the stall check every millisecond while idle.
  */
-static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx, const struct control *ctl,
+static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct control *ctl,
         struct nupa_gpu_frame *frames, uint32_t *ring, uint64_t *next, int *stop) {
     uint64_t idle_since = nupa_globaltimer(), last_look = idle_since;
     for (uint32_t turn = 0;; turn++) {
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
-            int n = nupa_gpu_rx_take(f, rx, r, frames, BATCH, next);
-            if (n > 0 || *next != rx->head[r]) {
+            int n = nupa_gpu_rx_take(f, st, r, frames, BATCH, next);
+            if (n > 0 || *next != st->head[r]) {
                 *ring = r;
                 return n;
             }
@@ -113,7 +114,8 @@ static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_g
                     *stop = 1;
                     return 0;
                 }
-                nupa_gpu_rx_check(f, rx, now);
+                nupa_gpu_rx_check(f, st, now);
+                nupa_gpu_flush(f, st);
             }
             if (now - idle_since >= SPIN_NS) {
                 __nanosleep(20000);
@@ -123,11 +125,11 @@ static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_g
 }
 
 /* Thread 0: claims room for a frame of length bytes in ring 0 of dest, waiting while it is full. NUPA_OK or why not. */
-static __device__ int claim_reply(const struct nupa_gpu_fabric *f, uint32_t dest, uint32_t length, struct nupa_gpu_claim *c,
+static __device__ int claim_reply(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t length, struct nupa_gpu_claim *c,
         const struct control *ctl) {
     uint64_t start = 0;
     for (;;) {
-        int rc = nupa_gpu_claim(f, dest, 0, length, c);
+        int rc = nupa_gpu_claim(f, st, dest, 0, length, c);
         if (rc != NUPA_BACK_PRESSURED) {
             return rc;
         }
@@ -153,8 +155,8 @@ struct udp_seen {
 };
 
 static __device__ void read_words(const uint8_t *src, uint32_t *dst, uint32_t words) {
-    if (threadIdx.x < words) {
-        dst[threadIdx.x] = *(const volatile uint32_t *) (src + 4 * threadIdx.x);
+    for (uint32_t k = threadIdx.x; k < words; k += blockDim.x) {
+        dst[k] = *(const volatile uint32_t *) (src + 4 * k);
     }
     __syncthreads();
 }
@@ -182,7 +184,7 @@ static __device__ int check_udp(const struct nupa_gpu_frame *fr, const uint8_t *
 }
 
 /* Thread 0: writes the link, IPv4 and UDP headers of a reply (36 bytes) into the claimed slot and publishes it. */
-static __device__ int send_reply(const struct nupa_gpu_fabric *f, const struct nupa_gpu_claim *c, uint32_t my_ip, uint32_t to_ip,
+static __device__ int send_reply(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct nupa_gpu_claim *c, uint32_t my_ip, uint32_t to_ip,
         uint16_t sport, uint16_t dport, uint32_t data_len, uint64_t data_sum, uint16_t id) {
     uint32_t h[9];
     uint8_t *b = (uint8_t *) h;
@@ -192,7 +194,7 @@ static __device__ int send_reply(const struct nupa_gpu_fabric *f, const struct n
     for (int k = 0; k < 9; k++) {
         ((volatile uint32_t *) c->frame)[k] = h[k];
     }
-    return nupa_gpu_publish(f, c, 0);
+    return nupa_gpu_publish(f, st, c, 0);
 }
 
 /*
@@ -201,7 +203,7 @@ static __device__ int send_reply(const struct nupa_gpu_fabric *f, const struct n
  * the block copies the data into it, thread 0 writes the headers and publishes; then the batch's slots are released.
  */
 __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl,
-        struct nupa_gpu_rx *rx, uint8_t *staging) {
+        struct nupa_gpu_state *st, uint8_t *staging) {
     __shared__ struct nupa_gpu_frame s_frames[BATCH];
     __shared__ int s_n, s_stop, s_ok;
     __shared__ uint32_t s_ring;
@@ -213,13 +215,13 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
     struct counters *cnt = &ctl->c;
     uint16_t id = 0;
     if (threadIdx.x == 0) {
-        nupa_gpu_rx_init(&f, rx);
+        nupa_gpu_init(&f, st);
         s_stop = 0;
     }
     for (;;) {
         if (threadIdx.x == 0) {
             int stop = 0;
-            s_n = wait_frames(&f, rx, ctl, s_frames, &s_ring, &s_next, &stop);
+            s_n = wait_frames(&f, st, ctl, s_frames, &s_ring, &s_next, &stop);
             s_stop = stop;
         }
         __syncthreads();
@@ -240,7 +242,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
                 s_ok = 0;
                 if (!nupa_g_udp_valid((const uint8_t *) s_hdr + 20, s_udp.ip.src, s_udp.ip.dst, sum)) {
                     cnt->bad_checksum++;
-                } else if (claim_reply(&f, s_frames[i].source, 36 + s_udp.len, &s_claim, ctl) != NUPA_OK) {
+                } else if (claim_reply(&f, st, s_frames[i].source, 36 + s_udp.len, &s_claim, ctl) != NUPA_OK) {
                     cnt->send_failed++;
                 } else {
                     s_ok = 1;
@@ -257,7 +259,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             __threadfence_system();
             __syncthreads();
             if (threadIdx.x == 0) {
-                if (send_reply(&f, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, sum, ++id) == NUPA_OK) {
+                if (send_reply(&f, st, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, sum, ++id) == NUPA_OK) {
                     cnt->served++;
                 } else {
                     cnt->send_failed++;
@@ -266,10 +268,20 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             __syncthreads();
         }
         if (threadIdx.x == 0) {
-            nupa_gpu_rx_release(&f, rx, s_ring, s_next, (uint32_t) s_n);
+            nupa_gpu_rx_release(&f, st, s_ring, s_next, (uint32_t) s_n);
         }
         __syncthreads();
     }
+}
+
+/* Whether no datagram of the current round has come yet. */
+static __device__ int idle_round(const struct reduce_state *rs) {
+    for (uint32_t s = 0; s < rs->nsenders; s++) {
+        if (rs->got[s] != 0) {
+            return 0;
+        }
+    }
+    return 1;
 }
 
 /* Thread 0: the sender of a datagram (registered at its first), or -1 once SENDERS others are known. */
@@ -296,7 +308,7 @@ static __device__ int sender_of(struct reduce_state *st, uint32_t limit, uint32_
  * chunk by chunk, then the round moves on.
  */
 __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl,
-        struct nupa_gpu_rx *rx, uint8_t *staging, struct reduce_state *st) {
+        struct nupa_gpu_state *st, uint8_t *staging, struct reduce_state *rs) {
     __shared__ struct nupa_gpu_frame s_frames[BATCH];
     __shared__ int s_n, s_stop, s_ok, s_sender, s_done;
     __shared__ uint32_t s_ring, s_first, s_count;
@@ -310,13 +322,13 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
     const uint32_t chunks = (svc.elements + svc.chunk - 1) / svc.chunk;
     uint16_t id = 0;
     if (threadIdx.x == 0) {
-        nupa_gpu_rx_init(&f, rx);
+        nupa_gpu_init(&f, st);
         s_stop = 0;
     }
     for (;;) {
         if (threadIdx.x == 0) {
             int stop = 0;
-            s_n = wait_frames(&f, rx, ctl, s_frames, &s_ring, &s_next, &stop);
+            s_n = wait_frames(&f, st, ctl, s_frames, &s_ring, &s_next, &stop);
             s_stop = stop;
         }
         __syncthreads();
@@ -341,13 +353,18 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                 } else {
                     uint32_t first = s_udp.len >= 16 ? nupa_g_get32(d + 8) : 0, count = s_udp.len >= 16 ? nupa_g_get32(d + 12) : 0;
                     int s = -1;
-                    if (s_udp.len < 16 || nupa_g_get32(d) != RED_MAGIC || nupa_g_get32(d + 4) != st->round || first >= svc.elements
+                    uint32_t round = s_udp.len >= 16 ? nupa_g_get32(d + 4) : 0;
+                    if (round == 0 && rs->round != 0 && nupa_g_get32(d) == RED_MAGIC && idle_round(rs)) {
+                        rs->round = 0; /* a new session: its senders register afresh */
+                        rs->nsenders = 0;
+                    }
+                    if (s_udp.len < 16 || nupa_g_get32(d) != RED_MAGIC || round != rs->round || first >= svc.elements
                             || first % svc.chunk != 0 || count != min(svc.chunk, svc.elements - first) || s_udp.len != 16 + 4 * count
-                            || (s = sender_of(st, svc.senders, s_udp.ip.src, s_udp.sport, s_frames[i].source)) < 0
-                            || st->marks[(uint64_t) s * chunks + first / svc.chunk] == st->round + 1) {
+                            || (s = sender_of(rs, svc.senders, s_udp.ip.src, s_udp.sport, s_frames[i].source)) < 0
+                            || rs->marks[(uint64_t) s * chunks + first / svc.chunk] == rs->serial + 1) {
                         cnt->bad_request++;
                     } else {
-                        st->marks[(uint64_t) s * chunks + first / svc.chunk] = st->round + 1;
+                        rs->marks[(uint64_t) s * chunks + first / svc.chunk] = rs->serial + 1;
                         s_ok = 1;
                         s_sender = s;
                         s_first = first;
@@ -359,24 +376,24 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
             if (!s_ok) {
                 continue;
             }
-            float *v = st->vectors + (uint64_t) s_sender * svc.elements + s_first;
+            float *v = rs->vectors + (uint64_t) s_sender * svc.elements + s_first;
             for (uint32_t k = threadIdx.x; k < s_count; k += blockDim.x) {
                 v[k] = ((const float *) (staging + 16))[k]; /* staged by the sum's pass, little-endian as the GPU's */
             }
             if (threadIdx.x == 0) {
                 cnt->served++;
                 s_done = 0;
-                if (++st->got[s_sender] == chunks && st->nsenders == svc.senders) {
+                if (++rs->got[s_sender] == chunks && rs->nsenders == svc.senders) {
                     s_done = 1;
-                    for (uint32_t s = 0; s < st->nsenders; s++) {
-                        s_done &= st->got[s] == chunks;
+                    for (uint32_t s = 0; s < rs->nsenders; s++) {
+                        s_done &= rs->got[s] == chunks;
                     }
                 }
                 if (s_done) { /* the senders in address, then port, order: the sum's order, which the CPU's check repeats */
-                    for (uint32_t s = 0; s < st->nsenders; s++) {
+                    for (uint32_t s = 0; s < rs->nsenders; s++) {
                         uint32_t k = s;
                         while (k > 0) {
-                            const struct sender *a = &st->senders[s_order[k - 1]], *b = &st->senders[s];
+                            const struct sender *a = &rs->senders[s_order[k - 1]], *b = &rs->senders[s];
                             if (a->ip < b->ip || (a->ip == b->ip && a->port < b->port)) {
                                 break;
                             }
@@ -394,9 +411,9 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
             for (uint32_t e = threadIdx.x; e < svc.elements; e += blockDim.x) {
                 float acc = 0.0f;
                 for (uint32_t s = 0; s < svc.senders; s++) {
-                    acc += st->vectors[(uint64_t) s_order[s] * svc.elements + e];
+                    acc += rs->vectors[(uint64_t) s_order[s] * svc.elements + e];
                 }
-                st->result[e] = acc;
+                rs->result[e] = acc;
             }
             __syncthreads();
             for (uint32_t s = 0; s < svc.senders; s++) {
@@ -404,16 +421,16 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                     uint32_t first = k * svc.chunk, count = min(svc.chunk, svc.elements - first), len = 16 + 4 * count;
                     if (threadIdx.x == 0) {
                         nupa_g_put32(staging, RED_MAGIC);
-                        nupa_g_put32(staging + 4, st->round);
+                        nupa_g_put32(staging + 4, rs->round);
                         nupa_g_put32(staging + 8, first);
                         nupa_g_put32(staging + 12, count);
-                        s_ok = claim_reply(&f, st->senders[s].node, 36 + len, &s_claim, ctl) == NUPA_OK;
+                        s_ok = claim_reply(&f, st, rs->senders[s].node, 36 + len, &s_claim, ctl) == NUPA_OK;
                         if (!s_ok) {
                             cnt->send_failed++;
                         }
                     }
                     for (uint32_t j = threadIdx.x; j < count; j += blockDim.x) {
-                        ((float *) (staging + 16))[j] = st->result[first + j];
+                        ((float *) (staging + 16))[j] = rs->result[first + j];
                     }
                     __syncthreads();
                     int ok = s_ok;
@@ -425,7 +442,7 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                     __threadfence_system();
                     __syncthreads();
                     if (threadIdx.x == 0) {
-                        if (send_reply(&f, &s_claim, svc.ip, st->senders[s].ip, svc.port, st->senders[s].port, len, rsum, ++id) == NUPA_OK) {
+                        if (send_reply(&f, st, &s_claim, svc.ip, rs->senders[s].ip, svc.port, rs->senders[s].port, len, rsum, ++id) == NUPA_OK) {
                             cnt->results++;
                         } else {
                             cnt->send_failed++;
@@ -435,16 +452,17 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                 }
             }
             if (threadIdx.x == 0) {
-                for (uint32_t s = 0; s < st->nsenders; s++) {
-                    st->got[s] = 0;
+                for (uint32_t s = 0; s < rs->nsenders; s++) {
+                    rs->got[s] = 0;
                 }
-                st->round++;
+                rs->round++;
+                rs->serial++;
                 cnt->rounds++;
             }
             __syncthreads();
         }
         if (threadIdx.x == 0) {
-            nupa_gpu_rx_release(&f, rx, s_ring, s_next, (uint32_t) s_n);
+            nupa_gpu_rx_release(&f, st, s_ring, s_next, (uint32_t) s_n);
         }
         __syncthreads();
     }
@@ -512,16 +530,16 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
     CUDA_OR_FAIL(cudaHostRegister(host_base, size, cudaHostRegisterMapped));
     CUDA_OR_FAIL(cudaHostGetDevicePointer((void **) &dev_base, host_base, 0));
     struct control *ctl, *dctl;
-    struct nupa_gpu_wakes *wakes, *dwakes;
+    struct nupa_gpu_shared *shared, *dshared;
     CUDA_OR_FAIL(cudaHostAlloc((void **) &ctl, sizeof *ctl, cudaHostAllocMapped));
-    CUDA_OR_FAIL(cudaHostAlloc((void **) &wakes, sizeof *wakes, cudaHostAllocMapped));
+    CUDA_OR_FAIL(cudaHostAlloc((void **) &shared, sizeof *shared, cudaHostAllocMapped));
     memset(ctl, 0, sizeof *ctl);
-    memset(wakes, 0, sizeof *wakes);
+    memset(shared, 0, sizeof *shared);
     CUDA_OR_FAIL(cudaHostGetDevicePointer((void **) &dctl, ctl, 0));
-    CUDA_OR_FAIL(cudaHostGetDevicePointer((void **) &dwakes, wakes, 0));
+    CUDA_OR_FAIL(cudaHostGetDevicePointer((void **) &dshared, shared, 0));
     struct nupa_gpu_fabric f;
     char err[256];
-    if (nupa_gpu_fabric_view(node, dev_base, dwakes, &f, err, sizeof err) != 0) {
+    if (nupa_gpu_fabric_view(node, dev_base, dshared, &f, err, sizeof err) != 0) {
         fprintf(stderr, "nupa-gpu-node: %s\n", err);
         return 2;
     }
@@ -531,11 +549,11 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
                 (max_data - 16) / 4);
         return 2;
     }
-    struct nupa_gpu_rx *rx;
+    struct nupa_gpu_state *gst;
     uint8_t *staging;
-    CUDA_OR_FAIL(cudaMalloc((void **) &rx, sizeof *rx));
+    CUDA_OR_FAIL(cudaMalloc((void **) &gst, sizeof *gst));
     CUDA_OR_FAIL(cudaMalloc((void **) &staging, (f.max_frame + 63) & ~63u));
-    struct reduce_state *st = NULL;
+    struct reduce_state *rs = NULL;
     if (reduce) {
         struct reduce_state init;
         memset(&init, 0, sizeof init);
@@ -544,16 +562,16 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
         CUDA_OR_FAIL(cudaMalloc((void **) &init.result, (size_t) svc.elements * sizeof(float)));
         CUDA_OR_FAIL(cudaMalloc((void **) &init.marks, (size_t) svc.senders * chunks * sizeof(uint32_t)));
         CUDA_OR_FAIL(cudaMemset(init.marks, 0, (size_t) svc.senders * chunks * sizeof(uint32_t)));
-        CUDA_OR_FAIL(cudaMalloc((void **) &st, sizeof *st));
-        CUDA_OR_FAIL(cudaMemcpy(st, &init, sizeof init, cudaMemcpyHostToDevice));
+        CUDA_OR_FAIL(cudaMalloc((void **) &rs, sizeof *rs));
+        CUDA_OR_FAIL(cudaMemcpy(rs, &init, sizeof init, cudaMemcpyHostToDevice));
     }
     cudaStream_t stream;
     CUDA_OR_FAIL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     if (reduce) {
-        void *args[] = {&f, &svc, &dctl, &rx, &staging, &st};
+        void *args[] = {&f, &svc, &dctl, &gst, &staging, &rs};
         CUDA_OR_FAIL(cudaLaunchKernel(reduce_kernel, dim3(1), dim3(threads), args, 0, stream)); /* not <<<>>>: sim/ runs it too */
     } else {
-        void *args[] = {&f, &svc, &dctl, &rx, &staging};
+        void *args[] = {&f, &svc, &dctl, &gst, &staging};
         CUDA_OR_FAIL(cudaLaunchKernel(echo_kernel, dim3(1), dim3(threads), args, 0, stream));
     }
 #ifdef NUPA_CUDA_SIM
@@ -573,9 +591,11 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
     uint64_t end = now_ns() + (uint64_t) seconds * 1000000000ull, last_look = 0;
     int evicted = 0;
     uint64_t woken = 0;
+    struct nupa_gpu_counts added;
+    memset(&added, 0, sizeof added);
     cudaError_t q;
     while ((q = cudaStreamQuery(stream)) == cudaErrorNotReady) {
-        woken += (uint64_t) nupa_gpu_wakes_drain(node, wakes);
+        woken += (uint64_t) nupa_gpu_host_poll(node, shared, &added);
         uint64_t now = now_ns();
         if (now - last_look >= 1000000) {
             last_look = now;
@@ -590,6 +610,7 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
         struct timespec nap = {0, 10000};
         nanosleep(&nap, NULL);
     }
+    woken += (uint64_t) nupa_gpu_host_poll(node, shared, &added); /* the last counts */
     if (q != cudaSuccess) {
         fprintf(stderr, "nupa-gpu-node: the kernel failed: %s\n", cudaGetErrorString(q));
         return 1;

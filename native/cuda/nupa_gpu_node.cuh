@@ -7,25 +7,29 @@
  *   - receive (6.4): poll ctrl at the head, read frames in place, release the slots in order by storing head; the
  *     stall check and repair of 6.5 run on the GPU too, so a producer that died mid-claim never blocks the ring;
  *   - send (6.3): admit (the peer is UP), claim a position with a CAS on tail, write the frame, check ctrl, write the
- *     slot header, publish with a CAS on ctrl, then the doorbell step (7): armed CASed from 1 to 0 and doorbell bumped.
- *     The FUTEX_WAKE that follows on a CPU is a system call no kernel can make: the GPU leaves the peer's address in a
- *     mailbox that a host thread empties (nupa_gpu_wakes), so a sleeping CPU peer is woken within the host's poll
- *     interval; a peer that spins (a busy Java loop, `--spin`) takes the frame at once.
+ *     slot header, publish with a CAS on ctrl, then load the peer's armed word (7). The rest of the doorbell step
+ *     (armed CASed from 1 to 0, doorbell + 1, FUTEX_WAKE) is a system call no kernel can make: the GPU leaves the
+ *     peer's address in a mailbox in host memory that a host thread empties (nupa_gpu_host_poll), so a sleeping CPU
+ *     peer is woken within that thread's poll interval; a peer that spins takes the frame at once.
  *   - IPv4 (RFC 791) and UDP (RFC 768) headers, with their checksums (RFC 1071), built and checked on the GPU.
  *
  * Every access to the fabric crosses PCIe; ordering is at system scope (nupa_wqe.h's primitives: ld.acquire.sys,
  * st.release.sys, atomicCAS_system). sim/cuda_runtime.h runs the same functions on CPU threads, with C11 atomics.
  *
  * Rules for callers:
- *  - One thread of the grid consumes the node's rings (nupa_gpu_rx_*); frames stay valid until it releases them.
- *  - A frame is published by the thread that claimed it, after every thread that wrote its bytes fenced at system
- *    scope (__threadfence_system(), then __syncthreads()).
- *  - The CAS on a peer's tail is atomic among one GPU's threads; CPU producers of the same ring at the same time need
- *    a link with native host atomics (cudaDevAttrHostNativeAtomicSupported) or PCIe AtomicOps (as nupa_cuda.cuh says
- *    of work rings). The GPU's own receive rings have only CPU producers' CASes on them, and loads and stores of the GPU.
+ *  - One thread of the grid touches the fabric (the kernels here: thread 0 of their one block); the others read and
+ *    write frame bytes it hands them. Frames taken stay valid until it releases them.
+ *  - A frame is published after every thread that wrote its bytes fenced at system scope (__threadfence_system(), then
+ *    __syncthreads()).
+ *  - The GPU makes two read-modify-writes on fabric memory per frame sent, the protocol's CAS on the peer's tail and on
+ *    the slot's ctrl (and, on damaged rings only, the consumer's repairs). CPU producers CAS the same tail. Where the
+ *    link does not perform the GPU's system-scope atomics atomically with the CPUs' (cudaDevAttrHostNativeAtomicSupported
+ *    is 0 on PCIe hosts, and compute-sanitizer's memcheck reports each such atomic), a ring the GPU sends into must
+ *    have no other producer at the same time (as nupa_cuda.cuh says of work rings). Everything else here is loads and
+ *    stores: the counts and the doorbell go through the host (nupa_gpu_host_poll).
  *  - The host keeps the node alive: its heartbeat thread runs while the kernel does; if the host process dies the
  *    kernel dies with its CUDA context and the fabric reclaims the address as any node's (section 8). If the node is
- *    evicted, the host tells the kernel through its stop flag.
+ *    evicted, the host tells the kernel to stop.
  */
 #ifndef NUPA_GPU_NODE_CUH
 #define NUPA_GPU_NODE_CUH
@@ -64,15 +68,25 @@
 #define NUPA_G_SKIPPED 2
 #define NUPA_G_MAX_RINGS 16
 
-/* The wake mailbox: the GPU appends the addresses of peers it found armed; a host thread FUTEX_WAKEs them. */
+/* What the kernel counts for the node's entry (5.1); the host adds it there (nupa_gpu_host_poll). */
+struct nupa_gpu_counts {
+    uint64_t frames_sent, bytes_sent, back_pressured, peer_down, late_drops;
+    uint64_t frames_received, bytes_received, stall_skips, corrupt;
+    uint64_t wakes_lost; /* wakes that found the mailbox full (the peer then wakes at its sleep's end) */
+};
+
+/*
+ * Host memory the kernel writes and the host reads (cudaHostAlloc, mapped): the wake mailbox, where the GPU leaves the
+ * addresses of peers it found armed, and a snapshot of its counts. The kernel only stores here, the host only loads
+ * (but for head): no atomic crosses the link.
+ */
 #define NUPA_GPU_WAKES 256
-struct nupa_gpu_wakes {
-    uint32_t tail;     /* GPU: entries appended (atomicAdd_system among the GPU's threads) */
+struct nupa_gpu_shared {
+    uint32_t head; /* host: mailbox entries taken */
     uint32_t pad0[15];
-    uint32_t head;     /* host: entries taken */
-    uint32_t dropped;  /* GPU: wakes lost to a full mailbox (the peer then wakes at its own sleep's end) */
-    uint32_t pad1[14];
-    uint32_t entry[NUPA_GPU_WAKES]; /* address + 1; 0 until written */
+    struct nupa_gpu_counts counts; /* GPU: stored after every batch */
+    uint32_t pad1[12];
+    uint32_t entry[NUPA_GPU_WAKES]; /* GPU: address + 1; the host zeroes what it took */
 };
 
 /* The fabric as a kernel sees it: the header's geometry, copied once, and this node's identity. Pass it by value. */
@@ -81,34 +95,17 @@ struct nupa_gpu_fabric {
     uint64_t size, node_table, rings, ring_bytes, stall_timeout_ns;
     uint32_t max_nodes, rings_per_node, ring_slots, slot_bytes, max_frame;
     uint32_t address, generation;
-    struct nupa_gpu_wakes *wakes; /* the mailbox, device view */
+    struct nupa_gpu_shared *shared; /* the device's view */
 };
 
-/* ---- memory order, host and device (the ring words are nupa_wqe.h's) ---- */
-#if defined(__CUDA_ARCH__)
-static __device__ __forceinline__ uint32_t nupa_g_cas32(uint32_t *p, uint32_t e, uint32_t v) {
-    return atomicCAS_system((unsigned *) p, e, v);
-}
-static __device__ __forceinline__ void nupa_g_add32(uint32_t *p, uint32_t v) { atomicAdd_system((unsigned *) p, v); }
-static __device__ __forceinline__ uint32_t nupa_g_fetch_add32(uint32_t *p, uint32_t v) { return atomicAdd_system((unsigned *) p, v); }
-static __device__ __forceinline__ void nupa_g_add64(uint64_t *p, uint64_t v) {
-    atomicAdd_system((unsigned long long *) p, (unsigned long long) v);
-}
-static __device__ __forceinline__ void nupa_g_store64_relaxed(uint64_t *p, uint64_t v) {
-    asm volatile("st.relaxed.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory");
-}
-static __device__ __forceinline__ void nupa_g_store32(uint32_t *p, uint32_t v) { nupa_wr_store32(p, v); }
-#else
-static inline uint32_t nupa_g_cas32(uint32_t *p, uint32_t e, uint32_t v) {
-    __atomic_compare_exchange_n(p, &e, v, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-    return e;
-}
-static inline void nupa_g_add32(uint32_t *p, uint32_t v) { __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-static inline uint32_t nupa_g_fetch_add32(uint32_t *p, uint32_t v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-static inline void nupa_g_add64(uint64_t *p, uint64_t v) { __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }
-static inline void nupa_g_store64_relaxed(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELAXED); }
-static inline void nupa_g_store32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
-#endif
+/* The device's own state (one thread's): the consumer's heads and stall timers (6.4, 6.5), the counts, the mailbox. */
+struct nupa_gpu_state {
+    uint64_t head[NUPA_G_MAX_RINGS];
+    uint64_t stall_position[NUPA_G_MAX_RINGS], stall_since[NUPA_G_MAX_RINGS], stall_tail[NUPA_G_MAX_RINGS];
+    struct nupa_gpu_counts counts;
+    uint64_t dropped;              /* frames the link checks refused (another destination, a forged source, a bad length) */
+    uint32_t wake_tail, wake_room; /* entries written; the host's head + NUPA_GPU_WAKES as last read */
+};
 
 #if defined(__CUDACC__)
 #define NUPA_GD __host__ __device__ static inline
@@ -119,11 +116,11 @@ static inline void nupa_g_store32(uint32_t *p, uint32_t v) { __atomic_store_n(p,
 /* ---- on the host ---- */
 
 /*
- * Views the fabric of node for kernels that see its mapping at dev_base (cudaHostGetDevicePointer), with the wake
- * mailbox at dev_wakes. Refuses, with one line in err, a geometry whose offsets do not hold together (the kernel
+ * Views the fabric of node for kernels that see its mapping at dev_base (cudaHostGetDevicePointer), with the shared
+ * block at dev_shared. Refuses, with one line in err, a geometry whose offsets do not hold together (the kernel
  * computes slot addresses from them and must never leave the mapping). Returns 0 or -1.
  */
-static inline int nupa_gpu_fabric_view(nupa_node *node, uint8_t *dev_base, struct nupa_gpu_wakes *dev_wakes,
+static inline int nupa_gpu_fabric_view(nupa_node *node, uint8_t *dev_base, struct nupa_gpu_shared *dev_shared,
         struct nupa_gpu_fabric *f, char *err, size_t errlen) {
     size_t size;
     const uint8_t *h = (const uint8_t *) nupa_fabric_memory(node, &size);
@@ -141,7 +138,7 @@ static inline int nupa_gpu_fabric_view(nupa_node *node, uint8_t *dev_base, struc
     f->ring_bytes = *(const uint64_t *) (h + 128);
     f->address = (uint32_t) nupa_address(node);
     f->generation = nupa_generation(node);
-    f->wakes = dev_wakes;
+    f->shared = dev_shared;
     uint64_t slots_end = (uint64_t) NUPA_G_R_SLOTS + (uint64_t) f->ring_slots * f->slot_bytes;
     if (f->max_nodes < 1 || f->max_nodes > 1024 || f->rings_per_node < 1 || f->rings_per_node > NUPA_G_MAX_RINGS
             || f->ring_slots < 2 || (f->ring_slots & (f->ring_slots - 1)) != 0 || f->max_frame < 64
@@ -155,28 +152,56 @@ static inline int nupa_gpu_fabric_view(nupa_node *node, uint8_t *dev_base, struc
     return 0;
 }
 
-/* Takes the wakes the GPU left (host thread): FUTEX_WAKE on each peer's doorbell (docs/fabric-layout.md 6.3 step 6). */
-static inline int nupa_gpu_wakes_drain(nupa_node *node, struct nupa_gpu_wakes *w) {
+/*
+ * The host's part of the GPU's sends and counts, called often (every few tens of microseconds) while a kernel runs:
+ * for each peer the GPU found armed, the rest of 6.3 step 6 (armed CASed from 1 to 0; if won, doorbell + 1 and
+ * FUTEX_WAKE), which the GPU cannot do (a system call, and atomics on host memory that a PCIe link need not make
+ * atomic with the CPUs'); and the counts the kernel published, added to the node's entry (*last: what was added
+ * before, zeroed at the start). Returns the peers woken.
+ */
+static inline int nupa_gpu_host_poll(nupa_node *node, struct nupa_gpu_shared *sh, struct nupa_gpu_counts *last) {
     size_t size;
     uint8_t *base = (uint8_t *) nupa_fabric_memory(node, &size);
     uint64_t table = *(const uint64_t *) (base + 56);
     uint32_t max_nodes = *(const uint32_t *) (base + 24);
     int woken = 0;
-    uint32_t head = w->head;
+    uint32_t head = sh->head;
     for (;;) {
-        uint32_t *e = &w->entry[head % NUPA_GPU_WAKES];
+        uint32_t *e = &sh->entry[head % NUPA_GPU_WAKES];
         uint32_t a = __atomic_load_n(e, __ATOMIC_ACQUIRE);
         if (a == 0) {
             break;
         }
         __atomic_store_n(e, 0, __ATOMIC_RELAXED);
         head++;
-        __atomic_store_n(&w->head, head, __ATOMIC_RELEASE);
+        __atomic_store_n(&sh->head, head, __ATOMIC_RELEASE); /* after the zero: the GPU reuses the entry only then */
         if (a - 1 < max_nodes) {
-            syscall(SYS_futex, base + table + (uint64_t) (a - 1) * NUPA_G_NODE_BYTES + NUPA_G_E_DOORBELL, FUTEX_WAKE, 1, NULL, NULL, 0);
-            woken++;
+            uint8_t *peer = base + table + (uint64_t) (a - 1) * NUPA_G_NODE_BYTES;
+            uint32_t one = 1;
+            if (__atomic_compare_exchange_n((uint32_t *) (peer + NUPA_G_E_ARMED), &one, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+                __atomic_fetch_add((uint32_t *) (peer + NUPA_G_E_DOORBELL), 1, __ATOMIC_SEQ_CST);
+                syscall(SYS_futex, peer + NUPA_G_E_DOORBELL, FUTEX_WAKE, 1, NULL, NULL, 0);
+                woken++;
+            }
         }
     }
+    uint8_t *self = base + table + (uint64_t) nupa_address(node) * NUPA_G_NODE_BYTES;
+    const volatile uint64_t *now = (const volatile uint64_t *) &sh->counts;
+    uint64_t *was = (uint64_t *) last;
+    static const uint32_t added[] = {NUPA_G_E_FRAMES_SENT, NUPA_G_E_BYTES_SENT, NUPA_G_E_BACK_PRESSURED, NUPA_G_E_PEER_DOWN,
+                                     NUPA_G_E_LATE_DROPS, 0, 0, NUPA_G_E_STALL_SKIPS, NUPA_G_E_CORRUPT, 0};
+    for (int k = 0; k < 10; k++) {
+        uint64_t v = now[k];
+        if (v != was[k]) {
+            if (added[k] != 0) {
+                __atomic_fetch_add((uint64_t *) (self + added[k]), v - was[k], __ATOMIC_SEQ_CST);
+            }
+            was[k] = v;
+        }
+    }
+    /* frames_received and bytes_received have one writer, the consumer: here, on the GPU's behalf */
+    __atomic_store_n((uint64_t *) (self + NUPA_G_E_FRAMES_RECEIVED), last->frames_received, __ATOMIC_RELAXED);
+    __atomic_store_n((uint64_t *) (self + NUPA_G_E_BYTES_RECEIVED), last->bytes_received, __ATOMIC_RELAXED);
     return woken;
 }
 
@@ -311,14 +336,6 @@ static __device__ inline uint8_t *nupa_g_slot(const struct nupa_gpu_fabric *f, u
     return ring + NUPA_G_R_SLOTS + (p & (f->ring_slots - 1)) * (uint64_t) f->slot_bytes;
 }
 
-/* The consumer's state for the node's rings (6.4, 6.5): one thread's, kept in device memory. */
-struct nupa_gpu_rx {
-    uint64_t head[NUPA_G_MAX_RINGS];
-    uint64_t stall_position[NUPA_G_MAX_RINGS], stall_since[NUPA_G_MAX_RINGS], stall_tail[NUPA_G_MAX_RINGS];
-    uint64_t frames, bytes; /* frames_received, bytes_received: this consumer is their only writer */
-    uint64_t dropped;       /* frames the link checks refused (another destination, a forged source, a bad length) */
-};
-
 /* A frame taken from a ring, in place: valid until its ring's head passes it. */
 struct nupa_gpu_frame {
     const uint8_t *payload; /* after the link header */
@@ -327,13 +344,23 @@ struct nupa_gpu_frame {
     uint16_t protocol;
 };
 
-/* The consumer's start (after the host's join drained the rings): the heads as the rings hold them. */
-static __device__ inline void nupa_gpu_rx_init(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx) {
-    memset(rx, 0, sizeof *rx);
+/* The device's start (after the host's join drained the rings): the heads as the rings hold them. */
+static __device__ inline void nupa_gpu_init(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st) {
+    memset(st, 0, sizeof *st);
+    st->wake_room = NUPA_GPU_WAKES;
     for (uint32_t r = 0; r < f->rings_per_node; r++) {
         uint8_t *ring = nupa_g_ring(f, f->address, r);
-        rx->head[r] = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD));
-        rx->stall_position[r] = UINT64_MAX;
+        st->head[r] = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD));
+        st->stall_position[r] = UINT64_MAX;
+    }
+}
+
+/* Stores the counts in the shared block for the host to add to the node's entry (posted writes: nothing waits). */
+static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, const struct nupa_gpu_state *st) {
+    volatile uint64_t *to = (volatile uint64_t *) &f->shared->counts;
+    const uint64_t *from = (const uint64_t *) &st->counts;
+    for (unsigned k = 0; k < sizeof st->counts / 8; k++) {
+        to[k] = from[k];
     }
 }
 
@@ -343,11 +370,10 @@ static __device__ inline void nupa_gpu_rx_init(const struct nupa_gpu_fabric *f, 
  * frame) and slots that hold no frame are passed over and counted. Returns how many frames went into out; *next is
  * where the head goes when they are done with (nupa_gpu_rx_release).
  */
-static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx, uint32_t r,
+static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r,
         struct nupa_gpu_frame *out, int max, uint64_t *next) {
     uint8_t *ring = nupa_g_ring(f, f->address, r);
-    uint8_t *self = nupa_g_entry(f, f->address);
-    uint64_t h = rx->head[r];
+    uint64_t h = st->head[r];
     int n = 0, skips = 0;
     while (n < max) {
         uint8_t *s = nupa_g_slot(f, ring, h);
@@ -355,7 +381,7 @@ static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, s
         if ((c >> 2) > h + 1 && skips < (int) f->ring_slots) {
             /* a lap no producer wrote yet (6.4 step 1.2) */
             if (nupa_wr_cas64((uint64_t *) s, c, ((h + 1) << 2) | NUPA_G_SKIPPED) == c) {
-                nupa_g_add64((uint64_t *) (self + NUPA_G_E_CORRUPT), 1);
+                st->counts.corrupt++;
                 skips++;
                 h++;
             }
@@ -374,7 +400,7 @@ static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, s
         int32_t len = (int32_t) (uint32_t) word;
         uint32_t source = (uint32_t) (word >> 32) & 0xFFFF;
         if (len < 0 || (uint32_t) len > f->max_frame || source >= f->max_nodes) {
-            nupa_g_add64((uint64_t *) (self + NUPA_G_E_CORRUPT), 1);
+            st->counts.corrupt++;
             continue;
         }
         const uint8_t *fr = s + 16;
@@ -383,34 +409,31 @@ static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, s
         uint16_t l_protocol = (uint16_t) ((((link >> 32) & 0xFF) << 8) | ((link >> 40) & 0xFF));
         uint32_t payload = (uint32_t) ((((link >> 48) & 0xFF) << 8) | ((link >> 56) & 0xFF));
         if (len < NUPA_LINK_HEADER || l_dest != (uint16_t) f->address || l_source != source || NUPA_LINK_HEADER + payload > (uint32_t) len) {
-            rx->dropped++; /* truncated, another destination, a forged source, or a payload past the frame */
+            st->dropped++; /* truncated, another destination, a forged source, or a payload past the frame */
             continue;
         }
         out[n].payload = fr + NUPA_LINK_HEADER;
         out[n].length = payload;
         out[n].source = source;
         out[n].protocol = l_protocol;
-        rx->bytes += (uint64_t) len;
+        st->counts.bytes_received += (uint64_t) len;
         n++;
     }
     *next = h;
     return n;
 }
 
-/* Hands ring r's slots up to next back to the producers (6.4 step 2) and publishes the receive counters. */
-static __device__ inline void nupa_gpu_rx_release(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx, uint32_t r, uint64_t next,
+/* Hands ring r's slots up to next back to the producers (6.4 step 2), and publishes the counts to the host. */
+static __device__ inline void nupa_gpu_rx_release(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r, uint64_t next,
         uint32_t frames) {
-    if (next == rx->head[r]) {
-        return;
+    if (next != st->head[r]) {
+        uint8_t *ring = nupa_g_ring(f, f->address, r);
+        nupa_wr_store64((uint64_t *) (ring + NUPA_G_R_HEAD), next);
+        st->head[r] = next;
+        st->stall_position[r] = UINT64_MAX;
+        st->counts.frames_received += frames;
     }
-    uint8_t *ring = nupa_g_ring(f, f->address, r);
-    nupa_wr_store64((uint64_t *) (ring + NUPA_G_R_HEAD), next);
-    rx->head[r] = next;
-    rx->stall_position[r] = UINT64_MAX;
-    rx->frames += frames;
-    uint8_t *self = nupa_g_entry(f, f->address);
-    nupa_g_store64_relaxed((uint64_t *) (self + NUPA_G_E_FRAMES_RECEIVED), rx->frames);
-    nupa_g_store64_relaxed((uint64_t *) (self + NUPA_G_E_BYTES_RECEIVED), rx->bytes);
+    nupa_gpu_flush(f, st);
 }
 
 /*
@@ -418,31 +441,31 @@ static __device__ inline void nupa_gpu_rx_release(const struct nupa_gpu_fabric *
  * tail pulled back, laps no producer wrote repaired while a ring is empty, and claims older than the stall timeout
  * skipped. The consumer runs it from time to time while its rings are empty.
  */
-static __device__ inline void nupa_gpu_rx_check(const struct nupa_gpu_fabric *f, struct nupa_gpu_rx *rx, uint64_t now) {
-    uint64_t *corrupt = (uint64_t *) (nupa_g_entry(f, f->address) + NUPA_G_E_CORRUPT);
+static __device__ inline void nupa_gpu_rx_check(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint64_t now) {
+    uint64_t *corrupt = &st->counts.corrupt;
     for (uint32_t r = 0; r < f->rings_per_node; r++) {
         uint8_t *ring = nupa_g_ring(f, f->address, r);
-        uint64_t h = rx->head[r];
+        uint64_t h = st->head[r];
         if (nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD)) != h) {
             nupa_wr_store64((uint64_t *) (ring + NUPA_G_R_HEAD), h);
-            nupa_g_add64(corrupt, 1);
+            (*corrupt)++;
         }
         uint64_t t = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_TAIL));
         if ((int64_t) (t - h) < 0 || t - h > f->ring_slots) {
             if (nupa_wr_cas64((uint64_t *) (ring + NUPA_G_R_TAIL), t, h) == t) {
-                nupa_g_add64(corrupt, 1);
+                (*corrupt)++;
             }
-            rx->stall_position[r] = UINT64_MAX;
+            st->stall_position[r] = UINT64_MAX;
             continue;
         }
         if (t == h) {
-            rx->stall_position[r] = UINT64_MAX;
+            st->stall_position[r] = UINT64_MAX;
             for (uint64_t q = h; q - h < f->ring_slots; q++) {
                 uint64_t *ctrl = (uint64_t *) nupa_g_slot(f, ring, q);
                 uint64_t c = nupa_wr_load64(ctrl);
                 uint64_t lap = q + 1 > f->ring_slots ? q + 1 - f->ring_slots : 0;
                 if ((c >> 2) > q + 1 && nupa_wr_cas64(ctrl, c, lap << 2) == c) {
-                    nupa_g_add64(corrupt, 1);
+                    (*corrupt)++;
                 }
             }
             continue;
@@ -451,19 +474,19 @@ static __device__ inline void nupa_gpu_rx_check(const struct nupa_gpu_fabric *f,
         if ((c >> 2) == h + 1) {
             continue;
         }
-        if (rx->stall_position[r] != h) {
-            rx->stall_position[r] = h;
-            rx->stall_tail[r] = t;
-            rx->stall_since[r] = now;
-        } else if (now - rx->stall_since[r] >= f->stall_timeout_ns) {
-            for (uint64_t p = h; p < rx->stall_tail[r]; p++) {
+        if (st->stall_position[r] != h) {
+            st->stall_position[r] = h;
+            st->stall_tail[r] = t;
+            st->stall_since[r] = now;
+        } else if (now - st->stall_since[r] >= f->stall_timeout_ns) {
+            for (uint64_t p = h; p < st->stall_tail[r]; p++) {
                 uint64_t *pc = (uint64_t *) nupa_g_slot(f, ring, p);
                 uint64_t v = nupa_wr_load64(pc);
                 if ((v >> 2) != p + 1 && nupa_wr_cas64(pc, v, ((p + 1) << 2) | NUPA_G_SKIPPED) == v) {
-                    nupa_g_add64((uint64_t *) (nupa_g_entry(f, f->address) + NUPA_G_E_STALL_SKIPS), 1);
+                    st->counts.stall_skips++;
                 }
             }
-            rx->stall_position[r] = UINT64_MAX;
+            st->stall_position[r] = UINT64_MAX;
         }
     }
 }
@@ -481,7 +504,7 @@ struct nupa_gpu_claim {
  * NUPA_BACK_PRESSURED (full: try again later), NUPA_TOO_BIG or NUPA_BAD_ADDRESS; each refusal counted on this node's
  * entry as a CPU producer counts it. A claim must be published or aborted within the stall timeout.
  */
-static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, uint32_t dest, uint32_t r, uint32_t length,
+static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t r, uint32_t length,
         struct nupa_gpu_claim *c) {
     if (dest >= f->max_nodes || r >= f->rings_per_node) {
         return NUPA_BAD_ADDRESS;
@@ -489,10 +512,9 @@ static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, uin
     if (length > f->max_frame) {
         return NUPA_TOO_BIG;
     }
-    uint8_t *self = nupa_g_entry(f, f->address);
     uint8_t *peer = nupa_g_entry(f, dest);
     if ((uint32_t) nupa_wr_load64((const uint64_t *) (peer + NUPA_G_E_STATE)) != NUPA_G_STATE_UP) {
-        nupa_g_add64((uint64_t *) (self + NUPA_G_E_PEER_DOWN), 1);
+        st->counts.peer_down++;
         return NUPA_PEER_DOWN;
     }
     uint8_t *ring = nupa_g_ring(f, dest, r);
@@ -500,7 +522,7 @@ static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, uin
     uint64_t p = nupa_wr_load64(tail);
     for (;;) {
         if (p - nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD)) >= f->ring_slots) {
-            nupa_g_add64((uint64_t *) (self + NUPA_G_E_BACK_PRESSURED), 1);
+            st->counts.back_pressured++;
             return NUPA_BACK_PRESSURED;
         }
         uint64_t seen = nupa_wr_cas64(tail, p, p + 1);
@@ -517,24 +539,27 @@ static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, uin
     return NUPA_OK;
 }
 
-/* Leaves dest's address in the host's wake mailbox (it cannot FUTEX_WAKE from here). */
-static __device__ inline void nupa_gpu_wake(const struct nupa_gpu_fabric *f, uint32_t dest) {
-    struct nupa_gpu_wakes *w = f->wakes;
-    uint32_t i = nupa_g_fetch_add32(&w->tail, 1);
-    if (i - nupa_wr_load32(&w->head) >= NUPA_GPU_WAKES) {
-        nupa_g_add32(&w->dropped, 1); /* the slot may still hold an earlier wake: leave it; the peer's sleep ends anyway */
-        return;
+/* Leaves dest's address in the host's wake mailbox (nupa_gpu_host_poll does the rest of the doorbell). */
+static __device__ inline void nupa_gpu_wake(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest) {
+    struct nupa_gpu_shared *sh = f->shared;
+    if (st->wake_tail == st->wake_room) {
+        st->wake_room = nupa_wr_load32(&sh->head) + NUPA_GPU_WAKES;
+        if (st->wake_tail == st->wake_room) {
+            st->counts.wakes_lost++; /* the host is behind: the peer's sleep ends at its timeout */
+            return;
+        }
     }
-    nupa_g_store32(&w->entry[i % NUPA_GPU_WAKES], dest + 1);
+    nupa_wr_store32(&sh->entry[st->wake_tail % NUPA_GPU_WAKES], dest + 1);
+    st->wake_tail++;
 }
 
 /*
  * Publishes a claimed frame whose bytes are written and fenced (6.3 steps 4-7): the check of ctrl, the slot header,
- * the CAS on ctrl, then the doorbell: if the peer is armed, armed 1 -> 0, doorbell + 1, and its address to the host's
- * mailbox for the FUTEX_WAKE. NUPA_OK, or NUPA_LATE when the consumer had skipped the claim.
+ * the CAS on ctrl (to PADDING with abort), then the doorbell's first step: if the peer is armed, its address goes to
+ * the host's mailbox. NUPA_OK, or NUPA_LATE when the consumer had skipped the claim.
  */
-static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, const struct nupa_gpu_claim *c, int abort) {
-    uint8_t *self = nupa_g_entry(f, f->address);
+static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct nupa_gpu_claim *c,
+        int abort) {
     uint8_t *peer = nupa_g_entry(f, c->dest);
     uint64_t *ctrl = (uint64_t *) c->slot;
     __threadfence_system(); /* the frame's bytes before the ctrl read and the publish */
@@ -548,18 +573,16 @@ static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, c
         ok = nupa_wr_cas64(ctrl, before, v) == before;
     }
     __threadfence_system(); /* the publish before the load of armed (Dekker with the consumer's sleep, section 7) */
-    uint32_t *armed = (uint32_t *) (peer + NUPA_G_E_ARMED);
-    if (nupa_wr_load32(armed) != 0 && nupa_g_cas32(armed, 1, 0) == 1) {
-        nupa_g_add32((uint32_t *) (peer + NUPA_G_E_DOORBELL), 1);
-        nupa_gpu_wake(f, c->dest);
+    if (nupa_wr_load32((const uint32_t *) (peer + NUPA_G_E_ARMED)) != 0) {
+        nupa_gpu_wake(f, st, c->dest);
     }
     if (!ok) {
-        nupa_g_add64((uint64_t *) (self + NUPA_G_E_LATE_DROPS), 1);
+        st->counts.late_drops++;
         return NUPA_LATE;
     }
     if (!abort) {
-        nupa_g_add64((uint64_t *) (self + NUPA_G_E_FRAMES_SENT), 1);
-        nupa_g_add64((uint64_t *) (self + NUPA_G_E_BYTES_SENT), c->length);
+        st->counts.frames_sent++;
+        st->counts.bytes_sent += c->length;
     }
     return NUPA_OK;
 }
