@@ -579,6 +579,12 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
 #else
     const char *where = "GPU";
 #endif
+    int native_atomics = 0;
+    cudaDeviceGetAttribute(&native_atomics, cudaDevAttrHostNativeAtomicSupported, 0);
+    if (!native_atomics) { /* nupa_gpu_node.cuh: the claim's CAS is atomic among this GPU's threads, not with CPU producers */
+        fprintf(stderr, "nupa-gpu-node: CUDA reports no native atomics on host memory: the GPU's CAS on a peer's ring is atomic "
+                        "with CPU producers only where the link makes it so (PCIe AtomicOps; native/cuda/README.md)\n");
+    }
     if (reduce) {
         printf("nupa-gpu-node: node %d serving reduction on UDP port %u at %s: %u senders x %u floats in chunks of %u (%s, %d threads)\n",
                nupa_address(node), svc.port, ipname, svc.senders, svc.elements, svc.chunk, where, threads);

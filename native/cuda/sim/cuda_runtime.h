@@ -169,6 +169,9 @@ typedef sim_stream *cudaStream_t;
 
 static inline const char *cudaGetErrorString(cudaError_t e) { return e == cudaErrorNotReady ? "not ready" : "sim error"; }
 static inline cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+enum cudaDeviceAttr { cudaDevAttrHostNativeAtomicSupported = 86 };
+/* CPU threads share the host's atomics. */
+static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) { *v = a == cudaDevAttrHostNativeAtomicSupported; return cudaSuccess; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 static inline cudaError_t cudaHostRegister(void *, size_t, unsigned) { return cudaSuccess; }
 static inline cudaError_t cudaHostUnregister(void *) { return cudaSuccess; }
