@@ -143,23 +143,12 @@ static __device__ int claim_reply(const struct nupa_gpu_fabric *f, struct nupa_g
     }
 }
 
-/*
- * The block reads the first words bytes (4 each) of an in-place frame's IPv4 datagram into shared memory in one
- * parallel round of loads, then thread 0 checks IPv4 and UDP's header: returns (in *s_ok, to all threads) whether it
- * is UDP to port for this node, with its data's length in *s_len.
- */
+/* A datagram's IPv4 header and UDP ports and length, as check_udp found them. */
 struct udp_seen {
     struct nupa_g_ip ip;
     uint16_t sport;
     uint32_t len; /* data bytes */
 };
-
-static __device__ void read_words(const uint8_t *src, uint32_t *dst, uint32_t words) {
-    for (uint32_t k = threadIdx.x; k < words; k += blockDim.x) {
-        dst[k] = *(const volatile uint32_t *) (src + 4 * k);
-    }
-    __syncthreads();
-}
 
 /* Thread 0: whether the datagram in hdr (its first 28 bytes at least) is UDP to port for this node (counted if not). */
 static __device__ int check_udp(const struct nupa_gpu_frame *fr, const uint8_t *hdr, uint32_t my_ip, uint16_t port,
@@ -183,8 +172,8 @@ static __device__ int check_udp(const struct nupa_gpu_frame *fr, const uint8_t *
     return 1;
 }
 
-/* Thread 0: writes the link, IPv4 and UDP headers of a reply (36 bytes) into the claimed slot and publishes it. */
-static __device__ int send_reply(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct nupa_gpu_claim *c, uint32_t my_ip, uint32_t to_ip,
+/* Thread 0: writes the link, IPv4 and UDP headers of a reply (36 bytes) into the claimed slot. */
+static __device__ void reply_headers(const struct nupa_gpu_fabric *f, const struct nupa_gpu_claim *c, uint32_t my_ip, uint32_t to_ip,
         uint16_t sport, uint16_t dport, uint32_t data_len, uint64_t data_sum, uint16_t id) {
     uint32_t h[9];
     uint8_t *b = (uint8_t *) h;
@@ -194,7 +183,6 @@ static __device__ int send_reply(const struct nupa_gpu_fabric *f, struct nupa_gp
     for (int k = 0; k < 9; k++) {
         ((volatile uint32_t *) c->frame)[k] = h[k];
     }
-    return nupa_gpu_publish(f, st, c, 0);
 }
 
 /*
@@ -208,7 +196,6 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
     __shared__ int s_n, s_stop, s_ok;
     __shared__ uint32_t s_ring;
     __shared__ uint64_t s_next;
-    __shared__ uint32_t s_hdr[8];
     __shared__ struct udp_seen s_udp;
     __shared__ struct nupa_gpu_claim s_claim;
     __shared__ uint64_t s_scratch[1024];
@@ -229,7 +216,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             return;
         }
         for (int i = 0; i < s_n; i++) {
-            read_words(s_frames[i].payload, s_hdr, 7);
+            const uint32_t *s_hdr = s_frames[i].peek; /* read with the slot's header */
             if (threadIdx.x == 0) {
                 s_ok = check_udp(&s_frames[i], (const uint8_t *) s_hdr, svc.ip, svc.port, &s_udp, cnt);
             }
@@ -252,14 +239,18 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             if (!s_ok) {
                 continue;
             }
-            /* Each thread copies the words it staged itself: data at frame + 36, 4-byte aligned in the slot. */
+            /* Each thread copies the words it staged itself: data at frame + 36, 4-byte aligned in the slot; thread 0
+             * writes the headers meanwhile. */
+            if (threadIdx.x == 0) {
+                reply_headers(&f, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, sum, ++id);
+            }
             for (uint32_t k = threadIdx.x; k < (s_udp.len + 3) / 4; k += blockDim.x) {
                 ((volatile uint32_t *) (s_claim.frame + 36))[k] = ((const uint32_t *) staging)[k];
             }
             __threadfence_system();
             __syncthreads();
             if (threadIdx.x == 0) {
-                if (send_reply(&f, st, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, sum, ++id) == NUPA_OK) {
+                if (nupa_gpu_publish(&f, st, &s_claim, 0) == NUPA_OK) {
                     cnt->served++;
                 } else {
                     cnt->send_failed++;
@@ -313,7 +304,6 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
     __shared__ int s_n, s_stop, s_ok, s_sender, s_done;
     __shared__ uint32_t s_ring, s_first, s_count;
     __shared__ uint64_t s_next;
-    __shared__ uint32_t s_hdr[12];
     __shared__ struct udp_seen s_udp;
     __shared__ struct nupa_gpu_claim s_claim;
     __shared__ uint32_t s_order[MAX_SENDERS];
@@ -336,7 +326,7 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
             return;
         }
         for (int i = 0; i < s_n; i++) {
-            read_words(s_frames[i].payload, s_hdr, 11); /* IPv4, UDP and the reduction's header */
+            const uint32_t *s_hdr = s_frames[i].peek; /* IPv4, UDP and the reduction's header, read with the slot's */
             if (threadIdx.x == 0) {
                 s_ok = check_udp(&s_frames[i], (const uint8_t *) s_hdr, svc.ip, svc.port, &s_udp, cnt);
             }
@@ -439,10 +429,13 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                         continue;
                     }
                     uint64_t rsum = nupa_gpu_block_sum(staging, s_claim.frame + 36, len, s_scratch);
+                    if (threadIdx.x == 0) {
+                        reply_headers(&f, &s_claim, svc.ip, rs->senders[s].ip, svc.port, rs->senders[s].port, len, rsum, ++id);
+                    }
                     __threadfence_system();
                     __syncthreads();
                     if (threadIdx.x == 0) {
-                        if (send_reply(&f, st, &s_claim, svc.ip, rs->senders[s].ip, svc.port, rs->senders[s].port, len, rsum, ++id) == NUPA_OK) {
+                        if (nupa_gpu_publish(&f, st, &s_claim, 0) == NUPA_OK) {
                             cnt->results++;
                         } else {
                             cnt->send_failed++;

@@ -44,6 +44,7 @@
 
 #include "nupa.h"
 #include "nupa_wqe.h"
+#include "nupa_cuda.cuh"
 
 /* docs/fabric-layout.md: header (3), node entry (5.1), ring (6.1). */
 #define NUPA_G_MAGIC 0x314241464150554EULL
@@ -81,6 +82,7 @@ struct nupa_gpu_counts {
  * (but for head): no atomic crosses the link.
  */
 #define NUPA_GPU_WAKES 256
+#define NUPA_GPU_PEERS 64
 struct nupa_gpu_shared {
     uint32_t head; /* host: mailbox entries taken */
     uint32_t pad0[15];
@@ -98,6 +100,13 @@ struct nupa_gpu_fabric {
     struct nupa_gpu_shared *shared; /* the device's view */
 };
 
+/* What a sender knows of a ring it sent to (nupa_gpu_claim). */
+struct nupa_gpu_peer {
+    uint32_t dest, ring; /* dest + 1 (0: unused) */
+    uint64_t tail, head; /* the tail to CAS from, the head last read */
+    uint64_t up_at;      /* when the peer's state word was last seen UP (0: look) */
+};
+
 /* The device's own state (one thread's): the consumer's heads and stall timers (6.4, 6.5), the counts, the mailbox. */
 struct nupa_gpu_state {
     uint64_t head[NUPA_G_MAX_RINGS];
@@ -105,6 +114,7 @@ struct nupa_gpu_state {
     struct nupa_gpu_counts counts;
     uint64_t dropped;              /* frames the link checks refused (another destination, a forged source, a bad length) */
     uint32_t wake_tail, wake_room; /* entries written; the host's head + NUPA_GPU_WAKES as last read */
+    struct nupa_gpu_peer peers[NUPA_GPU_PEERS]; /* what the sender knows of the rings it sent to: a direct-mapped cache */
 };
 
 #if defined(__CUDACC__)
@@ -337,11 +347,15 @@ static __device__ inline uint8_t *nupa_g_slot(const struct nupa_gpu_fabric *f, u
 }
 
 /* A frame taken from a ring, in place: valid until its ring's head passes it. */
+#define NUPA_GPU_PEEK 11
 struct nupa_gpu_frame {
     const uint8_t *payload; /* after the link header */
     uint32_t length;        /* the link header's payload length */
     uint32_t source;        /* the sending node */
     uint16_t protocol;
+    /* The payload's first 44 bytes (an IPv4 header, a UDP header and 16 bytes), loaded with the slot's header in one
+     * round trip; bytes past length are the slot's, not the frame's. */
+    uint32_t peek[NUPA_GPU_PEEK];
 };
 
 /* The device's start (after the host's join drained the rings): the heads as the rings hold them. */
@@ -394,9 +408,13 @@ static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, s
         if (c & 3) {
             continue; /* PADDING or SKIPPED */
         }
-        /* length, source, source_gen and the link header: two loads after ctrl's acquire, issued together */
+        /* length, source, source_gen, the link header and the payload's first bytes: loads after ctrl's acquire,
+         * issued together (slot_bytes >= 16 + max_frame >= 80 holds them) */
         uint64_t word = *(const volatile uint64_t *) (s + 8);
         uint64_t link = *(const volatile uint64_t *) (s + 16);
+        for (int k = 0; k < NUPA_GPU_PEEK; k++) {
+            out[n].peek[k] = ((const volatile uint32_t *) (s + 24))[k];
+        }
         int32_t len = (int32_t) (uint32_t) word;
         uint32_t source = (uint32_t) (word >> 32) & 0xFFFF;
         if (len < 0 || (uint32_t) len > f->max_frame || source >= f->max_nodes) {
@@ -496,41 +514,67 @@ struct nupa_gpu_claim {
     uint8_t *slot;
     uint8_t *frame; /* slot + 16: the link header goes here, the payload after it */
     uint64_t position;
+    uint64_t before; /* the slot's ctrl, read with the claim (6.3 step 4) */
     uint32_t dest, length;
 };
 
 /*
  * Claims a slot for a frame of length bytes (link header included) in ring r of node dest: NUPA_OK, NUPA_PEER_DOWN,
- * NUPA_BACK_PRESSURED (full: try again later), NUPA_TOO_BIG or NUPA_BAD_ADDRESS; each refusal counted on this node's
- * entry as a CPU producer counts it. A claim must be published or aborted within the stall timeout.
+ * NUPA_BACK_PRESSURED (full: try again later), NUPA_TOO_BIG or NUPA_BAD_ADDRESS; each refusal counted as a CPU
+ * producer counts it. A claim must be published or aborted within the stall timeout.
+ *
+ * Every read here is a PCIe round trip, so the state keeps per peer (nupa_gpu_peer) what it last learned: the tail is
+ * CASed from its guess (the end of this GPU's last claim there; a wrong guess costs one more try, with the value the
+ * CAS returned), the head is read again only when the cached one says full (6.3 step 2.2 allows it), and the state
+ * word (step 1) at most once a millisecond: a peer that died meanwhile gets a frame its reclaim drains. The slot's ctrl
+ * is read together with the CAS, so a claim costs one round trip when the guesses hold.
  */
-static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t r, uint32_t length,
-        struct nupa_gpu_claim *c) {
+static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t r,
+        uint32_t length, struct nupa_gpu_claim *c) {
     if (dest >= f->max_nodes || r >= f->rings_per_node) {
         return NUPA_BAD_ADDRESS;
     }
     if (length > f->max_frame) {
         return NUPA_TOO_BIG;
     }
-    uint8_t *peer = nupa_g_entry(f, dest);
-    if ((uint32_t) nupa_wr_load64((const uint64_t *) (peer + NUPA_G_E_STATE)) != NUPA_G_STATE_UP) {
-        st->counts.peer_down++;
-        return NUPA_PEER_DOWN;
+    struct nupa_gpu_peer *pc = &st->peers[(dest * NUPA_G_MAX_RINGS + r) % NUPA_GPU_PEERS];
+    uint64_t now = nupa_globaltimer();
+    if (pc->dest != dest + 1 || pc->ring != r) {
+        pc->dest = dest + 1;
+        pc->ring = r;
+        pc->tail = 0;
+        pc->head = 0;
+        pc->up_at = 0;
+    }
+    if (pc->up_at == 0 || now - pc->up_at > 1000000) {
+        if ((uint32_t) nupa_wr_load64((const uint64_t *) (nupa_g_entry(f, dest) + NUPA_G_E_STATE)) != NUPA_G_STATE_UP) {
+            pc->up_at = 0;
+            st->counts.peer_down++;
+            return NUPA_PEER_DOWN;
+        }
+        pc->up_at = now;
     }
     uint8_t *ring = nupa_g_ring(f, dest, r);
     uint64_t *tail = (uint64_t *) (ring + NUPA_G_R_TAIL);
-    uint64_t p = nupa_wr_load64(tail);
+    uint64_t p = pc->tail;
     for (;;) {
-        if (p - nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD)) >= f->ring_slots) {
-            st->counts.back_pressured++;
-            return NUPA_BACK_PRESSURED;
+        if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots) {
+            pc->head = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD));
+            if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots) {
+                pc->tail = p; /* the tail as last seen: the next try starts there */
+                st->counts.back_pressured++;
+                return NUPA_BACK_PRESSURED;
+            }
         }
+        uint64_t before = *(const volatile uint64_t *) nupa_g_slot(f, ring, p); /* in flight with the CAS */
         uint64_t seen = nupa_wr_cas64(tail, p, p + 1);
         if (seen == p) {
+            c->before = before;
             break;
         }
         p = seen;
     }
+    pc->tail = p + 1;
     c->slot = nupa_g_slot(f, ring, p);
     c->frame = c->slot + 16;
     c->position = p;
@@ -554,26 +598,34 @@ static __device__ inline void nupa_gpu_wake(const struct nupa_gpu_fabric *f, str
 }
 
 /*
- * Publishes a claimed frame whose bytes are written and fenced (6.3 steps 4-7): the check of ctrl, the slot header,
- * the CAS on ctrl (to PADDING with abort), then the doorbell's first step: if the peer is armed, its address goes to
- * the host's mailbox. NUPA_OK, or NUPA_LATE when the consumer had skipped the claim.
+ * Publishes a claimed frame whose bytes every thread that wrote them fenced (6.3 steps 4-7): the check of ctrl (as the
+ * claim read it), the slot header, the CAS on ctrl (to PADDING with abort), then the doorbell's first step: if the
+ * peer is armed, its address goes to the host's mailbox. NUPA_OK, or NUPA_LATE when the consumer had skipped the claim.
  */
 static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct nupa_gpu_claim *c,
         int abort) {
-    uint8_t *peer = nupa_g_entry(f, c->dest);
     uint64_t *ctrl = (uint64_t *) c->slot;
-    __threadfence_system(); /* the frame's bytes before the ctrl read and the publish */
-    uint64_t before = nupa_wr_load64(ctrl);
+    uint64_t before = c->before;
     int ok = 0;
     if ((before >> 2) < c->position + 1) {
         uint64_t word = (uint64_t) c->length | ((uint64_t) (uint16_t) f->address << 32) | ((uint64_t) (uint16_t) f->generation << 48);
         *(volatile uint64_t *) (c->slot + 8) = word;
-        __threadfence_system(); /* the slot header before the publish (a CAS is relaxed on the GPU) */
+        __threadfence_system(); /* the frame and the slot header before the publish (a CAS is relaxed on the GPU) */
         uint64_t v = ((c->position + 1) << 2) | (abort ? NUPA_G_PADDING : 0);
-        ok = nupa_wr_cas64(ctrl, before, v) == before;
+        for (;;) {
+            uint64_t seen = nupa_wr_cas64(ctrl, before, v);
+            if (seen == before) {
+                ok = 1;
+                break;
+            }
+            if ((seen >> 2) >= c->position + 1) {
+                break; /* the consumer skipped the claim */
+            }
+            before = seen; /* read with the claim before the slot's last lap was published, or repaired since */
+        }
     }
     __threadfence_system(); /* the publish before the load of armed (Dekker with the consumer's sleep, section 7) */
-    if (nupa_wr_load32((const uint32_t *) (peer + NUPA_G_E_ARMED)) != 0) {
+    if (nupa_wr_load32((const uint32_t *) (nupa_g_entry(f, c->dest) + NUPA_G_E_ARMED)) != 0) {
         nupa_gpu_wake(f, st, c->dest);
     }
     if (!ok) {
