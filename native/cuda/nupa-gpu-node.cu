@@ -46,7 +46,7 @@ static constexpr uint64_t SEND_WAIT_NS = 1000ull * 1000 * 1000;
 /* After this long without frames the kernel naps between polls (fewer PCIe reads when idle). */
 static constexpr uint64_t SPIN_NS = 1000ull * 1000;
 
-/* What the kernel counts, in mapped host memory (thread 0 writes, the host reads). */
+/* What the kernel counts: thread 0's, in device memory, stored after every batch into the control block the host reads. */
 struct counters {
     uint64_t served;       /* echoes sent, or reduction datagrams accepted */
     uint64_t rounds;       /* reduction rounds completed */
@@ -56,10 +56,15 @@ struct counters {
     uint64_t no_port;      /* UDP to another port */
     uint64_t bad_request;  /* reduction: a wrong magic, round, range, length, an unknown sender or a duplicate */
     uint64_t send_failed;  /* replies not sent: the peer down, its ring full for SEND_WAIT_NS, or a late publish */
+    /* echo: thread 0's time a datagram spends in each step, summed over the datagrams echoed (%globaltimer ns): the
+     * slot's and datagram's headers read and checked, the data read and summed, the claim, the copy and headers
+     * written, the publish */
+    uint64_t step_ns[5];
 };
 
 struct control {
     uint32_t stop; /* set by the host */
+    /* ... and the kernel's counters (store_counts): stores only, so that a count costs no read across PCIe */
     uint32_t pad[15];
     struct counters c;
 };
@@ -90,17 +95,25 @@ struct service {
 
 static __device__ int stop_asked(const struct control *ctl) { return *(const volatile uint32_t *) &ctl->stop != 0; }
 
+/* Thread 0: the counters into the host's control block (posted writes). */
+static __device__ void store_counts(struct control *ctl, const struct counters *cnt) {
+    volatile uint64_t *to = (volatile uint64_t *) &ctl->c;
+    for (unsigned k = 0; k < sizeof *cnt / 8; k++) {
+        to[k] = ((const uint64_t *) cnt)[k];
+    }
+}
+
 /*
- * Thread 0: waits for frames in any of the node's rings. Returns how many it took (0 when asked to stop), with their
- * ring and where its head goes once they are done with. Spins for SPIN_NS after the last frame, then naps; looks at
+ * Thread 0: waits for frames in any of the node's rings. Returns how many slots it took (0 when asked to stop), with
+ * their ring and where its head goes once they are done with. Spins for SPIN_NS after the last frame, then naps; looks at
  * the stop flag and runs the stall check every millisecond while idle.
  */
 static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct control *ctl,
-        struct nupa_gpu_frame *frames, uint32_t *ring, uint64_t *next, int *stop) {
+        const uint8_t **slots, uint32_t *ring, uint64_t *next, int *stop) {
     uint64_t idle_since = nupa_globaltimer(), last_look = idle_since;
     for (uint32_t turn = 0;; turn++) {
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
-            int n = nupa_gpu_rx_take(f, st, r, frames, BATCH, next);
+            int n = nupa_gpu_rx_ready(f, st, r, slots, BATCH, next);
             if (n > 0 || *next != st->head[r]) {
                 *ring = r;
                 return n;
@@ -190,16 +203,18 @@ static __device__ void reply_headers(const struct nupa_gpu_fabric *f, const stru
  * block sums the data (checking the checksum) while copying it to staging, thread 0 claims a slot in the sender's ring,
  * the block copies the data into it, thread 0 writes the headers and publishes; then the batch's slots are released.
  */
-__global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl,
+__global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, struct counters *cnt,
         struct nupa_gpu_state *st, uint8_t *staging) {
-    __shared__ struct nupa_gpu_frame s_frames[BATCH];
+    __shared__ const uint8_t *s_slots[BATCH];
+    __shared__ uint32_t s_words[NUPA_GPU_LOAD_WORDS];
+    __shared__ struct nupa_gpu_frame s_frame;
+    __shared__ uint32_t s_accepted;
     __shared__ int s_n, s_stop, s_ok;
     __shared__ uint32_t s_ring;
     __shared__ uint64_t s_next;
     __shared__ struct udp_seen s_udp;
     __shared__ struct nupa_gpu_claim s_claim;
     __shared__ uint64_t s_scratch[1024];
-    struct counters *cnt = &ctl->c;
     uint16_t id = 0;
     if (threadIdx.x == 0) {
         nupa_gpu_init(&f, st);
@@ -208,28 +223,38 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
     for (;;) {
         if (threadIdx.x == 0) {
             int stop = 0;
-            s_n = wait_frames(&f, st, ctl, s_frames, &s_ring, &s_next, &stop);
+            s_n = wait_frames(&f, st, ctl, s_slots, &s_ring, &s_next, &stop);
+            s_accepted = 0;
             s_stop = stop;
         }
         __syncthreads();
         if (s_stop) {
+            if (threadIdx.x == 0) {
+                store_counts(ctl, cnt);
+            }
             return;
         }
         for (int i = 0; i < s_n; i++) {
-            const uint32_t *s_hdr = s_frames[i].peek; /* read with the slot's header */
+            uint64_t t0 = threadIdx.x == 0 ? nupa_globaltimer() : 0, t1 = 0, t2 = 0, t3 = 0;
+            nupa_gpu_rx_load(s_slots[i], s_words); /* the slot's and the datagram's headers in one round trip */
+            const uint32_t *s_hdr = s_words + 4;
             if (threadIdx.x == 0) {
-                s_ok = check_udp(&s_frames[i], (const uint8_t *) s_hdr, svc.ip, svc.port, &s_udp, cnt);
+                s_ok = nupa_gpu_rx_frame(&f, st, s_slots[i], s_words, &s_frame)
+                        && check_udp(&s_frame, (const uint8_t *) s_hdr, svc.ip, svc.port, &s_udp, cnt);
+                s_accepted += s_ok;
+                t1 = nupa_globaltimer();
             }
             __syncthreads();
             if (!s_ok) {
                 continue;
             }
-            uint64_t sum = nupa_gpu_block_sum(s_frames[i].payload + 28, staging, s_udp.len, s_scratch);
+            uint64_t sum = nupa_gpu_block_sum(s_frame.payload + 28, staging, s_udp.len, s_scratch);
             if (threadIdx.x == 0) {
                 s_ok = 0;
+                t2 = nupa_globaltimer();
                 if (!nupa_g_udp_valid((const uint8_t *) s_hdr + 20, s_udp.ip.src, s_udp.ip.dst, sum)) {
                     cnt->bad_checksum++;
-                } else if (claim_reply(&f, st, s_frames[i].source, 36 + s_udp.len, &s_claim, ctl) != NUPA_OK) {
+                } else if (claim_reply(&f, st, s_frame.source, 36 + s_udp.len, &s_claim, ctl) != NUPA_OK) {
                     cnt->send_failed++;
                 } else {
                     s_ok = 1;
@@ -242,6 +267,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             /* Each thread copies the words it staged itself: data at frame + 36, 4-byte aligned in the slot; thread 0
              * writes the headers meanwhile. */
             if (threadIdx.x == 0) {
+                t3 = nupa_globaltimer();
                 reply_headers(&f, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, sum, ++id);
             }
             for (uint32_t k = threadIdx.x; k < (s_udp.len + 3) / 4; k += blockDim.x) {
@@ -250,8 +276,15 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             __threadfence_system();
             __syncthreads();
             if (threadIdx.x == 0) {
+                uint64_t t4 = nupa_globaltimer();
                 if (nupa_gpu_publish(&f, st, &s_claim, 0) == NUPA_OK) {
                     cnt->served++;
+                    uint64_t t5 = nupa_globaltimer();
+                    cnt->step_ns[0] += t1 - t0;
+                    cnt->step_ns[1] += t2 - t1;
+                    cnt->step_ns[2] += t3 - t2;
+                    cnt->step_ns[3] += t4 - t3;
+                    cnt->step_ns[4] += t5 - t4;
                 } else {
                     cnt->send_failed++;
                 }
@@ -259,7 +292,8 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             __syncthreads();
         }
         if (threadIdx.x == 0) {
-            nupa_gpu_rx_release(&f, st, s_ring, s_next, (uint32_t) s_n);
+            nupa_gpu_rx_release(&f, st, s_ring, s_next, s_accepted);
+            store_counts(ctl, cnt);
         }
         __syncthreads();
     }
@@ -298,9 +332,12 @@ static __device__ int sender_of(struct reduce_state *st, uint32_t limit, uint32_
  * come; when every sender's every chunk of the round is in, the block sums the vectors and sends each sender the sum,
  * chunk by chunk, then the round moves on.
  */
-__global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl,
+__global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, struct counters *cnt,
         struct nupa_gpu_state *st, uint8_t *staging, struct reduce_state *rs) {
-    __shared__ struct nupa_gpu_frame s_frames[BATCH];
+    __shared__ const uint8_t *s_slots[BATCH];
+    __shared__ uint32_t s_words[NUPA_GPU_LOAD_WORDS];
+    __shared__ struct nupa_gpu_frame s_frame;
+    __shared__ uint32_t s_accepted;
     __shared__ int s_n, s_stop, s_ok, s_sender, s_done;
     __shared__ uint32_t s_ring, s_first, s_count;
     __shared__ uint64_t s_next;
@@ -308,7 +345,6 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
     __shared__ struct nupa_gpu_claim s_claim;
     __shared__ uint32_t s_order[MAX_SENDERS];
     __shared__ uint64_t s_scratch[1024];
-    struct counters *cnt = &ctl->c;
     const uint32_t chunks = (svc.elements + svc.chunk - 1) / svc.chunk;
     uint16_t id = 0;
     if (threadIdx.x == 0) {
@@ -318,23 +354,30 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
     for (;;) {
         if (threadIdx.x == 0) {
             int stop = 0;
-            s_n = wait_frames(&f, st, ctl, s_frames, &s_ring, &s_next, &stop);
+            s_n = wait_frames(&f, st, ctl, s_slots, &s_ring, &s_next, &stop);
+            s_accepted = 0;
             s_stop = stop;
         }
         __syncthreads();
         if (s_stop) {
+            if (threadIdx.x == 0) {
+                store_counts(ctl, cnt);
+            }
             return;
         }
         for (int i = 0; i < s_n; i++) {
-            const uint32_t *s_hdr = s_frames[i].peek; /* IPv4, UDP and the reduction's header, read with the slot's */
+            nupa_gpu_rx_load(s_slots[i], s_words); /* the slot's and the datagram's headers in one round trip */
+            const uint32_t *s_hdr = s_words + 4;
             if (threadIdx.x == 0) {
-                s_ok = check_udp(&s_frames[i], (const uint8_t *) s_hdr, svc.ip, svc.port, &s_udp, cnt);
+                s_ok = nupa_gpu_rx_frame(&f, st, s_slots[i], s_words, &s_frame)
+                        && check_udp(&s_frame, (const uint8_t *) s_hdr, svc.ip, svc.port, &s_udp, cnt);
+                s_accepted += s_ok;
             }
             __syncthreads();
             if (!s_ok) {
                 continue;
             }
-            uint64_t sum = nupa_gpu_block_sum(s_frames[i].payload + 28, staging, s_udp.len, s_scratch);
+            uint64_t sum = nupa_gpu_block_sum(s_frame.payload + 28, staging, s_udp.len, s_scratch);
             if (threadIdx.x == 0) {
                 const uint8_t *d = (const uint8_t *) s_hdr + 28;
                 s_ok = 0;
@@ -350,7 +393,7 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                     }
                     if (s_udp.len < 16 || nupa_g_get32(d) != RED_MAGIC || round != rs->round || first >= svc.elements
                             || first % svc.chunk != 0 || count != min(svc.chunk, svc.elements - first) || s_udp.len != 16 + 4 * count
-                            || (s = sender_of(rs, svc.senders, s_udp.ip.src, s_udp.sport, s_frames[i].source)) < 0
+                            || (s = sender_of(rs, svc.senders, s_udp.ip.src, s_udp.sport, s_frame.source)) < 0
                             || rs->marks[(uint64_t) s * chunks + first / svc.chunk] == rs->serial + 1) {
                         cnt->bad_request++;
                     } else {
@@ -455,7 +498,8 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
             __syncthreads();
         }
         if (threadIdx.x == 0) {
-            nupa_gpu_rx_release(&f, st, s_ring, s_next, (uint32_t) s_n);
+            nupa_gpu_rx_release(&f, st, s_ring, s_next, s_accepted);
+            store_counts(ctl, cnt);
         }
         __syncthreads();
     }
@@ -543,8 +587,11 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
         return 2;
     }
     struct nupa_gpu_state *gst;
+    struct counters *dcnt;
     uint8_t *staging;
     CUDA_OR_FAIL(cudaMalloc((void **) &gst, sizeof *gst));
+    CUDA_OR_FAIL(cudaMalloc((void **) &dcnt, sizeof *dcnt));
+    CUDA_OR_FAIL(cudaMemset(dcnt, 0, sizeof *dcnt));
     CUDA_OR_FAIL(cudaMalloc((void **) &staging, (f.max_frame + 63) & ~63u));
     struct reduce_state *rs = NULL;
     if (reduce) {
@@ -561,10 +608,10 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
     cudaStream_t stream;
     CUDA_OR_FAIL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     if (reduce) {
-        void *args[] = {&f, &svc, &dctl, &gst, &staging, &rs};
+        void *args[] = {&f, &svc, &dctl, &dcnt, &gst, &staging, &rs};
         CUDA_OR_FAIL(cudaLaunchKernel(reduce_kernel, dim3(1), dim3(threads), args, 0, stream)); /* not <<<>>>: sim/ runs it too */
     } else {
-        void *args[] = {&f, &svc, &dctl, &gst, &staging};
+        void *args[] = {&f, &svc, &dctl, &dcnt, &gst, &staging};
         CUDA_OR_FAIL(cudaLaunchKernel(echo_kernel, dim3(1), dim3(threads), args, 0, stream));
     }
 #ifdef NUPA_CUDA_SIM
@@ -614,7 +661,7 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
         fprintf(stderr, "nupa-gpu-node: the kernel failed: %s\n", cudaGetErrorString(q));
         return 1;
     }
-    struct counters c = ctl->c;
+    struct counters c = ctl->c; /* the kernel stored them last on its way out */
     if (reduce) {
         printf("nupa-gpu-node: %llu rounds reduced from %llu datagrams, %llu result datagrams sent; dropped: %llu not UDP, %llu bad "
                "checksums, %llu to other ports, %llu bad requests, %llu sends failed; %llu wakes\n",
@@ -626,6 +673,11 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
                "%llu wakes\n",
                (unsigned long long) c.served, (unsigned long long) c.not_udp, (unsigned long long) c.bad_checksum,
                (unsigned long long) c.no_port, (unsigned long long) c.send_failed, (unsigned long long) woken);
+        if (c.served > 0) {
+            printf("nupa-gpu-node: per datagram echoed, ns on average: %.0f headers read and checked, %.0f data summed, %.0f claim, %.0f "
+                   "copy and headers, %.0f publish\n", (double) c.step_ns[0] / c.served, (double) c.step_ns[1] / c.served,
+                   (double) c.step_ns[2] / c.served, (double) c.step_ns[3] / c.served, (double) c.step_ns[4] / c.served);
+        }
     }
     return evicted ? 1 : 0;
 }

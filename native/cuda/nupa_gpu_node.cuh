@@ -347,15 +347,11 @@ static __device__ inline uint8_t *nupa_g_slot(const struct nupa_gpu_fabric *f, u
 }
 
 /* A frame taken from a ring, in place: valid until its ring's head passes it. */
-#define NUPA_GPU_PEEK 11
 struct nupa_gpu_frame {
     const uint8_t *payload; /* after the link header */
     uint32_t length;        /* the link header's payload length */
     uint32_t source;        /* the sending node */
     uint16_t protocol;
-    /* The payload's first 44 bytes (an IPv4 header, a UDP header and 16 bytes), loaded with the slot's header in one
-     * round trip; bytes past length are the slot's, not the frame's. */
-    uint32_t peek[NUPA_GPU_PEEK];
 };
 
 /* The device's start (after the host's join drained the rings): the heads as the rings hold them. */
@@ -369,6 +365,9 @@ static __device__ inline void nupa_gpu_init(const struct nupa_gpu_fabric *f, str
     }
 }
 
+/* Words of a slot nupa_gpu_rx_load reads: the slot's header after ctrl, the link header, 44 bytes of payload. */
+#define NUPA_GPU_LOAD_WORDS 15
+
 /* Stores the counts in the shared block for the host to add to the node's entry (posted writes: nothing waits). */
 static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, const struct nupa_gpu_state *st) {
     volatile uint64_t *to = (volatile uint64_t *) &f->shared->counts;
@@ -379,13 +378,13 @@ static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, co
 }
 
 /*
- * Takes up to max frames from ring r, from its head on, without releasing them (6.4 step 1): frames that fail the link
- * layer's checks (a length past max_frame, a source other than the slot's, another destination, a payload past the
- * frame) and slots that hold no frame are passed over and counted. Returns how many frames went into out; *next is
- * where the head goes when they are done with (nupa_gpu_rx_release).
+ * Thread 0: up to max slots of ring r, from its head on, that hold published frames (6.4 step 1: laps no producer
+ * wrote are skipped and counted; PADDING and SKIPPED passed over). Reads ctrl alone, with acquire; the block then reads
+ * each slot (nupa_gpu_rx_load) and thread 0 checks it (nupa_gpu_rx_frame). Returns how many slots went into slots;
+ * *next is where the head goes when they are done with (nupa_gpu_rx_release).
  */
-static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r,
-        struct nupa_gpu_frame *out, int max, uint64_t *next) {
+static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r,
+        const uint8_t **slots, int max, uint64_t *next) {
     uint8_t *ring = nupa_g_ring(f, f->address, r);
     uint64_t h = st->head[r];
     int n = 0, skips = 0;
@@ -405,40 +404,52 @@ static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, s
             break;
         }
         h++;
-        if (c & 3) {
-            continue; /* PADDING or SKIPPED */
+        if ((c & 3) == 0) {
+            slots[n++] = s; /* PADDING or SKIPPED: passed over */
         }
-        /* length, source, source_gen, the link header and the payload's first bytes: loads after ctrl's acquire,
-         * issued together (slot_bytes >= 16 + max_frame >= 80 holds them) */
-        uint64_t word = *(const volatile uint64_t *) (s + 8);
-        uint64_t link = *(const volatile uint64_t *) (s + 16);
-        for (int k = 0; k < NUPA_GPU_PEEK; k++) {
-            out[n].peek[k] = ((const volatile uint32_t *) (s + 24))[k];
-        }
-        int32_t len = (int32_t) (uint32_t) word;
-        uint32_t source = (uint32_t) (word >> 32) & 0xFFFF;
-        if (len < 0 || (uint32_t) len > f->max_frame || source >= f->max_nodes) {
-            st->counts.corrupt++;
-            continue;
-        }
-        const uint8_t *fr = s + 16;
-        uint32_t l_dest = ((uint32_t) (link & 0xFF) << 8) | ((link >> 8) & 0xFF);
-        uint32_t l_source = ((uint32_t) ((link >> 16) & 0xFF) << 8) | ((link >> 24) & 0xFF);
-        uint16_t l_protocol = (uint16_t) ((((link >> 32) & 0xFF) << 8) | ((link >> 40) & 0xFF));
-        uint32_t payload = (uint32_t) ((((link >> 48) & 0xFF) << 8) | ((link >> 56) & 0xFF));
-        if (len < NUPA_LINK_HEADER || l_dest != (uint16_t) f->address || l_source != source || NUPA_LINK_HEADER + payload > (uint32_t) len) {
-            st->dropped++; /* truncated, another destination, a forged source, or a payload past the frame */
-            continue;
-        }
-        out[n].payload = fr + NUPA_LINK_HEADER;
-        out[n].length = payload;
-        out[n].source = source;
-        out[n].protocol = l_protocol;
-        st->counts.bytes_received += (uint64_t) len;
-        n++;
     }
     *next = h;
     return n;
+}
+
+/*
+ * The whole block: reads NUPA_GPU_LOAD_WORDS words of a ready slot from offset 8 into words (shared memory), a word a
+ * thread, so that the slot's header, the link header and the first 44 bytes of the payload cost one round trip
+ * (slot_bytes >= 16 + max_frame >= 80 holds them; past the frame they are the slot's bytes). Every thread calls it.
+ */
+static __device__ inline void nupa_gpu_rx_load(const uint8_t *slot, uint32_t *words) {
+    for (uint32_t k = threadIdx.x; k < NUPA_GPU_LOAD_WORDS; k += blockDim.x) {
+        words[k] = *(const volatile uint32_t *) (slot + 8 + 4 * k);
+    }
+    __syncthreads();
+}
+
+/*
+ * Thread 0: the checks of a loaded slot (6.4 step 1.6; docs/link-layer.md 1): a length past max_frame or a source
+ * outside the fabric is corrupt; a truncated frame, another destination, a link source other than the slot's, or a
+ * payload past the frame is dropped. 1 with *out filled (the IPv4 datagram's first bytes at words + 4), else 0.
+ */
+static __device__ inline int nupa_gpu_rx_frame(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const uint8_t *slot,
+        const uint32_t *words, struct nupa_gpu_frame *out) {
+    int32_t len = (int32_t) words[0];
+    uint32_t source = words[1] & 0xFFFF;
+    if (len < 0 || (uint32_t) len > f->max_frame || source >= f->max_nodes) {
+        st->counts.corrupt++;
+        return 0;
+    }
+    const uint8_t *l = (const uint8_t *) (words + 2);
+    uint32_t payload = nupa_g_get16(l + 6);
+    if (len < NUPA_LINK_HEADER || nupa_g_get16(l) != (uint16_t) f->address || nupa_g_get16(l + 2) != source
+            || NUPA_LINK_HEADER + payload > (uint32_t) len) {
+        st->dropped++;
+        return 0;
+    }
+    out->payload = slot + 16 + NUPA_LINK_HEADER;
+    out->length = payload;
+    out->source = source;
+    out->protocol = nupa_g_get16(l + 4);
+    st->counts.bytes_received += (uint64_t) len;
+    return 1;
 }
 
 /* Hands ring r's slots up to next back to the producers (6.4 step 2), and publishes the counts to the host. */
