@@ -77,7 +77,14 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
                 reply_headers(&f, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, sum, ++id);
             }
             for (uint32_t k = threadIdx.x; k < (s_udp.len + 3) / 4; k += blockDim.x) {
-                ((volatile uint32_t *) (s_claim.frame + 36))[k] = ((const uint32_t *) staging)[k];
+                uint32_t w = ((const uint32_t *) staging)[k];
+                if (4 * k + 4 <= s_udp.len) {
+                    ((volatile uint32_t *) (s_claim.frame + 36))[k] = w;
+                } else { /* the last bytes alone: a slot may end right after the frame, and the next slot's ctrl follows */
+                    for (uint32_t b = 0; 4 * k + b < s_udp.len; b++) {
+                        ((volatile uint8_t *) (s_claim.frame + 36))[4 * k + b] = (uint8_t) (w >> (8 * b));
+                    }
+                }
             }
             __threadfence_system();
             __syncthreads();
