@@ -1,6 +1,7 @@
 /*
  * A stand-in for <cuda_runtime.h> that runs nupa-gpu's kernels on CPU threads, for checking their logic (rounds,
- * barriers, slot reuse, warp-aggregated claims, completion handling) against a real proxy on a machine without a GPU:
+ * barriers, slot reuse, warp-aggregated claims, completion handling) against a real proxy on a machine without a GPU,
+ * and nupa-gpu-node's (`make -C native sim`; GpuNodeSimTest runs them against Java nodes):
  *
  *   g++ -O2 -std=c++17 -pthread -x c++ -DNUPA_CUDA_SIM -Icuda/sim -Iinclude -Icuda cuda/nupa-gpu.cu build/libnupa.a \
  *       -o build/nupa-gpu-sim                                                      (from native/, after make all)
