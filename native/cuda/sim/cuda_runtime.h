@@ -1,6 +1,7 @@
 /*
  * A stand-in for <cuda_runtime.h> that runs nupa-gpu's kernels on CPU threads, for checking their logic (rounds,
- * barriers, slot reuse, warp-aggregated claims, completion handling) against a real proxy on a machine without a GPU:
+ * barriers, slot reuse, warp-aggregated claims, completion handling) against a real proxy on a machine without a GPU,
+ * and nupa-gpu-node's (`make -C native sim`; GpuNodeSimTest runs them against Java nodes):
  *
  *   g++ -O2 -std=c++17 -pthread -x c++ -DNUPA_CUDA_SIM -Icuda/sim -Iinclude -Icuda cuda/nupa-gpu.cu build/libnupa.a \
  *       -o build/nupa-gpu-sim                                                      (from native/, after make all)
@@ -52,7 +53,15 @@ static pthread_barrier_t sim_barrier;
 
 static inline void __syncthreads(void) { pthread_barrier_wait(&sim_barrier); }
 static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
-static inline void __nanosleep(unsigned) { sched_yield(); }
+/* A short nap yields; a long one (an idle kernel's backoff) sleeps, so an idle simulated kernel leaves the CPU alone. */
+static inline void __nanosleep(unsigned ns) {
+    if (ns < 10000) {
+        sched_yield();
+    } else {
+        struct timespec t = {0, (long) ns};
+        nanosleep(&t, NULL);
+    }
+}
 static inline int __popc(unsigned v) { return __builtin_popcount(v); }
 static inline int __ffs(unsigned v) { return __builtin_ffs((int) v); }
 static inline unsigned __vadd4(unsigned a, unsigned b) {
@@ -145,7 +154,7 @@ template <typename T> static inline T __shfl_sync(unsigned mask, T v, int src) {
 /* ---- the runtime ---- */
 typedef int cudaError_t;
 enum { cudaSuccess = 0, cudaErrorNotReady = 600, cudaErrorSim = 999 };
-enum { cudaStreamNonBlocking = 1, cudaHostRegisterMapped = 2, cudaHostAllocMapped = 2, cudaMemcpyDeviceToHost = 2 };
+enum { cudaStreamNonBlocking = 1, cudaHostRegisterMapped = 2, cudaHostAllocMapped = 2, cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
 typedef int cudaMemcpyKind;
 
 struct sim_event {
@@ -161,6 +170,9 @@ typedef sim_stream *cudaStream_t;
 
 static inline const char *cudaGetErrorString(cudaError_t e) { return e == cudaErrorNotReady ? "not ready" : "sim error"; }
 static inline cudaError_t cudaGetDeviceCount(int *n) { *n = 1; return cudaSuccess; }
+enum cudaDeviceAttr { cudaDevAttrHostNativeAtomicSupported = 86 };
+/* CPU threads share the host's atomics. */
+static inline cudaError_t cudaDeviceGetAttribute(int *v, cudaDeviceAttr a, int) { *v = a == cudaDevAttrHostNativeAtomicSupported; return cudaSuccess; }
 static inline cudaError_t cudaGetLastError(void) { return cudaSuccess; }
 static inline cudaError_t cudaHostRegister(void *, size_t, unsigned) { return cudaSuccess; }
 static inline cudaError_t cudaHostUnregister(void *) { return cudaSuccess; }

@@ -20,6 +20,7 @@ import dev.nupa.device.FabricWindow;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.UdpReceiver;
+import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.l2.Link;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Mixin;
@@ -78,6 +79,11 @@ abstract class IpLatency implements Callable<Integer> {
                     + "and what Linux does on loopback (checksum offload).")
     String checksums;
 
+    @Option(names = "--peer", paramLabel = "A.B.C.D",
+            description = "Measure against a UDP echo server on port 7 that another program serves on --fabric (a C or GPU node):"
+                    + " our round trips alone, no Linux peer, no floor.")
+    String peer;
+
     private Ipv4Stack stack;
     private Link link;
     private final MemorySegment control = Arena.ofAuto().allocate(32);
@@ -87,6 +93,7 @@ abstract class IpLatency implements Callable<Integer> {
     private int linuxPort;
     // Client state
     private long expected = -1;
+    private int expectedLength = -1;
     private boolean answered;
     private int helloPort = -1;
     private int windowId;
@@ -102,6 +109,12 @@ abstract class IpLatency implements Callable<Integer> {
             throw new IllegalArgumentException("--checksums must be on or off, not " + checksums);
         }
         int size = o.size != null ? o.size : 64;
+        if (peer != null) {
+            if (icmp || o.server) {
+                throw new IllegalArgumentException("--peer is for udp-lat's client alone: give udp-lat --peer A.B.C.D --fabric F");
+            }
+            return peerClient(Ipv4Address.parse(peer), size, o.iterations != null ? o.iterations : 200_000);
+        }
         if (o.server) {
             return server();
         }
@@ -246,6 +259,42 @@ abstract class IpLatency implements Callable<Integer> {
                 System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"round_trip\":true,\"checksums\":\"%s\",%s%s,"
                         + "\"floor\":{\"bytes\":8,%s},\"floor_ratio\":%.3f,\"turns\":%d}%n", name, size, checksums, a.json(), peerJson,
                         fl.json(), floorRatio, turns.count());
+            }
+        }
+        return 0;
+    }
+
+    /** Round trips to an echo server another program runs at {@code server}: the echo's own bytes checked, nothing else run. */
+    private int peerClient(int server, int size, long iterations) {
+        try (PerfNode pn = new PerfNode(o, false, checksums.equals("on"))) {
+            stack = pn.ip;
+            link = pn.link;
+            int port = stack.bindUdp(0, (src, srcPort, dst, mem, off, len) -> {
+                if (src == server && srcPort == ECHO_PORT && len == expectedLength && mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off) == expected) {
+                    answered = true;
+                }
+            });
+            expectedLength = size;
+            MemorySegment payload = Arena.ofAuto().allocate(size, 64);
+            long deadline = System.nanoTime() + 30_000_000_000L;
+            while (stack.neighbors().lookup(server) < 0) { // the peer's address in the neighbor directory
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("no node publishes " + peer + " on " + o.fabric + " after 30 s; start its echo server first");
+                }
+                link.poll(16, System.nanoTime());
+            }
+            long seq = fabric(server, port, payload, size, 0, Math.min(warmup, iterations), null);
+            Histogram h = LatencyStats.newHistogram();
+            trace = o.tracing("UDP datagram round trip");
+            fabric(server, port, payload, size, seq, iterations, h);
+            LatencyStats a = LatencyStats.of(h);
+            System.out.println(name + ": UDP echo round trip, " + size + "-byte payload, checksums " + checksums + ", to " + peer
+                    + " on fabric " + o.fabric);
+            System.out.println(LatencyStats.header());
+            System.out.println(a.row(size));
+            if (o.json) {
+                System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"peer\":\"%s\",\"bytes\":%d,\"round_trip\":true,\"checksums\":\"%s\",%s}%n",
+                        name, peer, size, checksums, a.json());
             }
         }
         return 0;

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The GPU node on a GPU machine (native/cuda/README.md, "A GPU node"). Run from the repository root. NUPA as in
+# figures.sh. Output in $OUT or /tmp.
+#  1. the echo kernel against a C node (every size 0..8,972 bytes, each echo checked) and `nupa udp-check`;
+#  2. the reduction kernel against reduce-check's CPU senders (4 senders, 64 KiB vectors, every result checked bit for
+#     bit), 3 runs, beside the same reduction served by one CPU thread (the simulation with THREADS 1), 3 runs;
+#  3. FIG=1: 64 B UDP round trips from a Java node (`nupa perf udp-lat --peer`), 5 runs each against the GPU echo and
+#     a C node (nupa-cnode serve, one core), beside the floor (gpu-shm-probe: a kernel and a CPU process ping-ponging
+#     through one registered line), 5 runs;
+#     (PEERS picks the peers, FLOOR=0 leaves the floor out, CPU_REDUCE=" " the CPU's reduction.)
+#  4. SANITIZE=1: the echo kernel under compute-sanitizer's memcheck.
+set -u
+cd "$(dirname "$0")/../.."
+if [ -z "${NUPA:-}" ]; then
+  if [ -x .devrun/jrt/bin/java ]; then NUPA=".devrun/jrt/bin/java --enable-native-access=ALL-UNNAMED -jar .devrun/node/nupa-node.jar"; else NUPA=./nupa; fi
+fi
+L=${OUT:-/tmp}; F=/dev/shm/nupa-gpu-node-f; B=native/build; T=${THREADS:-128}
+nvidia-smi --query-gpu=name,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader
+lspci -vvv -d 10de: 2>/dev/null | grep -i "atomicop" | head -4
+make -C native all sim build/nupa-gpu-node >/dev/null || { echo "BUILD FAILED"; exit 1; }
+up() { for i in $(seq 300); do grep -q "serving" $1 && return 0; sleep .1; done; echo "no server: $(cat $1)"; return 1; }
+$NUPA fabric create --force --fabric $F >/dev/null || exit 1
+echo "== echo kernel (GPU, $T threads)"
+taskset -c 2 $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/echo.log 2>&1 & G=$!
+up $L/echo.log
+timeout 120 taskset -c 4 $B/nupa-cnode $F 3 10.0.0.4/24 udp 10.0.0.6 7 0 8972
+timeout 120 $NUPA udp-check --fabric $F --count 2000 --max-size 8972 10.0.0.6
+if [ "${FIG:-0}" = 1 ]; then
+  taskset -c 6 $B/nupa-cnode $F 7 10.0.0.8/24 serve 300 >$L/cnode.log 2>&1 & C=$!
+  for peer in ${PEERS:-10.0.0.6 10.0.0.8}; do echo "== udp-lat 64 B to $peer, 5 runs"
+    for i in 1 2 3 4 5; do timeout 60 taskset -c 4 $NUPA perf udp-lat --peer $peer --fabric $F --client-address 2 -n 20000 --warmup 5000 --json | tail -1; done
+  done
+  kill -TERM $C; wait $C
+fi
+kill -TERM $G; wait $G; cat $L/echo.log
+if [ "${FIG:-0}" = 1 ] && [ "${FLOOR:-1}" = 1 ]; then
+  echo "== floor: gpu-shm-probe, 5 runs"
+  nvcc -O2 -arch=${CUDA_ARCH:-sm_90} -o /tmp/probe native/cuda/gpu-shm-probe.cu || exit 1
+  for i in 1 2 3 4 5; do rm -f /dev/shm/gpu-probe; taskset -c 6 /tmp/probe --cpu 20000 & sleep 0.5; timeout 60 /tmp/probe --gpu 20000; wait; done
+fi
+echo "== reduction: 4 senders x 16384 floats, GPU kernel ($T threads), then one CPU thread (the simulation, THREADS 1)"
+for X in "$B/nupa-gpu-node:$T" ${CPU_REDUCE:-"$B/nupa-gpu-node-sim:1"}; do
+  taskset -c 2 ${X%:*} $F 5 10.0.0.6/24 reduce 9000 4 16384 1024 ${X#*:} 300 >$L/red.log 2>&1 & G=$!
+  up $L/red.log
+  for i in 1 2 3; do timeout 120 taskset -c 4 $B/nupa-gpu-node-sim $F -1 10.0.0.1/24 reduce-check 10.0.0.6 9000 4 16384 1024 ${ROUNDS:-200}; done
+  kill -TERM $G; wait $G; cat $L/red.log
+done
+if [ "${SANITIZE:-0}" = 1 ]; then
+  echo "== echo kernel under compute-sanitizer's memcheck"
+  CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)
+  $CS --tool memcheck $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/cs.log 2>&1 & G=$!
+  up $L/cs.log
+  timeout 120 $B/nupa-cnode $F 3 10.0.0.4/24 udp 10.0.0.6 7 0 300
+  kill -TERM $(pgrep -P $G || echo $G); wait $G; echo "sanitized run rc=$?"
+  grep -c "Invalid" $L/cs.log; grep -A3 "Invalid" $L/cs.log | head -16; tail -3 $L/cs.log
+fi
+rm -f $F /dev/shm/gpu-probe

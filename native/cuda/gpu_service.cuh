@@ -1,0 +1,151 @@
+/*
+ * What nupa-gpu-node's kernels share (native/cuda/README.md, "A GPU node"): their counters and the host's control
+ * block, the service they run, and thread 0's steps around nupa_gpu_node.cuh: waiting for frames, claiming room for a
+ * reply, checking a datagram's IPv4 and UDP headers, writing a reply's headers.
+ */
+#ifndef NUPA_GPU_SERVICE_CUH
+#define NUPA_GPU_SERVICE_CUH
+
+#include "nupa_gpu_node.cuh"
+
+#define BATCH 32
+/* How long a reply waits for room in its peer's ring before it is dropped and counted. */
+static constexpr uint64_t SEND_WAIT_NS = 1000ull * 1000 * 1000;
+/* After this long without frames the kernel naps between polls (fewer PCIe reads when idle). */
+static constexpr uint64_t SPIN_NS = 1000ull * 1000;
+
+/* What the kernel counts: thread 0's, in device memory, stored after every batch into the control block the host reads. */
+struct counters {
+    uint64_t served;       /* echoes sent, or reduction datagrams accepted */
+    uint64_t rounds;       /* reduction rounds completed */
+    uint64_t results;      /* reduction result datagrams sent */
+    uint64_t not_udp;      /* not IPv4/UDP for this node: another protocol, a bad or fragmented IPv4 header */
+    uint64_t bad_checksum; /* a UDP checksum that does not check out */
+    uint64_t no_port;      /* UDP to another port */
+    uint64_t bad_request;  /* reduction: a wrong magic, round, range, length, an unknown sender or a duplicate */
+    uint64_t send_failed;  /* replies not sent: the peer down, its ring full for SEND_WAIT_NS, or a late publish */
+    /* echo: thread 0's time a datagram spends in each step, summed over the datagrams echoed (%globaltimer ns): the
+     * slot's and datagram's headers read and checked, the data read and summed, the claim, the copy and headers
+     * written, the publish */
+    uint64_t step_ns[5];
+};
+
+struct control {
+    uint32_t stop; /* set by the host */
+    /* ... and the kernel's counters (store_counts): stores only, so that a count costs no read across PCIe */
+    uint32_t pad[15];
+    struct counters c;
+};
+
+struct service {
+    uint32_t ip;
+    uint16_t port;
+    uint32_t senders, elements, chunk; /* reduce */
+};
+
+static __device__ int stop_asked(const struct control *ctl) { return *(const volatile uint32_t *) &ctl->stop != 0; }
+
+/* Thread 0: the counters into the host's control block (posted writes). */
+static __device__ void store_counts(struct control *ctl, const struct counters *cnt) {
+    volatile uint64_t *to = (volatile uint64_t *) &ctl->c;
+    for (unsigned k = 0; k < sizeof *cnt / 8; k++) {
+        to[k] = ((const uint64_t *) cnt)[k];
+    }
+}
+
+/*
+ * Thread 0: waits for frames in any of the node's rings. Returns how many slots it took (0 when asked to stop), with
+ * their ring and where its head goes once they are done with. Spins for SPIN_NS after the last frame, then naps; looks at
+ * the stop flag and runs the stall check every millisecond while idle.
+ */
+static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct control *ctl,
+        const uint8_t **slots, uint32_t *ring, uint64_t *next, int *stop) {
+    uint64_t idle_since = nupa_globaltimer(), last_look = idle_since;
+    for (uint32_t turn = 0;; turn++) {
+        for (uint32_t r = 0; r < f->rings_per_node; r++) {
+            int n = nupa_gpu_rx_ready(f, st, r, slots, BATCH, next);
+            if (n > 0 || *next != st->head[r]) {
+                *ring = r;
+                return n;
+            }
+        }
+        if ((turn & 63) == 63) {
+            uint64_t now = nupa_globaltimer();
+            if (now - last_look >= 1000000) {
+                last_look = now;
+                if (stop_asked(ctl)) {
+                    *stop = 1;
+                    return 0;
+                }
+                nupa_gpu_rx_check(f, st, now);
+                nupa_gpu_flush(f, st);
+            }
+            if (now - idle_since >= SPIN_NS) {
+                __nanosleep(20000);
+            }
+        }
+    }
+}
+
+/* Thread 0: claims room for a frame of length bytes in ring 0 of dest, waiting while it is full. NUPA_OK or why not. */
+static __device__ int claim_reply(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t length, struct nupa_gpu_claim *c,
+        const struct control *ctl) {
+    uint64_t start = 0;
+    for (;;) {
+        int rc = nupa_gpu_claim(f, st, dest, 0, length, c);
+        if (rc != NUPA_BACK_PRESSURED) {
+            return rc;
+        }
+        uint64_t now = nupa_globaltimer();
+        if (start == 0) {
+            start = now;
+        } else if (now - start >= SEND_WAIT_NS || stop_asked(ctl)) {
+            return rc;
+        }
+        __nanosleep(500);
+    }
+}
+
+/* A datagram's IPv4 header and UDP ports and length, as check_udp found them. */
+struct udp_seen {
+    struct nupa_g_ip ip;
+    uint16_t sport;
+    uint32_t len; /* data bytes */
+};
+
+/* Thread 0: whether the datagram in hdr (its first 28 bytes at least) is UDP to port for this node (counted if not). */
+static __device__ int check_udp(const struct nupa_gpu_frame *fr, const uint8_t *hdr, uint32_t my_ip, uint16_t port,
+        struct udp_seen *u, struct counters *cnt) {
+    if (fr->protocol != NUPA_PROTO_IPV4 || fr->length < 28 || nupa_g_ipv4_parse(hdr, fr->length, my_ip, &u->ip) != NUPA_G_IP_OK
+            || u->ip.proto != 17) {
+        cnt->not_udp++;
+        return 0;
+    }
+    uint32_t ulen = nupa_g_get16(hdr + 24);
+    if (ulen < 8 || ulen > u->ip.total - 20) {
+        cnt->not_udp++;
+        return 0;
+    }
+    if (nupa_g_get16(hdr + 22) != port) {
+        cnt->no_port++;
+        return 0;
+    }
+    u->sport = nupa_g_get16(hdr + 20);
+    u->len = ulen - 8;
+    return 1;
+}
+
+/* Thread 0: writes the link, IPv4 and UDP headers of a reply (36 bytes) into the claimed slot. */
+static __device__ void reply_headers(const struct nupa_gpu_fabric *f, const struct nupa_gpu_claim *c, uint32_t my_ip, uint32_t to_ip,
+        uint16_t sport, uint16_t dport, uint32_t data_len, uint64_t data_sum, uint16_t id) {
+    uint32_t h[9];
+    uint8_t *b = (uint8_t *) h;
+    nupa_g_link_build(b, c->dest, f->address, NUPA_PROTO_IPV4, 28 + data_len);
+    nupa_g_ipv4_build(b + 8, my_ip, to_ip, 17, 8 + data_len, id);
+    nupa_g_udp_build(b + 28, my_ip, to_ip, sport, dport, data_len, data_sum);
+    for (int k = 0; k < 9; k++) {
+        ((volatile uint32_t *) c->frame)[k] = h[k];
+    }
+}
+
+#endif
