@@ -213,7 +213,7 @@ abstract class VertxPerf implements Callable<Integer> {
                 if (peer.domainSocket && sockets == null) {
                     sockets = Files.createTempDirectory("nupa-perf-uds-");
                 }
-                VertxEndpoint e = peer.domainSocket ? new VertxEndpoint(null, 0, sockets) : new VertxEndpoint("127.0.0.1", PORT + 10 * sides.size(), null);
+                VertxEndpoint e = peer.domainSocket ? new VertxEndpoint(null, 0, sockets) : VertxEndpoint.freeLoopback();
                 sides.add(new Side(peer.key, peer.label, Vertx.builder().with(same).withTransport(peer.transport).build(),
                         Vertx.builder().with(same).withTransport(peer.transport).build(), e));
             }
