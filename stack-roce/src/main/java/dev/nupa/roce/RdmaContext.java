@@ -2,6 +2,7 @@ package dev.nupa.roce;
 
 import dev.nupa.device.FabricWindow;
 import dev.nupa.l2.Link;
+import dev.nupa.roce.transport.CongestionControl;
 import dev.nupa.roce.transport.QpTransport;
 import dev.nupa.roce.transport.RcResponder;
 import dev.nupa.roce.transport.RdmaDevice;
@@ -187,6 +188,15 @@ public final class RdmaContext implements AutoCloseable {
     /** Creates a completion queue of {@code cqe} entries ({@code ibv_create_cq}). */
     public CompletionQueue createCq(int cqe) {
         return createCq(cqe, null);
+    }
+
+    /**
+     * DCQCN for this context's QPs with IP peers (on by default): turn it off, or set the line rate and the CNP
+     * interval, as mlx5's sysfs knobs do for a RoCE NIC (docs/rdma.md, "Congestion control"). On the owner thread.
+     */
+    public CongestionControl congestion() {
+        checkThread();
+        return device.congestion;
     }
 
     /** Creates a completion channel ({@code ibv_create_comp_channel}) for completion queues to report their events to. */

@@ -41,8 +41,8 @@ class DcqcnTwoFlowsTest {
             BottleneckHop[] hop = new BottleneckHop[1];
             RdmaContext b = fx.ipNode(2, 2048, ip -> hop[0] = new BottleneckHop(ip, () -> fx.now, 2e9, CAP, K));
             for (RdmaContext c : new RdmaContext[] {a, b}) {
-                c.device.congestion.enabled(dcqcn);
-                c.device.congestion.lineRate(10e9);
+                c.congestion().enabled(dcqcn);
+                c.congestion().lineRate(10e9);
             }
             ProtectionDomain pdA = a.allocPd();
             ProtectionDomain pdB = b.allocPd();

@@ -129,6 +129,7 @@ class VerbsThreadTest {
             try {
                 assertAll(
                         refused("allocPd", a::allocPd),
+                        refused("congestion", a::congestion),
                         refused("createCq", () -> a.createCq(4)),
                         refused("createSrq", () -> a.createSrq(pd, 4, 1)),
                         refused("createQp", () -> a.createQp(pd, QpInitAttr.rc(cq, cq))),
