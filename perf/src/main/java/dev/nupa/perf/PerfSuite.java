@@ -126,10 +126,24 @@ final class PerfSuite implements Callable<Integer> {
     @Option(names = "--quick", description = "Short runs of each tool, to try the suite itself; the figures mean little.")
     boolean quick;
 
+    @Option(names = "--figures", paramLabel = "FILE",
+            description = "Also replace this machine kind's table in FILE (docs/figures.md), between its marker comments.")
+    Path figuresFile;
+
+    @Option(names = "--machine-kind", paramLabel = "NAME",
+            description = "The machine kind whose table --figures replaces (default: N-CPU, N the CPUs here).")
+    String machineKind;
+
     @Override
     public Integer call() throws IOException, InterruptedException {
         if (runs < 1) {
             throw new IllegalArgumentException("--runs must be at least 1, not " + runs);
+        }
+        if (figuresFile != null && quick) {
+            throw new IllegalArgumentException("--quick runs are no figures to write; leave out --quick or --figures");
+        }
+        if (figuresFile != null && !Files.isRegularFile(figuresFile)) {
+            throw new IllegalArgumentException("--figures " + figuresFile + " is no file; give docs/figures.md");
         }
         Set<String> known = FIGURES.stream().map(Figure::tool).collect(Collectors.toSet());
         if (only != null) {
@@ -184,6 +198,11 @@ final class PerfSuite implements Callable<Integer> {
         Files.writeString(out.resolve("suite.md"), md.toString());
         System.out.print(md);
         System.out.println("wrote " + out.resolve("suite.json") + " and " + out.resolve("suite.md"));
+        if (figuresFile != null) {
+            String kind = machineKind != null ? machineKind : Runtime.getRuntime().availableProcessors() + "-CPU";
+            FiguresFile.write(figuresFile, kind, md.toString());
+            System.out.println("replaced the " + kind + " table of " + figuresFile);
+        }
         return 0;
     }
 
