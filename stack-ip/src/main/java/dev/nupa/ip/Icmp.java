@@ -126,7 +126,7 @@ final class Icmp {
         h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                 Checksum.sum(data, offset, length))));
         return stack.send(config.sendWaitNs(), -1, config.address(), destination, Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER, data,
-                offset, length, false);
+                offset, length);
     }
 
 
@@ -137,7 +137,7 @@ final class Icmp {
         h.echoRequestToReply();
         // RFC 1122 3.2.2.6: the reply's source is the address the request was for (either of ours).
         int rc = stack.send(config.sendWaitNs(), -1, ip.destinationAddress(), ip.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
-                request.segment(), request.dataOffset(), request.dataLength(), false);
+                request.segment(), request.dataOffset(), request.dataLength());
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.ICMP_OUT_MSGS);
             counters.inc(IpCounter.ICMP_OUT_ECHO_REPS);
@@ -164,7 +164,7 @@ final class Icmp {
         h.setChecksum(Checksum.finish(Checksum.add(Checksum.sum(txHead, 0, IcmpHeader.HEADER),
                 Checksum.sum(original.segment(), original.offset(), quoted))));
         int rc = stack.send(config.sendWaitNs(), -1, config.address(), original.sourceAddress(), Ipv4Header.PROTOCOL_ICMP, false, txHead, 0, IcmpHeader.HEADER,
-                original.segment(), original.offset(), quoted, false);
+                original.segment(), original.offset(), quoted);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.ICMP_OUT_MSGS);
             counters.inc(type == IcmpHeader.TYPE_TIME_EXCEEDED ? IpCounter.ICMP_OUT_TIME_EXCDS

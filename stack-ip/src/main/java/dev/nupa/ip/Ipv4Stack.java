@@ -4,7 +4,6 @@ import dev.nupa.device.Trace;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
 
 import dev.nupa.device.FabricDevice;
 import dev.nupa.ip.wire.Checksum;
@@ -71,14 +70,12 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
     // Send side: owned by the same thread (the link's owner, see Link's threading).
     private final DatagramWriter writer;
     private final LoopbackInterface loopback;
+    private final Ipv4Output output;
     /** The loopback queue is one of the datapath's sources (else {@link #poll} drains it: a loop driven by hand). */
-    private boolean loopbackPolled;
     /** The next hop on the external interface that the last {@link #resolve} found. */
-    private int externalHop;
     private final UdpHeader txUdp = new UdpHeader();
     private final MemorySegment txHead = Arena.ofAuto().allocate(64);
     private final MemorySegment empty = MemorySegment.NULL;
-    private int identification = ThreadLocalRandom.current().nextInt(65536);
 
     /**
      * Builds the stack over {@code link}, registers it for IPv4 frames, publishes its address in
@@ -111,6 +108,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         this.broadcast = config.subnetBroadcast();
         this.loopback = new LoopbackInterface(this::receiveLoopback, LoopbackInterface.DEFAULT_CAPACITY);
         this.writer = new DatagramWriter(link, counters, loopback);
+        this.output = new Ipv4Output(this, link, neighbors, config, group, loop, routes, counters, writer, loopback);
         int mask = Route.mask(config.prefixLength());
         routes.add(new Route(config.address() & mask, config.prefixLength(), 0));
         link.register(EtherType.IPV4, this);
@@ -357,7 +355,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         if (now - reassemblyDeadline >= 0) {
             reassemblyDeadline = reassembler.poll(now, onReassemblyTimeout);
         }
-        if (!loopbackPolled && loopback.ready()) {
+        if (!output.loopbackPolled() && loopback.ready()) {
             loopback.poll(Datapath.BATCH, now);
             if (loopback.ready()) {
                 return now;
@@ -520,14 +518,14 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             icmp.sendError(ip, IcmpHeader.TYPE_TIME_EXCEEDED, IcmpHeader.TIME_EXCEEDED_TTL, 0, false, now);
             return;
         }
-        int node = resolve(ip.destinationAddress());
+        int node = output.resolve(ip.destinationAddress());
         if (node < 0 && node != DatagramWriter.VIA_EXTERNAL) {
             counters.inc(IpCounter.OUT_NO_ROUTES);
             icmp.sendError(ip, IcmpHeader.TYPE_DESTINATION_UNREACHABLE,
                     node == SendStatus.NO_ROUTE ? IcmpHeader.UNREACHABLE_NET : IcmpHeader.UNREACHABLE_HOST, 0, false, now);
             return;
         }
-        int hop = externalHop;
+        int hop = output.externalHop();
         int mtu = writer.mtu(node);
         int rc;
         if (ip.totalLength() <= mtu) {
@@ -578,6 +576,11 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      */
     public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length,
                        long waitNs) {
+        return udp(sourcePort, destination, destinationPort, data, offset, length, waitNs, 0, true);
+    }
+
+    private int udp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length,
+                    long waitNs, int tos, boolean multicastLoop) {
         if (length < 0 || length > MAX_UDP_PAYLOAD || (sourcePort | destinationPort) >>> 16 != 0) {
             throw badUdpSend(sourcePort, destinationPort, length);
         }
@@ -597,7 +600,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         UdpHeader h = txUdp;
         h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
         h.emit(sourcePort, destinationPort, udpLength, checksum);
-        int rc = send(waitNs, -1, src, destination, Ipv4Header.PROTOCOL_UDP, false, txHead, 0, UdpHeader.HEADER, data, offset, length, false);
+        int rc = output.send(waitNs, -1, src, destination, Ipv4Header.PROTOCOL_UDP, false, tos, multicastLoop, txHead, 0, UdpHeader.HEADER,
+                data, offset, length, false);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
         }
@@ -610,16 +614,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      */
     public int sendUdp(int sourcePort, int destination, int destinationPort, MemorySegment data, long offset, int length,
                        long waitNs, boolean multicastLoop) {
-        this.multicastLoop = multicastLoop;
-        try {
-            return sendUdp(sourcePort, destination, destinationPort, data, offset, length, waitNs);
-        } finally {
-            this.multicastLoop = true;
-        }
+        return udp(sourcePort, destination, destinationPort, data, offset, length, waitNs, 0, multicastLoop);
     }
-
-    /** IP_MULTICAST_LOOP of the send under way. */
-    private boolean multicastLoop = true;
 
     /**
      * As {@link #sendUdp(int, int, int, MemorySegment, long, int, long)}, with the socket's IP_TOS ({@code tos}: DSCP &lt;&lt; 2
@@ -631,16 +627,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         if (tos >>> 8 != 0) {
             throw new IllegalArgumentException("TOS " + tos + " is outside 0..255 (DSCP << 2 | ECN)");
         }
-        this.sendTos = tos;
-        try {
-            return sendUdp(sourcePort, destination, destinationPort, data, offset, length, waitNs);
-        } finally {
-            this.sendTos = 0;
-        }
+        return udp(sourcePort, destination, destinationPort, data, offset, length, waitNs, tos, true);
     }
-
-    /** IP_TOS of the send under way. */
-    private int sendTos;
 
     /** Sets the service level of each DSCP for the datagrams this node sends and forwards; the link's owner thread or before it runs. */
     public void setDscpLevels(DscpLevels levels) {
@@ -695,8 +683,8 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
             throw new IllegalArgumentException(Ipv4Address.toString(source) + " is not an address of node " + this
                     + "; send from its own (its fabric address, its external interface's, or 127.0.0.0/8)");
         }
-        return send(waitNs, via, source, destination, protocol, dontFragment, head, headOffset, headLength, body, bodyOffset, bodyLength,
-                false);
+        return output.send(waitNs, via, source, destination, protocol, dontFragment, 0, true, head, headOffset, headLength, body,
+                bodyOffset, bodyLength, false);
     }
 
     /**
@@ -715,93 +703,24 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         UdpHeader h = txUdp;
         h.wrapForWrite(txHead, 0, UdpHeader.HEADER);
         h.emit(sourcePort, RoceV2.UDP_PORT, UdpHeader.HEADER + length + RoceV2.ICRC_LENGTH, 0);
-        int rc = send(waitNs, -1, sourceFor(destination), destination, Ipv4Header.PROTOCOL_UDP, true, txHead, 0, UdpHeader.HEADER,
-                packet, offset, length, true);
+        int rc = output.send(waitNs, -1, sourceFor(destination), destination, Ipv4Header.PROTOCOL_UDP, true, 0, true, txHead, 0,
+                UdpHeader.HEADER, packet, offset, length, true);
         if (rc == SendStatus.OK) {
             counters.inc(IpCounter.UDP_OUT_DATAGRAMS);
         }
         return rc;
     }
 
-    /** ECN field of an ECN-capable transport, ECT(0) (RFC 3168 5). */
-    static final int ECT_0 = 2;
-
-    /** {@code icrc}: a RoCEv2 datagram, whose last 4 bytes (beyond head and body) take its ICRC once the header is written. */
+    /** A datagram of ICMP's (no TOS), through the output path; see {@link Ipv4Output#send}. */
     int send(long waitNs, int via, int src, int destination, int protocol, boolean df, MemorySegment head,
-                     long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen, boolean icrc) {
-        counters.inc(IpCounter.OUT_REQUESTS);
-        if (via < 0 && (isBroadcast(destination) || Ipv4Address.isMulticast(destination))) {
-            return fanOut(waitNs, src, destination, protocol, df, head, headOff, headLen, body, bodyOff, bodyLen);
-        }
-        int node = via >= 0 ? via : resolve(destination);
-        if (node < 0 && node != DatagramWriter.VIA_EXTERNAL && node != DatagramWriter.VIA_LOOPBACK) {
-            counters.inc(IpCounter.OUT_NO_ROUTES);
-            return node;
-        }
-        // RoCEv2 leaves ECN-capable, ECT(0) (RFC 3168), as RoCEv2 NICs send it: a congested hop marks CE for DCQCN.
-        int tos = icrc ? (sendTos & ~3) | ECT_0 : sendTos;
-        int rc = writer.emit(node, externalHop, src, destination, protocol, config.defaultTtl(), tos, df, nextId(), 0, false,
-                head, headOff, headLen, body, bodyOff, bodyLen, icrc, waitNs, link.now());
-        countSendFailure(rc);
-        return rc;
+             long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen) {
+        return output.send(waitNs, via, src, destination, protocol, df, 0, true, head, headOff, headLen, body, bodyOff, bodyLen,
+                false);
     }
 
     /** Whether {@code address} is the limited broadcast (255.255.255.255) or this node's subnet broadcast. */
     public boolean isBroadcast(int address) {
         return address == Ipv4Address.BROADCAST || (broadcast != 0 && address == broadcast);
-    }
-
-    /**
-     * A broadcast or multicast datagram on the fabric, which has no broadcast medium: a copy to every node that is up
-     * and in the subnet (broadcast) or published the group (multicast), and one to this node itself: Linux loops a
-     * broadcast back to its sender's host, and a multicast when the node joined the group and the socket's
-     * IP_MULTICAST_LOOP is on ({@link #sendUdp(int, int, int, MemorySegment, long, int, long, boolean)}). Not through
-     * the gateway: a router forwards no broadcast (RFC 1812 5.3.5.1), and multicast routing is not done. Best effort, as
-     * on a wire: a copy a full ring refuses is counted. Memberships are read from the fabric at most once a millisecond.
-     */
-    /** The nodes one fan-out has sent to (a node may publish several bindings); reused, as sending allocates nothing. */
-    private final java.util.BitSet fanOutSeen = new java.util.BitSet();
-
-    private int fanOut(long waitNs, int src, int destination, int protocol, boolean df, MemorySegment head,
-                       long headOff, int headLen, MemorySegment body, long bodyOff, int bodyLen) {
-        boolean multicast = Ipv4Address.isMulticast(destination);
-        if (multicast) {
-            neighbors.rescanIfOlder(NeighborDirectory.RESCAN_INTERVAL_NS);
-        }
-        java.util.BitSet seen = fanOutSeen;
-        seen.clear();
-        int id = nextId();
-        long now = link.now();
-        for (NeighborDirectory.Binding b : neighbors.bindings()) {
-            int node = b.node();
-            if (group.isLoop(node) || node == link.address() || seen.get(node) || !link.device().isUp(node)
-                    || (multicast ? b.ipv4() != destination : !config.inSubnet(b.ipv4()))) {
-                continue;
-            }
-            seen.set(node);
-            countSendFailure(writer.emit(node, 0, src, destination, protocol, config.defaultTtl(), sendTos, df, id, 0, false,
-                    head, headOff, headLen, body, bodyOff, bodyLen, false, waitNs, now));
-        }
-        if (multicast && (!multicastLoop || !inGroup(destination))) {
-            return SendStatus.OK;
-        }
-        int self = resolve(config.address()); // lo on the primary loop, else the primary's ring
-        countSendFailure(writer.emit(self, 0, src, destination, protocol, config.defaultTtl(), sendTos, df, id, 0, false,
-                head, headOff, headLen, body, bodyOff, bodyLen, false, waitNs, now));
-        return SendStatus.OK;
-    }
-
-    private void countSendFailure(int rc) {
-        if (rc == FabricDevice.BACK_PRESSURED) {
-            counters.inc(IpCounter.OUT_BACK_PRESSURED);
-        } else if (rc != SendStatus.OK && rc != SendStatus.TOO_BIG) {
-            counters.inc(IpCounter.OUT_DISCARDS);
-        }
-    }
-
-    private int nextId() {
-        identification = (identification + 1) & 0xFFFF;
-        return identification;
     }
 
     /**
@@ -811,45 +730,7 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
      * (ENETUNREACH) or a reachable neighbor (EHOSTUNREACH), rather than resend its SYN into nothing.
      */
     public int reachability(int destination) {
-        int node = resolve(destination);
-        if (node == SendStatus.NO_NEIGHBOR) {
-            neighbors.rescan(); // not only a rate-limited look: a node that joined just now is not refused
-            node = resolve(destination);
-        }
-        if (node == DatagramWriter.VIA_EXTERNAL || node == DatagramWriter.VIA_LOOPBACK) {
-            return SendStatus.OK; // the external interface resolves its neighbor itself (ARP); lo is always up
-        }
-        if (node < 0) {
-            return node;
-        }
-        return node == link.address() || link.device().isUp(node) ? SendStatus.OK : FabricDevice.PEER_DOWN;
-    }
-
-    /** The fabric node to send to for {@code destination}, or NO_ROUTE / NO_NEIGHBOR. */
-    private int resolve(int destination) {
-        if (isLocal(destination)) {
-            // To ourselves, as Linux through lo: the primary loop queues it for its own next round; another loop of
-            // the node sends it to the primary's ring, which receives for the node's addresses and hands on.
-            if (loop != 0) {
-                return group.node(0);
-            }
-            if (!loopbackPolled && link.datapath() != null) {
-                link.datapath().addSource(loopback);
-                loopbackPolled = true;
-            }
-            return DatagramWriter.VIA_LOOPBACK;
-        }
-        long hop = routes.nextHop(destination);
-        if (hop == RouteTable.NO_ROUTE) {
-            return SendStatus.NO_ROUTE;
-        }
-        IpInterface x = writer.external();
-        if (x != null && x.onLink((int) hop)) {
-            externalHop = (int) hop;
-            return DatagramWriter.VIA_EXTERNAL;
-        }
-        int node = neighbors.lookup((int) hop);
-        return node < 0 ? SendStatus.NO_NEIGHBOR : node;
+        return output.reachability(destination);
     }
 
     private static final int MAX_UDP_PAYLOAD = Ipv4Header.MAX_TOTAL_LENGTH - Ipv4Header.MIN_HEADER - UdpHeader.HEADER;
