@@ -101,4 +101,20 @@ public final class Children {
             p.destroyForcibly();
         }
     }
+
+    /** Runs {@code nupa ARGS} (a tool given --json) in a child JVM to its end; its last line of output, as JSON. */
+    static io.vertx.core.json.JsonObject runJson(List<String> args) throws IOException, InterruptedException {
+        Process p = start(args);
+        String last = null;
+        try (BufferedReader r = p.inputReader(StandardCharsets.UTF_8)) {
+            for (String line; (line = r.readLine()) != null; ) {
+                last = line;
+            }
+        }
+        int rc = p.waitFor();
+        if (rc != 0 || last == null || !last.startsWith("{")) {
+            throw new IllegalStateException("nupa " + String.join(" ", args) + " failed (exit " + rc + "); its last line: " + last);
+        }
+        return new io.vertx.core.json.JsonObject(last);
+    }
 }

@@ -2,9 +2,7 @@ package dev.nupa.perf;
 
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
@@ -88,6 +86,12 @@ final class PerfSuite implements Callable<Integer> {
             new Figure("the same, p50 latency", "vertx-http", List.of("-c", "64", "--loops", "2", "-t", "2", "--turns", "5"),
                     "best_latency_ratio", Goal.AT_MOST, 0.3, "<= 0.3x the best Linux peer",
                     List.of("-c", "64", "--loops", "2", "-t", "0.2", "--turns", "1")),
+            new Figure("Vert.x HTTP/1.1, 64 connections, scaling efficiency from 1 to 8 event loops a side, over the best Linux peer's",
+                    "vertx-scaling", List.of("-c", "64", "-t", "2", "--turns", "3"), "efficiency_ratio", Goal.AT_LEAST, 1.0,
+                    ">= 1x the best Linux peer's", List.of("-c", "8", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
+            new Figure("the same, requests/s at 8 event loops a side", "vertx-scaling", List.of("-c", "64", "-t", "2", "--turns", "3"),
+                    "best_ratio_at_most_loops", Goal.AT_LEAST, 2.0, ">= 2x the best Linux peer",
+                    List.of("-c", "8", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
             new Figure("Vert.x NetSocket bulk echo (pipeTo), 64 KiB buffers", "vertx-echo", List.of("-t", "2", "--turns", "5"),
                     "best_ratio", Goal.AT_LEAST, 1.5, ">= 1.5x the best Linux peer", List.of("-t", "0.2", "--turns", "1")),
             new Figure("Vert.x DatagramSocket echo, 64 B, 16 in flight", "vertx-udp", List.of("-t", "2", "--turns", "5"), "best_ratio",
@@ -220,18 +224,7 @@ final class PerfSuite implements Callable<Integer> {
 
     /** Runs {@code nupa args} as a child JVM; its last line is the tool's JSON object. */
     private static JsonObject runTool(List<String> args) throws IOException, InterruptedException {
-        Process p = Children.start(args);
-        String last = null;
-        try (BufferedReader r = p.inputReader(StandardCharsets.UTF_8)) {
-            for (String line; (line = r.readLine()) != null; ) {
-                last = line;
-            }
-        }
-        int rc = p.waitFor();
-        if (rc != 0 || last == null || !last.startsWith("{")) {
-            throw new IllegalStateException("nupa " + String.join(" ", args) + " failed (exit " + rc + "); its last line: " + last);
-        }
-        return new JsonObject(last);
+        return Children.runJson(args);
     }
 
     /** The CPU model, how many CPUs, and where the tools' two processes ran. */

@@ -138,6 +138,19 @@ class PerfCommandLineTest {
     }
 
     @Test
+    void perfVertxScalingReportsEachSidesRatesAndEfficiency() throws Exception {
+        Run r = ownFabrics("perf", "vertx-scaling", "-c", "4", "--loops", "1,2", "-t", "0.2", "--turns", "1", "--peers", "epoll", "--json");
+        assertEquals(0, r.status(), r.out() + r.err());
+        String side = "\\{\"rates\":\\[[0-9.]+,[0-9.]+\\],\"efficiency\":[0-9.E-]+\\}";
+        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-scaling\",\"connections\":4,\"loops\":\\[1,2\\],\"sides\":\\{\"ours\":" + side
+                + ",\"epoll\":" + side + "\\},\"best_peer\":\"epoll\",\"best_ratio_at_most_loops\":[0-9.E-]+,\"efficiency_ratio\":[0-9.E-]+\\}$")
+                .matcher(r.lastLine()).find(), r.out());
+        Run bad = ownFabrics("perf", "vertx-scaling", "--loops", "2,1");
+        assertEquals(2, bad.status(), bad.out() + bad.err());
+        assertTrue(bad.err().contains("--loops must ascend: [2, 1]"), bad.err());
+    }
+
+    @Test
     void perfIcmpLatReportsTheFloorRatio() throws Exception {
         Run r = ownFabrics("perf", "icmp-lat", "-n", "2000", "--warmup", "1000", "--json");
         assertEquals(0, r.status(), r.err());
