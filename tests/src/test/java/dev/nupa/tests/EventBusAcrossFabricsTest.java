@@ -35,52 +35,21 @@ import org.junit.jupiter.api.Test;
  */
 @Tag("linux")
 class EventBusAcrossFabricsTest {
-    private static final String A_GATEWAY = "192.168.79.2";
-    private static final String A_LINUX = "192.168.79.1";
-    private static final String B_GATEWAY = "192.168.80.2";
-    private static final String B_LINUX = "192.168.80.1";
-
     @Test
     void membersOnTwoFabricsFormOneClusterThroughTheGateways() throws Exception {
-        String missing = Linux.missing("ip");
-        Assumptions.assumeTrue(missing == null, () -> "skipping the cross-fabric cluster test: " + missing + " is absent");
-        Assumptions.assumeTrue(Files.isWritable(Path.of("/dev/net/tun")),
-                "skipping the cross-fabric cluster test: /dev/net/tun is not writable here (no TAP devices without it and CAP_NET_ADMIN)");
-        String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
-        String ns = "nupa-eb-" + id;
-        String tapA = "nupaeba" + id;
-        String tapB = "nupaebb" + id;
-        Path fabricA = ChildJvm.newFabricPath();
-        Path fabricB = ChildJvm.newFabricPath();
         Path pcap = Files.createTempFile("nupa-eventbus-", ".pcap");
-        List<ChildJvm> children = new ArrayList<>();
-        Linux.Result made = Linux.run(10, "ip", "netns", "add", ns);
-        Assumptions.assumeTrue(made.status() == 0, () -> "skipping the cross-fabric cluster test: cannot create a network namespace: "
-                + made.output());
         Process capture = null;
-        Vertx self = null;
-        try {
-            // Fabric A (10.0.0.0/24) and fabric B (10.0.1.0/24), each with a gateway on node 0 routing the other via Linux.
-            start(children, "eb-gateway-a", Main.class, "node", "--fabric", fabricA, "--address", "0", "--tap", tapA,
-                    "--tap-addr", A_GATEWAY + "/24", "--tap-mtu", "9000", "--tap-route", "10.0.1.0/24 via " + A_LINUX);
-            start(children, "eb-gateway-b", Main.class, "node", "--fabric", fabricB, "--address", "0", "--ip", "10.0.1.1/24",
-                    "--tap", tapB, "--tap-addr", B_GATEWAY + "/24", "--tap-mtu", "9000", "--tap-route", "10.0.0.0/24 via " + B_LINUX);
-            for (ChildJvm gw : children) {
-                gw.awaitLine("nupa node:", 60_000);
-            }
-            Linux.ok("ip", "link", "set", tapA, "netns", ns);
-            Linux.ok("ip", "link", "set", tapB, "netns", ns);
-            Linux.ok("ip", "-n", ns, "link", "set", "lo", "up");
-            Linux.ok("ip", "-n", ns, "link", "set", tapA, "up");
-            Linux.ok("ip", "-n", ns, "link", "set", tapB, "up");
-            Linux.ok("ip", "-n", ns, "addr", "add", A_LINUX + "/24", "dev", tapA);
-            Linux.ok("ip", "-n", ns, "addr", "add", B_LINUX + "/24", "dev", tapB);
-            Linux.ok("ip", "-n", ns, "route", "add", "10.0.0.0/24", "via", A_GATEWAY);
-            Linux.ok("ip", "-n", ns, "route", "add", "10.0.1.0/24", "via", B_GATEWAY);
-            Linux.ok("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1");
+        Vertx self;
+        Vertx[] selfHolder = new Vertx[1];
+        // Jumbo frames on the TAPs: the event bus's TCP segments cross without fragmentation.
+        List<String> jumbo = List.of("--tap-mtu", "9000");
+        // The members (children of the rig) outlive this JVM's own one, which leaves the cluster first.
+        try (TwoFabrics t = TwoFabrics.start("eb", 79, 80, jumbo, jumbo); AutoCloseable leave = () -> closeSelf(selfHolder[0])) {
+            Path fabricA = t.fabricA;
+            Path fabricB = t.fabricB;
             boolean tshark = Linux.missing("tshark") == null;
             if (tshark) {
-                capture = Linux.capture(ns, tapA, pcap);
+                capture = Linux.capture(t.ns, t.tapA, pcap);
             } else {
                 System.out.println("tshark is absent (apt-get install tshark): the cluster runs without the capture checks");
             }
@@ -88,13 +57,13 @@ class EventBusAcrossFabricsTest {
             int[] ports = {freePort(), freePort(), freePort()};
             String members = "127.0.0.1:" + ports[0] + ",127.0.0.1:" + ports[1] + ",127.0.0.1:" + ports[2];
             String name = "eb-x-" + UUID.randomUUID();
-            ChildJvm x = start(children, "member-X", ClusterMemberMain.class, fabricA, 1, ports[0], members, name, "X",
+            ChildJvm x = t.start("member-X", ClusterMemberMain.class, fabricA, 1, ports[0], members, name, "X",
                     "10.0.0.2/24", "10.0.1.0/24 via 10.0.0.1");
-            ChildJvm y = start(children, "member-Y", ClusterMemberMain.class, fabricB, 1, ports[1], members, name, "Y",
+            ChildJvm y = t.start("member-Y", ClusterMemberMain.class, fabricB, 1, ports[1], members, name, "Y",
                     "10.0.1.2/24", "10.0.0.0/24 via 10.0.1.1");
             StackConfig here = StackConfig.defaults(fabricA, 2).withIp(IpConfig.parse("10.0.0.3/24"))
                     .withRoutes(List.of(Route.parse("10.0.1.0/24 via 10.0.0.1")));
-            self = NupaCluster.create(here, ClusterConfig.loopback(ports[2], List.of(members.split(","))).withName(name)
+            self = selfHolder[0] = NupaCluster.create(here, ClusterConfig.loopback(ports[2], List.of(members.split(","))).withName(name)
                     .withFailureDetection(Duration.ofSeconds(5))).await(90, TimeUnit.SECONDS);
             x.awaitLine("READY X", 90_000);
             y.awaitLine("READY Y", 90_000);
@@ -136,23 +105,14 @@ class EventBusAcrossFabricsTest {
             if (capture != null) {
                 capture.destroyForcibly();
             }
-            if (self != null) {
-                self.close().await(30, TimeUnit.SECONDS);
-            }
-            for (ChildJvm child : children) {
-                child.close();
-            }
-            Linux.run(10, "ip", "netns", "del", ns);
-            Files.deleteIfExists(fabricA);
-            Files.deleteIfExists(fabricB);
             Files.deleteIfExists(pcap);
         }
     }
 
-    private static ChildJvm start(List<ChildJvm> children, String name, Class<?> main, Object... args) {
-        ChildJvm c = ChildJvm.start(name, main, args);
-        children.add(c);
-        return c;
+    private static void closeSelf(Vertx self) throws Exception {
+        if (self != null) {
+            self.close().await(30, TimeUnit.SECONDS);
+        }
     }
 
     private static String request(Vertx vertx, String address, String body) {

@@ -3,14 +3,11 @@ package dev.nupa.tests;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.nupa.node.cli.Main;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
@@ -30,60 +27,28 @@ import org.junit.jupiter.api.Test;
  */
 @Tag("linux")
 class RoceV2GatewayTest {
-    private static final String A_GATEWAY = "192.168.77.2";
-    private static final String A_LINUX = "192.168.77.1";
-    private static final String B_GATEWAY = "192.168.78.2";
-    private static final String B_LINUX = "192.168.78.1";
-
     @Test
     void rdmaBetweenTwoFabricsCrossesLinuxAsRoceV2WithGoodIcrcs() throws Exception {
-        String missing = Linux.missing("ip", "python3");
+        String missing = Linux.missing("python3");
         Assumptions.assumeTrue(missing == null, () -> "skipping the RoCEv2 gateway test: " + missing + " is absent");
-        Assumptions.assumeTrue(Files.isWritable(Path.of("/dev/net/tun")),
-                "skipping the RoCEv2 gateway test: /dev/net/tun is not writable here (no TAP devices without it and CAP_NET_ADMIN)");
-        String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
-        String ns = "nupa-rr-" + id;
-        String tapA = "nuparra" + id;
-        String tapB = "nuparrb" + id;
-        Path fabricA = ChildJvm.newFabricPath();
-        Path fabricB = ChildJvm.newFabricPath();
         Path exchange = Files.createTempDirectory("nupa-rocev2-");
         Path pcap = Files.createTempFile("nupa-rocev2-", ".pcap");
-        List<ChildJvm> children = new ArrayList<>();
-        Linux.Result made = Linux.run(10, "ip", "netns", "add", ns);
-        Assumptions.assumeTrue(made.status() == 0, () -> "skipping the RoCEv2 gateway test: cannot create a network namespace: "
-                + made.output());
         Process capture = null;
-        try {
-            // Fabric A (10.0.0.0/24) and fabric B (10.0.1.0/24), each with a gateway on node 0 routing the other via Linux.
-            start(children, "gateway-a", Main.class, "node", "--fabric", fabricA, "--address", "0", "--tap", tapA,
-                    "--tap-addr", A_GATEWAY + "/24", "--tap-route", "10.0.1.0/24 via " + A_LINUX, "--tap-ecn-threshold", 1);
-            start(children, "gateway-b", Main.class, "node", "--fabric", fabricB, "--address", "0", "--ip", "10.0.1.1/24",
-                    "--tap", tapB, "--tap-addr", B_GATEWAY + "/24", "--tap-route", "10.0.0.0/24 via " + B_LINUX);
-            for (ChildJvm gw : children) {
-                gw.awaitLine("nupa node:", 60_000);
-            }
-            Linux.ok("ip", "link", "set", tapA, "netns", ns);
-            Linux.ok("ip", "link", "set", tapB, "netns", ns);
-            Linux.ok("ip", "-n", ns, "link", "set", "lo", "up");
-            Linux.ok("ip", "-n", ns, "link", "set", tapA, "up");
-            Linux.ok("ip", "-n", ns, "link", "set", tapB, "up");
-            Linux.ok("ip", "-n", ns, "addr", "add", A_LINUX + "/24", "dev", tapA);
-            Linux.ok("ip", "-n", ns, "addr", "add", B_LINUX + "/24", "dev", tapB);
-            Linux.ok("ip", "-n", ns, "route", "add", "10.0.0.0/24", "via", A_GATEWAY);
-            Linux.ok("ip", "-n", ns, "route", "add", "10.0.1.0/24", "via", B_GATEWAY);
-            Linux.ok("ip", "netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1");
-
+        // Gateway A marks ECN on what it sends toward its TAP from a backlog of one frame (DCQCN end to end, below).
+        try (TwoFabrics t = TwoFabrics.start("rr", 77, 78, List.of("--tap-ecn-threshold", "1"), List.of())) {
+            Path fabricA = t.fabricA;
+            Path fabricB = t.fabricB;
+            String ns = t.ns;
             boolean tshark = Linux.missing("tshark") == null;
             if (tshark) {
-                capture = Linux.capture(ns, tapA, pcap);
+                capture = Linux.capture(ns, t.tapA, pcap);
             } else {
                 System.out.println("tshark is absent (apt-get install tshark): the RDMA runs without the capture checks");
             }
 
-            ChildJvm server = start(children, "rocev2-server", RoceV2PeerMain.class, fabricB, 1, "10.0.1.2/24",
+            ChildJvm server = t.start("rocev2-server", RoceV2PeerMain.class, fabricB, 1, "10.0.1.2/24",
                     "10.0.0.0/24 via 10.0.1.1", "server", exchange, 90_000);
-            ChildJvm client = start(children, "rocev2-client", RoceV2PeerMain.class, fabricA, 1, "10.0.0.2/24",
+            ChildJvm client = t.start("rocev2-client", RoceV2PeerMain.class, fabricA, 1, "10.0.0.2/24",
                     "10.0.1.0/24 via 10.0.0.1", "client", exchange, 90_000);
             Map<String, String> c = client.awaitResult(120_000);
             Map<String, String> s = server.awaitResult(30_000);
@@ -139,24 +104,12 @@ class RoceV2GatewayTest {
             if (capture != null) {
                 capture.destroyForcibly();
             }
-            for (ChildJvm child : children) {
-                child.close();
-            }
-            Linux.run(10, "ip", "netns", "del", ns);
-            Files.deleteIfExists(fabricA);
-            Files.deleteIfExists(fabricB);
             Files.deleteIfExists(pcap);
             for (String f : List.of("client.properties", "server.properties", "done")) {
                 Files.deleteIfExists(exchange.resolve(f));
             }
             Files.deleteIfExists(exchange);
         }
-    }
-
-    private static ChildJvm start(List<ChildJvm> children, String name, Class<?> main, Object... args) {
-        ChildJvm c = ChildJvm.start(name, main, args);
-        children.add(c);
-        return c;
     }
 
     /** The gateway's counters as `nupa fabric info` shows them from the fabric file (name to value). */
