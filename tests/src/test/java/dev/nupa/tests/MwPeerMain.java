@@ -1,12 +1,7 @@
 package dev.nupa.tests;
 
-import dev.nupa.device.FabricNode;
-import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
-import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.Route;
-import dev.nupa.l2.Link;
-import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.MemoryWindow;
@@ -15,7 +10,6 @@ import dev.nupa.roce.QpInitAttr;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
 import dev.nupa.roce.cm.RdmaCm;
-import dev.nupa.roce.ip.Ipv4RoceIp;
 import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.MwType;
 import dev.nupa.roce.verbs.RdmaCounter;
@@ -58,15 +52,15 @@ public final class MwPeerMain {
     private static final ValueLayout.OfLong BE64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfInt BE32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
-    private final RdmaPoller poller;
+    private final RoceNode node;
     private final RdmaContext ctx;
     private final RdmaCm cm;
     private final ProtectionDomain pd;
     private final Set<QueuePair> disconnected = new HashSet<>();
     private RdmaCm.ConnectRequest pending;
 
-    private MwPeerMain(RdmaPoller poller, RdmaContext ctx, RdmaCm cm, int port) {
-        this.poller = poller;
+    private MwPeerMain(RoceNode node, RdmaContext ctx, RdmaCm cm, int port) {
+        this.node = node;
         this.ctx = ctx;
         this.cm = cm;
         pd = ctx.allocPd();
@@ -83,15 +77,10 @@ public final class MwPeerMain {
         long deadline = System.nanoTime() + Long.parseLong(args[5]) * 1_000_000L;
         String outcome;
         String counters = "";
-        try (FabricNode dev = ShmFabric.attach(fabricPath, address, null);
-             Link link = new Link(dev);
-             NeighborDirectory neighbors = new NeighborDirectory(dev);
-             RdmaContext ctx = RdmaContext.open(link, 16, 16, System::nanoTime)) {
-            Ipv4Stack ip = new Ipv4Stack(link, neighbors, ipConfig);
-            ip.addRoute(route);
-            ctx.attachIp(new Ipv4RoceIp(ip));
-            try (RdmaCm cm = RdmaCm.create(ctx, neighbors::lookup, RdmaCm.Options.defaults())) {
-                MwPeerMain peer = new MwPeerMain(new RdmaPoller(link, ip, ctx, deadline), ctx, cm, port);
+        try (RoceNode node = new RoceNode(fabricPath, address, ipConfig, route, deadline)) {
+            RdmaContext ctx = node.ctx;
+            try (RdmaCm cm = RdmaCm.create(ctx, node.neighbors::lookup, RdmaCm.Options.defaults())) {
+                MwPeerMain peer = new MwPeerMain(node, ctx, cm, port);
                 System.out.println("LISTENING");
                 System.out.flush();
                 outcome = peer.ourWindow();
@@ -120,7 +109,7 @@ public final class MwPeerMain {
         RdmaCm.toInit(qp);
         Connected c = new Connected(qp, cq, mr);
         c.postRecv();
-        poller.until(() -> pending != null);
+        node.until(() -> pending != null);
         RdmaCm.ConnectRequest req = pending;
         pending = null;
         boolean[] up = {false};
@@ -129,7 +118,7 @@ public final class MwPeerMain {
             up[0] = ar.succeeded();
             failed[0] = ar.failed() ? ar.cause().getMessage() : null;
         });
-        poller.until(() -> up[0] || failed[0] != null);
+        node.until(() -> up[0] || failed[0] != null);
         if (failed[0] != null) {
             throw new IllegalStateException(what + ": accept failed: " + failed[0]);
         }
@@ -173,7 +162,7 @@ public final class MwPeerMain {
         c.expect(11, WcStatus.SUCCESS);
         long naks = ctx.counter(RdmaCounter.NAKS_SENT);
         c.send("invalidated", WrOpcode.SEND, 0);
-        poller.until(() -> disconnected.contains(c.qp)); // after rxe's WRITE through the invalidated window
+        node.until(() -> disconnected.contains(c.qp)); // after rxe's WRITE through the invalidated window
         if (!pattern(m.asSlice(DATA, LEN), 2)) {
             return "write-through-invalidated-window-landed";
         }
@@ -212,7 +201,7 @@ public final class MwPeerMain {
         System.out.println("mw-peer: rxe refused our WRITE through its invalidated window: " + WcStatus.name(wc.status));
         cm.disconnect(c.qp);
         long drep = System.nanoTime() + 2_000_000_000L; // the DREQ's answer, before the node leaves
-        poller.until(() -> System.nanoTime() - drep > 0);
+        node.until(() -> System.nanoTime() - drep > 0);
         c.qp.close();
         return "ok";
     }
@@ -233,7 +222,7 @@ public final class MwPeerMain {
     }
 
     /**
-     * One connection: its QP, CQ and region (receive slot, send slot, data area), its steps driven by the poller. The
+     * One connection: its QP, CQ and region (receive slot, send slot, data area), its steps driven by the node's thread. The
      * two sides go in lockstep (each message answers the other's last), so a message's bytes stay in the receive slot
      * until this side has sent again.
      */
@@ -253,7 +242,7 @@ public final class MwPeerMain {
         }
 
         WorkCompletion next() {
-            return poller.await(cq);
+            return node.await(cq);
         }
 
         void expect(long wrId, int status) {

@@ -1,19 +1,13 @@
 package dev.nupa.tests;
 
-import dev.nupa.device.FabricNode;
-import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
-import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.Route;
-import dev.nupa.l2.Link;
-import dev.nupa.l2.NeighborDirectory;
 import dev.nupa.roce.CompletionQueue;
 import dev.nupa.roce.MemoryRegion;
 import dev.nupa.roce.ProtectionDomain;
 import dev.nupa.roce.QpInitAttr;
 import dev.nupa.roce.QueuePair;
 import dev.nupa.roce.RdmaContext;
-import dev.nupa.roce.ip.Ipv4RoceIp;
 import dev.nupa.roce.verbs.RdmaCounter;
 import dev.nupa.roce.verbs.RecvWorkRequest;
 import dev.nupa.roce.verbs.SendFlags;
@@ -59,14 +53,8 @@ public final class RoceV2PeerMain {
         long deadline = System.nanoTime() + Long.parseLong(args[6]) * 1_000_000L;
         String outcome;
         String counters;
-        try (FabricNode dev = ShmFabric.attach(fabricPath, address, null);
-             Link link = new Link(dev);
-             NeighborDirectory neighbors = new NeighborDirectory(dev);
-             RdmaContext ctx = RdmaContext.open(link, 16, 16, System::nanoTime)) {
-            Ipv4Stack ip = new Ipv4Stack(link, neighbors, ipConfig);
-            ip.addRoute(route);
-            ctx.attachIp(new Ipv4RoceIp(ip));
-            RdmaPoller poller = new RdmaPoller(link, ip, ctx, deadline);
+        try (RoceNode node = new RoceNode(fabricPath, address, ipConfig, route, deadline)) {
+            RdmaContext ctx = node.ctx;
             ProtectionDomain pd = ctx.allocPd();
             MemoryRegion mr = pd.allocMr(2 * MIB + 4096, RdmaPeerMain.ALL);
             CompletionQueue cq = ctx.createCq(64);
@@ -86,16 +74,16 @@ public final class RoceV2PeerMain {
             RdmaPeerMain.rts(qp, psn);
             MemorySegment m = mr.memory();
             if (client) {
-                outcome = runClient(poller, qp, cq, mr, m, Long.parseLong(peer.getProperty("addr")),
+                outcome = runClient(node, qp, cq, mr, m, Long.parseLong(peer.getProperty("addr")),
                         Integer.parseInt(peer.getProperty("rkey")));
                 Files.writeString(dir.resolve("done"), outcome);
             } else {
                 qp.postRecv(new RecvWorkRequest().wrId(1).local(mr, 2L * MIB, 64));
-                WorkCompletion wc = poller.await(cq);
+                WorkCompletion wc = node.await(cq);
                 long crc = crc(m, 0, MIB);
                 outcome = wc.status != WcStatus.SUCCESS ? "recv-" + WcStatus.name(wc.status)
                         : (int) crc != wc.immData ? "crc-mismatch" : "ok";
-                poller.until(() -> Files.exists(dir.resolve("done"))); // the client reads from us meanwhile
+                node.until(() -> Files.exists(dir.resolve("done"))); // the client reads from us meanwhile
             }
             counters = "sent=" + ctx.counter(RdmaCounter.ROCEV2_SENT) + " received=" + ctx.counter(RdmaCounter.ROCEV2_RECEIVED)
                     + " bad_icrc=" + ctx.counter(RdmaCounter.BAD_ICRC) + " retransmits=" + ctx.counter(RdmaCounter.RETRANSMITS)
@@ -113,7 +101,7 @@ public final class RoceV2PeerMain {
         System.exit(outcome.equals("ok") ? 0 : 1);
     }
 
-    private static String runClient(RdmaPoller poller, QueuePair qp, CompletionQueue cq, MemoryRegion mr, MemorySegment m,
+    private static String runClient(RoceNode node, QueuePair qp, CompletionQueue cq, MemoryRegion mr, MemorySegment m,
                                     long remote, int rkey) {
         byte[] data = new byte[MIB];
         new Random(4791).nextBytes(data);
@@ -127,7 +115,7 @@ public final class RoceV2PeerMain {
         qp.postSend(new SendWorkRequest().wrId(4).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).sendFlags(SendFlags.SIGNALED)
                 .local(mr, 2L * MIB, 8).remote(remote + 2L * MIB + 8, rkey).compareAdd(5));
         for (int i = 1; i <= 4; i++) {
-            WorkCompletion wc = poller.await(cq);
+            WorkCompletion wc = node.await(cq);
             if (wc.status != WcStatus.SUCCESS || wc.wrId != i) {
                 return "wr" + wc.wrId + "-" + WcStatus.name(wc.status);
             }
