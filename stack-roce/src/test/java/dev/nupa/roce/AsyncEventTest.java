@@ -146,16 +146,10 @@ class AsyncEventTest {
             RcPair p = new RcPair(fx, TransferMode.PACKET, 1024);
             CompletionQueue tiny = p.a.createCq(2);
             QueuePair q = p.qpOn(tiny);
-            SendWorkRequest w = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
-                    .local(p.mrA, 0, 8).remote(p.mrB.addr(), p.mrB.rkey());
-            for (int i = 0; i < 2; i++) {
-                q.postSend(w.wrId(i));
-            }
+            p.signaledWrites(q, 0, 2);
             fx.pump();
             expectNone(p.a); // full, not overrun
-            for (int i = 2; i < 5; i++) {
-                q.postSend(w.wrId(i));
-            }
+            p.signaledWrites(q, 2, 5);
             fx.pump();
             assertTrue(tiny.overruns() > 1, "several completions did not fit: " + tiny.overruns());
             AsyncEvent e = p.a.pollAsyncEvent();

@@ -242,11 +242,7 @@ class RcErrorsTest {
             RcPair p = new RcPair(fx, TransferMode.PACKET, 1024);
             CompletionQueue tiny = p.a.createCq(2);
             QueuePair q = p.qpOn(tiny);
-            SendWorkRequest w = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
-                    .local(p.mrA, 0, 8).remote(p.mrB.addr(), p.mrB.rkey());
-            for (int i = 0; i < 3; i++) {
-                q.postSend(w.wrId(i));
-            }
+            p.signaledWrites(q, 0, 3);
             fx.pump();
             RdmaException e = assertThrows(RdmaException.class, () -> tiny.poll(new WorkCompletion()));
             assertTrue(e.getMessage().contains("overrun"), e.getMessage());

@@ -1,5 +1,9 @@
 package dev.nupa.roce;
 
+import dev.nupa.roce.verbs.SendFlags;
+import dev.nupa.roce.verbs.SendWorkRequest;
+import dev.nupa.roce.verbs.WrOpcode;
+
 import dev.nupa.roce.verbs.Access;
 import dev.nupa.roce.verbs.TransferMode;
 
@@ -56,6 +60,15 @@ public final class RcPair implements AutoCloseable {
         QueuePair peer = b.createQp(pdB, QpInitAttr.rc(cqB, cqB));
         RdmaFixture.connect(q, peer, 1024);
         return q;
+    }
+
+    /** Posts signalled 8-byte WRITEs from {@link #mrA} to {@link #mrB} on {@code q}, wr_ids {@code from} up to {@code to}. */
+    public void signaledWrites(QueuePair q, int from, int to) {
+        SendWorkRequest w = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                .local(mrA, 0, 8).remote(mrB.addr(), mrB.rkey());
+        for (int i = from; i < to; i++) {
+            q.postSend(w.wrId(i));
+        }
     }
 
     @Override
