@@ -6,8 +6,12 @@
 #     bit), 3 runs, beside the same reduction served by one CPU thread (the simulation with THREADS 1), 3 runs;
 #  3. FIG=1: 64 B UDP round trips from a Java node (`nupa perf udp-lat --peer`), 5 runs each against the GPU echo and
 #     a C node (nupa-cnode serve, one core), beside the floor (gpu-shm-probe: a kernel and a CPU process ping-ponging
-#     through one registered line), 5 runs;
-#     (PEERS picks the peers, FLOOR=0 leaves the floor out, CPU_REDUCE=" " the CPU's reduction.)
+#     through one registered line), 5 runs; then the echo rate with many datagrams in flight (`nupa-cnode rate`, one
+#     C sender spinning on its own core, WINDOW 64 unanswered at most, RATE_S seconds a run), 64 B and 1,472 B, 5 runs
+#     each against the GPU echo and the C node, alternating;
+#     (PEERS picks the peers, AB="BIN ..." adds 5 round-trip runs against the echo of each other build of
+#     nupa-gpu-node, FLOOR=0 leaves the floor out, REDUCE=0 the reduction, CPU_REDUCE=" " the CPU's reduction;
+#     BUILD=0 takes the binaries in native/build as they are, e.g. built elsewhere with nvcc.)
 #  4. SANITIZE=1: the echo kernel under compute-sanitizer's memcheck.
 set -u
 cd "$(dirname "$0")/../.."
@@ -17,7 +21,7 @@ fi
 L=${OUT:-/tmp}; F=/dev/shm/nupa-gpu-node-f; B=native/build; T=${THREADS:-128}
 nvidia-smi --query-gpu=name,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader
 lspci -vvv -d 10de: 2>/dev/null | grep -i "atomicop" | head -4
-make -C native all sim build/nupa-gpu-node >/dev/null || { echo "BUILD FAILED"; exit 1; }
+if [ "${BUILD:-1}" = 1 ]; then make -C native all sim build/nupa-gpu-node >/dev/null || { echo "BUILD FAILED"; exit 1; }; fi
 up() { for i in $(seq 300); do grep -q "serving" $1 && return 0; sleep .1; done; echo "no server: $(cat $1)"; return 1; }
 $NUPA fabric create --force --fabric $F >/dev/null || exit 1
 echo "== echo kernel (GPU, $T threads)"
@@ -26,18 +30,35 @@ up $L/echo.log
 timeout 120 taskset -c 4 $B/nupa-cnode $F 3 10.0.0.4/24 udp 10.0.0.6 7 0 8972
 timeout 120 $NUPA udp-check --fabric $F --count 2000 --max-size 8972 10.0.0.6
 if [ "${FIG:-0}" = 1 ]; then
-  taskset -c 6 $B/nupa-cnode $F 7 10.0.0.8/24 serve 300 >$L/cnode.log 2>&1 & C=$!
+  taskset -c 6 $B/nupa-cnode $F 7 10.0.0.8/24 serve 600 >$L/cnode.log 2>&1 & C=$!
   for peer in ${PEERS:-10.0.0.6 10.0.0.8}; do echo "== udp-lat 64 B to $peer, 5 runs"
     for i in 1 2 3 4 5; do timeout 60 taskset -c 4 $NUPA perf udp-lat --peer $peer --fabric $F --client-address 2 -n 20000 --warmup 5000 --json | tail -1; done
+  done
+  kill -TERM $G; wait $G; cat $L/echo.log # its time per step: the round trips' (and the checks')
+  for X in ${AB:-}; do echo "== udp-lat 64 B to the echo of $X (AB: other builds, one after another), 5 runs"
+    rm -f $L/ab.log; taskset -c 2 $X $F 5 10.0.0.6/24 echo 7 $T 300 >$L/ab.log 2>&1 & G=$!
+    up $L/ab.log
+    for i in 1 2 3 4 5; do timeout 60 taskset -c 4 $NUPA perf udp-lat --peer 10.0.0.6 --fabric $F --client-address 2 -n 20000 --warmup 5000 --json | tail -1; done
+    kill -TERM $G; wait $G; cat $L/ab.log
+  done
+  rm -f $L/echo.log; taskset -c 2 $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/echo.log 2>&1 & G=$!
+  up $L/echo.log
+  a=9
+  for size in 64 1472; do echo "== echo rate, $size B, window ${WINDOW:-64}, 5 runs each, GPU then C node"
+    for i in 1 2 3 4 5; do for peer in 10.0.0.6 10.0.0.8; do
+      a=$((a + 1)) # a fresh sender each run: echoes still in flight when a run ends must not reach the next one
+      timeout 60 taskset -c 4 $B/nupa-cnode $F $a 10.0.0.$((a + 1))/24 rate $peer 7 $size ${RATE_S:-2} ${WINDOW:-64}
+    done; done
   done
   kill -TERM $C; wait $C
 fi
 kill -TERM $G; wait $G; cat $L/echo.log
 if [ "${FIG:-0}" = 1 ] && [ "${FLOOR:-1}" = 1 ]; then
   echo "== floor: gpu-shm-probe, 5 runs"
-  nvcc -O2 -arch=${CUDA_ARCH:-sm_90} -o /tmp/probe native/cuda/gpu-shm-probe.cu || exit 1
-  for i in 1 2 3 4 5; do rm -f /dev/shm/gpu-probe; taskset -c 6 /tmp/probe --cpu 20000 & sleep 0.5; timeout 60 /tmp/probe --gpu 20000; wait; done
+  P=$B/gpu-shm-probe; [ -x $P ] || nvcc -O2 -arch=${CUDA_ARCH:-sm_90} -o $P native/cuda/gpu-shm-probe.cu || exit 1
+  for i in 1 2 3 4 5; do rm -f /dev/shm/gpu-probe; taskset -c 6 $P --cpu 20000 & sleep 0.5; timeout 60 $P --gpu 20000; wait; done
 fi
+if [ "${REDUCE:-1}" = 1 ]; then
 echo "== reduction: 4 senders x 16384 floats, GPU kernel ($T threads), then one CPU thread (the simulation, THREADS 1)"
 for X in "$B/nupa-gpu-node:$T" ${CPU_REDUCE:-"$B/nupa-gpu-node-sim:1"}; do
   taskset -c 2 ${X%:*} $F 5 10.0.0.6/24 reduce 9000 4 16384 1024 ${X#*:} 300 >$L/red.log 2>&1 & G=$!
@@ -45,6 +66,7 @@ for X in "$B/nupa-gpu-node:$T" ${CPU_REDUCE:-"$B/nupa-gpu-node-sim:1"}; do
   for i in 1 2 3; do timeout 120 taskset -c 4 $B/nupa-gpu-node-sim $F -1 10.0.0.1/24 reduce-check 10.0.0.6 9000 4 16384 1024 ${ROUNDS:-200}; done
   kill -TERM $G; wait $G; cat $L/red.log
 done
+fi
 if [ "${SANITIZE:-0}" = 1 ]; then
   echo "== echo kernel under compute-sanitizer's memcheck"
   CS=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer | head -1)

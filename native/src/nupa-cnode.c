@@ -6,6 +6,10 @@
  *                                                               echo service, each echo checked byte for byte
  *   nupa-cnode FABRIC ADDRESS IP/LEN serve SECONDS             answers ICMP echo and UDP echo on port 7 for
  *                                                               SECONDS, or until SIGTERM or SIGINT
+ *   nupa-cnode FABRIC ADDRESS IP/LEN rate DEST_IP PORT SIZE SECONDS WINDOW
+ *                                                               datagrams of SIZE bytes to an echo service for
+ *                                                               SECONDS, WINDOW of them unanswered at most, each echo
+ *                                                               checked byte for byte: the echo rate with many in flight
  *
  * IPv4 (RFC 791), ICMP (RFC 792) and UDP (RFC 768) with their checksums; no options, no fragments. ADDRESS -1
  * takes the lowest free address. Prints one result line and exits 0 when every exchange succeeded.
@@ -115,8 +119,11 @@ struct seen {
     int udp_len; /* the last UDP payload's length, -1 none */
     long served_icmp, served_udp;
     int serving;
+    const uint8_t *rate_data; /* rate: what every echo must hold, rate_len bytes; echoes counted, not kept */
+    int rate_len;
+    long rate_intact, rate_corrupt;
 };
-static struct seen seen = {-1, {0}, -1, 0, 0, 0};
+static struct seen seen = {-1, {0}, -1, 0, 0, 0, NULL, 0, 0, 0};
 static uint8_t answer[65536];
 
 static void on_frame(void *ctx, int source, uint16_t protocol, const uint8_t *p, uint32_t len) {
@@ -156,6 +163,12 @@ static void on_frame(void *ctx, int source, uint16_t protocol, const uint8_t *p,
             memcpy(answer, b + 8, n - 8);
             if (send_udp(src, 7, get16(b), answer, n - 8) == NUPA_OK) {
                 seen.served_udp++;
+            }
+        } else if (seen.rate_data != NULL) {
+            if ((int) (n - 8) == seen.rate_len && memcmp(b + 8, seen.rate_data, n - 8) == 0) {
+                seen.rate_intact++;
+            } else {
+                seen.rate_corrupt++;
             }
         } else {
             seen.udp_len = (int) (n - 8);
@@ -228,9 +241,87 @@ static int udp(uint32_t dst, const char *name, int port, int from, int to) {
     return intact == total ? 0 : 1;
 }
 
+static uint64_t now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t) t.tv_sec * 1000000000ull + (uint64_t) t.tv_nsec;
+}
+
+/*
+ * The echo rate: one datagram of size bytes, built once, sent again and again while fewer than window are unanswered,
+ * for seconds, spinning (no sleep: the sender is not to be what limits the rate). Echoes are counted as they come; if
+ * none comes for 200 ms the ones in flight are counted lost. Exit 0 when echoes came and none was corrupt.
+ */
+static int rate(uint32_t dst, const char *name, int port, int size, int seconds, int window) {
+    static uint8_t data[65536], pkt[65536];
+    int to = nupa_lookup_ipv4(node, dst);
+    if (to < 0) {
+        fprintf(stderr, "nupa-cnode: no node publishes %s\n", name);
+        return 1;
+    }
+    for (int k = 0; k < size; k++) {
+        data[k] = (uint8_t) (k * 7 + size);
+    }
+    uint8_t *u = pkt + 20;
+    put16(u, 40001);
+    put16(u + 2, (uint16_t) port);
+    put16(u + 4, (uint16_t) (8 + size));
+    put16(u + 6, 0);
+    memcpy(u + 8, data, (size_t) size);
+    uint8_t pseudo[12] = {0};
+    put32(pseudo, my_ip);
+    put32(pseudo + 4, dst);
+    pseudo[9] = 17;
+    put16(pseudo + 10, (uint16_t) (8 + size));
+    uint16_t c = fold(sum16(u, 8 + (size_t) size, sum16(pseudo, 12, 0)));
+    put16(u + 6, c == 0 ? 0xFFFF : c);
+    pkt[0] = 0x45;
+    put16(pkt + 2, (uint16_t) (28 + size));
+    put16(pkt + 6, 0x4000);
+    pkt[8] = 64;
+    pkt[9] = 17;
+    put32(pkt + 12, my_ip);
+    put32(pkt + 16, dst);
+    put16(pkt + 10, fold(sum16(pkt, 20, 0)));
+    seen.rate_data = data;
+    seen.rate_len = size;
+    long sent = 0, inflight = 0, lost = 0;
+    uint64_t start = now_ns(), end = start + (uint64_t) seconds * 1000000000ull, last = start, now = start;
+    while (now < end) {
+        while (inflight < window) {
+            int rc = nupa_send(node, to, NUPA_PROTO_IPV4, pkt, (uint32_t) (28 + size));
+            if (rc == NUPA_BACK_PRESSURED) {
+                break;
+            }
+            if (rc != NUPA_OK) {
+                fprintf(stderr, "nupa-cnode: a datagram to %s not sent (%d)\n", name, rc);
+                return 1;
+            }
+            sent++;
+            inflight++;
+        }
+        long before = seen.rate_intact + seen.rate_corrupt;
+        nupa_poll(node, on_frame, NULL, 64);
+        long got = seen.rate_intact + seen.rate_corrupt - before;
+        inflight -= got;
+        now = now_ns();
+        if (got > 0) {
+            last = now;
+        } else if (inflight > 0 && now - last > 200000000ull) {
+            lost += inflight;
+            inflight = 0;
+            last = now;
+        }
+    }
+    double s = (double) (now - start) / 1e9;
+    printf("nupa-cnode: rate %s:%d %d B window %d: %ld echoes intact in %.2f s, %.0f datagrams/s; %ld corrupt, %ld lost, %ld sent\n", name,
+           port, size, window, seen.rate_intact, s, seen.rate_intact / s, seen.rate_corrupt, lost, sent);
+    return seen.rate_intact > 0 && seen.rate_corrupt == 0 ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
     if (argc < 5) {
-        fprintf(stderr, "usage: nupa-cnode FABRIC ADDRESS IP/LEN ping DEST_IP COUNT | udp DEST_IP PORT FROM TO | serve SECONDS\n");
+        fprintf(stderr, "usage: nupa-cnode FABRIC ADDRESS IP/LEN ping DEST_IP COUNT | udp DEST_IP PORT FROM TO | serve SECONDS | rate DEST_IP PORT SIZE SECONDS WINDOW\n");
         return 2;
     }
     char ipbuf[32];
@@ -262,6 +353,13 @@ int main(int argc, char **argv) {
         } else {
             status = udp(dst, argv[5], atoi(argv[6]), from, to);
         }
+    } else if (strcmp(argv[4], "rate") == 0 && argc == 10 && parse_ip(argv[5], &dst) == 0) {
+        int size = atoi(argv[7]), seconds = atoi(argv[8]), window = atoi(argv[9]);
+        if (size < 0 || size > 65507 || seconds < 1 || window < 1) {
+            fprintf(stderr, "nupa-cnode: rate needs 0 <= SIZE <= 65507, SECONDS >= 1 and WINDOW >= 1\n");
+        } else {
+            status = rate(dst, argv[5], atoi(argv[6]), size, seconds, window);
+        }
     } else if (strcmp(argv[4], "serve") == 0 && argc == 6) {
         seen.serving = 1;
         struct sigaction stop = {0};
@@ -274,7 +372,7 @@ int main(int argc, char **argv) {
         printf("nupa-cnode: served %ld echo requests and %ld UDP datagrams\n", seen.served_icmp, seen.served_udp);
         status = 0;
     } else {
-        fprintf(stderr, "nupa-cnode: unknown command or arguments: %s (ping DEST_IP COUNT | udp DEST_IP PORT FROM TO | serve SECONDS)\n",
+        fprintf(stderr, "nupa-cnode: unknown command or arguments: %s (ping DEST_IP COUNT | udp DEST_IP PORT FROM TO | serve SECONDS | rate DEST_IP PORT SIZE SECONDS WINDOW)\n",
                 argv[4]);
     }
     nupa_leave(node);
