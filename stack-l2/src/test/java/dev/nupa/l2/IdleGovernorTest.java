@@ -10,7 +10,7 @@ import org.junit.jupiter.api.Test;
 /** {@link IdleGovernor}'s decisions on virtual time: the clock is a number the test moves. */
 class IdleGovernorTest {
     private static final long US = 1_000L;
-    private final Datapath.Idle adaptive = Datapath.Idle.adaptive(); // spin 25 us, poll at most 100 us
+    private final Datapath.Idle adaptive = Datapath.Idle.adaptive(); // spin 5 us, poll at most 50 us
 
     /** Virtual time, moved by the test. */
     private long now = 1_000_000_000L;
@@ -46,10 +46,10 @@ class IdleGovernorTest {
         IdleGovernor g = new IdleGovernor(adaptive, now);
         g.work(now);
         assertEquals(SPIN, g.next(now));
-        assertEquals(SPIN, g.next(now + 24 * US));
-        assertEquals(YIELD, g.next(now + 25 * US));
-        assertEquals(YIELD, g.next(now + 99 * US));
-        assertEquals(SLEEP, g.next(now + 100 * US));
+        assertEquals(SPIN, g.next(now + 4 * US));
+        assertEquals(YIELD, g.next(now + 5 * US));
+        assertEquals(YIELD, g.next(now + 49 * US));
+        assertEquals(SLEEP, g.next(now + 50 * US));
         assertEquals(SLEEP, g.next(now + 5_000 * US), "once asleep the period sleeps on (a timer woke it, not work)");
     }
 
@@ -76,7 +76,7 @@ class IdleGovernorTest {
         assertEquals(2 * 10 * US, g.window(), "twice the recent short gap");
         long start = now;
         assertEquals(SPIN, g.next(start));
-        assertEquals(SPIN, g.next(start + 19 * US));
+        assertEquals(YIELD, g.next(start + 19 * US));
         assertEquals(SLEEP, g.next(start + 20 * US), "nothing within twice the recent gap: sleep");
         g.work(start + 21 * US);
         now = start + 21 * US;
@@ -85,22 +85,22 @@ class IdleGovernorTest {
         }
         assertEquals(IdleGovernor.MIN_POLL_NS, g.window(), "never below the shortest window");
         for (int i = 0; i < 40; i++) {
-            period(g, 90);
+            period(g, 45);
         }
-        assertEquals(100 * US, g.window(), "never above the strategy's bound");
+        assertEquals(50 * US, g.window(), "never above the strategy's bound");
     }
 
     @Test
     void alternatingGapsPollForTheAnswerAndSleepThroughTheNextRequest() {
-        // A client at light load: its request goes out, the answer comes 40 us later, the next request 2 ms after that.
+        // A client at light load: its request goes out, the answer comes 30 us later, the next request 2 ms after that.
         IdleGovernor g = new IdleGovernor(adaptive, now);
         for (int i = 0; i < 10; i++) {
-            period(g, 40);
+            period(g, 30);
             period(g, 2_000);
         }
-        assertEquals(SPIN, period(g, 40), "after a long gap (a request went out) it polls for the answer");
+        assertEquals(SPIN, period(g, 30), "after a long gap (a request went out) it polls for the answer");
         assertEquals(SLEEP, period(g, 2_000), "after the answer it sleeps at once");
-        assertEquals(SPIN, period(g, 40));
+        assertEquals(SPIN, period(g, 30));
     }
 
     @Test
