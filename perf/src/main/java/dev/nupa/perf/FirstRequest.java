@@ -87,13 +87,17 @@ final class FirstRequest implements Callable<Integer> {
         return 0;
     }
 
-    /** Per run: first, second, tenth and n-th round trip (ns), of {@code kind}, each run with fresh processes. */
+    /**
+     * Per run: first, second, tenth and n-th round trip (ns) of {@code kind}, each run with fresh processes, and the
+     * classes the client loaded during its first.
+     */
     private double[][] measure(String kind) throws Exception {
         double[][] r = new double[runs][];
         for (int i = 0; i < runs; i++) {
             r[i] = run(kind);
-            System.out.printf(Locale.ROOT, "  %s run %d: first %.1f us, 2nd %.1f us, 10th %.1f us, %dth %.1f us: first / %dth %.1f%n",
-                    kind, i + 1, r[i][0] / 1e3, r[i][1] / 1e3, r[i][2] / 1e3, requests, r[i][3] / 1e3, requests, r[i][0] / r[i][3]);
+            System.out.printf(Locale.ROOT, "  %s run %d: first %.1f us (the client loaded %.0f classes meanwhile), 2nd %.1f us, 10th %.1f us,"
+                    + " %dth %.1f us: first / %dth %.1f%n", kind, i + 1, r[i][0] / 1e3, r[i][4], r[i][1] / 1e3, r[i][2] / 1e3, requests,
+                    r[i][3] / 1e3, requests, r[i][0] / r[i][3]);
         }
         return r;
     }
@@ -117,7 +121,7 @@ final class FirstRequest implements Callable<Integer> {
                 Turns.median(first), Turns.median(last), Turns.median(ratio), lo, hi);
     }
 
-    private static final Pattern RESULT = Pattern.compile("^first-request-result (\\d+) (\\d+) (\\d+) (\\d+)$");
+    private static final Pattern RESULT = Pattern.compile("^first-request-result (\\d+) (\\d+) (\\d+) (\\d+) (\\d+)$");
 
     /** One run: a fresh fabric, server and client; the client's four figures. */
     private double[] run(String kind) throws Exception {
@@ -136,7 +140,7 @@ final class FirstRequest implements Callable<Integer> {
                 Matcher m = RESULT.matcher(line);
                 if (m.matches()) {
                     result = new double[] {Long.parseLong(m.group(1)), Long.parseLong(m.group(2)), Long.parseLong(m.group(3)),
-                            Long.parseLong(m.group(4))};
+                            Long.parseLong(m.group(4)), Long.parseLong(m.group(5))};
                 } else {
                     System.out.println(line);
                 }
@@ -174,6 +178,8 @@ final class FirstRequest implements Callable<Integer> {
         }
         Vertx v = NupaVertx.create(StackConfig.defaults(fabric, 1));
         long[] times = new long[requests];
+        java.lang.management.ClassLoadingMXBean classes = java.lang.management.ManagementFactory.getClassLoadingMXBean();
+        long[] loaded = {0, 0}; // classes loaded before the first request is sent, and once it is answered
         CompletableFuture<Void> done = new CompletableFuture<>();
         if (kind.equals("udp")) {
             DatagramSocket s = v.createDatagramSocket();
@@ -183,6 +189,9 @@ final class FirstRequest implements Callable<Integer> {
             Runnable[] send = new Runnable[1];
             s.handler(p -> {
                 times[i[0]++] = System.nanoTime() - sentAt[0];
+                if (i[0] == 1) {
+                    loaded[1] = classes.getTotalLoadedClassCount();
+                }
                 if (i[0] == requests) {
                     done.complete(null);
                 } else {
@@ -194,7 +203,10 @@ final class FirstRequest implements Callable<Integer> {
                 s.send(datagram, UDP_PORT, SERVER_IP).onFailure(done::completeExceptionally);
             };
             s.listen(0, "0.0.0.0").await(30, TimeUnit.SECONDS);
-            v.runOnContext(x -> send[0].run());
+            v.runOnContext(x -> {
+                loaded[0] = classes.getTotalLoadedClassCount();
+                send[0].run();
+            });
         } else {
             HttpClient hc = v.createHttpClient();
             int[] i = {0};
@@ -208,6 +220,9 @@ final class FirstRequest implements Callable<Integer> {
                                 return;
                             }
                             times[i[0]++] = System.nanoTime() - t0;
+                            if (i[0] == 1) {
+                                loaded[1] = classes.getTotalLoadedClassCount();
+                            }
                             if (i[0] == requests) {
                                 done.complete(null);
                             } else {
@@ -215,10 +230,14 @@ final class FirstRequest implements Callable<Integer> {
                             }
                         });
             };
-            v.runOnContext(x -> send[0].run());
+            v.runOnContext(x -> {
+                loaded[0] = classes.getTotalLoadedClassCount();
+                send[0].run();
+            });
         }
         done.get(60, TimeUnit.SECONDS);
-        System.out.printf("first-request-result %d %d %d %d%n", times[0], times[1], times[Math.min(9, requests - 1)], times[requests - 1]);
+        System.out.printf("first-request-result %d %d %d %d %d%n", times[0], times[1], times[Math.min(9, requests - 1)], times[requests - 1],
+                loaded[1] - loaded[0]);
         System.out.flush();
         v.close().await(10, TimeUnit.SECONDS);
         return 0;

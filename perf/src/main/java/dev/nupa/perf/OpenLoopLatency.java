@@ -78,7 +78,7 @@ final class OpenLoopLatency {
     }
 
     /** One turn's figures. */
-    private record Result(double rate, long p50, long p99, double cpuClient, double cpuServer) {
+    private record Result(double rate, long p50, long p99, double cpuClient, double cpuServer, long lost) {
         double cpu() {
             return cpuClient + cpuServer;
         }
@@ -138,10 +138,14 @@ final class OpenLoopLatency {
             long c0 = mx.getThreadCpuTime(client.threadId());
             long s0 = mx.getThreadCpuTime(server.threadId());
             long t0 = System.nanoTime();
-            t.run(this::request);
+            try {
+                t.run(this::request);
+            } catch (IllegalStateException e) {
+                throw new IllegalStateException(key + ": " + e.getMessage(), e);
+            }
             double elapsed = System.nanoTime() - t0;
             return new Result(t.offered(), t.p50(), t.p99(), (mx.getThreadCpuTime(client.threadId()) - c0) / elapsed,
-                    (mx.getThreadCpuTime(server.threadId()) - s0) / elapsed);
+                    (mx.getThreadCpuTime(server.threadId()) - s0) / elapsed, t.lost());
         }
     }
 
@@ -155,12 +159,12 @@ final class OpenLoopLatency {
             sides.add(tcp ? new OursTcp(fabric) : new OursUdp(fabric));
             sides.add(tcp ? new LinuxTcp() : new LinuxUdp());
             for (Side side : sides) { // warm-up, not counted: the JIT compiles both sides' paths
-                side.measure(new OpenLoop(Math.max(rate, 10_000), 1.0));
+                side.measure(new OpenLoop(Math.max(rate, 10_000), 1.0, !tcp));
             }
             List<List<Result>> results = List.of(new ArrayList<>(), new ArrayList<>());
             for (int i = 0; i < turns; i++) {
                 for (int k = 0; k < sides.size(); k++) {
-                    results.get(k).add(sides.get(k).measure(new OpenLoop(rate, seconds)));
+                    results.get(k).add(sides.get(k).measure(new OpenLoop(rate, seconds, !tcp)));
                 }
             }
             report(results.get(0), results.get(1), json);
@@ -208,13 +212,13 @@ final class OpenLoopLatency {
     }
 
     private static String show(Result r) {
-        return String.format(Locale.ROOT, "%,.0f/s p50 %.1f us p99 %.1f us, CPU %.3f cores (client %.3f, server %.3f)", r.rate(),
-                r.p50() / 1e3, r.p99() / 1e3, r.cpu(), r.cpuClient(), r.cpuServer());
+        return String.format(Locale.ROOT, "%,.0f/s p50 %.1f us p99 %.1f us, CPU %.3f cores (client %.3f, server %.3f)%s", r.rate(),
+                r.p50() / 1e3, r.p99() / 1e3, r.cpu(), r.cpuClient(), r.cpuServer(), r.lost() > 0 ? ", " + r.lost() + " lost" : "");
     }
 
     private static String json(Result r) {
-        return String.format(Locale.ROOT, "{\"msgs_s\":%.1f,\"p50_ns\":%d,\"p99_ns\":%d,\"cpu\":%.4f,\"cpu_client\":%.4f,\"cpu_server\":%.4f}",
-                r.rate(), r.p50(), r.p99(), r.cpu(), r.cpuClient(), r.cpuServer());
+        return String.format(Locale.ROOT, "{\"msgs_s\":%.1f,\"p50_ns\":%d,\"p99_ns\":%d,\"cpu\":%.4f,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
+                + "\"lost\":%d}", r.rate(), r.p50(), r.p99(), r.cpu(), r.cpuClient(), r.cpuServer(), r.lost());
     }
 
     private static Result median(List<Result> rs) {
@@ -223,14 +227,16 @@ final class OpenLoopLatency {
         double[] p99 = new double[rs.size()];
         double[] c = new double[rs.size()];
         double[] s = new double[rs.size()];
+        long lost = 0;
         for (int i = 0; i < rs.size(); i++) {
+            lost += rs.get(i).lost();
             rate[i] = rs.get(i).rate();
             p50[i] = rs.get(i).p50();
             p99[i] = rs.get(i).p99();
             c[i] = rs.get(i).cpuClient();
             s[i] = rs.get(i).cpuServer();
         }
-        return new Result(Turns.median(rate), (long) Turns.median(p50), (long) Turns.median(p99), Turns.median(c), Turns.median(s));
+        return new Result(Turns.median(rate), (long) Turns.median(p50), (long) Turns.median(p99), Turns.median(c), Turns.median(s), lost);
     }
 
     // ---- ours: two nodes' datapaths --------------------------------------------------------
@@ -303,7 +309,12 @@ final class OpenLoopLatency {
 
         OursUdp(Path fabric) throws Exception {
             super(fabric);
-            serverStack.ip().bindUdp(PORT, (src, srcPort, dst, mem, off, len) -> serverStack.ip().sendUdp(PORT, src, srcPort, mem, off, len));
+            serverStack.ip().bindUdp(PORT, (src, srcPort, dst, mem, off, len) -> {
+                int rc = serverStack.ip().sendUdp(PORT, src, srcPort, mem, off, len);
+                if (rc != SendStatus.OK) {
+                    turn.failed(new IllegalStateException("ours: the server's echo failed: " + SendStatus.describe(rc)));
+                }
+            });
             clientPort = clientStack.ip().bindUdp(0, (src, srcPort, dst, mem, off, len) -> {
                 if (len >= 8) {
                     turn.answered(mem.get(ValueLayout.JAVA_LONG_UNALIGNED, off));
@@ -479,7 +490,9 @@ final class OpenLoopLatency {
         @Override
         void serve() throws IOException {
             for (java.net.SocketAddress from; (from = echo.receive(serverBuffer.clear())) != null; ) {
-                echo.send(serverBuffer.flip(), from);
+                if (echo.send(serverBuffer.flip(), from) == 0) {
+                    turn.failed(new IllegalStateException("linux: the server's echo found no room in its socket's send buffer"));
+                }
             }
         }
 
@@ -492,7 +505,9 @@ final class OpenLoopLatency {
 
         @Override
         void write(ByteBuffer b) throws IOException {
-            socket.write(b);
+            if (socket.write(b) == 0) {
+                turn.failed(new IllegalStateException("linux: the client's request found no room in its socket's send buffer"));
+            }
         }
 
         @Override

@@ -188,7 +188,7 @@ class PerfCommandLineTest {
     @Test
     void perfUdpAndTcpLatencyInAnOpenLoopReportP50P99AndEachSidesCpu() throws Exception {
         String side = "\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[1-9][0-9]*,\"p99_ns\":[1-9][0-9]*,\"cpu\":[0-9.]+,\"cpu_client\":[0-9.]+,"
-                + "\"cpu_server\":[0-9.]+\\}";
+                + "\"cpu_server\":[0-9.]+,\"lost\":\\d+\\}";
         for (String tool : List.of("udp-lat", "tcp-lat")) {
             Run open = ownFabrics("perf", tool, "--rate", "500", "-t", "0.5", "--turns", "1", "--idle", "5,10", "--json");
             assertEquals(0, open.status(), open.out() + open.err());
