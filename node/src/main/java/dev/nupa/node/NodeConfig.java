@@ -55,7 +55,7 @@ public record NodeConfig(Path fabric, int address, IpConfig ip, int mtu, List<Ro
 
     public static NodeConfig defaults(Path fabric, int address) {
         return new NodeConfig(fabric, address, null, Link.DEFAULT_MTU, List.of(), FabricGeometry.defaults(),
-                Datapath.Idle.backoff(), null, null, 0, null, null, null);
+                Datapath.Idle.adaptive(), null, null, 0, null, null, null);
     }
 
     public NodeConfig withIp(IpConfig ip) {

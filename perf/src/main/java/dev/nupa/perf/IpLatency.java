@@ -84,6 +84,21 @@ abstract class IpLatency implements Callable<Integer> {
                     + " our round trips alone, no Linux peer, no floor.")
     String peer;
 
+    @Option(names = "--rate", paramLabel = "PER_SECOND",
+            description = "udp-lat: open loop, in one process: requests arrive at this mean rate (Poisson), each timed from its"
+                    + " arrival; ours two nodes' datapaths idling as a node's do, the peer Linux UDP with each side blocking in"
+                    + " epoll; p50, p99 and each side's CPU (default: closed loop, busy-polling, two processes).")
+    Double rate;
+
+    @Option(names = {"-t", "--time"}, paramLabel = "SECONDS", defaultValue = "2", description = "With --rate: seconds per turn (default: ${DEFAULT-VALUE}).")
+    double seconds;
+
+    @Option(names = "--turns", paramLabel = "N", defaultValue = "3", description = "With --rate: turns of each side (default: ${DEFAULT-VALUE}).")
+    int turns;
+
+    @Option(names = "--idle", paramLabel = "SPIN_US,YIELD_US", description = "With --rate: " + IdleOption.DESCRIPTION)
+    String idleSpec;
+
     private Ipv4Stack stack;
     private Link link;
     private final MemorySegment control = Arena.ofAuto().allocate(32);
@@ -114,6 +129,15 @@ abstract class IpLatency implements Callable<Integer> {
                 throw new IllegalArgumentException("--peer is for udp-lat's client alone: give udp-lat --peer A.B.C.D --fabric F");
             }
             return peerClient(Ipv4Address.parse(peer), size, o.iterations != null ? o.iterations : 200_000);
+        }
+        if (rate != null || idleSpec != null) {
+            if (icmp || rate == null) {
+                throw new IllegalArgumentException("--rate (and --idle with it) goes with udp-lat only, and --idle with --rate");
+            }
+            if (o.server || o.client) {
+                throw new IllegalArgumentException("--rate runs both sides in one process; leave out --server and --client");
+            }
+            return new OpenLoopLatency(name, false, rate, seconds, turns, size, IdleOption.parse(idleSpec)).run(o.json);
         }
         if (o.server) {
             return server();

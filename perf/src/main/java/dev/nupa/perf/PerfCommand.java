@@ -11,6 +11,7 @@ import picocli.CommandLine.Command;
                 TcpPerf.Bw.class, TcpPerf.Crr.class, RdmaPerf.WriteLat.class, RdmaPerf.WriteBw.class, RdmaPerf.SendLat.class,
                 RdmaPerf.SendBw.class, RdmaPerf.ReadLat.class, RdmaPerf.ReadBw.class, RdmaPerf.AtomicLat.class,
                 VertxPerf.Http.class, VertxPerf.Echo.class, VertxPerf.Udp.class,
-                VertxPerf.Grpc.class, EventBusPerf.class, VertxScaling.class, RingPerf.class, TcpHold.class, QosPerf.class, PerfSuite.class})
+                VertxPerf.Grpc.class, EventBusPerf.class, VertxScaling.class, RingPerf.class, TcpHold.class, QosPerf.class, FirstRequest.class,
+                PerfSuite.class})
 public final class PerfCommand {
 }

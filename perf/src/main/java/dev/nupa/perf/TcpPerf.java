@@ -87,8 +87,21 @@ abstract class TcpPerf implements Callable<Integer> {
     PerfOptions o;
 
     @Option(names = {"-t", "--time"}, paramLabel = "SECONDS",
-            description = "tcp-bw: seconds per round (default: 2); tcp-crr: turns go on for this long instead of -n connections.")
+            description = "tcp-bw: seconds per round (default: 2); tcp-crr: turns go on for this long instead of -n connections;"
+                    + " tcp-lat --rate: seconds per turn (default: 2).")
     Double seconds;
+
+    @Option(names = "--rate", paramLabel = "PER_SECOND",
+            description = "tcp-lat: open loop, in one process: requests arrive at this mean rate (Poisson), each timed from its"
+                    + " arrival; ours two nodes' datapaths idling as a node's do, the peer Linux TCP with each side blocking in"
+                    + " epoll; p50, p99 and each side's CPU (default: closed loop, busy-polling, two processes).")
+    Double rate;
+
+    @Option(names = "--turns", paramLabel = "N", defaultValue = "3", description = "tcp-lat --rate: turns of each side (default: ${DEFAULT-VALUE}).")
+    int turns;
+
+    @Option(names = "--idle", paramLabel = "SPIN_US,YIELD_US", description = "tcp-lat --rate: " + IdleOption.DESCRIPTION)
+    String idleSpec;
 
     @Option(names = "--checksums", paramLabel = "on|off", defaultValue = "on",
             description = "Compute and verify checksums (default: ${DEFAULT-VALUE}); off is the lossless-fabric policy, as Linux on lo."
@@ -141,6 +154,16 @@ abstract class TcpPerf implements Callable<Integer> {
         }
         if (mode != Mode.LAT) {
             o.tracesNothing(name);
+        }
+        if (rate != null || idleSpec != null) {
+            if (mode != Mode.LAT || rate == null) {
+                throw new IllegalArgumentException("--rate (and --idle with it) goes with tcp-lat only, and --idle with --rate");
+            }
+            if (o.server || o.client || loopback) {
+                throw new IllegalArgumentException("--rate runs both sides in one process; leave out --server, --client and --loopback");
+            }
+            return new OpenLoopLatency(name, true, rate, seconds != null ? seconds : 2, turns, o.size != null ? o.size : 8,
+                    IdleOption.parse(idleSpec)).run(o.json);
         }
         if (loopback) {
             if (mode == Mode.CRR) {

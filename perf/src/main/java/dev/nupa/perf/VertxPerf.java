@@ -122,8 +122,7 @@ abstract class VertxPerf implements Callable<Integer> {
     @Option(names = "--json", description = "Print one JSON object on the last line.")
     boolean json;
 
-    @Option(names = "--idle", paramLabel = "SPIN_US,YIELD_US",
-            description = "How our event loops idle: spin, then yield, then sleep on the fabric's interrupt (default: the transport's).")
+    @Option(names = "--idle", paramLabel = "SPIN_US,YIELD_US", description = IdleOption.DESCRIPTION)
     String idleSpec;
 
     @Option(names = "--fabric", paramLabel = "PATH", description = "Fabric file to create and remove (default: a fresh one in /dev/shm).")
@@ -193,7 +192,7 @@ abstract class VertxPerf implements Callable<Integer> {
         if (Files.exists(f)) {
             throw new IllegalArgumentException("fabric file " + f + " exists; give a fresh path with --fabric");
         }
-        Datapath.Idle idle = idle();
+        Datapath.Idle idle = IdleOption.parse(idleSpec);
         StackConfig server = StackConfig.defaults(f, 0).withIdle(idle).withLoops(loops);
         List<Side> sides = new ArrayList<>();
         sides.add(new Side("ours", "ours", NupaVertx.create(server), NupaVertx.create(StackConfig.defaults(f, 1).withIdle(idle)
@@ -315,19 +314,6 @@ abstract class VertxPerf implements Callable<Integer> {
             sum += mx.getThreadAllocatedBytes(t.threadId());
         }
         return sum;
-    }
-
-    private Datapath.Idle idle() {
-        if (idleSpec == null) {
-            return StackConfig.defaults(Path.of("unused"), 0).idle();
-        }
-        String[] p = idleSpec.split(",");
-        if (p.length != 2) {
-            throw new IllegalArgumentException("--idle takes SPIN_US,YIELD_US (e.g. 50,1000), not " + idleSpec);
-        }
-        long spin = Long.parseLong(p[0].trim()) * 1000;
-        long yield = Long.parseLong(p[1].trim()) * 1000;
-        return new Datapath.Idle(spin, yield, 10_000_000L);
     }
 
     /** The medians of one peer's turns and of ours over its turns' ratios. */
@@ -546,12 +532,7 @@ abstract class VertxPerf implements Callable<Integer> {
         };
     }
 
-    /**
-     * Requests in an open loop, as a service sees them at light load: one thread draws arrival times with exponential
-     * gaps of mean 1 / {@code --rate} and, at each, hands a call to the next lane (parking until shortly before,
-     * then spinning: the harness's thread, not counted in either side's CPU); each call is timed from its arrival,
-     * so a slow answer delays no later arrival and shows in the tail (no coordinated omission).
-     */
+    /** Requests in an open loop ({@link OpenLoop}), dealt over the lanes in turn. */
     private Workload openLoop(List<Context> lanes, Supplier<Future<?>> close, List<Supplier<Future<?>>> calls) {
         return new Workload() {
             @Override
@@ -561,54 +542,20 @@ abstract class VertxPerf implements Callable<Integer> {
 
             @Override
             public Result run(double secs) throws Exception {
-                Histogram h = LatencyStats.newHistogram();
-                java.util.concurrent.atomic.AtomicLong answered = new java.util.concurrent.atomic.AtomicLong();
-                java.util.concurrent.atomic.AtomicReference<Throwable> failed = new java.util.concurrent.atomic.AtomicReference<>();
-                java.util.SplittableRandom random = new java.util.SplittableRandom(42);
-                double meanGapNs = 1e9 / rate;
-                long start = System.nanoTime();
-                long end = start + (long) (secs * 1e9);
-                long sent = 0;
-                for (long at = start; ; sent++) {
-                    at += (long) (-Math.log(1 - random.nextDouble()) * meanGapNs);
-                    if (at >= end) {
-                        break;
-                    }
-                    for (long left; (left = at - System.nanoTime()) > 0; ) {
-                        if (left > 100_000) {
-                            java.util.concurrent.locks.LockSupport.parkNanos(left - 50_000);
-                        } else {
-                            Thread.onSpinWait();
-                        }
-                    }
-                    long arrival = at;
-                    int k = (int) (sent % lanes.size());
+                OpenLoop turn = new OpenLoop(rate, secs);
+                long[] next = {0};
+                turn.run(arrival -> {
+                    int k = (int) (next[0]++ % lanes.size());
                     Supplier<Future<?>> call = calls.get(Math.min(k, calls.size() - 1));
                     lanes.get(k).runOnContext(v -> call.get().onComplete(ar -> {
                         if (ar.failed()) {
-                            failed.compareAndSet(null, ar.cause());
+                            turn.failed(ar.cause());
                         } else {
-                            synchronized (h) {
-                                h.recordValue(Math.max(0, System.nanoTime() - arrival));
-                            }
+                            turn.answered(arrival);
                         }
-                        answered.incrementAndGet();
                     }));
-                }
-                long deadline = System.nanoTime() + 30_000_000_000L;
-                while (answered.get() < sent && failed.get() == null && System.nanoTime() < deadline) {
-                    Thread.sleep(1);
-                }
-                if (failed.get() != null) {
-                    throw new IllegalStateException("a request failed: " + failed.get(), failed.get());
-                }
-                if (answered.get() < sent) {
-                    throw new IllegalStateException((sent - answered.get()) + " of " + sent + " requests unanswered 30 s after the turn");
-                }
-                double elapsed = (end - start) / 1e9;
-                synchronized (h) {
-                    return new Result(sent / elapsed, h.getValueAtPercentile(50), h.getValueAtPercentile(99), sent);
-                }
+                });
+                return new Result(turn.offered(), turn.p50(), turn.p99(), turn.sent());
             }
         };
     }

@@ -212,6 +212,40 @@ class PerfCommandLineTest {
     }
 
     @Test
+    void perfUdpAndTcpLatencyInAnOpenLoopReportP50P99AndEachSidesCpu() throws Exception {
+        String side = "\\{\"msgs_s\":[0-9.]+,\"p50_ns\":[1-9][0-9]*,\"p99_ns\":[1-9][0-9]*,\"cpu\":[0-9.]+,\"cpu_client\":[0-9.]+,"
+                + "\"cpu_server\":[0-9.]+,\"lost\":\\d+\\}";
+        for (String tool : List.of("udp-lat", "tcp-lat")) {
+            Run open = ownFabrics("perf", tool, "--rate", "500", "-t", "0.5", "--turns", "1", "--idle", "5,10", "--json");
+            assertEquals(0, open.status(), open.out() + open.err());
+            assertTrue(open.out().contains("idle fixed, spin 5 us, yield to 10 us"), open.out());
+            assertTrue(Pattern.compile("^\\{\"test\":\"" + tool + "\",\"open_loop\":true,\"rate\":500.0,\"bytes\":(64|8),\"turns\":1,"
+                    + "\"ours\":" + side + ",\"peer\":" + side + ",\"latency_ratio\":[0-9.]+,\"p99_ratio\":[0-9.]+,"
+                    + "\"cpu_ratio\":([0-9.]+|Infinity|NaN)\\}$").matcher(open.lastLine()).find(), open.out());
+        }
+        assertOneLineError(here("perf", "icmp-lat", "--rate", "100"), 2, "--rate (and --idle with it) goes with udp-lat only");
+        assertOneLineError(here("perf", "tcp-bw", "--rate", "100"), 2, "--rate (and --idle with it) goes with tcp-lat only");
+        assertOneLineError(here("perf", "udp-lat", "--idle", "5,10"), 2, "--idle with --rate");
+        assertOneLineError(here("perf", "udp-lat", "--rate", "100", "--server"), 2, "--rate runs both sides in one process");
+        assertOneLineError(here("perf", "tcp-lat", "--rate", "100", "--idle", "10,5"), 2, "--idle takes SPIN_US,YIELD_US");
+        assertOneLineError(here("perf", "udp-lat", "--rate", "0"), 2, "--rate takes requests per second above 0");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
+    }
+
+    @Test
+    void perfFirstRequestTimesTheFirstRequestsOfFreshProcessesAgainstTheirLast() throws Exception {
+        Run r = ownFabrics("perf", "first-request", "--runs", "1", "-n", "5", "--gap-ms", "0", "--json");
+        assertEquals(0, r.status(), r.out() + r.err());
+        assertTrue(r.out().contains("  udp run 1: first ") && r.out().contains("  http run 1: first "), r.out());
+        String kind = "\\{\"first_ns\":[1-9][0-9]*,\"last_ns\":[1-9][0-9]*,\"ratio\":[0-9.]+,\"ratio_min\":[0-9.]+,"
+                + "\"ratio_max\":[0-9.]+\\}";
+        assertTrue(Pattern.compile("^\\{\"test\":\"first-request\",\"runs\":1,\"requests\":5,\"udp\":" + kind + ",\"http\":"
+                + kind + "\\}$").matcher(r.lastLine()).find(), r.out());
+        assertOneLineError(here("perf", "first-request", "-n", "1"), 2, "need --runs >= 1, -n >= 2");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
+    }
+
+    @Test
     void perfTcpLoopbackToolsRunInOneProcessBesideLinuxTcpOver127001() throws Exception {
         Run lat = ownFabrics("perf", "tcp-lat", "--loopback", "-n", "2000", "--json");
         assertEquals(0, lat.status(), lat.err());

@@ -19,7 +19,7 @@ import io.netty.util.concurrent.ThreadAwareExecutor;
  * node's {@link Datapath} (a batch of frames carried up the stack to the channels, the tasks handed
  * over, the due timers) and then, when it did nothing and the loop has no tasks, idles as the
  * datapath's {@link Datapath.Idle} says: spin, yield, then sleep on the fabric's armed interrupt
- * until a frame, a timer, a scheduled task or {@link #wakeup} (a task from another thread). Stack and
+ * (the loop's own tasks count as work for it) until a frame, a timer, a scheduled task or {@link #wakeup} (a task from another thread). Stack and
  * application handlers thus run on one thread, to completion, with nothing handed between threads.
  */
 final class NupaIoHandler implements IoHandler {
@@ -50,6 +50,10 @@ final class NupaIoHandler implements IoHandler {
         if (work == 0 && ctx.canBlock()) {
             context = ctx;
             d.idle(now, 0, ctx.delayNanos(now), mayBlock);
+        }
+        if (work == 0 && !ctx.canBlock()) {
+            // The loop's own tasks run next (one handed over woke it, or one is due): work for the idle strategy.
+            d.workDone(System.nanoTime());
         }
         if (ctx.shouldReportActiveIoTime()) {
             ctx.reportActiveIoTime(0);

@@ -50,9 +50,9 @@ public record StackConfig(Path fabric, int address, FabricGeometry geometry, int
         this(fabric, address, geometry, mtu, idle, ip, routes, tcp, tcpBufferMemory, loops, linkFaults, FabricAccess.PRIVATE);
     }
 
-    /** Node {@code address} of {@code fabric} with every other setting at its default (the loop idles as {@link Datapath.Idle#eventLoop()}). */
+    /** Node {@code address} of {@code fabric} with every other setting at its default (the loop idles as {@link Datapath.Idle#adaptive()}). */
     public static StackConfig defaults(Path fabric, int address) {
-        return new StackConfig(fabric, address, FabricGeometry.defaults(), Link.DEFAULT_MTU, Datapath.Idle.eventLoop(), null,
+        return new StackConfig(fabric, address, FabricGeometry.defaults(), Link.DEFAULT_MTU, Datapath.Idle.adaptive(), null,
                 List.of(), null, 0, 1, null);
     }
 

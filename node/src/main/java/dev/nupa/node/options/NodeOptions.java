@@ -92,7 +92,7 @@ public final class NodeOptions {
             rs.add(Route.parse(r));
         }
         NodeConfig c = NodeConfig.defaults(fabricPath(), address).withMtu(mtu).withRoutes(rs)
-                .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.eventLoop()); // the datapath is the node's event loop
+                .withIdle(spin ? Datapath.Idle.busySpin() : Datapath.Idle.adaptive()); // the datapath is the node's event loop
         c = new NodeConfig(c.fabric(), c.address(), c.ip(), c.mtu(), c.routes(),
                 nodes != null ? FabricGeometry.defaults().withMaxNodes(nodes) : FabricGeometry.defaults(), c.idle(), c.capture(), null, 0, null,
                 linkFaults != null ? LinkFaults.parse(linkFaults) : null, null, where.access());

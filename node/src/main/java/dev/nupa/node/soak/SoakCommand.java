@@ -86,7 +86,7 @@ public final class SoakCommand implements Callable<Integer> {
         List<Process> started = new ArrayList<>();
         try {
             // This process is node 0 (the traffic's client, which creates the fabric); echo nodes 1..N; rping's ends after them.
-            self = NupaNode.create(NodeConfig.defaults(fabric, 0).withIdle(Datapath.Idle.eventLoop())).await(30, TimeUnit.SECONDS);
+            self = NupaNode.create(NodeConfig.defaults(fabric, 0).withIdle(Datapath.Idle.adaptive())).await(30, TimeUnit.SECONDS);
             for (int i = 1; i <= nodes; i++) {
                 SoakChild c = new SoakChild(fabric, i, ECHO_PORT, i == 1);
                 children.add(c);
