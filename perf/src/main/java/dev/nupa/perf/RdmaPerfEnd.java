@@ -131,7 +131,9 @@ abstract class RdmaPerfEnd {
                         .rqPsn(peerPsn).maxDestRdAtomic(16).minRnrTimer(1),
                 QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
                         | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
-        qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(ourPsn).timeout(14).retryCnt(7).rnrRetry(7).maxRdAtomic(READS_OUTSTANDING),
+        // ACK timeout 17 (537 ms a try), as the CM gives a RoCE path: the fabric loses nothing, and a side the host did
+        // not schedule for a while (a loaded machine) must not end the run.
+        qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(ourPsn).timeout(17).retryCnt(7).rnrRetry(7).maxRdAtomic(READS_OUTSTANDING),
                 QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
                         | QpAttrMask.MAX_QP_RD_ATOMIC);
     }

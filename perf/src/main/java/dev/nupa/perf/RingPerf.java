@@ -178,7 +178,7 @@ final class RingPerf implements Callable<Integer> {
         qp.modify(new QpAttr().qpState(QpState.RTR).destNode(peer).pathMtu(4096).destQpNum(peerQpn).rqPsn(0).maxDestRdAtomic(16).minRnrTimer(1),
                 QpAttrMask.STATE | QpAttrMask.AV | QpAttrMask.PATH_MTU | QpAttrMask.DEST_QPN | QpAttrMask.RQ_PSN
                         | QpAttrMask.MAX_DEST_RD_ATOMIC | QpAttrMask.MIN_RNR_TIMER);
-        qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(0).timeout(14).retryCnt(7).rnrRetry(7).maxRdAtomic(16),
+        qp.modify(new QpAttr().qpState(QpState.RTS).sqPsn(0).timeout(17).retryCnt(7).rnrRetry(7).maxRdAtomic(16),
                 QpAttrMask.STATE | QpAttrMask.SQ_PSN | QpAttrMask.TIMEOUT | QpAttrMask.RETRY_CNT | QpAttrMask.RNR_RETRY
                         | QpAttrMask.MAX_QP_RD_ATOMIC);
     }
