@@ -307,11 +307,13 @@ final class QosPerf implements Callable<Integer> {
                 }
                 turns.endTurn();
             }
+            if (bulk != null) { // the senders stop before the server goes: WRITEs to a node that left would fail
+                bulk.forEach(QosRdma.Bulk::close);
+            }
             control.set(ValueLayout.JAVA_BYTE, 0, BYE);
             link.setServiceLevels(separate);
             stack.sendUdp(port, server, CONTROL_PORT, control, 0, 1);
             if (rdmaSide != null) {
-                bulk.forEach(QosRdma.Bulk::close);
                 rdmaSide.close();
                 System.out.printf(Locale.ROOT, "qos: RC SEND round trip, %d bytes at SL %d (ring %d), beside RDMA WRITEs of %d bytes"
                         + " at SL %d (ring %d); receiver's ring policy %s; fabric %s%n", size, sl, pingRing, bulkSize, bulkSl, bulkRing,

@@ -215,6 +215,31 @@ final class QosRdma {
         return true;
     }
 
+    /**
+     * Bulk sender: waits (polling, at most 5 s) until every WRITE posted has completed, so its node leaves with nothing
+     * in flight: a last, signalled WRITE of no bytes completes after all before it (RC completes in order).
+     */
+    void drainBulk(PerfNode pn) {
+        if (bulkPosted % SIGNAL_EVERY == 0 && bulkOutstanding <= 0) {
+            return;
+        }
+        bulk[0].postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(1).sendFlags(SendFlags.SIGNALED)
+                .local(mr, 0, 0).remote(bulkWr.remoteAddr, bulkWr.rkey));
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        while (System.nanoTime() < deadline) {
+            long now = System.nanoTime();
+            pn.link.poll(16, now);
+            ctx.poll(now);
+            while (bulkCq.poll(wc)) {
+                check(wc);
+                if (wc.wrId == 1) {
+                    return;
+                }
+            }
+        }
+        throw new IllegalStateException("qos --rdma: a bulk sender's WRITEs did not complete within 5 s of the end");
+    }
+
     private static void check(WorkCompletion w) {
         if (w.status != WcStatus.SUCCESS) {
             throw new IllegalStateException("qos --rdma: a work request completed with " + WcStatus.name(w.status) + ": " + w);
@@ -271,6 +296,7 @@ final class QosRdma {
                         posted = ++n;
                     }
                 }
+                side.drainBulk(pn);
                 ended.complete(null);
             } catch (Exception | Error e) {
                 opened.completeExceptionally(e);
