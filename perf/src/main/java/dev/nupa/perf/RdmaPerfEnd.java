@@ -186,6 +186,9 @@ abstract class RdmaPerfEnd {
         int n = 0;
         while (recvCq.poll(wc)) {
             check(wc);
+            if (wc.status == WcStatus.WR_FLUSH_ERR) {
+                continue; // a side that takes a flush (its peer left) posts nothing more to the ERR QP
+            }
             qp.postRecv(rwr);
             n++;
         }

@@ -1,5 +1,11 @@
 package dev.nupa.perf;
 
+import dev.nupa.roce.verbs.WorkCompletion;
+
+import dev.nupa.roce.verbs.RdmaCounter;
+
+import dev.nupa.roce.verbs.WcStatus;
+
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.SplittableRandom;
@@ -36,7 +42,7 @@ final class RdmaPerfServer extends RdmaPerfEnd {
             System.out.flush();
             while (!done) {
                 pump();
-                if (qp != null) {
+                if (qp != null && !done) {
                     drainSends();
                     drainRecvs();
                 }
@@ -51,6 +57,20 @@ final class RdmaPerfServer extends RdmaPerfEnd {
         } finally {
             close();
         }
+    }
+
+    /**
+     * A flushed completion once the client's node has left (the QP went to ERR for it, PEER_DOWN_QP_ERRORS) ends the
+     * server's run as its BYE would: the client sends BYE and leaves at once, and which of the two the server sees
+     * first is a race.
+     */
+    @Override
+    void check(WorkCompletion w) {
+        if (w.status == WcStatus.WR_FLUSH_ERR && ctx.counter(RdmaCounter.PEER_DOWN_QP_ERRORS) > 0) {
+            done = true;
+            return;
+        }
+        super.check(w);
     }
 
     private void serverControl(int src, int srcPort, int dst, MemorySegment m, long off, int len) {
