@@ -1,10 +1,8 @@
 package dev.nupa.examples;
 
-import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
 
 import dev.nupa.cluster.NupaCluster;
-import dev.nupa.transport.StackConfig;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.ReplyException;
@@ -14,23 +12,32 @@ import io.vertx.core.eventbus.ReplyFailure;
  * A client of {@link ClusterService} on the clustered event bus, on another fabric node (default 1, 10.0.0.2): it joins
  * the cluster, sends COUNT requests to {@code greeter} (the services answer in turn) and prints the replies, publishes
  * COUNT messages to {@code news} (every service prints each), asks once more so that what it published has gone out, and
- * leaves.
+ * leaves. Takes {@link ClusterService}'s options ({@code --ip}, {@code --route}, {@code --member}).
  */
 public final class ClusterClient {
     private ClusterClient() {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 1 || args.length > 4) {
-            System.err.println("usage: ClusterClient FABRIC_FILE [NODE [FIRST_PORT [COUNT]]]   (e.g. /dev/shm/f1 1 5701 3)");
+        ClusterService.Options o;
+        int firstPort;
+        int count;
+        try {
+            o = ClusterService.Options.parse(args, 1);
+            if (o.rest().size() > 4) {
+                throw new IllegalArgumentException("too many arguments");
+            }
+            firstPort = o.intArg(2, 5701);
+            count = o.intArg(3, 3);
+        } catch (RuntimeException e) {
+            System.err.println("cluster-client: " + e.getMessage() + "; usage: ClusterClient " + ClusterService.Options.USAGE
+                    + "FABRIC_FILE [NODE [FIRST_PORT [COUNT]]]   (e.g. /dev/shm/f1 1 5701 3)");
             System.exit(2);
+            return;
         }
-        int node = args.length > 1 ? Integer.parseInt(args[1]) : 1;
-        int firstPort = args.length > 2 ? Integer.parseInt(args[2]) : 5701;
-        int count = args.length > 3 ? Integer.parseInt(args[3]) : 3;
         Vertx vertx;
         try {
-            vertx = NupaCluster.create(StackConfig.defaults(Path.of(args[0]), node), ClusterService.cluster(node, firstPort)).await();
+            vertx = NupaCluster.create(o.stack(), ClusterService.cluster(o.member(), firstPort)).await();
         } catch (Exception e) {
             System.err.println("cluster-client: " + e.getMessage());
             System.exit(1);

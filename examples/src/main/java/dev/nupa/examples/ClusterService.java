@@ -8,6 +8,8 @@ import java.util.logging.Logger;
 
 import dev.nupa.cluster.ClusterConfig;
 import dev.nupa.cluster.NupaCluster;
+import dev.nupa.ip.IpConfig;
+import dev.nupa.ip.Route;
 import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
@@ -17,8 +19,11 @@ import io.vertx.core.Vertx;
 /**
  * A service on the clustered event bus, on a fabric node (default 0, 10.0.0.1): the consumer {@code greeter} answers each
  * request, and a subscriber to {@code news} prints what is published. The members' messages go over the fabric;
- * Hazelcast keeps the members on loopback, at ports FIRST_PORT..FIRST_PORT+3 (nodes 0 to 3; default 5701). Serves until
- * Ctrl-C, then leaves the cluster and the fabric. {@link ClusterClient} uses it.
+ * Hazelcast keeps the members on loopback, at ports FIRST_PORT..FIRST_PORT+3 (members 0 to 3, by default the node's
+ * number; default 5701). Serves until Ctrl-C, then leaves the cluster and the fabric. {@link ClusterClient} uses it.
+ * Options (before the other arguments) for a node on another fabric than 10.0.0.0/24 or behind a gateway:
+ * {@code --ip IP/LEN} (the node's address), {@code --route "NET/LEN via GW"} (repeatable), {@code --member K} (its
+ * membership port FIRST_PORT+K, when two fabrics' nodes share a number).
  */
 public final class ClusterService {
     /** Nodes 0 to MEMBERS-1 may join: Hazelcast lists their membership ports. */
@@ -43,29 +48,84 @@ public final class ClusterService {
     /** Hazelcast's INFO lines (joins, partitions, connections), kept out of the examples' output; warnings still show. */
     private static final Logger HAZELCAST_LOG = Logger.getLogger("com.hazelcast");
 
-    /** The cluster of the examples: this node's membership port, and the ports of nodes 0 to 3. */
-    static ClusterConfig cluster(int node, int firstPort) {
+    /** The cluster of the examples: this member's membership port, and the ports of members 0 to 3. */
+    static ClusterConfig cluster(int member, int firstPort) {
         HAZELCAST_LOG.setLevel(Level.WARNING);
-        if (node < 0 || node >= MEMBERS) {
-            throw new IllegalArgumentException("the examples' cluster has nodes 0 to " + (MEMBERS - 1) + ", not " + node);
+        if (member < 0 || member >= MEMBERS) {
+            throw new IllegalArgumentException("the examples' cluster has members 0 to " + (MEMBERS - 1) + ", not " + member
+                    + " (--member K chooses another)");
         }
         List<String> members = new ArrayList<>();
         for (int i = 0; i < MEMBERS; i++) {
             members.add("127.0.0.1:" + (firstPort + i));
         }
-        return ClusterConfig.loopback(firstPort + node, members);
+        return ClusterConfig.loopback(firstPort + member, members);
+    }
+
+    /** The examples' options: {@code --ip}, {@code --route}, {@code --member}; what is left is positional. */
+    record Options(StackConfig stack, int member, List<String> rest) {
+        static final String USAGE = "[--ip IP/LEN] [--route \"NET/LEN via GW\"]... [--member K] ";
+
+        /** Parses {@code args} for a node whose number is the first positional argument after the fabric file. */
+        static Options parse(String[] args, int defaultNode) {
+            String ip = null;
+            List<Route> routes = new ArrayList<>();
+            int member = -1;
+            List<String> rest = new ArrayList<>();
+            for (int i = 0; i < args.length; i++) {
+                switch (args[i]) {
+                    case "--ip", "--route", "--member" -> {
+                        if (i + 1 == args.length) {
+                            throw new IllegalArgumentException(args[i] + " needs a value");
+                        }
+                        String v = args[++i];
+                        switch (args[i - 1]) {
+                            case "--ip" -> ip = v;
+                            case "--route" -> routes.add(Route.parse(v));
+                            default -> member = Integer.parseInt(v);
+                        }
+                    }
+                    default -> rest.add(args[i]);
+                }
+            }
+            if (rest.isEmpty()) {
+                throw new IllegalArgumentException("the fabric file is missing");
+            }
+            int node = rest.size() > 1 ? Integer.parseInt(rest.get(1)) : defaultNode;
+            StackConfig stack = StackConfig.defaults(Path.of(rest.get(0)), node);
+            if (ip != null) {
+                stack = stack.withIp(IpConfig.parse(ip));
+            }
+            if (!routes.isEmpty()) {
+                stack = stack.withRoutes(routes);
+            }
+            return new Options(stack, member >= 0 ? member : node, rest);
+        }
+
+        int intArg(int index, int otherwise) {
+            return rest.size() > index ? Integer.parseInt(rest.get(index)) : otherwise;
+        }
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length < 1 || args.length > 3) {
-            System.err.println("usage: ClusterService FABRIC_FILE [NODE [FIRST_PORT]]   (e.g. /dev/shm/f1 0 5701)");
+        Options o;
+        int firstPort;
+        try {
+            o = Options.parse(args, 0);
+            if (o.rest().size() > 3) {
+                throw new IllegalArgumentException("too many arguments");
+            }
+            firstPort = o.intArg(2, 5701);
+        } catch (RuntimeException e) {
+            System.err.println("cluster-service: " + e.getMessage() + "; usage: ClusterService " + Options.USAGE
+                    + "FABRIC_FILE [NODE [FIRST_PORT]]   (e.g. /dev/shm/f1 0 5701)");
             System.exit(2);
+            return;
         }
-        int node = args.length > 1 ? Integer.parseInt(args[1]) : 0;
-        int firstPort = args.length > 2 ? Integer.parseInt(args[2]) : 5701;
+        int member = o.member();
         Vertx vertx;
         try {
-            vertx = NupaCluster.create(StackConfig.defaults(Path.of(args[0]), node), cluster(node, firstPort)).await();
+            vertx = NupaCluster.create(o.stack(), cluster(member, firstPort)).await();
         } catch (Exception e) {
             System.err.println("cluster-service: " + e.getMessage());
             System.exit(1);
@@ -73,7 +133,7 @@ public final class ClusterService {
         }
         start(vertx).await();
         System.out.printf("cluster service on %s: greeter answers, news is printed (Hazelcast on 127.0.0.1:%d); Ctrl-C stops%n",
-                address(vertx), firstPort + node);
+                address(vertx), firstPort + member);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> vertx.close().await()));
     }
 }
