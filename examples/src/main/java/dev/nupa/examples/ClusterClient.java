@@ -49,6 +49,9 @@ public final class ClusterClient {
             for (int i = 1; i <= count; i++) {
                 System.out.println(greet(vertx, "request " + i));
             }
+            // A publish reaches the subscribers this member knows of; the service's news subscriber reaches its view
+            // through Hazelcast's registry apart from the greeter, so ask it once before publishing.
+            request(vertx, "news", "subscriber check from " + me);
             for (int i = 1; i <= count; i++) {
                 vertx.eventBus().publish("news", "news " + i + " from " + me);
             }
@@ -59,15 +62,19 @@ public final class ClusterClient {
         }
     }
 
-    /**
-     * One request to the greeter. A service that has just joined reaches this member through Hazelcast's registry a
-     * moment later: while no greeter is known (NO_HANDLERS), it asks again, for up to 30 s.
-     */
     private static String greet(Vertx vertx, String who) throws Exception {
+        return request(vertx, "greeter", who);
+    }
+
+    /**
+     * One request to {@code address}. A service that has just joined reaches this member through Hazelcast's registry a
+     * moment later: while no consumer is known there (NO_HANDLERS), it asks again, for up to 30 s.
+     */
+    private static String request(Vertx vertx, String address, String body) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             try {
-                return vertx.eventBus().<String>request("greeter", who).map(Message::body).await(10, TimeUnit.SECONDS);
+                return vertx.eventBus().<String>request(address, body).map(Message::body).await(10, TimeUnit.SECONDS);
             } catch (ReplyException e) {
                 if (e.failureType() != ReplyFailure.NO_HANDLERS || System.nanoTime() > deadline) {
                     throw e;

@@ -37,7 +37,12 @@ public final class ClusterService {
         String from = address(vertx);
         return Future.all(
                 vertx.eventBus().<String>consumer("greeter", m -> m.reply("hello " + m.body() + " from " + from)).completion(),
-                vertx.eventBus().<String>consumer("news", m -> System.out.println("news: " + m.body())).completion());
+                vertx.eventBus().<String>consumer("news", m -> {
+                    System.out.println("news: " + m.body());
+                    if (m.replyAddress() != null) {
+                        m.reply("subscribed"); // a publisher asking whether a subscriber is known yet
+                    }
+                }).completion());
     }
 
     /** The node's fabric IPv4 address, where its event bus listens. */
