@@ -143,7 +143,7 @@ final class PerfSuite implements Callable<Integer> {
     Path figuresFile;
 
     @Option(names = "--machine-kind", paramLabel = "NAME",
-            description = "The machine kind whose table --figures replaces (default: N-CPU, N the CPUs here).")
+            description = "The machine kind whose table --figures writes (default: N-CPU VENDOR, e.g. 2-CPU AMD or 16-CPU Intel).")
     String machineKind;
 
     @Override
@@ -211,7 +211,7 @@ final class PerfSuite implements Callable<Integer> {
         System.out.print(md);
         System.out.println("wrote " + out.resolve("suite.json") + " and " + out.resolve("suite.md"));
         if (figuresFile != null) {
-            String kind = machineKind != null ? machineKind : Runtime.getRuntime().availableProcessors() + "-CPU";
+            String kind = machineKind != null ? machineKind : machineKind();
             FiguresFile.write(figuresFile, kind, md.toString());
             System.out.println("replaced the " + kind + " table of " + figuresFile);
         }
@@ -236,14 +236,27 @@ final class PerfSuite implements Callable<Integer> {
     }
 
     /** The CPU model, how many CPUs, and where the tools' two processes ran. */
-    static String machine() {
-        String model = "unknown CPU";
+    /**
+     * The machine kind whose table --figures writes by default: the CPU count and the vendor, "2-CPU AMD" or
+     * "16-CPU Intel", so runs on two kinds of VM of one size do not share a table.
+     */
+    static String machineKind() {
+        String model = cpuModel();
+        String vendor = model.startsWith("unknown") ? "" : " " + model.split("[\\s(]", 2)[0];
+        return Runtime.getRuntime().availableProcessors() + "-CPU" + vendor;
+    }
+
+    private static String cpuModel() {
         try {
-            model = Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
-                    .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElse(model);
+            return Files.readAllLines(Path.of("/proc/cpuinfo")).stream().filter(l -> l.startsWith("model name"))
+                    .map(l -> l.substring(l.indexOf(':') + 1).trim()).findFirst().orElse("unknown CPU");
         } catch (IOException e) {
-            // not Linux: the model stays unknown
+            return "unknown CPU"; // not Linux
         }
+    }
+
+    static String machine() {
+        String model = cpuModel();
         int cpus = Runtime.getRuntime().availableProcessors();
         String placement = cpus > 2
                 ? "the two processes of each tool pinned to CPUs 0 and 1 (the Vert.x tools run in one process, unpinned)"
