@@ -103,17 +103,8 @@ class NupaClusterTest {
 
     /** The subscription reaches other members through Hazelcast's registry, asynchronously: asks until it is there. */
     private static String requestUntilAnswered(Vertx from, String address, String body) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            try {
-                return from.eventBus().<String>request(address, body).map(Message::body).await(5, TimeUnit.SECONDS);
-            } catch (Exception noHandlersYet) {
-                if (System.nanoTime() > deadline) {
-                    throw noHandlersYet;
-                }
-                Thread.sleep(20);
-            }
-        }
+        return ClusterRequests.<String>requestOnceKnown(from, address, body, Duration.ofSeconds(30)).map(Message::body)
+                .await(35, TimeUnit.SECONDS);
     }
 
     private static void close(Vertx v) throws Exception {

@@ -1,12 +1,12 @@
 package dev.nupa.examples;
 
+import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
+import dev.nupa.cluster.ClusterRequests;
 import dev.nupa.cluster.NupaCluster;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.Message;
-import io.vertx.core.eventbus.ReplyException;
-import io.vertx.core.eventbus.ReplyFailure;
 
 /**
  * A client of {@link ClusterService} on the clustered event bus, on another fabric node (default 1, 10.0.0.2): it joins
@@ -68,19 +68,10 @@ public final class ClusterClient {
 
     /**
      * One request to {@code address}. A service that has just joined reaches this member through Hazelcast's registry a
-     * moment later: while no consumer is known there (NO_HANDLERS), it asks again, for up to 30 s.
+     * moment later: while no consumer is known there, it asks again, for up to 30 s ({@link ClusterRequests}).
      */
     private static String request(Vertx vertx, String address, String body) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            try {
-                return vertx.eventBus().<String>request(address, body).map(Message::body).await(10, TimeUnit.SECONDS);
-            } catch (ReplyException e) {
-                if (e.failureType() != ReplyFailure.NO_HANDLERS || System.nanoTime() > deadline) {
-                    throw e;
-                }
-                Thread.sleep(50);
-            }
-        }
+        return ClusterRequests.<String>requestOnceKnown(vertx, address, body, Duration.ofSeconds(30)).map(Message::body)
+                .await(40, TimeUnit.SECONDS);
     }
 }
