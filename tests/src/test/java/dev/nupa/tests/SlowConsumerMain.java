@@ -8,6 +8,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
 import dev.nupa.cluster.ClusterConfig;
+import dev.nupa.cluster.ClusterRequests;
 import dev.nupa.cluster.NupaCluster;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Context;
@@ -104,18 +105,7 @@ public final class SlowConsumerMain {
         }
         EventBus bus = vertx.eventBus();
         // The consumer's registration reaches this member through Hazelcast: ask until it answers.
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (true) {
-            try {
-                bus.request("ctl", "sync").await(5, TimeUnit.SECONDS);
-                break;
-            } catch (Exception e) {
-                if (System.nanoTime() - deadline > 0) {
-                    throw e;
-                }
-                Thread.sleep(50);
-            }
-        }
+        ClusterRequests.requestOnceKnown(vertx, "ctl", "sync", Duration.ofSeconds(30)).await(35, TimeUnit.SECONDS);
         Buffer body = Buffer.buffer(new byte[bodyBytes]);
         DeliveryOptions syncWait = new DeliveryOptions().setSendTimeout(30_000);
         var context = vertx.getOrCreateContext();
@@ -141,14 +131,14 @@ public final class SlowConsumerMain {
             sent = end;
         }
         String count = "";
-        deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (System.nanoTime() - deadline < 0) {
             count = bus.<String>request("ctl", "count").await(10, TimeUnit.SECONDS).body();
             String[] f = count.split("[= ]");
             if (Long.parseLong(f[1]) + Long.parseLong(f[3]) >= messages) {
                 break;
             }
-            Thread.sleep(10);
+            Thread.sleep(10); // a pause between looks at the consumer's count (each look is a request), not a timing
         }
         String consumerHeap = bus.<String>request("ctl", "heap").await(30, TimeUnit.SECONDS).body();
         System.out.println("RESULT sent=" + sent + " " + count + " senderHeap=" + heapAfterGc() + " consumerHeap=" + consumerHeap
