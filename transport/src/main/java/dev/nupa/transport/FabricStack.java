@@ -39,6 +39,12 @@ public final class FabricStack implements AutoCloseable {
      * connection is in the middle of a segment (a connection may move to another loop as it is handed out).
      */
     private final java.util.ArrayDeque<NupaServerSocketChannel> acceptsDue = new java.util.ArrayDeque<>();
+    /**
+     * Channels that queued bytes in this turn of the loop: their connections send once the turn's writes are all
+     * in, so the messages a turn writes to one connection leave as full segments, not one segment each (as Netty's
+     * io_uring transport submits a turn's writes together, and Linux's autocorking holds small writes back).
+     */
+    private final java.util.ArrayDeque<NupaSocketChannel> sendsDue = new java.util.ArrayDeque<>();
 
     /** File regions (Vert.x's sendFile) this loop's channels sent whole; written by the loop only. */
     private volatile long regionsSent;
@@ -147,6 +153,29 @@ public final class FabricStack implements AutoCloseable {
             if (ch.stack() == this) {
                 ch.roundEnd();
             }
+            n++;
+        }
+        return n;
+    }
+
+    /** {@code channel} queued bytes: its connection sends them at the end of this turn ({@link #sendDue}); on the loop. */
+    void sendAtTurnEnd(NupaSocketChannel channel) {
+        sendsDue.addLast(channel);
+    }
+
+    /**
+     * The connections of the channels that queued bytes since the last call send them (those that moved to another
+     * loop meanwhile excepted: none can, as they move before their first write). Returns how many sent.
+     */
+    int sendDue() {
+        if (sendsDue.isEmpty()) {
+            return 0;
+        }
+        long now = System.nanoTime();
+        int n = 0;
+        NupaSocketChannel ch;
+        while ((ch = sendsDue.pollFirst()) != null) {
+            ch.sendNow(now);
             n++;
         }
         return n;

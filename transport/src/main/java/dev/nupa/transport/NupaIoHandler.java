@@ -17,7 +17,8 @@ import io.netty.util.concurrent.ThreadAwareExecutor;
 /**
  * The event loop's I/O: each turn of a Netty {@code SingleThreadIoEventLoop} runs one round of the
  * node's {@link Datapath} (a batch of frames carried up the stack to the channels, the tasks handed
- * over, the due timers) and then, when it did nothing and the loop has no tasks, idles as the
+ * over, the due timers), sends what the channels queued in the turn (the reads' answers and the
+ * loop's tasks' writes, together) and then, when it did nothing and the loop has no tasks, idles as the
  * datapath's {@link Datapath.Idle} says: spin, yield, then sleep on the fabric's armed interrupt
  * (the loop's own tasks count as work for it) until a frame, a timer, a scheduled task or {@link #wakeup} (a task from another thread). Stack and
  * application handlers thus run on one thread, to completion, with nothing handed between threads.
@@ -44,9 +45,11 @@ final class NupaIoHandler implements IoHandler {
     @Override
     public int run(IoHandlerContext ctx) {
         Datapath d = stack.datapath();
+        int work = stack.sendDue(); // what the loop's tasks wrote since the last turn
         long now = System.nanoTime();
-        int work = d.runOnce(now);
+        work += d.runOnce(now);
         work += stack.endRound();
+        work += stack.sendDue(); // what the round's reads answered
         if (work == 0 && ctx.canBlock()) {
             context = ctx;
             d.idle(now, 0, ctx.delayNanos(now), mayBlock);
@@ -78,6 +81,7 @@ final class NupaIoHandler implements IoHandler {
 
     @Override
     public void destroy() {
+        stack.sendDue(); // the last tasks' writes
         node.closeLoop(stack); // on the loop's thread: the layers let go, the datapath runs what was handed over, the node leaves
     }
 

@@ -417,8 +417,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             waitForMemory(in);
             return;
         }
-        // Every buffer of the flush is queued first and sent by one poll, as epoll's gathering write hands the
-        // kernel all of them at once: HTTP/2's frames of one call leave as one segment, not one each.
+        // Every buffer of the flush is queued, and the connection sends at the end of the loop's turn with the
+        // turn's other writes (FabricStack.sendDue): HTTP/2's frames of one call, and the small messages a turn
+        // writes, leave as full segments, not one each.
         boolean queued = false;
         try {
             while (true) {
@@ -477,7 +478,7 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             waitForMemory(in);
         } finally {
             if (queued) {
-                c.poll(System.nanoTime());
+                sendAtTurnEnd();
             }
         }
     }
@@ -636,6 +637,26 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
                 pipeline().fireExceptionCaught(SocketErrors.failed(error, remote));
             }
             closeNow();
+        }
+    }
+
+    /** Set while the channel waits in its stack's list of sends due at the end of the loop's turn. */
+    private boolean sendDue;
+
+    /** Bytes were queued: the connection sends them at the end of the loop's turn, with whatever else the turn writes. */
+    private void sendAtTurnEnd() {
+        if (!sendDue) {
+            sendDue = true;
+            stack.sendAtTurnEnd(this);
+        }
+    }
+
+    /** The end of the loop's turn: the connection sends what was queued (closed since: its close sent it). */
+    void sendNow(long now) {
+        sendDue = false;
+        TcpConnection c = connection;
+        if (c != null) {
+            c.poll(now);
         }
     }
 

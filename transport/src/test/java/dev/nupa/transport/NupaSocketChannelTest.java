@@ -159,6 +159,30 @@ class NupaSocketChannelTest {
     }
 
     @Test
+    void theFlushesOfOneTurnLeaveTogether() throws Exception {
+        // Vert.x's event bus writes and flushes each message on its own: the 100 small messages one turn of the
+        // loop writes leave as full segments at the turn's end (FabricStack.sendDue), not one segment each.
+        start(0);
+        End[] e = connect(7009, 0);
+        Channel c = e[0].active.get();
+        c.writeAndFlush(Unpooled.copiedBuffer("warm", StandardCharsets.US_ASCII)).sync();
+        waitFor(() -> e[1].text().equals("warm"));
+        long before = clientStack.link().call(() -> clientStack.tcp().counter(TcpCounter.SEGMENTS_OUT));
+        StringBuilder expected = new StringBuilder("warm");
+        c.eventLoop().submit(() -> {
+            for (int i = 0; i < 100; i++) {
+                c.writeAndFlush(Unpooled.copiedBuffer(String.format("m%03d;", i), StandardCharsets.US_ASCII));
+            }
+        }).sync();
+        for (int i = 0; i < 100; i++) {
+            expected.append(String.format("m%03d;", i));
+        }
+        waitFor(() -> e[1].text().equals(expected.toString()));
+        assertEquals(1, clientStack.link().call(() -> clientStack.tcp().counter(TcpCounter.SEGMENTS_OUT)) - before,
+                "one segment carried the turn's 100 messages (500 bytes)");
+    }
+
+    @Test
     void aCompositeLargerThanTheSendBufferArrivesWholeInOrder() throws Exception {
         start(0);
         End[] e = connect(7008, 64 * 1024);
