@@ -34,6 +34,8 @@ import picocli.CommandLine.Option;
  * from its send to its answer. UDP and HTTP each get their own fresh pair of processes. Reported: the first, the
  * second, the tenth and the n-th request, and first / n-th, per run and as the median (range) over {@code --runs}.
  * The first HTTP request includes the TCP handshake (the connection is opened for it), as a fresh client's does.
+ * With {@code --warmup R} each process runs {@link NupaVertx#warmUp} of R rounds as it starts, before the server says
+ * it is ready and before the client's first request.
  */
 @Command(name = "first-request", mixinStandardHelpOptions = true,
         description = "The first UDP echo and HTTP request of fresh node processes against their n-th (default 100th).")
@@ -50,6 +52,10 @@ final class FirstRequest implements Callable<Integer> {
 
     @Option(names = "--gap-ms", paramLabel = "MS", defaultValue = "2", description = "Pause after each answer, as a client at light load (default: ${DEFAULT-VALUE}).")
     int gapMs;
+
+    @Option(names = "--warmup", paramLabel = "ROUNDS", defaultValue = "0",
+            description = "Each process warms up with ROUNDS loopback round trips (NupaVertx.warmUp) as it starts (default: ${DEFAULT-VALUE}, none).")
+    int warmup;
 
     @Option(names = "--json", description = "Print one JSON object on the last line.")
     boolean json;
@@ -77,12 +83,13 @@ final class FirstRequest implements Callable<Integer> {
         double[][] udp = measure("udp");
         double[][] http = measure("http");
         System.out.printf(Locale.ROOT, "first-request: fresh server and client processes (Vert.x over the NUPA transport), %d runs of"
-                + " %d requests each, %d ms apart; round trips from the client's event loop%n", runs, requests, gapMs);
+                + " %d requests each, %d ms apart; round trips from the client's event loop; %s%n", runs, requests, gapMs,
+                warmup == 0 ? "no warm-up" : "each process warmed up with " + warmup + " loopback round trips at start");
         String u = summary("UDP echo", udp);
         String h = summary("HTTP GET", http);
         if (json) {
-            System.out.printf(Locale.ROOT, "{\"test\":\"first-request\",\"runs\":%d,\"requests\":%d,\"udp\":%s,\"http\":%s}%n",
-                    runs, requests, u, h);
+            System.out.printf(Locale.ROOT, "{\"test\":\"first-request\",\"runs\":%d,\"requests\":%d,\"warmup\":%d,\"udp\":%s,\"http\":%s}%n",
+                    runs, requests, warmup, u, h);
         }
         return 0;
     }
@@ -129,11 +136,12 @@ final class FirstRequest implements Callable<Integer> {
         ShmFabric.create(f, FabricGeometry.defaults()).close();
         Process[] children = new Process[2];
         try {
-            children[0] = Children.start(List.of("perf", "first-request", "--server", "--fabric", f.toString()));
+            children[0] = Children.start(List.of("perf", "first-request", "--server", "--fabric", f.toString(),
+                    "--warmup", Integer.toString(warmup)));
             BufferedReader serverOut = Children.stdout(children[0]);
             Children.awaitLine(children[0], serverOut, PerfRunner.READY);
             children[1] = Children.start(List.of("perf", "first-request", "--client", kind, "--fabric", f.toString(),
-                    "-n", Integer.toString(requests), "--gap-ms", Integer.toString(gapMs)));
+                    "-n", Integer.toString(requests), "--gap-ms", Integer.toString(gapMs), "--warmup", Integer.toString(warmup)));
             BufferedReader out = Children.stdout(children[1]);
             double[] result = null;
             for (String line; (line = out.readLine()) != null; ) {
@@ -160,6 +168,7 @@ final class FirstRequest implements Callable<Integer> {
     /** The server process: a UDP echo and an HTTP server on node 0 until it is stopped. */
     private int serve() throws Exception {
         Vertx v = NupaVertx.create(StackConfig.defaults(fabric, 0));
+        warmUp(v);
         DatagramSocket echo = v.createDatagramSocket();
         echo.handler(p -> echo.send(p.data(), p.sender().port(), p.sender().host()));
         echo.listen(UDP_PORT, "0.0.0.0").await(30, TimeUnit.SECONDS);
@@ -177,6 +186,7 @@ final class FirstRequest implements Callable<Integer> {
             throw new IllegalArgumentException("--client takes udp or http, not " + kind);
         }
         Vertx v = NupaVertx.create(StackConfig.defaults(fabric, 1));
+        warmUp(v);
         long[] times = new long[requests];
         java.lang.management.ClassLoadingMXBean classes = java.lang.management.ManagementFactory.getClassLoadingMXBean();
         long[] loaded = {0, 0}; // classes loaded before the first request is sent, and once it is answered
@@ -241,6 +251,15 @@ final class FirstRequest implements Callable<Integer> {
         System.out.flush();
         v.close().await(10, TimeUnit.SECONDS);
         return 0;
+    }
+
+    /** With --warmup: the warm-up as a service would run it at start, its time on stderr. */
+    private void warmUp(Vertx v) throws Exception {
+        if (warmup > 0) {
+            long t0 = System.nanoTime();
+            NupaVertx.warmUp(v, warmup).await(120, TimeUnit.SECONDS);
+            System.err.printf(Locale.ROOT, "warm-up of %d rounds: %.0f ms%n", warmup, (System.nanoTime() - t0) / 1e6);
+        }
     }
 
     /** Runs {@code next} on the event loop after the gap (at once for 0). */

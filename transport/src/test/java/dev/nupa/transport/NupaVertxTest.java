@@ -88,6 +88,23 @@ class NupaVertxTest {
     }
 
     @Test
+    void aWarmUpRunsOverLoopbackAndLeavesNothingOpen() throws Exception {
+        long udpIn = NupaVertx.stack(server).ip().counter(IpCounter.UDP_IN_DATAGRAMS);
+        NupaVertx.warmUp(server, 50).await(60, TimeUnit.SECONDS);
+        assertEquals(udpIn + 100, NupaVertx.stack(server).ip().counter(IpCounter.UDP_IN_DATAGRAMS),
+                "50 datagrams each way over the loopback");
+        // The client's ends wait in TIME-WAIT (it closed first), as on Linux; nothing else is left.
+        FabricStack stack = NupaVertx.stack(server);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (!stack.tcp().list(10).isEmpty() && System.nanoTime() < deadline) {
+            Thread.onSpinWait(); // both ends of each loopback connection finish closing on the loop
+        }
+        assertEquals(java.util.List.of(), stack.tcp().list(10), "no connection left but TIME-WAIT records");
+        assertEquals(java.util.Set.of(dev.nupa.tcp.TcpState.TIME_WAIT), stack.tcp().states().keySet());
+        assertThrows(IllegalArgumentException.class, () -> NupaVertx.warmUp(server, 0));
+    }
+
+    @Test
     void httpRequestsGetTheirAnswers() throws Exception {
         HttpServer http = server.createHttpServer().requestHandler(req -> req.body().onSuccess(body ->
                 req.response().putHeader("content-type", "text/plain").end(req.method() + " " + req.path() + " " + body.length())));
