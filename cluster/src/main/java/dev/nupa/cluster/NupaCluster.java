@@ -51,10 +51,13 @@ public final class NupaCluster {
      * ({@link NupaVertx#clustered} takes it, or any other {@link ClusterManager}).
      */
     public static ClusterManager manager(ClusterConfig cluster) {
-        return HazelcastManager.create(cluster);
+        return switch (cluster.manager()) {
+            case HAZELCAST -> HazelcastManager.create(cluster);
+            case INFINISPAN -> InfinispanManager.create(cluster);
+        };
     }
 
-    /** One line: what did not start, and why (the node's, Hazelcast's or the event bus's own message). */
+    /** One line: what did not start, and why (the node's, the cluster manager's or the event bus's own message). */
     private static IllegalStateException explain(StackConfig node, ClusterConfig cluster, Throwable e) {
         return new IllegalStateException("clustered Vert.x on fabric node " + node.address() + " of " + node.fabric()
                 + " did not start: " + (e.getMessage() != null ? e.getMessage() : e.toString()), e);
