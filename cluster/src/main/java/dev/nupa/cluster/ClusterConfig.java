@@ -70,7 +70,8 @@ public record ClusterConfig(Manager manager, String host, int port, List<String>
 
     /**
      * Hazelcast on 127.0.0.1:{@code port}, joining the members at {@code members} ({@code host:port}, this one's
-     * included), cluster "nupa", members dropped after 10 s of silence, the event bus on a free port.
+     * included), cluster "nupa", members dropped after 10 s of silence, the event bus on a free port
+     * ({@link #withManager} for Infinispan).
      */
     public static ClusterConfig loopback(int port, List<String> members) {
         return new ClusterConfig(Manager.HAZELCAST, "127.0.0.1", port, members, "nupa", Duration.ofSeconds(10), 0);

@@ -8,9 +8,9 @@ import io.vertx.core.VertxOptions;
 import io.vertx.core.spi.cluster.ClusterManager;
 
 /**
- * A clustered Vert.x on a fabric node: Vert.x's Hazelcast cluster manager ({@link ClusterConfig}) keeps the members
- * and the event bus's subscriptions over Linux sockets, and the event bus's connections between members go over the
- * fabric, to each node's IPv4 address (see docs/cluster.md).
+ * A clustered Vert.x on a fabric node: Vert.x's Hazelcast or Infinispan cluster manager ({@link ClusterConfig}) keeps
+ * the members and the event bus's subscriptions over Linux sockets, and the event bus's connections between members go
+ * over the fabric, to each node's IPv4 address (see docs/cluster.md).
  *
  * <pre>{@code
  * Vertx vertx = NupaCluster.create(StackConfig.defaults(fabric, 0),

@@ -177,7 +177,13 @@ final class EventBusPerf implements Callable<Integer> {
             for (Side side : sides) {
                 List<Future<Void>> closing = new ArrayList<>();
                 for (Vertx v : side.members) {
-                    closing.add(v.close());
+                    if (manager == ClusterConfig.Manager.INFINISPAN) {
+                        // One at a time: Infinispan members that leave together lose the segments they alone held
+                        // and log it as an error, although nothing is needed any more.
+                        v.close().await(60, TimeUnit.SECONDS);
+                    } else {
+                        closing.add(v.close());
+                    }
                 }
                 Future.join(closing).await(60, TimeUnit.SECONDS);
             }
