@@ -3,6 +3,7 @@ package dev.nupa.cluster;
 import io.vertx.core.Completable;
 import io.vertx.core.Vertx;
 import io.vertx.ext.cluster.infinispan.InfinispanClusterManager;
+import java.net.BindException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -58,9 +59,10 @@ final class InfinispanManager extends InfinispanClusterManager {
             while (root.getCause() != null && root.getCause() != root) {
                 root = root.getCause();
             }
-            promise.fail(new IllegalStateException("Infinispan could not start on " + cluster.host() + ":" + cluster.port()
-                    + " (" + (root.getMessage() != null ? root.getMessage() : root) + "); choose a free membership port"
-                    + " or stop what holds it", err));
+            String why = "Infinispan could not start on " + cluster.host() + ":" + cluster.port() + " ("
+                    + (root.getMessage() != null ? root.getMessage() : root) + ")";
+            promise.fail(new IllegalStateException(root instanceof BindException
+                    ? why + "; choose a free membership port or stop what holds it" : why, err));
         });
     }
 

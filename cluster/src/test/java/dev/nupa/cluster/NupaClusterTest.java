@@ -27,7 +27,7 @@ import org.junit.jupiter.api.Test;
  * node holds the event bus's connections) while membership goes over loopback; a start that cannot happen fails with
  * one message and leaves nothing behind.
  */
-@Tag("process") // Hazelcast's threads and sockets, a few seconds: heavier than the unit tier's tests
+@Tag("process") // the cluster managers' threads and sockets, a few seconds: heavier than the unit tier's tests
 class NupaClusterTest {
     @Test
     void membersAnswerOverTheFabric() throws Exception {
@@ -78,6 +78,7 @@ class NupaClusterTest {
             var e = assertThrows(Exception.class, () -> NupaCluster.create(StackConfig.defaults(fabric, 0),
                     config(manager, port, List.of(), "t-" + UUID.randomUUID())).await(60, TimeUnit.SECONDS));
             assertTrue(e.getMessage().contains("did not start: " + what + " could not start on 127.0.0.1:" + port), e.getMessage());
+            assertTrue(e.getMessage().endsWith("; choose a free membership port or stop what holds it"), e.getMessage());
             // The node left the fabric: its address is free again for a plain Vert.x.
             Vertx again = NupaVertx.create(StackConfig.defaults(fabric, 0));
             close(again);
@@ -88,14 +89,23 @@ class NupaClusterTest {
 
     @Test
     void aFabricAddressInUseIsOneErrorBeforeAnyJoin() throws Exception {
+        aFabricAddressInUseIsOneErrorBeforeAnyJoin(Manager.HAZELCAST);
+    }
+
+    @Test
+    void aFabricAddressInUseIsOneErrorBeforeAnyJoinWithInfinispan() throws Exception {
+        aFabricAddressInUseIsOneErrorBeforeAnyJoin(Manager.INFINISPAN);
+    }
+
+    private static void aFabricAddressInUseIsOneErrorBeforeAnyJoin(Manager manager) throws Exception {
         Path fabric = fabric();
         Vertx holder = NupaVertx.create(StackConfig.defaults(fabric, 0));
         try {
             int port = freePort();
             var e = assertThrows(Exception.class, () -> NupaCluster.create(StackConfig.defaults(fabric, 0),
-                    config(Manager.HAZELCAST, port, List.of(), "t-" + UUID.randomUUID())).await(60, TimeUnit.SECONDS));
+                    config(manager, port, List.of(), "t-" + UUID.randomUUID())).await(60, TimeUnit.SECONDS));
             assertTrue(e.getMessage().contains("did not start: node address 0 of fabric"), e.getMessage());
-            // Hazelcast never started: its port is still free.
+            // The cluster manager never started: its port is still free.
             try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getByName("127.0.0.1"))) {
                 assertEquals(port, s.getLocalPort());
             }
@@ -124,7 +134,7 @@ class NupaClusterTest {
                 .withFailureDetection(Duration.ofSeconds(5));
     }
 
-    /** The subscription reaches other members through Hazelcast's registry, asynchronously: asks until it is there. */
+    /** The subscription reaches other members through the manager's registry, asynchronously: asks until it is there. */
     private static String requestUntilAnswered(Vertx from, String address, String body) throws Exception {
         return ClusterRequests.<String>requestOnceKnown(from, address, body, Duration.ofSeconds(30)).map(Message::body)
                 .await(35, TimeUnit.SECONDS);
