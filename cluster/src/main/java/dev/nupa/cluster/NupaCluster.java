@@ -8,9 +8,9 @@ import io.vertx.core.VertxOptions;
 import io.vertx.core.spi.cluster.ClusterManager;
 
 /**
- * A clustered Vert.x on a fabric node: Vert.x's Hazelcast cluster manager ({@link ClusterConfig}) keeps the members
- * and the event bus's subscriptions over Linux sockets, and the event bus's connections between members go over the
- * fabric, to each node's IPv4 address (see docs/cluster.md).
+ * A clustered Vert.x on a fabric node: Vert.x's Hazelcast or Infinispan cluster manager ({@link ClusterConfig}) keeps
+ * the members and the event bus's subscriptions over Linux sockets, and the event bus's connections between members go
+ * over the fabric, to each node's IPv4 address (see docs/cluster.md).
  *
  * <pre>{@code
  * Vertx vertx = NupaCluster.create(StackConfig.defaults(fabric, 0),
@@ -51,10 +51,13 @@ public final class NupaCluster {
      * ({@link NupaVertx#clustered} takes it, or any other {@link ClusterManager}).
      */
     public static ClusterManager manager(ClusterConfig cluster) {
-        return HazelcastManager.create(cluster);
+        return switch (cluster.manager()) {
+            case HAZELCAST -> HazelcastManager.create(cluster);
+            case INFINISPAN -> InfinispanManager.create(cluster);
+        };
     }
 
-    /** One line: what did not start, and why (the node's, Hazelcast's or the event bus's own message). */
+    /** One line: what did not start, and why (the node's, the cluster manager's or the event bus's own message). */
     private static IllegalStateException explain(StackConfig node, ClusterConfig cluster, Throwable e) {
         return new IllegalStateException("clustered Vert.x on fabric node " + node.address() + " of " + node.fabric()
                 + " did not start: " + (e.getMessage() != null ? e.getMessage() : e.toString()), e);

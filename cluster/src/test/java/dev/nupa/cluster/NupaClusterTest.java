@@ -14,6 +14,7 @@ import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
+import dev.nupa.cluster.ClusterConfig.Manager;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Vertx;
@@ -26,10 +27,19 @@ import org.junit.jupiter.api.Test;
  * node holds the event bus's connections) while membership goes over loopback; a start that cannot happen fails with
  * one message and leaves nothing behind.
  */
-@Tag("process") // Hazelcast's threads and sockets, a few seconds: heavier than the unit tier's tests
+@Tag("process") // the cluster managers' threads and sockets, a few seconds: heavier than the unit tier's tests
 class NupaClusterTest {
     @Test
     void membersAnswerOverTheFabric() throws Exception {
+        membersAnswerOverTheFabric(Manager.HAZELCAST);
+    }
+
+    @Test
+    void membersAnswerOverTheFabricWithInfinispan() throws Exception {
+        membersAnswerOverTheFabric(Manager.INFINISPAN);
+    }
+
+    private static void membersAnswerOverTheFabric(Manager manager) throws Exception {
         Path fabric = fabric();
         int p0 = freePort();
         int p1 = freePort();
@@ -38,8 +48,8 @@ class NupaClusterTest {
         Vertx a = null;
         Vertx b = null;
         try {
-            a = NupaCluster.create(StackConfig.defaults(fabric, 0), config(p0, members, name)).await(60, TimeUnit.SECONDS);
-            b = NupaCluster.create(StackConfig.defaults(fabric, 1), config(p1, members, name)).await(60, TimeUnit.SECONDS);
+            a = NupaCluster.create(StackConfig.defaults(fabric, 0), config(manager, p0, members, name)).await(60, TimeUnit.SECONDS);
+            b = NupaCluster.create(StackConfig.defaults(fabric, 1), config(manager, p1, members, name)).await(60, TimeUnit.SECONDS);
             a.eventBus().<String>consumer("greeter", m -> m.reply("hello " + m.body())).completion().await(30, TimeUnit.SECONDS);
             assertEquals("hello b", requestUntilAnswered(b, "greeter", "b"));
             assertTrue(NupaVertx.stack(a).tcp().connections() >= 1, "a holds no TCP connection on the fabric");
@@ -53,12 +63,22 @@ class NupaClusterTest {
 
     @Test
     void aTakenMembershipPortIsOneErrorAndTheNodeLeaves() throws Exception {
+        aTakenMembershipPortIsOneErrorAndTheNodeLeaves(Manager.HAZELCAST, "Hazelcast");
+    }
+
+    @Test
+    void aTakenMembershipPortIsOneErrorAndTheNodeLeavesWithInfinispan() throws Exception {
+        aTakenMembershipPortIsOneErrorAndTheNodeLeaves(Manager.INFINISPAN, "Infinispan");
+    }
+
+    private static void aTakenMembershipPortIsOneErrorAndTheNodeLeaves(Manager manager, String what) throws Exception {
         Path fabric = fabric();
         try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getByName("127.0.0.1"))) {
             int port = taken.getLocalPort();
             var e = assertThrows(Exception.class, () -> NupaCluster.create(StackConfig.defaults(fabric, 0),
-                    config(port, List.of(), "t-" + UUID.randomUUID())).await(60, TimeUnit.SECONDS));
-            assertTrue(e.getMessage().contains("did not start: Hazelcast could not start on 127.0.0.1:" + port), e.getMessage());
+                    config(manager, port, List.of(), "t-" + UUID.randomUUID())).await(60, TimeUnit.SECONDS));
+            assertTrue(e.getMessage().contains("did not start: " + what + " could not start on 127.0.0.1:" + port), e.getMessage());
+            assertTrue(e.getMessage().endsWith("; choose a free membership port or stop what holds it"), e.getMessage());
             // The node left the fabric: its address is free again for a plain Vert.x.
             Vertx again = NupaVertx.create(StackConfig.defaults(fabric, 0));
             close(again);
@@ -69,14 +89,23 @@ class NupaClusterTest {
 
     @Test
     void aFabricAddressInUseIsOneErrorBeforeAnyJoin() throws Exception {
+        aFabricAddressInUseIsOneErrorBeforeAnyJoin(Manager.HAZELCAST);
+    }
+
+    @Test
+    void aFabricAddressInUseIsOneErrorBeforeAnyJoinWithInfinispan() throws Exception {
+        aFabricAddressInUseIsOneErrorBeforeAnyJoin(Manager.INFINISPAN);
+    }
+
+    private static void aFabricAddressInUseIsOneErrorBeforeAnyJoin(Manager manager) throws Exception {
         Path fabric = fabric();
         Vertx holder = NupaVertx.create(StackConfig.defaults(fabric, 0));
         try {
             int port = freePort();
             var e = assertThrows(Exception.class, () -> NupaCluster.create(StackConfig.defaults(fabric, 0),
-                    config(port, List.of(), "t-" + UUID.randomUUID())).await(60, TimeUnit.SECONDS));
+                    config(manager, port, List.of(), "t-" + UUID.randomUUID())).await(60, TimeUnit.SECONDS));
             assertTrue(e.getMessage().contains("did not start: node address 0 of fabric"), e.getMessage());
-            // Hazelcast never started: its port is still free.
+            // The cluster manager never started: its port is still free.
             try (ServerSocket s = new ServerSocket(port, 1, InetAddress.getByName("127.0.0.1"))) {
                 assertEquals(port, s.getLocalPort());
             }
@@ -95,13 +124,17 @@ class NupaClusterTest {
         e = assertThrows(IllegalArgumentException.class,
                 () -> ClusterConfig.loopback(5701, List.of()).withFailureDetection(Duration.ofMillis(10)));
         assertTrue(e.getMessage().contains("1 s or more"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> Manager.parse("zookeeper"));
+        assertTrue(e.getMessage().contains("hazelcast or infinispan"), e.getMessage());
+        assertEquals(Manager.INFINISPAN, Manager.parse("infinispan"));
     }
 
-    private static ClusterConfig config(int port, List<String> members, String name) {
-        return ClusterConfig.loopback(port, members).withName(name).withFailureDetection(Duration.ofSeconds(5));
+    private static ClusterConfig config(Manager manager, int port, List<String> members, String name) {
+        return ClusterConfig.loopback(port, members).withManager(manager).withName(name)
+                .withFailureDetection(Duration.ofSeconds(5));
     }
 
-    /** The subscription reaches other members through Hazelcast's registry, asynchronously: asks until it is there. */
+    /** The subscription reaches other members through the manager's registry, asynchronously: asks until it is there. */
     private static String requestUntilAnswered(Vertx from, String address, String body) throws Exception {
         return ClusterRequests.<String>requestOnceKnown(from, address, body, Duration.ofSeconds(30)).map(Message::body)
                 .await(35, TimeUnit.SECONDS);

@@ -12,7 +12,8 @@ import io.vertx.core.eventbus.Message;
  * A client of {@link ClusterService} on the clustered event bus, on another fabric node (default 1, 10.0.0.2): it joins
  * the cluster, sends COUNT requests to {@code greeter} (the services answer in turn) and prints the replies, publishes
  * COUNT messages to {@code news} (every service prints each), asks once more so that what it published has gone out, and
- * leaves. Takes {@link ClusterService}'s options ({@code --ip}, {@code --route}, {@code --member}).
+ * leaves. Takes {@link ClusterService}'s options ({@code --ip}, {@code --route}, {@code --member},
+ * {@code --cluster-manager}).
  */
 public final class ClusterClient {
     private ClusterClient() {
@@ -37,7 +38,7 @@ public final class ClusterClient {
         }
         Vertx vertx;
         try {
-            vertx = NupaCluster.create(o.stack(), ClusterService.cluster(o.member(), firstPort)).await();
+            vertx = NupaCluster.create(o.stack(), ClusterService.cluster(o.member(), firstPort, o.manager())).await();
         } catch (Exception e) {
             System.err.println("cluster-client: " + e.getMessage());
             System.exit(1);
@@ -50,7 +51,7 @@ public final class ClusterClient {
                 System.out.println(greet(vertx, "request " + i));
             }
             // A publish reaches the subscribers this member knows of; the service's news subscriber reaches its view
-            // through Hazelcast's registry apart from the greeter, so ask it once before publishing.
+            // through the cluster manager's registry apart from the greeter, so ask it once before publishing.
             request(vertx, "news", "subscriber check from " + me);
             for (int i = 1; i <= count; i++) {
                 vertx.eventBus().publish("news", "news " + i + " from " + me);
@@ -67,7 +68,7 @@ public final class ClusterClient {
     }
 
     /**
-     * One request to {@code address}. A service that has just joined reaches this member through Hazelcast's registry a
+     * One request to {@code address}. A service that has just joined reaches this member through the registry a
      * moment later: while no consumer is known there, it asks again, for up to 30 s ({@link ClusterRequests}).
      */
     private static String request(Vertx vertx, String address, String body) throws Exception {

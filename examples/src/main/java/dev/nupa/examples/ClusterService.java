@@ -19,14 +19,15 @@ import io.vertx.core.Vertx;
 /**
  * A service on the clustered event bus, on a fabric node (default 0, 10.0.0.1): the consumer {@code greeter} answers each
  * request, and a subscriber to {@code news} prints what is published. The members' messages go over the fabric;
- * Hazelcast keeps the members on loopback, at ports FIRST_PORT..FIRST_PORT+3 (members 0 to 3, by default the node's
- * number; default 5701). Serves until Ctrl-C, then leaves the cluster and the fabric. {@link ClusterClient} uses it.
+ * the cluster manager (Hazelcast, or Infinispan with {@code --cluster-manager infinispan}: every member the same) keeps
+ * the members on loopback, at ports FIRST_PORT..FIRST_PORT+3 (members 0 to 3, by default the node's number; default
+ * 5701). Serves until Ctrl-C, then leaves the cluster and the fabric. {@link ClusterClient} uses it.
  * Options (before the other arguments) for a node on another fabric than 10.0.0.0/24 or behind a gateway:
  * {@code --ip IP/LEN} (the node's address), {@code --route "NET/LEN via GW"} (repeatable), {@code --member K} (its
  * membership port FIRST_PORT+K, when two fabrics' nodes share a number).
  */
 public final class ClusterService {
-    /** Nodes 0 to MEMBERS-1 may join: Hazelcast lists their membership ports. */
+    /** Nodes 0 to MEMBERS-1 may join: the cluster manager lists their membership ports. */
     static final int MEMBERS = 4;
 
     private ClusterService() {
@@ -50,12 +51,16 @@ public final class ClusterService {
         return Ipv4Address.toString(NupaVertx.stack(vertx).ip().address());
     }
 
-    /** Hazelcast's INFO lines (joins, partitions, connections), kept out of the examples' output; warnings still show. */
-    private static final Logger HAZELCAST_LOG = Logger.getLogger("com.hazelcast");
+    /**
+     * The cluster managers' INFO lines (joins, partitions, views, rebalances), kept out of the examples' output; warnings
+     * still show. Held here: java.util.logging keeps only weak references to its loggers.
+     */
+    private static final List<Logger> MANAGER_LOGS = List.of(Logger.getLogger("com.hazelcast"),
+            Logger.getLogger("org.infinispan"), Logger.getLogger("org.jgroups"));
 
     /** The cluster of the examples: this member's membership port, and the ports of members 0 to 3. */
-    static ClusterConfig cluster(int member, int firstPort) {
-        HAZELCAST_LOG.setLevel(Level.WARNING);
+    static ClusterConfig cluster(int member, int firstPort, ClusterConfig.Manager manager) {
+        MANAGER_LOGS.forEach(l -> l.setLevel(Level.WARNING));
         if (member < 0 || member >= MEMBERS) {
             throw new IllegalArgumentException("the examples' cluster has members 0 to " + (MEMBERS - 1) + ", not " + member
                     + " (--member K chooses another)");
@@ -64,22 +69,26 @@ public final class ClusterService {
         for (int i = 0; i < MEMBERS; i++) {
             members.add("127.0.0.1:" + (firstPort + i));
         }
-        return ClusterConfig.loopback(firstPort + member, members);
+        return ClusterConfig.loopback(firstPort + member, members).withManager(manager);
     }
 
-    /** The examples' options: {@code --ip}, {@code --route}, {@code --member}; what is left is positional. */
-    record Options(StackConfig stack, int member, List<String> rest) {
-        static final String USAGE = "[--ip IP/LEN] [--route \"NET/LEN via GW\"]... [--member K] ";
+    /**
+     * The examples' options: {@code --ip}, {@code --route}, {@code --member}, {@code --cluster-manager}; what is left is
+     * positional.
+     */
+    record Options(StackConfig stack, int member, ClusterConfig.Manager manager, List<String> rest) {
+        static final String USAGE = "[--ip IP/LEN] [--route \"NET/LEN via GW\"]... [--member K] [--cluster-manager hazelcast|infinispan] ";
 
         /** Parses {@code args} for a node whose number is the first positional argument after the fabric file. */
         static Options parse(String[] args, int defaultNode) {
             String ip = null;
             List<Route> routes = new ArrayList<>();
             int member = -1;
+            ClusterConfig.Manager manager = ClusterConfig.Manager.HAZELCAST;
             List<String> rest = new ArrayList<>();
             for (int i = 0; i < args.length; i++) {
                 switch (args[i]) {
-                    case "--ip", "--route", "--member" -> {
+                    case "--ip", "--route", "--member", "--cluster-manager" -> {
                         if (i + 1 == args.length) {
                             throw new IllegalArgumentException(args[i] + " needs a value");
                         }
@@ -87,6 +96,7 @@ public final class ClusterService {
                         switch (args[i - 1]) {
                             case "--ip" -> ip = v;
                             case "--route" -> routes.add(Route.parse(v));
+                            case "--cluster-manager" -> manager = ClusterConfig.Manager.parse(v);
                             default -> member = Integer.parseInt(v);
                         }
                     }
@@ -104,7 +114,7 @@ public final class ClusterService {
             if (!routes.isEmpty()) {
                 stack = stack.withRoutes(routes);
             }
-            return new Options(stack, member >= 0 ? member : node, rest);
+            return new Options(stack, member >= 0 ? member : node, manager, rest);
         }
 
         int intArg(int index, int otherwise) {
@@ -130,15 +140,15 @@ public final class ClusterService {
         int member = o.member();
         Vertx vertx;
         try {
-            vertx = NupaCluster.create(o.stack(), cluster(member, firstPort)).await();
+            vertx = NupaCluster.create(o.stack(), cluster(member, firstPort, o.manager())).await();
         } catch (Exception e) {
             System.err.println("cluster-service: " + e.getMessage());
             System.exit(1);
             return;
         }
         start(vertx).await();
-        System.out.printf("cluster service on %s: greeter answers, news is printed (Hazelcast on 127.0.0.1:%d); Ctrl-C stops%n",
-                address(vertx), firstPort + member);
+        System.out.printf("cluster service on %s: greeter answers, news is printed (%s on 127.0.0.1:%d); Ctrl-C stops%n",
+                address(vertx), o.manager() == ClusterConfig.Manager.HAZELCAST ? "Hazelcast" : "Infinispan", firstPort + member);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> vertx.close().await()));
     }
 }

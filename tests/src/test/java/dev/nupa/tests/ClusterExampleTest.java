@@ -24,11 +24,22 @@ import org.junit.jupiter.api.Test;
 class ClusterExampleTest {
     @Test
     void theClientsRequestsAreAnsweredAndItsNewsPrinted() throws Exception {
+        clientAndService("hazelcast");
+    }
+
+    @Test
+    void theClientsRequestsAreAnsweredAndItsNewsPrintedWithInfinispan() throws Exception {
+        clientAndService("infinispan");
+    }
+
+    private static void clientAndService(String manager) throws Exception {
         Path fabric = ChildJvm.newFabricPath();
         int firstPort = freeRun(4);
-        try (ChildJvm service = ChildJvm.start("cluster-service", ClusterService.class, fabric, 0, firstPort)) {
+        try (ChildJvm service = ChildJvm.start("cluster-service", ClusterService.class, "--cluster-manager", manager,
+                fabric, 0, firstPort)) {
             service.awaitLine("cluster service on 10.0.0.1", 90_000);
-            try (ChildJvm client = ChildJvm.start("cluster-client", ClusterClient.class, fabric, 1, firstPort, 3)) {
+            try (ChildJvm client = ChildJvm.start("cluster-client", ClusterClient.class, "--cluster-manager", manager,
+                    fabric, 1, firstPort, 3)) {
                 assertTrue(client.process.waitFor(90, TimeUnit.SECONDS), "the client did not finish: " + client.output());
                 assertEquals(0, client.process.exitValue(), client.output());
                 String out = client.output();

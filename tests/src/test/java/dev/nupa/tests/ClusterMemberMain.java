@@ -2,6 +2,7 @@ package dev.nupa.tests;
 
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -18,8 +19,9 @@ import io.vertx.core.eventbus.EventBus;
 
 /**
  * A member of a clustered Vert.x in a process of its own, for {@code EventBusClusterTest} and
- * {@code EventBusAcrossFabricsTest}. Arguments: FABRIC NODE HAZELCAST_PORT MEMBERS (host:port,...) CLUSTER_NAME ID
- * [IP/LEN ROUTE] (the node's address, default the fabric's plan, and a route such as {@code 10.0.1.0/24 via 10.0.0.1}).
+ * {@code EventBusAcrossFabricsTest}. Arguments: [--cluster-manager hazelcast|infinispan] FABRIC NODE MEMBERSHIP_PORT
+ * MEMBERS (host:port,...) CLUSTER_NAME ID [IP/LEN ROUTE] (the node's address, default the fabric's plan, and a route
+ * such as {@code 10.0.1.0/24 via 10.0.0.1}); Hazelcast unless told otherwise.
  * It serves, on the event bus over the fabric:
  * <ul>
  * <li>{@code svc}: replies {@code ID:BODY} (every member: point-to-point goes round robin);</li>
@@ -36,6 +38,11 @@ public final class ClusterMemberMain {
     }
 
     public static void main(String[] args) {
+        ClusterConfig.Manager manager = ClusterConfig.Manager.HAZELCAST;
+        if (args.length > 1 && args[0].equals("--cluster-manager")) {
+            manager = ClusterConfig.Manager.parse(args[1]);
+            args = Arrays.copyOfRange(args, 2, args.length);
+        }
         Path fabric = Path.of(args[0]);
         int node = Integer.parseInt(args[1]);
         int port = Integer.parseInt(args[2]);
@@ -46,7 +53,8 @@ public final class ClusterMemberMain {
         if (args.length > 7) {
             stack = stack.withIp(IpConfig.parse(args[6])).withRoutes(List.of(Route.parse(args[7])));
         }
-        ClusterConfig cluster = ClusterConfig.loopback(port, members).withName(name).withFailureDetection(Duration.ofSeconds(5));
+        ClusterConfig cluster = ClusterConfig.loopback(port, members).withManager(manager).withName(name)
+                .withFailureDetection(Duration.ofSeconds(5));
         Vertx vertx;
         try {
             vertx = NupaCluster.create(stack, cluster).await();

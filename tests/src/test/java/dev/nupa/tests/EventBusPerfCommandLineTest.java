@@ -57,5 +57,7 @@ class EventBusPerfCommandLineTest {
     void refusesWhatItCannotMeasureInOneLine() {
         assertOneLineError(here("perf", "vertx-eventbus", "--peers", "uds"), 2, "--peers takes epoll and io_uring here");
         assertOneLineError(here("perf", "vertx-eventbus", "-w", "100"), 2, "-w a multiple of 64");
+        assertOneLineError(here("perf", "vertx-eventbus", "--cluster-manager", "zookeeper"), 2,
+                "cluster manager \"zookeeper\" is not known: pass hazelcast or infinispan");
     }
 }

@@ -1,0 +1,128 @@
+package dev.nupa.tests;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+
+import dev.nupa.cluster.ClusterConfig;
+import dev.nupa.cluster.NupaCluster;
+import dev.nupa.transport.NupaVertx;
+import dev.nupa.transport.StackConfig;
+import io.vertx.core.Vertx;
+import io.vertx.core.eventbus.DeliveryOptions;
+import io.vertx.core.eventbus.Message;
+import io.vertx.core.eventbus.ReplyException;
+import io.vertx.core.eventbus.ReplyFailure;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@link EventBusClusterTest}'s cluster with Infinispan as the cluster manager: members A and B in child JVMs
+ * ({@link ClusterMemberMain}, nodes 0 and 1) and this JVM (node 2), JGroups on loopback, the event bus over the fabric.
+ * Request-reply reaches both members; B is killed with SIGKILL and its consumers leave within the failure detection
+ * (5 s here), after which a request to them fails with NO_HANDLERS while A still answers.
+ */
+@Tag("process")
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class EventBusClusterInfinispanTest {
+    @Test
+    void requestReplyAndAKilledMemberLeaves() throws Exception {
+        Path fabric = ChildJvm.newFabricPath();
+        int[] ports = {freePort(), freePort(), freePort()};
+        String members = "127.0.0.1:" + ports[0] + ",127.0.0.1:" + ports[1] + ",127.0.0.1:" + ports[2];
+        String name = "ebi-" + UUID.randomUUID();
+        ChildJvm a = null;
+        ChildJvm b = null;
+        Vertx self = null;
+        try {
+            a = ChildJvm.start("member-A", ClusterMemberMain.class, "--cluster-manager", "infinispan", fabric, 0, ports[0],
+                    members, name, "A");
+            b = ChildJvm.start("member-B", ClusterMemberMain.class, "--cluster-manager", "infinispan", fabric, 1, ports[1],
+                    members, name, "B");
+            ClusterConfig cluster = ClusterConfig.loopback(ports[2], List.of(members.split(",")))
+                    .withManager(ClusterConfig.Manager.INFINISPAN).withName(name).withFailureDetection(Duration.ofSeconds(5));
+            self = NupaCluster.create(StackConfig.defaults(fabric, 2), cluster).await(90, TimeUnit.SECONDS);
+            a.awaitLine("READY A", 90_000);
+            b.awaitLine("READY B", 90_000);
+            Vertx v = self;
+
+            // Registrations reach this member through Infinispan's registry: ask until both members have answered.
+            Set<String> seen = new HashSet<>();
+            ChildJvm.waitUntil("both members answer on svc", 30_000, () -> {
+                String reply;
+                try {
+                    reply = request(v, "svc", "hi");
+                } catch (ReplyException e) {
+                    assertEquals(ReplyFailure.NO_HANDLERS, e.failureType(), e.toString()); // not known here yet
+                    return false;
+                }
+                assertEquals("hi", reply.split(":")[1], reply);
+                seen.add(reply.split(":")[0]);
+                return seen.containsAll(Set.of("A", "B"));
+            });
+            assertEquals("B:x", request(v, "only.B", "x"));
+            assertTrue(NupaVertx.stack(self).tcp().connections() >= 2,
+                    "this node holds " + NupaVertx.stack(self).tcp().connections() + " TCP connections on the fabric");
+
+            b.kill();
+            // Until JGroups drops B, a request to B's own address times out; then it fails at once with NO_HANDLERS.
+            DeliveryOptions shortWait = new DeliveryOptions().setSendTimeout(1000);
+            long killed = System.nanoTime();
+            ReplyFailure last = null;
+            while (last != ReplyFailure.NO_HANDLERS) {
+                try {
+                    Message<String> m = self.eventBus().<String>request("only.B", "x", shortWait).await(10, TimeUnit.SECONDS);
+                    fail("a killed member answered: " + m.body());
+                } catch (ReplyException e) {
+                    assertTrue(e.failureType() == ReplyFailure.NO_HANDLERS || e.failureType() == ReplyFailure.TIMEOUT, e.toString());
+                    last = e.failureType();
+                }
+                if (System.nanoTime() - killed > TimeUnit.SECONDS.toNanos(30)) {
+                    fail("B's consumers were still registered 30 s after it was killed (failure detection is 5 s)");
+                }
+            }
+            System.out.println("EventBusClusterInfinispanTest: B's consumers left " + (System.nanoTime() - killed) / 1_000_000
+                    + " ms after SIGKILL");
+            for (int i = 0; i < 10; i++) {
+                assertEquals("A:k" + i, request(v, "svc", "k" + i));
+            }
+        } finally {
+            if (self != null) {
+                self.close().await(30, TimeUnit.SECONDS);
+            }
+            if (a != null) {
+                a.close();
+            }
+            if (b != null) {
+                b.close();
+            }
+            Files.deleteIfExists(fabric);
+        }
+    }
+
+    private static String request(Vertx self, String address, String body) {
+        try {
+            return self.eventBus().<String>request(address, body).map(Message::body).await(10, TimeUnit.SECONDS);
+        } catch (java.util.concurrent.TimeoutException e) {
+            throw new IllegalStateException("no reply on " + address + " within 10 s", e);
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+}
