@@ -417,9 +417,10 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             waitForMemory(in);
             return;
         }
-        // Every buffer of the flush is queued, and the connection sends at the end of the loop's turn with the
-        // turn's other writes (FabricStack.sendDue): HTTP/2's frames of one call, and the small messages a turn
-        // writes, leave as full segments, not one each.
+        // Every buffer of the flush is queued first and sent by one poll, as epoll's gathering write hands the
+        // kernel all of them at once: HTTP/2's frames of one call leave as one segment, not one each. A further
+        // flush in the same turn of the loop waits for the turn's end (sendDue): a burst of small messages (Vert.x's
+        // event bus writes and flushes each) leaves as full segments too.
         boolean queued = false;
         try {
             while (true) {
@@ -478,6 +479,9 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             waitForMemory(in);
         } finally {
             if (queued) {
+                if (!sendDue) {
+                    c.poll(System.nanoTime()); // the turn's first flush to this connection leaves at once
+                }
                 sendAtTurnEnd();
             }
         }
@@ -640,10 +644,15 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
         }
     }
 
-    /** Set while the channel waits in its stack's list of sends due at the end of the loop's turn. */
+    /**
+     * Set once the channel flushed in this turn of the loop, until the turn's end: its later flushes in the turn wait
+     * in its stack's list of sends due then, so a burst of small writes leaves as full segments (as Linux's autocorking
+     * holds small writes while the socket's last segment is still queued), while a connection written once a turn (a
+     * response to a request) sends at once and requests and answers of many connections still overlap.
+     */
     private boolean sendDue;
 
-    /** Bytes were queued: the connection sends them at the end of the loop's turn, with whatever else the turn writes. */
+    /** Bytes were queued: later flushes of this turn go with the turn's end. */
     private void sendAtTurnEnd() {
         if (!sendDue) {
             sendDue = true;
