@@ -176,23 +176,7 @@ class EventBusClusterTest {
         ChildJvm.waitUntil("the stream runs", 30_000, () -> answered.get() >= 100);
         b.kill();
         long answeredAtKill = answered.get();
-        // Until Hazelcast drops B, a request to B's own address times out (nobody answers); then it fails at once
-        // with NO_HANDLERS, as Vert.x on Linux does. Nothing may answer it.
-        DeliveryOptions shortWait = new DeliveryOptions().setSendTimeout(1000);
-        long killed = System.nanoTime();
-        ReplyFailure last = null;
-        while (last != ReplyFailure.NO_HANDLERS) {
-            try {
-                Message<String> m = self.eventBus().<String>request("only.B", "x", shortWait).await(10, TimeUnit.SECONDS);
-                fail("a killed member answered: " + m.body());
-            } catch (ReplyException e) {
-                assertTrue(e.failureType() == ReplyFailure.NO_HANDLERS || e.failureType() == ReplyFailure.TIMEOUT, e.toString());
-                last = e.failureType();
-            }
-            if (System.nanoTime() - killed > TimeUnit.SECONDS.toNanos(30)) {
-                fail("B's consumers were still registered 30 s after it was killed (failure detection is 5 s)");
-            }
-        }
+        untilNoHandlers(self, "only.B");
         ChildJvm.waitUntil("the stream goes on with A", 30_000, () -> answered.get() >= answeredAtKill + 500);
         stop.set(true);
         System.out.println("EventBusClusterTest: the stream around B's death: " + answered.get() + " answered, " + failed.get()
@@ -231,5 +215,29 @@ class EventBusClusterTest {
         try (ServerSocket s = new ServerSocket(0)) {
             return s.getLocalPort();
         }
+    }
+
+    /**
+     * Requests {@code address} (a killed member's own) until it fails with NO_HANDLERS, as Vert.x on Linux does once
+     * the cluster manager drops the member; until then a request times out (nobody answers). Nothing may answer it.
+     * Returns the milliseconds it took; fails after 30 s (failure detection is 5 s).
+     */
+    static long untilNoHandlers(Vertx self, String address) throws Exception {
+        DeliveryOptions shortWait = new DeliveryOptions().setSendTimeout(1000);
+        long killed = System.nanoTime();
+        ReplyFailure last = null;
+        while (last != ReplyFailure.NO_HANDLERS) {
+            try {
+                Message<String> m = self.eventBus().<String>request(address, "x", shortWait).await(10, TimeUnit.SECONDS);
+                fail("a killed member answered: " + m.body());
+            } catch (ReplyException e) {
+                assertTrue(e.failureType() == ReplyFailure.NO_HANDLERS || e.failureType() == ReplyFailure.TIMEOUT, e.toString());
+                last = e.failureType();
+            }
+            if (System.nanoTime() - killed > TimeUnit.SECONDS.toNanos(30)) {
+                fail("the consumers of " + address + " were still registered 30 s after the kill (failure detection is 5 s)");
+            }
+        }
+        return (System.nanoTime() - killed) / 1_000_000;
     }
 }
