@@ -11,70 +11,38 @@
  */
 __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, struct counters *cnt,
         struct nupa_gpu_state *st, uint8_t *staging) {
-    __shared__ const uint8_t *s_slots[BATCH];
+    __shared__ struct rx_batch s_batch;
     __shared__ uint32_t s_words[NUPA_GPU_LOAD_WORDS];
     __shared__ struct nupa_gpu_frame s_frame;
-    __shared__ uint32_t s_accepted;
-    __shared__ int s_n, s_stop, s_ok;
-    __shared__ uint32_t s_ring;
-    __shared__ uint64_t s_next;
+    __shared__ int s_ok, s_claimed; /* two flags: thread 0 writes the second while the others may still read the first */
     __shared__ struct udp_seen s_udp;
     __shared__ struct nupa_gpu_claim s_claim;
     __shared__ uint64_t s_scratch[1024];
     uint16_t id = 0;
     if (threadIdx.x == 0) {
         nupa_gpu_init(&f, st);
-        s_stop = 0;
     }
-    for (;;) {
-        if (threadIdx.x == 0) {
-            int stop = 0;
-            s_n = wait_frames(&f, st, ctl, s_slots, &s_ring, &s_next, &stop);
-            s_accepted = 0;
-            s_stop = stop;
-        }
-        __syncthreads();
-        if (s_stop) {
-            if (threadIdx.x == 0) {
-                store_counts(ctl, cnt);
-            }
-            return;
-        }
-        for (int i = 0; i < s_n; i++) {
-            uint64_t t0 = threadIdx.x == 0 ? nupa_globaltimer() : 0, t1 = 0, t2 = 0, t3 = 0;
-            nupa_gpu_rx_load(s_slots[i], s_words); /* the slot's and the datagram's headers in one round trip */
-            const uint32_t *s_hdr = s_words + 4;
-            if (threadIdx.x == 0) {
-                s_ok = nupa_gpu_rx_frame(&f, st, s_slots[i], s_words, &s_frame)
-                        && check_udp(&s_frame, (const uint8_t *) s_hdr, svc.ip, svc.port, &s_udp, cnt);
-                s_accepted += s_ok;
-                t1 = nupa_globaltimer();
-            }
-            __syncthreads();
+    while (next_batch(&f, st, ctl, cnt, &s_batch)) {
+        for (int i = 0; i < s_batch.n; i++) {
+            uint64_t t0 = threadIdx.x == 0 ? nupa_globaltimer() : 0, headers = 0, t2 = 0, t3 = 0;
+            take_datagram(&f, st, &svc, cnt, &s_batch, i, s_words, &s_frame, &s_udp, staging, s_scratch, &s_ok, &headers);
             if (!s_ok) {
                 continue;
             }
-            uint64_t sum = nupa_gpu_block_sum(s_frame.payload + 28, staging, s_udp.len, s_scratch);
             if (threadIdx.x == 0) {
-                s_ok = 0;
                 t2 = nupa_globaltimer();
-                if (!nupa_g_udp_valid((const uint8_t *) s_hdr + 20, s_udp.ip.src, s_udp.ip.dst, sum)) {
-                    cnt->bad_checksum++;
-                } else if (claim_reply(&f, st, s_frame.source, 36 + s_udp.len, &s_claim, ctl) != NUPA_OK) {
-                    cnt->send_failed++;
-                } else {
-                    s_ok = 1;
-                }
+                s_claimed = claim_reply(&f, st, s_frame.source, 36 + s_udp.len, &s_claim, ctl) == NUPA_OK;
+                cnt->send_failed += !s_claimed;
             }
             __syncthreads();
-            if (!s_ok) {
+            if (!s_claimed) {
                 continue;
             }
             /* Each thread copies the words it staged itself: data at frame + 36, 4-byte aligned in the slot; thread 0
              * writes the headers meanwhile. */
             if (threadIdx.x == 0) {
                 t3 = nupa_globaltimer();
-                reply_headers(&f, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, sum, ++id);
+                reply_headers(&f, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, s_udp.sum, ++id);
             }
             for (uint32_t k = threadIdx.x; k < (s_udp.len + 3) / 4; k += blockDim.x) {
                 uint32_t w = ((const uint32_t *) staging)[k];
@@ -93,8 +61,8 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
                 if (nupa_gpu_publish(&f, st, &s_claim, 0) == NUPA_OK) {
                     cnt->served++;
                     uint64_t t5 = nupa_globaltimer();
-                    cnt->step_ns[0] += t1 - t0;
-                    cnt->step_ns[1] += t2 - t1;
+                    cnt->step_ns[0] += headers;
+                    cnt->step_ns[1] += t2 - t0 - headers;
                     cnt->step_ns[2] += t3 - t2;
                     cnt->step_ns[3] += t4 - t3;
                     cnt->step_ns[4] += t5 - t4;
@@ -104,11 +72,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             }
             __syncthreads();
         }
-        if (threadIdx.x == 0) {
-            nupa_gpu_rx_release(&f, st, s_ring, s_next, s_accepted);
-            store_counts(ctl, cnt);
-        }
-        __syncthreads();
+        end_batch(&f, st, ctl, cnt, &s_batch);
     }
 }
 

@@ -61,13 +61,11 @@ static __device__ int sender_of(struct reduce_state *st, uint32_t limit, uint32_
  */
 __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, struct counters *cnt,
         struct nupa_gpu_state *st, uint8_t *staging, struct reduce_state *rs) {
-    __shared__ const uint8_t *s_slots[BATCH];
+    __shared__ struct rx_batch s_batch;
     __shared__ uint32_t s_words[NUPA_GPU_LOAD_WORDS];
     __shared__ struct nupa_gpu_frame s_frame;
-    __shared__ uint32_t s_accepted;
-    __shared__ int s_n, s_stop, s_ok, s_sender, s_done;
-    __shared__ uint32_t s_ring, s_first, s_count;
-    __shared__ uint64_t s_next;
+    __shared__ int s_ok, s_valid, s_sender, s_done; /* s_valid apart from s_ok: thread 0 writes it while the others may read s_ok */
+    __shared__ uint32_t s_first, s_count;
     __shared__ struct udp_seen s_udp;
     __shared__ struct nupa_gpu_claim s_claim;
     __shared__ uint32_t s_order[MAX_SENDERS];
@@ -76,64 +74,38 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
     uint16_t id = 0;
     if (threadIdx.x == 0) {
         nupa_gpu_init(&f, st);
-        s_stop = 0;
     }
-    for (;;) {
-        if (threadIdx.x == 0) {
-            int stop = 0;
-            s_n = wait_frames(&f, st, ctl, s_slots, &s_ring, &s_next, &stop);
-            s_accepted = 0;
-            s_stop = stop;
-        }
-        __syncthreads();
-        if (s_stop) {
-            if (threadIdx.x == 0) {
-                store_counts(ctl, cnt);
-            }
-            return;
-        }
-        for (int i = 0; i < s_n; i++) {
-            nupa_gpu_rx_load(s_slots[i], s_words); /* the slot's and the datagram's headers in one round trip */
-            const uint32_t *s_hdr = s_words + 4;
-            if (threadIdx.x == 0) {
-                s_ok = nupa_gpu_rx_frame(&f, st, s_slots[i], s_words, &s_frame)
-                        && check_udp(&s_frame, (const uint8_t *) s_hdr, svc.ip, svc.port, &s_udp, cnt);
-                s_accepted += s_ok;
-            }
-            __syncthreads();
+    while (next_batch(&f, st, ctl, cnt, &s_batch)) {
+        for (int i = 0; i < s_batch.n; i++) {
+            take_datagram(&f, st, &svc, cnt, &s_batch, i, s_words, &s_frame, &s_udp, staging, s_scratch, &s_ok, nullptr);
             if (!s_ok) {
                 continue;
             }
-            uint64_t sum = nupa_gpu_block_sum(s_frame.payload + 28, staging, s_udp.len, s_scratch);
             if (threadIdx.x == 0) {
-                const uint8_t *d = (const uint8_t *) s_hdr + 28;
-                s_ok = 0;
-                if (!nupa_g_udp_valid((const uint8_t *) s_hdr + 20, s_udp.ip.src, s_udp.ip.dst, sum)) {
-                    cnt->bad_checksum++;
+                const uint8_t *d = (const uint8_t *) (s_words + 4) + 28;
+                s_valid = 0;
+                uint32_t first = s_udp.len >= 16 ? nupa_g_get32(d + 8) : 0, count = s_udp.len >= 16 ? nupa_g_get32(d + 12) : 0;
+                int s = -1;
+                uint32_t round = s_udp.len >= 16 ? nupa_g_get32(d + 4) : 0;
+                if (round == 0 && rs->round != 0 && nupa_g_get32(d) == RED_MAGIC && idle_round(rs)) {
+                    rs->round = 0; /* a new session: its senders register afresh */
+                    rs->nsenders = 0;
+                }
+                if (s_udp.len < 16 || nupa_g_get32(d) != RED_MAGIC || round != rs->round || first >= svc.elements
+                        || first % svc.chunk != 0 || count != min(svc.chunk, svc.elements - first) || s_udp.len != 16 + 4 * count
+                        || (s = sender_of(rs, svc.senders, s_udp.ip.src, s_udp.sport, s_frame.source)) < 0
+                        || rs->marks[(uint64_t) s * chunks + first / svc.chunk] == rs->serial + 1) {
+                    cnt->bad_request++;
                 } else {
-                    uint32_t first = s_udp.len >= 16 ? nupa_g_get32(d + 8) : 0, count = s_udp.len >= 16 ? nupa_g_get32(d + 12) : 0;
-                    int s = -1;
-                    uint32_t round = s_udp.len >= 16 ? nupa_g_get32(d + 4) : 0;
-                    if (round == 0 && rs->round != 0 && nupa_g_get32(d) == RED_MAGIC && idle_round(rs)) {
-                        rs->round = 0; /* a new session: its senders register afresh */
-                        rs->nsenders = 0;
-                    }
-                    if (s_udp.len < 16 || nupa_g_get32(d) != RED_MAGIC || round != rs->round || first >= svc.elements
-                            || first % svc.chunk != 0 || count != min(svc.chunk, svc.elements - first) || s_udp.len != 16 + 4 * count
-                            || (s = sender_of(rs, svc.senders, s_udp.ip.src, s_udp.sport, s_frame.source)) < 0
-                            || rs->marks[(uint64_t) s * chunks + first / svc.chunk] == rs->serial + 1) {
-                        cnt->bad_request++;
-                    } else {
-                        rs->marks[(uint64_t) s * chunks + first / svc.chunk] = rs->serial + 1;
-                        s_ok = 1;
-                        s_sender = s;
-                        s_first = first;
-                        s_count = count;
-                    }
+                    rs->marks[(uint64_t) s * chunks + first / svc.chunk] = rs->serial + 1;
+                    s_valid = 1;
+                    s_sender = s;
+                    s_first = first;
+                    s_count = count;
                 }
             }
             __syncthreads();
-            if (!s_ok) {
+            if (!s_valid) {
                 continue;
             }
             float *v = rs->vectors + (uint64_t) s_sender * svc.elements + s_first;
@@ -224,11 +196,7 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
             }
             __syncthreads();
         }
-        if (threadIdx.x == 0) {
-            nupa_gpu_rx_release(&f, st, s_ring, s_next, s_accepted);
-            store_counts(ctl, cnt);
-        }
-        __syncthreads();
+        end_batch(&f, st, ctl, cnt, &s_batch);
     }
 }
 

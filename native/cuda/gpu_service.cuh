@@ -87,6 +87,44 @@ static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_g
     }
 }
 
+/* A batch of received frames, in the block's shared memory: their slots, their ring and where its head goes after them. */
+struct rx_batch {
+    const uint8_t *slots[BATCH];
+    uint32_t ring;
+    uint64_t next;
+    int n, stop;
+    uint32_t accepted; /* frames taken for the service; the others were counted as dropped */
+};
+
+/* The whole block: thread 0 waits for the next batch of frames. 0 once the host asked the kernel to stop (counters stored). */
+static __device__ int next_batch(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, struct control *ctl,
+        const struct counters *cnt, struct rx_batch *b) {
+    if (threadIdx.x == 0) {
+        int stop = 0;
+        b->n = wait_frames(f, st, ctl, b->slots, &b->ring, &b->next, &stop);
+        b->accepted = 0;
+        b->stop = stop;
+    }
+    __syncthreads();
+    if (b->stop) {
+        if (threadIdx.x == 0) {
+            store_counts(ctl, cnt);
+        }
+        return 0;
+    }
+    return 1;
+}
+
+/* The whole block: the batch's slots go back to their ring, the counters to the host. */
+static __device__ void end_batch(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, struct control *ctl,
+        const struct counters *cnt, const struct rx_batch *b) {
+    if (threadIdx.x == 0) {
+        nupa_gpu_rx_release(f, st, b->ring, b->next, b->accepted);
+        store_counts(ctl, cnt);
+    }
+    __syncthreads();
+}
+
 /* Thread 0: claims room for a frame of length bytes in ring 0 of dest, waiting while it is full. NUPA_OK or why not. */
 static __device__ int claim_reply(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t length, struct nupa_gpu_claim *c,
         const struct control *ctl) {
@@ -111,6 +149,7 @@ struct udp_seen {
     struct nupa_g_ip ip;
     uint16_t sport;
     uint32_t len; /* data bytes */
+    uint64_t sum; /* the data's ones'-complement sum, as take_datagram found it */
 };
 
 /* Thread 0: whether the datagram in hdr (its first 28 bytes at least) is UDP to port for this node (counted if not). */
@@ -133,6 +172,40 @@ static __device__ int check_udp(const struct nupa_gpu_frame *fr, const uint8_t *
     u->sport = nupa_g_get16(hdr + 20);
     u->len = ulen - 8;
     return 1;
+}
+
+/*
+ * The whole block: reads the headers of the batch's frame i (the slot's and the datagram's in one round trip, into
+ * words), thread 0 checks them (the frame into *fr, the datagram's headers into *u; dropped ones counted), and the block
+ * sums the data into staging as it checks the UDP checksum; *ok says whether the datagram is good. Thread 0 returns the
+ * time the headers took in *header_ns, unless it is null.
+ */
+static __device__ void take_datagram(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct service *svc,
+        struct counters *cnt, struct rx_batch *b, int i, uint32_t *words, struct nupa_gpu_frame *fr, struct udp_seen *u,
+        uint8_t *staging, uint64_t *scratch, int *ok, uint64_t *header_ns) {
+    uint64_t t0 = threadIdx.x == 0 ? nupa_globaltimer() : 0;
+    nupa_gpu_rx_load(b->slots[i], words);
+    const uint8_t *hdr = (const uint8_t *) (words + 4);
+    if (threadIdx.x == 0) {
+        *ok = nupa_gpu_rx_frame(f, st, b->slots[i], words, fr) && check_udp(fr, hdr, svc->ip, svc->port, u, cnt);
+        b->accepted += *ok;
+        if (header_ns) {
+            *header_ns = nupa_globaltimer() - t0;
+        }
+    }
+    __syncthreads();
+    if (!*ok) {
+        return;
+    }
+    uint64_t sum = nupa_gpu_block_sum(fr->payload + 28, staging, u->len, scratch);
+    if (threadIdx.x == 0) {
+        u->sum = sum;
+        if (!nupa_g_udp_valid(hdr + 20, u->ip.src, u->ip.dst, sum)) {
+            cnt->bad_checksum++;
+            *ok = 0;
+        }
+    }
+    __syncthreads();
 }
 
 /* Thread 0: writes the link, IPv4 and UDP headers of a reply (36 bytes) into the claimed slot. */
