@@ -1,5 +1,7 @@
 package dev.nupa.tests;
 
+import static dev.nupa.tests.ClusterTestSupport.request;
+import static dev.nupa.tests.ClusterTestSupport.freePort;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -7,22 +9,14 @@ import dev.nupa.cluster.ClusterConfig;
 import dev.nupa.cluster.NupaCluster;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.Route;
-import dev.nupa.node.cli.Main;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.Message;
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.UUID;
-import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -112,20 +106,6 @@ class EventBusAcrossFabricsTest {
     private static void closeSelf(Vertx self) throws Exception {
         if (self != null) {
             self.close().await(30, TimeUnit.SECONDS);
-        }
-    }
-
-    private static String request(Vertx vertx, String address, String body) {
-        try {
-            return vertx.eventBus().<String>request(address, body).map(Message::body).await(10, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.TimeoutException e) {
-            throw new IllegalStateException("no reply on " + address + " within 10 s", e);
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
         }
     }
 }

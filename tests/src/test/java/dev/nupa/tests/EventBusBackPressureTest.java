@@ -1,11 +1,10 @@
 package dev.nupa.tests;
 
+import static dev.nupa.tests.ClusterTestSupport.freePort;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
@@ -84,12 +83,6 @@ class EventBusBackPressureTest {
                 }
             }
             Files.deleteIfExists(fabric);
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
         }
     }
 }

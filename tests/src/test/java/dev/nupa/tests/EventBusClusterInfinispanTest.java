@@ -1,10 +1,11 @@
 package dev.nupa.tests;
 
+import static dev.nupa.tests.ClusterTestSupport.request;
+import static dev.nupa.tests.ClusterTestSupport.freePort;
+import static dev.nupa.tests.ClusterTestSupport.untilNoHandlers;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -19,7 +20,6 @@ import dev.nupa.cluster.NupaCluster;
 import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Vertx;
-import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.ReplyException;
 import io.vertx.core.eventbus.ReplyFailure;
 import org.junit.jupiter.api.Tag;
@@ -76,7 +76,7 @@ class EventBusClusterInfinispanTest {
 
             b.kill();
             // Until JGroups drops B, a request to B's own address times out; then it fails at once with NO_HANDLERS.
-            System.out.println("EventBusClusterInfinispanTest: B's consumers left " + EventBusClusterTest.untilNoHandlers(self, "only.B")
+            System.out.println("EventBusClusterInfinispanTest: B's consumers left " + untilNoHandlers(self, "only.B")
                     + " ms after SIGKILL");
             for (int i = 0; i < 10; i++) {
                 assertEquals("A:k" + i, request(v, "svc", "k" + i));
@@ -92,20 +92,6 @@ class EventBusClusterInfinispanTest {
                 b.close();
             }
             Files.deleteIfExists(fabric);
-        }
-    }
-
-    private static String request(Vertx self, String address, String body) {
-        try {
-            return self.eventBus().<String>request(address, body).map(Message::body).await(10, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.TimeoutException e) {
-            throw new IllegalStateException("no reply on " + address + " within 10 s", e);
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
         }
     }
 }

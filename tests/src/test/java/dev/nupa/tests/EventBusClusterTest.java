@@ -1,11 +1,12 @@
 package dev.nupa.tests;
 
+import static dev.nupa.tests.ClusterTestSupport.request;
+import static dev.nupa.tests.ClusterTestSupport.freePort;
+import static dev.nupa.tests.ClusterTestSupport.untilNoHandlers;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
-import java.io.IOException;
-import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -26,9 +27,7 @@ import dev.nupa.transport.NupaVertx;
 import dev.nupa.transport.StackConfig;
 import io.vertx.core.Vertx;
 import io.vertx.core.eventbus.DeliveryOptions;
-import io.vertx.core.eventbus.Message;
 import io.vertx.core.eventbus.ReplyException;
-import io.vertx.core.eventbus.ReplyFailure;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -95,13 +94,13 @@ class EventBusClusterTest {
         // Registrations reach this member through Hazelcast: ask until both members have answered once.
         Set<String> seen = new HashSet<>();
         ChildJvm.waitUntil("both members answer on svc", 30_000, () -> {
-            seen.add(request("svc", "hi").split(":")[0]);
+            seen.add(request(self, "svc", "hi").split(":")[0]);
             return seen.containsAll(Set.of("A", "B"));
         });
         Map<String, Integer> answered = new HashMap<>();
         int n = 200;
         for (int i = 0; i < n; i++) {
-            String reply = request("svc", "r" + i);
+            String reply = request(self, "svc", "r" + i);
             String[] parts = reply.split(":");
             assertEquals("r" + i, parts[1], "reply " + reply + " is not to request " + i);
             answered.merge(parts[0], 1, Integer::sum);
@@ -123,8 +122,8 @@ class EventBusClusterTest {
         }
         for (String member : List.of("A", "B")) {
             ChildJvm.waitUntil(member + " received every published message", 30_000,
-                    () -> Long.parseLong(request("ctl." + member, "count")) >= n);
-            assertEquals(n, Long.parseLong(request("ctl." + member, "count")), member + " received a message twice");
+                    () -> Long.parseLong(request(self, "ctl." + member, "count")) >= n);
+            assertEquals(n, Long.parseLong(request(self, "ctl." + member, "count")), member + " received a message twice");
         }
     }
 
@@ -139,8 +138,8 @@ class EventBusClusterTest {
         }
         assertEquals("sent " + n, sprayed.await(30, TimeUnit.SECONDS).body());
         ChildJvm.waitUntil("A received both senders' messages", 30_000,
-                () -> request("ctl.A", "seq").startsWith("received=" + (2 * n) + " "));
-        assertEquals("received=" + (2 * n) + " outOfOrder=0", request("ctl.A", "seq"));
+                () -> request(self, "ctl.A", "seq").startsWith("received=" + (2 * n) + " "));
+        assertEquals("received=" + (2 * n) + " outOfOrder=0", request(self, "ctl.A", "seq"));
     }
 
     @Test
@@ -184,14 +183,14 @@ class EventBusClusterTest {
         assertEquals(null, odd.get(), "a request of the stream failed otherwise than with a ReplyException");
         // Point-to-point now reaches A alone, and this member's event loop answers as before.
         for (int i = 0; i < 20; i++) {
-            assertEquals("A:k" + i, request("svc", "k" + i));
+            assertEquals("A:k" + i, request(self, "svc", "k" + i));
         }
         // A replacement at B's fabric address and membership port takes over B's address on the event bus.
         b = member("B", 1);
         b.awaitLine("READY B", 90_000);
         ChildJvm.waitUntil("the replacement answers on only.B", 30_000, () -> {
             try {
-                return request("only.B", "again").equals("B:again");
+                return request(self, "only.B", "again").equals("B:again");
             } catch (RuntimeException e) {
                 return false;
             }
@@ -201,43 +200,5 @@ class EventBusClusterTest {
     private static ChildJvm member(String id, int node) {
         int port = ports[node];
         return ChildJvm.start("member-" + id, ClusterMemberMain.class, fabric, node, port, members, name, id);
-    }
-
-    private static String request(String address, String body) {
-        try {
-            return self.eventBus().<String>request(address, body).map(Message::body).await(10, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.TimeoutException e) {
-            throw new IllegalStateException("no reply on " + address + " within 10 s", e);
-        }
-    }
-
-    private static int freePort() throws IOException {
-        try (ServerSocket s = new ServerSocket(0)) {
-            return s.getLocalPort();
-        }
-    }
-
-    /**
-     * Requests {@code address} (a killed member's own) until it fails with NO_HANDLERS, as Vert.x on Linux does once
-     * the cluster manager drops the member; until then a request times out (nobody answers). Nothing may answer it.
-     * Returns the milliseconds it took; fails after 30 s (failure detection is 5 s).
-     */
-    static long untilNoHandlers(Vertx self, String address) throws Exception {
-        DeliveryOptions shortWait = new DeliveryOptions().setSendTimeout(1000);
-        long killed = System.nanoTime();
-        ReplyFailure last = null;
-        while (last != ReplyFailure.NO_HANDLERS) {
-            try {
-                Message<String> m = self.eventBus().<String>request(address, "x", shortWait).await(10, TimeUnit.SECONDS);
-                fail("a killed member answered: " + m.body());
-            } catch (ReplyException e) {
-                assertTrue(e.failureType() == ReplyFailure.NO_HANDLERS || e.failureType() == ReplyFailure.TIMEOUT, e.toString());
-                last = e.failureType();
-            }
-            if (System.nanoTime() - killed > TimeUnit.SECONDS.toNanos(30)) {
-                fail("the consumers of " + address + " were still registered 30 s after the kill (failure detection is 5 s)");
-            }
-        }
-        return (System.nanoTime() - killed) / 1_000_000;
     }
 }
