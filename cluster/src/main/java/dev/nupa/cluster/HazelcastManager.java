@@ -29,13 +29,7 @@ final class HazelcastManager extends HazelcastClusterManager {
                 promise.succeed();
                 return;
             }
-            Throwable root = err;
-            while (root.getCause() != null && root.getCause() != root) {
-                root = root.getCause();
-            }
-            promise.fail(new IllegalStateException("Hazelcast could not start on " + cluster.host() + ":" + cluster.port()
-                    + " (" + (root.getMessage() != null ? root.getMessage() : root) + "); choose a free membership port"
-                    + " or stop what holds it", err));
+            promise.fail(StartFailure.of("Hazelcast", cluster, err));
         });
     }
 

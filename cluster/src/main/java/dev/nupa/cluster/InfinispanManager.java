@@ -3,7 +3,6 @@ package dev.nupa.cluster;
 import io.vertx.core.Completable;
 import io.vertx.core.Vertx;
 import io.vertx.ext.cluster.infinispan.InfinispanClusterManager;
-import java.net.BindException;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -55,14 +54,7 @@ final class InfinispanManager extends InfinispanClusterManager {
                 super.join(promise);
                 return;
             }
-            Throwable root = err;
-            while (root.getCause() != null && root.getCause() != root) {
-                root = root.getCause();
-            }
-            String why = "Infinispan could not start on " + cluster.host() + ":" + cluster.port() + " ("
-                    + (root.getMessage() != null ? root.getMessage() : root) + ")";
-            promise.fail(new IllegalStateException(root instanceof BindException
-                    ? why + "; choose a free membership port or stop what holds it" : why, err));
+            promise.fail(StartFailure.of("Infinispan", cluster, err));
         });
     }
 
