@@ -17,20 +17,43 @@
 # cluster-client on fabric B (10.0.1.3) and on fabric A (10.0.0.3). Each client's requests are answered in turn by
 # the service on its own fabric (over the fabric directly) and the one on the other (TCP through both gateways and
 # both hosts); what each client publishes reaches both services. It prints the replies, the news each service
-# received, and the packets that crossed between the hosts. The JVMs run in this namespace: Hazelcast's membership
-# goes over its loopback (FIRST_PORT..FIRST_PORT+3, default 5701), the event bus over the fabrics and the gateways.
+# received, and the packets that crossed between the hosts; it fails (status 1, one line) when a client fails, is not
+# answered by both services, or a service misses news. The JVMs run in this namespace: Hazelcast's membership goes
+# over its loopback (FIRST_PORT..FIRST_PORT+3, default 5701), the event bus over the fabrics and the gateways.
+# TWO_FABRICS_ID (1 to 9 of a-z0-9, default 2f) names what it makes, so that setups side by side do not clash:
+# namespaces nupaID-hosta and -hostb, devices nupaIDa, nupaIDb, nupaIDva and nupaIDvb, fabrics /dev/shm/nupa-ID-a
+# and -b, its state in /tmp/nupa-cluster-two-fabrics-ID.
 # Needs root (TAP devices, network namespaces), ip, and the JDK and Maven that ./nupa needs.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-state=/tmp/nupa-cluster-two-fabrics
-first_port=${FIRST_PORT:-5701}
-ns_a=nupa2f-hosta; ns_b=nupa2f-hostb
-tap_a=nupa2fa; tap_b=nupa2fb
-veth_a=nupa2fva; veth_b=nupa2fvb
-fabric_a=/dev/shm/nupa-2f-a; fabric_b=/dev/shm/nupa-2f-b
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 die() { echo "cluster-two-fabrics: $*" >&2; exit 1; }
+
+id=${TWO_FABRICS_ID:-2f}
+# Interface names hold 15 characters: nupa + ID + va.
+[[ "$id" =~ ^[a-z0-9]{1,9}$ ]] || { echo "cluster-two-fabrics: TWO_FABRICS_ID must be 1 to 9 of a-z0-9, not '$id'" >&2; exit 2; }
+first_port=${FIRST_PORT:-5701}
+[[ "$first_port" =~ ^[0-9]+$ ]] && [ "$first_port" -ge 1 ] && [ "$first_port" -le 65532 ] \
+  || { echo "cluster-two-fabrics: FIRST_PORT must be a port from 1 to 65532, not '$first_port'" >&2; exit 2; }
+state=/tmp/nupa-cluster-two-fabrics-$id
+ns_a=nupa$id-hosta; ns_b=nupa$id-hostb
+tap_a=nupa${id}a; tap_b=nupa${id}b
+veth_a=nupa${id}va; veth_b=nupa${id}vb
+fabric_a=/dev/shm/nupa-$id-a; fabric_b=/dev/shm/nupa-$id-b
+
+# A command that fails ends the run with one line naming it (the EXIT traps below tear down what was made); functions
+# and subshells share the trap (set -E), and a subshell leaves the line to its caller.
+set -E
+on_error() { [ "$BASH_SUBSHELL" -gt 0 ] && exit "$1"; die "'$3' failed (status $1, line $2)"; }
+trap 'on_error $? $LINENO "$BASH_COMMAND"' ERR
+
+# Ends the run with one line; the output of process NAME is kept in a file the line names, as the teardown removes $state.
+die_with_log() {
+  local name=$1 kept=/tmp/nupa-cluster-two-fabrics-$id-$1.log; shift
+  cp "$state/$name.log" "$kept" 2>/dev/null || kept="(none)"
+  die "$* (its output: $kept)"
+}
 
 # Starts "$@" in the background with its output in $state/NAME.log and its pid in $state/NAME.pid.
 spawn() {
@@ -45,11 +68,10 @@ await_line() {
   pid=$(cat "$state/$name.pid")
   for _ in $(seq 1 $((secs * 5))); do
     grep -q -- "$pattern" "$state/$name.log" 2>/dev/null && return 0
-    kill -0 "$pid" 2>/dev/null || { tail -n 20 "$state/$name.log" >&2; die "$name ended before printing '$pattern'"; }
+    kill -0 "$pid" 2>/dev/null || die_with_log "$name" "$name ended before printing '$pattern'"
     sleep 0.2
   done
-  tail -n 20 "$state/$name.log" >&2
-  die "$name printed no '$pattern' within $secs s"
+  die_with_log "$name" "$name printed no '$pattern' within $secs s"
 }
 
 stop() { # $1: a name spawned; SIGTERM, then SIGKILL after 10 s
@@ -81,9 +103,15 @@ up() {
   [ "$(id -u)" = 0 ] || die "needs root (TAP devices and network namespaces)"
   command -v ip >/dev/null || die "needs ip (apt-get install iproute2)"
   [ -w /dev/net/tun ] || die "/dev/net/tun is not writable here: no TAP devices"
-  for n in "$ns_a" "$ns_b"; do ip netns list | grep -qw "$n" && die "namespace $n exists (left by another run?): '$0 down' removes it"; done
+  local existing; existing=$(ip netns list | awk '{ print $1 }')
+  for n in "$ns_a" "$ns_b"; do
+    grep -qxF "$n" <<<"$existing" && die "namespace $n exists (left by another run?): '$0 down' removes it"
+  done
+  for n in "$fabric_a" "$fabric_b"; do [ -e "$n" ] && die "$n exists (left by another run?): '$0 down' removes it"; done
+  # Builds the distribution now if it is stale, so that the gateways' 60 s to start are not spent on it.
+  "$root/nupa" --version >/dev/null || die "$root/nupa does not run (its error above)"
   mkdir -p "$state"
-  trap 'down >/dev/null' ERR
+  trap 'down >/dev/null' EXIT # a failed up removes what it made
   spawn gateway-a "$root/nupa" node --fabric "$fabric_a" --address 0 --tap "$tap_a" --tap-addr 192.168.91.2/24 \
     --tap-route "10.0.1.0/24 via 192.168.91.1"
   spawn gateway-b "$root/nupa" node --fabric "$fabric_b" --address 0 --ip 10.0.1.1/24 --tap "$tap_b" --tap-addr 192.168.92.2/24 \
@@ -110,7 +138,7 @@ up() {
   ip -n "$ns_b" route add 10.0.1.0/24 via 192.168.92.2
   ip -n "$ns_b" route add 10.0.0.0/24 via 192.168.93.1
   touch "$state/up"
-  trap - ERR
+  trap - EXIT
   echo "cluster-two-fabrics: up: fabric A $fabric_a (gateway 10.0.0.1, host $ns_a), fabric B $fabric_b (gateway 10.0.1.1, host $ns_b)"
 }
 
@@ -132,19 +160,29 @@ run() {
   await_line service-b "cluster service on" 120
   spawn client-b "$root/nupa" example cluster-client --ip 10.0.1.3/24 --route "$b_route" --member 2 "$fabric_b" 2 "$first_port" 4
   spawn client-a "$root/nupa" example cluster-client --route "$a_route" --member 3 "$fabric_a" 2 "$first_port" 4
-  local c status=0
+  local c s status news
   for c in client-b client-a; do
+    status=0
     wait "$(cat "$state/$c.pid")" || status=$?
     rm -f "$state/$c.pid"
     echo "== $c ($( [ $c = client-a ] && echo 'fabric A, 10.0.0.3' || echo 'fabric B, 10.0.1.3')): replies from greeter"
     grep -v -i -E 'warn|hazelcast|^\s|^$|nupa:' "$state/$c.log" || true
-    [ "$status" = 0 ] || { tail -n 20 "$state/$c.log" >&2; die "$c failed (status $status)"; }
+    [ "$status" = 0 ] || die_with_log "$c" "$c failed (status $status)"
+    for s in 10.0.0.2 10.0.1.2; do
+      grep -q "^hello .* from $s\$" "$state/$c.log" || die_with_log "$c" "$c got no reply from the service at $s"
+    done
   done
   for c in service-a service-b; do
-    # Each client published 4 messages; those to the service that did not answer its last request may still be on the way.
-    for _ in $(seq 1 50); do [ "$(grep -c '^news:' "$state/$c.log")" -ge 8 ] && break; sleep 0.2; done
+    # Each client published 4 messages (not counting its one "subscriber check" request, which one service answers);
+    # those to the service that did not answer its last request may still be on the way.
+    for _ in $(seq 1 50); do
+      news=$(grep -c '^news: news [0-9]* from ' "$state/$c.log" || true)
+      [ "$news" -ge 8 ] && break
+      sleep 0.2
+    done
     echo "== $c ($( [ $c = service-a ] && echo 'fabric A, 10.0.0.2' || echo 'fabric B, 10.0.1.2')): news received"
     grep '^news:' "$state/$c.log" || true
+    [ "$news" -ge 8 ] || die_with_log "$c" "$c printed $news of the 8 news within 10 s"
   done
   after=$(packets_between_hosts)
   echo "== packets between host A and host B (the event bus across the gateways): $((after - before))"
@@ -155,5 +193,5 @@ case "${1:-}" in
   down) down ;;
   run) run ;;
   -h|--help|help) usage ;;
-  *) usage >&2; exit 2 ;;
+  *) echo "cluster-two-fabrics: usage: $0 up|run|down ('$0 --help' says more)" >&2; exit 2 ;;
 esac

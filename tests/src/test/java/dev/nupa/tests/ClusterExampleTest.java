@@ -57,7 +57,7 @@ class ClusterExampleTest {
     }
 
     /** The first of {@code n} consecutive TCP ports on loopback that are free now (the examples' cluster lists them). */
-    private static int freeRun(int n) throws IOException {
+    static int freeRun(int n) throws IOException {
         for (int attempt = 0; attempt < 100; attempt++) {
             int first = ThreadLocalRandom.current().nextInt(20_000, 60_000);
             boolean free = true;
