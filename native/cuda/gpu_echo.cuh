@@ -5,72 +5,217 @@
 #include "gpu_service.cuh"
 
 /*
- * The UDP echo: thread 0 takes a batch of frames; for each, the block reads its headers, thread 0 checks them, the
- * block sums the data (checking the checksum) while copying it to staging, thread 0 claims a slot in the sender's ring,
- * the block copies the data into it, thread 0 writes the headers and publishes; then the batch's slots are released.
+ * The UDP echo, a batch of frames at a time so that each step's PCIe round trips serve the whole batch: the block reads
+ * every frame's headers at once, thread 0 checks them, each warp sums and stages the data of its frames (warp w: frames
+ * w, w + warps, ...) and a thread per frame checks its checksum; thread 0 claims the replies' slots, those for one
+ * sender with one CAS (nupa_gpu_claim_n); a thread per frame reads its slot's ctrl and writes the reply's headers, the
+ * warps copy the data in, and after one system fence a thread per frame publishes; thread 0 rings each sender's
+ * doorbell once and counts; then the batch's slots are released.
  */
 __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, struct counters *cnt,
         struct nupa_gpu_state *st, uint8_t *staging) {
     __shared__ struct rx_batch s_batch;
-    __shared__ uint32_t s_words[NUPA_GPU_LOAD_WORDS];
-    __shared__ struct nupa_gpu_frame s_frame;
-    __shared__ int s_ok, s_claimed; /* two flags: thread 0 writes the second while the others may still read the first */
-    __shared__ struct udp_seen s_udp;
-    __shared__ struct nupa_gpu_claim s_claim;
-    __shared__ uint64_t s_scratch[1024];
+    __shared__ uint32_t s_words[BATCH][NUPA_GPU_LOAD_WORDS];
+    __shared__ struct nupa_gpu_frame s_frame[BATCH];
+    __shared__ struct udp_seen s_udp[BATCH];
+    __shared__ struct nupa_gpu_claim s_claim[BATCH];
+    __shared__ uint64_t s_part[BATCH][32];
+    __shared__ uint64_t s_pos[BATCH], s_before[BATCH], s_guess;
+    __shared__ uint32_t s_guess_dest, s_guess_n;
+    __shared__ int s_ok[BATCH], s_claimed[BATCH], s_sent[BATCH];
+    __shared__ uint16_t s_id[BATCH];
+    const uint32_t tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = (blockDim.x + 31) / 32;
+    const uint32_t lanes = min(32u, blockDim.x - 32 * warp); /* the threads of this warp (the last may be short) */
+    const size_t stride = (f.max_frame + 63) & ~(size_t) 63; /* each frame's staging: BATCH of them (nupa-gpu-node.cu) */
     uint16_t id = 0;
-    if (threadIdx.x == 0) {
+    if (tid == 0) {
         nupa_gpu_init(&f, st);
     }
     while (next_batch(&f, st, ctl, cnt, &s_batch)) {
-        for (int i = 0; i < s_batch.n; i++) {
-            uint64_t t0 = threadIdx.x == 0 ? nupa_globaltimer() : 0, headers = 0, t2 = 0, t3 = 0;
-            take_datagram(&f, st, &svc, cnt, &s_batch, i, s_words, &s_frame, &s_udp, staging, s_scratch, &s_ok, &headers);
-            if (!s_ok) {
+        const int n = s_batch.n;
+        uint64_t t0 = tid == 0 ? nupa_globaltimer() : 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0;
+        for (uint32_t x = tid; x < (uint32_t) n * NUPA_GPU_LOAD_WORDS; x += blockDim.x) { /* one round trip for the batch */
+            s_words[x / NUPA_GPU_LOAD_WORDS][x % NUPA_GPU_LOAD_WORDS] =
+                    *(const volatile uint32_t *) (s_batch.slots[x / NUPA_GPU_LOAD_WORDS] + 8 + 4 * (x % NUPA_GPU_LOAD_WORDS));
+        }
+        __syncthreads();
+        if (tid == 0) {
+            for (int i = 0; i < n; i++) {
+                s_ok[i] = nupa_gpu_rx_frame(&f, st, s_batch.slots[i], s_words[i], &s_frame[i])
+                        && check_udp(&s_frame[i], (const uint8_t *) (s_words[i] + 4), svc.ip, svc.port, &s_udp[i], cnt);
+                s_batch.accepted += s_ok[i];
+            }
+            t1 = nupa_globaltimer();
+        }
+        __syncthreads();
+        for (int i = warp; i < n; i += warps) {
+            uint64_t part = 0;
+            if (s_ok[i]) {
+                const uint8_t *src = s_frame[i].payload + 28;
+                uint8_t *dst = staging + i * stride;
+                uint32_t len = s_udp[i].len;
+                for (uint32_t k = lane; k < (len + 3) / 4; k += lanes) {
+                    uint32_t w = *(const volatile uint32_t *) (src + 4 * k);
+                    *(uint32_t *) (dst + 4 * k) = w;
+                    uint32_t left = len - 4 * k;
+                    if (left < 4) {
+                        w &= (1u << (8 * left)) - 1; /* little-endian: the bytes past the data are the high ones */
+                    }
+                    part += nupa_g_sum_word(w);
+                }
+            }
+            s_part[i][lane] = part;
+        }
+        __syncthreads();
+        for (int i = tid; i < n; i += blockDim.x) {
+            if (s_ok[i]) {
+                uint32_t owner = i % warps, parts = min(32u, blockDim.x - 32 * owner);
+                uint64_t sum = 0;
+                for (uint32_t l = 0; l < parts; l++) {
+                    sum += s_part[i][l];
+                }
+                s_udp[i].sum = sum;
+                s_ok[i] = nupa_g_udp_valid((const uint8_t *) (s_words[i] + 4) + 20, s_udp[i].ip.src, s_udp[i].ip.dst, sum) ? 1 : -1;
+            }
+        }
+        __syncthreads();
+        if (tid == 0) {
+            /* where the first sender's replies will most likely go: their slots' ctrl words are read meanwhile */
+            s_guess = UINT64_MAX;
+            s_guess_n = 0;
+            for (int i = 0; i < n; i++) {
+                if (s_ok[i] == 1 && s_guess_n == 0) {
+                    s_guess_dest = s_frame[i].source;
+                    s_guess = nupa_gpu_claim_guess(st, s_guess_dest, 0);
+                }
+                s_guess_n += s_ok[i] == 1 && s_frame[i].source == s_guess_dest;
+            }
+            s_guess_n = min(s_guess_n, blockDim.x - 1); /* a thread each, thread 0 apart */
+        }
+        __syncthreads();
+        if (s_guess != UINT64_MAX && tid > 0 && tid <= s_guess_n) { /* while thread 0 claims; a wrong guess is read again */
+            s_before[tid - 1] = nupa_wr_load64((const uint64_t *) nupa_g_slot(&f, nupa_g_ring(&f, s_guess_dest, 0), s_guess + tid - 1));
+        }
+        if (tid == 0) {
+            t2 = nupa_globaltimer();
+            for (int i = 0; i < n; i++) {
+                s_claimed[i] = 0;
+                if (s_ok[i] < 0) {
+                    cnt->bad_checksum++;
+                }
+            }
+            /* the replies to one sender, in the batch's order, claimed together (usually the whole batch at once) */
+            for (int i = 0; i < n;) {
+                if (s_ok[i] != 1) {
+                    i++;
+                    continue;
+                }
+                uint32_t dest = s_frame[i].source, k = 0;
+                while (i + (int) k < n && (s_ok[i + k] != 1 || s_frame[i + k].source == dest)) {
+                    k += 1;
+                }
+                uint32_t want = 0;
+                for (uint32_t j = 0; j < k; j++) {
+                    want += s_ok[i + j] == 1;
+                }
+                uint64_t waited = 0;
+                while (want > 0) {
+                    uint64_t first = 0;
+                    int rc = NUPA_OK;
+                    int got = nupa_gpu_claim_n(&f, st, dest, 0, want, &first, &rc);
+                    if (got == 0 && rc == NUPA_BACK_PRESSURED) {
+                        uint64_t now = nupa_globaltimer();
+                        if (waited == 0) {
+                            waited = now;
+                        }
+                        if (now - waited < SEND_WAIT_NS && !stop_asked(ctl)) {
+                            __nanosleep(500);
+                            continue;
+                        }
+                    }
+                    int failed = got == 0; /* the sender down, or its ring full for SEND_WAIT_NS */
+                    for (uint32_t j = 0; j < k && want > 0 && (got > 0 || failed); j++) {
+                        if (s_ok[i + j] != 1 || s_claimed[i + j]) {
+                            continue;
+                        }
+                        if (failed) {
+                            s_ok[i + j] = 0;
+                            cnt->send_failed++;
+                        } else {
+                            s_claimed[i + j] = 1;
+                            s_pos[i + j] = first++;
+                            s_id[i + j] = ++id;
+                            got--;
+                        }
+                        want--;
+                    }
+                }
+                i += k;
+            }
+            t3 = nupa_globaltimer();
+        }
+        __syncthreads();
+        for (int i = tid; i < n; i += blockDim.x) {
+            if (s_claimed[i]) {
+                uint32_t dest = s_frame[i].source;
+                uint64_t before = s_guess != UINT64_MAX && dest == s_guess_dest && s_pos[i] - s_guess < s_guess_n
+                        ? s_before[s_pos[i] - s_guess] : UINT64_MAX;
+                nupa_gpu_claim_at(&f, dest, 0, s_pos[i], 36 + s_udp[i].len, before, &s_claim[i]);
+                reply_headers(&f, &s_claim[i], svc.ip, s_udp[i].ip.src, svc.port, s_udp[i].sport, s_udp[i].len, s_udp[i].sum, s_id[i]);
+            }
+        }
+        __syncthreads();
+        for (int i = warp; i < n; i += warps) {
+            if (!s_claimed[i]) {
                 continue;
             }
-            if (threadIdx.x == 0) {
-                t2 = nupa_globaltimer();
-                s_claimed = claim_reply(&f, st, s_frame.source, 36 + s_udp.len, &s_claim, ctl) == NUPA_OK;
-                cnt->send_failed += !s_claimed;
-            }
-            __syncthreads();
-            if (!s_claimed) {
-                continue;
-            }
-            /* Each thread copies the words it staged itself: data at frame + 36, 4-byte aligned in the slot; thread 0
-             * writes the headers meanwhile. */
-            if (threadIdx.x == 0) {
-                t3 = nupa_globaltimer();
-                reply_headers(&f, &s_claim, svc.ip, s_udp.ip.src, svc.port, s_udp.sport, s_udp.len, s_udp.sum, ++id);
-            }
-            for (uint32_t k = threadIdx.x; k < (s_udp.len + 3) / 4; k += blockDim.x) {
-                uint32_t w = ((const uint32_t *) staging)[k];
-                if (4 * k + 4 <= s_udp.len) {
-                    ((volatile uint32_t *) (s_claim.frame + 36))[k] = w;
-                } else { /* the last bytes alone: a slot may end right after the frame, and the next slot's ctrl follows */
-                    for (uint32_t b = 0; 4 * k + b < s_udp.len; b++) {
-                        ((volatile uint8_t *) (s_claim.frame + 36))[4 * k + b] = (uint8_t) (w >> (8 * b));
+            /* data at frame + 36, 4-byte aligned in the slot; the last bytes alone: a slot may end right after the frame,
+             * and the next slot's ctrl follows */
+            const uint8_t *from = staging + i * stride;
+            uint8_t *to = s_claim[i].frame + 36;
+            uint32_t len = s_udp[i].len;
+            for (uint32_t k = lane; k < (len + 3) / 4; k += lanes) {
+                uint32_t w = ((const uint32_t *) from)[k];
+                if (4 * k + 4 <= len) {
+                    ((volatile uint32_t *) to)[k] = w;
+                } else {
+                    for (uint32_t b = 0; 4 * k + b < len; b++) {
+                        ((volatile uint8_t *) to)[4 * k + b] = (uint8_t) (w >> (8 * b));
                     }
                 }
             }
-            __threadfence_system();
-            __syncthreads();
-            if (threadIdx.x == 0) {
-                uint64_t t4 = nupa_globaltimer();
-                if (nupa_gpu_publish(&f, st, &s_claim, 0) == NUPA_OK) {
-                    cnt->served++;
-                    uint64_t t5 = nupa_globaltimer();
-                    cnt->step_ns[0] += headers;
-                    cnt->step_ns[1] += t2 - t0 - headers;
-                    cnt->step_ns[2] += t3 - t2;
-                    cnt->step_ns[3] += t4 - t3;
-                    cnt->step_ns[4] += t5 - t4;
+        }
+        __threadfence_system();
+        __syncthreads();
+        for (int i = tid; i < n; i += blockDim.x) {
+            s_sent[i] = s_claimed[i] ? nupa_gpu_publish_slot(&f, &s_claim[i], 0) : 0;
+        }
+        __syncthreads();
+        if (tid == 0) {
+            t4 = nupa_globaltimer();
+            uint32_t rung = UINT32_MAX, served = 0;
+            for (int i = 0; i < n; i++) {
+                if (!s_claimed[i]) {
+                    continue;
+                }
+                if (s_claim[i].dest != rung) {
+                    rung = s_claim[i].dest;
+                    nupa_gpu_ring_doorbell(&f, st, rung);
+                }
+                if (nupa_gpu_published(st, &s_claim[i], s_sent[i], 0) == NUPA_OK) {
+                    served++;
                 } else {
                     cnt->send_failed++;
                 }
             }
-            __syncthreads();
+            uint64_t t5 = nupa_globaltimer();
+            cnt->served += served;
+            /* the batch's steps, once for each datagram echoed (each spent them all) */
+            cnt->step_ns[0] += (t1 - t0) * served;
+            cnt->step_ns[1] += (t2 - t1) * served;
+            cnt->step_ns[2] += (t3 - t2) * served;
+            cnt->step_ns[3] += (t4 - t3) * served;
+            cnt->step_ns[4] += (t5 - t4) * served;
         }
         end_batch(&f, st, ctl, cnt, &s_batch);
     }

@@ -127,7 +127,7 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
     CUDA_OR_FAIL(cudaMalloc((void **) &gst, sizeof *gst));
     CUDA_OR_FAIL(cudaMalloc((void **) &dcnt, sizeof *dcnt));
     CUDA_OR_FAIL(cudaMemset(dcnt, 0, sizeof *dcnt));
-    CUDA_OR_FAIL(cudaMalloc((void **) &staging, (f.max_frame + 63) & ~63u));
+    CUDA_OR_FAIL(cudaMalloc((void **) &staging, BATCH * (size_t) ((f.max_frame + 63) & ~63u))); /* a frame of a batch each (echo) */
     struct reduce_state *rs = NULL;
     if (reduce) {
         struct reduce_state init;

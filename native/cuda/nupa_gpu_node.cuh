@@ -530,6 +530,32 @@ struct nupa_gpu_claim {
 };
 
 /*
+ * What this GPU knows of ring r of dest (the direct-mapped cache), once dest's state word says UP (6.3 step 1, read at
+ * most once a millisecond); NULL, counted, when it is not.
+ */
+static __device__ inline struct nupa_gpu_peer *nupa_gpu_peer_up(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest,
+        uint32_t r) {
+    struct nupa_gpu_peer *pc = &st->peers[(dest * NUPA_G_MAX_RINGS + r) % NUPA_GPU_PEERS];
+    uint64_t now = nupa_globaltimer();
+    if (pc->dest != dest + 1 || pc->ring != r) {
+        pc->dest = dest + 1;
+        pc->ring = r;
+        pc->tail = 0;
+        pc->head = 0;
+        pc->up_at = 0;
+    }
+    if (pc->up_at == 0 || now - pc->up_at > 1000000) {
+        if ((uint32_t) nupa_wr_load64((const uint64_t *) (nupa_g_entry(f, dest) + NUPA_G_E_STATE)) != NUPA_G_STATE_UP) {
+            pc->up_at = 0;
+            st->counts.peer_down++;
+            return NULL;
+        }
+        pc->up_at = now;
+    }
+    return pc;
+}
+
+/*
  * Claims a slot for a frame of length bytes (link header included) in ring r of node dest: NUPA_OK, NUPA_PEER_DOWN,
  * NUPA_BACK_PRESSURED (full: try again later), NUPA_TOO_BIG or NUPA_BAD_ADDRESS; each refusal counted as a CPU
  * producer counts it. A claim must be published or aborted within the stall timeout.
@@ -548,22 +574,9 @@ static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, str
     if (length > f->max_frame) {
         return NUPA_TOO_BIG;
     }
-    struct nupa_gpu_peer *pc = &st->peers[(dest * NUPA_G_MAX_RINGS + r) % NUPA_GPU_PEERS];
-    uint64_t now = nupa_globaltimer();
-    if (pc->dest != dest + 1 || pc->ring != r) {
-        pc->dest = dest + 1;
-        pc->ring = r;
-        pc->tail = 0;
-        pc->head = 0;
-        pc->up_at = 0;
-    }
-    if (pc->up_at == 0 || now - pc->up_at > 1000000) {
-        if ((uint32_t) nupa_wr_load64((const uint64_t *) (nupa_g_entry(f, dest) + NUPA_G_E_STATE)) != NUPA_G_STATE_UP) {
-            pc->up_at = 0;
-            st->counts.peer_down++;
-            return NUPA_PEER_DOWN;
-        }
-        pc->up_at = now;
+    struct nupa_gpu_peer *pc = nupa_gpu_peer_up(f, st, dest, r);
+    if (pc == NULL) {
+        return NUPA_PEER_DOWN;
     }
     uint8_t *ring = nupa_g_ring(f, dest, r);
     uint64_t *tail = (uint64_t *) (ring + NUPA_G_R_TAIL);
@@ -594,6 +607,69 @@ static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, str
     return NUPA_OK;
 }
 
+/*
+ * Thread 0: claims up to k consecutive positions in ring r of dest with one CAS (6.3 step 2.3, k at once), as many as
+ * the ring has room for: *first is the first, the return value how many (0 with *rc NUPA_BACK_PRESSURED or
+ * NUPA_PEER_DOWN). Each position is then a claim of its own: written, its ctrl read (nupa_gpu_claim_at) and published.
+ */
+static __device__ inline int nupa_gpu_claim_n(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t r,
+        uint32_t k, uint64_t *first, int *rc) {
+    struct nupa_gpu_peer *pc = dest < f->max_nodes && r < f->rings_per_node ? nupa_gpu_peer_up(f, st, dest, r) : NULL;
+    if (pc == NULL) {
+        *rc = dest < f->max_nodes && r < f->rings_per_node ? NUPA_PEER_DOWN : NUPA_BAD_ADDRESS;
+        return 0;
+    }
+    uint8_t *ring = nupa_g_ring(f, dest, r);
+    uint64_t *tail = (uint64_t *) (ring + NUPA_G_R_TAIL);
+    uint64_t p = pc->tail;
+    for (;;) {
+        uint64_t room = f->ring_slots - (p - pc->head);
+        if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots || room < k) {
+            pc->head = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD));
+            if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots) {
+                pc->tail = p;
+                st->counts.back_pressured++;
+                *rc = NUPA_BACK_PRESSURED;
+                return 0;
+            }
+            room = f->ring_slots - (p - pc->head);
+        }
+        uint32_t n = room < k ? (uint32_t) room : k;
+        uint64_t seen = nupa_wr_cas64(tail, p, p + n);
+        if (seen == p) {
+            pc->tail = p + n;
+            *first = p;
+            *rc = NUPA_OK;
+            return (int) n;
+        }
+        p = seen;
+    }
+}
+
+/*
+ * Where this GPU's next claim in ring r of dest will most likely start (the end of its last claim there), or UINT64_MAX
+ * when it knows nothing of that ring: other threads can read the slots' ctrl words from there while thread 0 claims.
+ */
+static __device__ inline uint64_t nupa_gpu_claim_guess(const struct nupa_gpu_state *st, uint32_t dest, uint32_t r) {
+    const struct nupa_gpu_peer *pc = &st->peers[(dest * NUPA_G_MAX_RINGS + r) % NUPA_GPU_PEERS];
+    return pc->dest == dest + 1 && pc->ring == r && pc->up_at != 0 ? pc->tail : UINT64_MAX;
+}
+
+/*
+ * Position p of ring r of dest, claimed by nupa_gpu_claim_n, as a claim of length bytes, with its ctrl as read at or
+ * after the claim's guess (6.3 step 4; a value read before the claim only costs the publish one more CAS), or read now
+ * when before is UINT64_MAX.
+ */
+static __device__ inline void nupa_gpu_claim_at(const struct nupa_gpu_fabric *f, uint32_t dest, uint32_t r, uint64_t p, uint32_t length,
+        uint64_t before, struct nupa_gpu_claim *c) {
+    c->slot = nupa_g_slot(f, nupa_g_ring(f, dest, r), p);
+    c->frame = c->slot + 16;
+    c->position = p;
+    c->dest = dest;
+    c->length = length;
+    c->before = before != UINT64_MAX ? before : nupa_wr_load64((const uint64_t *) c->slot);
+}
+
 /* Leaves dest's address in the host's wake mailbox (nupa_gpu_host_poll does the rest of the doorbell). */
 static __device__ inline void nupa_gpu_wake(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest) {
     struct nupa_gpu_shared *sh = f->shared;
@@ -609,36 +685,42 @@ static __device__ inline void nupa_gpu_wake(const struct nupa_gpu_fabric *f, str
 }
 
 /*
- * Publishes a claimed frame whose bytes every thread that wrote them fenced (6.3 steps 4-7): the check of ctrl (as the
- * claim read it), the slot header, the CAS on ctrl (to PADDING with abort), then the doorbell's first step: if the
- * peer is armed, its address goes to the host's mailbox. NUPA_OK, or NUPA_LATE when the consumer had skipped the claim.
+ * Any thread: the publish of a claimed frame whose bytes every thread that wrote them fenced (6.3 steps 4-5): the check
+ * of ctrl (as the claim read it), the slot header, the CAS on ctrl (to PADDING with abort). 1, or 0 when the consumer had
+ * skipped the claim (late). Touches no state: several threads may publish their claims at once.
  */
-static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct nupa_gpu_claim *c,
-        int abort) {
+static __device__ inline int nupa_gpu_publish_slot(const struct nupa_gpu_fabric *f, const struct nupa_gpu_claim *c, int abort) {
     uint64_t *ctrl = (uint64_t *) c->slot;
     uint64_t before = c->before;
-    int ok = 0;
-    if ((before >> 2) < c->position + 1) {
-        uint64_t word = (uint64_t) c->length | ((uint64_t) (uint16_t) f->address << 32) | ((uint64_t) (uint16_t) f->generation << 48);
-        *(volatile uint64_t *) (c->slot + 8) = word;
-        __threadfence_system(); /* the frame and the slot header before the publish (a CAS is relaxed on the GPU) */
-        uint64_t v = ((c->position + 1) << 2) | (abort ? NUPA_G_PADDING : 0);
-        for (;;) {
-            uint64_t seen = nupa_wr_cas64(ctrl, before, v);
-            if (seen == before) {
-                ok = 1;
-                break;
-            }
-            if ((seen >> 2) >= c->position + 1) {
-                break; /* the consumer skipped the claim */
-            }
-            before = seen; /* read with the claim before the slot's last lap was published, or repaired since */
+    if ((before >> 2) >= c->position + 1) {
+        return 0;
+    }
+    uint64_t word = (uint64_t) c->length | ((uint64_t) (uint16_t) f->address << 32) | ((uint64_t) (uint16_t) f->generation << 48);
+    *(volatile uint64_t *) (c->slot + 8) = word;
+    __threadfence_system(); /* the frame and the slot header before the publish (a CAS is relaxed on the GPU) */
+    uint64_t v = ((c->position + 1) << 2) | (abort ? NUPA_G_PADDING : 0);
+    for (;;) {
+        uint64_t seen = nupa_wr_cas64(ctrl, before, v);
+        if (seen == before) {
+            return 1;
         }
+        if ((seen >> 2) >= c->position + 1) {
+            return 0; /* the consumer skipped the claim */
+        }
+        before = seen; /* read with the claim before the slot's last lap was published, or repaired since */
     }
+}
+
+/* Thread 0: the doorbell's first step after publishes to dest (6.3 step 6): if dest is armed, its address goes to the host's mailbox. */
+static __device__ inline void nupa_gpu_ring_doorbell(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest) {
     __threadfence_system(); /* the publish before the load of armed (Dekker with the consumer's sleep, section 7) */
-    if (nupa_wr_load32((const uint32_t *) (nupa_g_entry(f, c->dest) + NUPA_G_E_ARMED)) != 0) {
-        nupa_gpu_wake(f, st, c->dest);
+    if (nupa_wr_load32((const uint32_t *) (nupa_g_entry(f, dest) + NUPA_G_E_ARMED)) != 0) {
+        nupa_gpu_wake(f, st, dest);
     }
+}
+
+/* Thread 0: counts a publish's outcome (6.3 step 7; a late one as late_drops). NUPA_OK or NUPA_LATE. */
+static __device__ inline int nupa_gpu_published(struct nupa_gpu_state *st, const struct nupa_gpu_claim *c, int ok, int abort) {
     if (!ok) {
         st->counts.late_drops++;
         return NUPA_LATE;
@@ -648,6 +730,17 @@ static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, s
         st->counts.bytes_sent += c->length;
     }
     return NUPA_OK;
+}
+
+/*
+ * Thread 0: publishes a claimed frame (nupa_gpu_publish_slot), rings the doorbell and counts. NUPA_OK, or NUPA_LATE when
+ * the consumer had skipped the claim.
+ */
+static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct nupa_gpu_claim *c,
+        int abort) {
+    int ok = nupa_gpu_publish_slot(f, c, abort);
+    nupa_gpu_ring_doorbell(f, st, c->dest);
+    return nupa_gpu_published(st, c, ok, abort);
 }
 
 /*
