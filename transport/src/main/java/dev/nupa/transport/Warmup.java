@@ -17,6 +17,8 @@ import io.vertx.core.http.HttpServer;
  * everything it opens is closed before it completes.
  */
 final class Warmup {
+    private static final long UDP_TIMEOUT_MS = 60_000;
+
     private Warmup() {
     }
 
@@ -42,7 +44,11 @@ final class Warmup {
                 }
             });
             client.send(datagram, port, "127.0.0.1").onFailure(done::tryFail);
-            return done.future();
+            // UDP may lose a datagram (a full queue): the warm-up then ends with the reason rather than never.
+            long timer = vertx.setTimer(UDP_TIMEOUT_MS, id -> done.tryFail(new IllegalStateException("warm-up: the UDP echoes"
+                    + " over 127.0.0.1 stalled with " + left[0] + " of " + rounds + " left after " + UDP_TIMEOUT_MS / 1000
+                    + " s (a datagram lost: Ipv4Stack.loopback() counts drops); start the node without the warm-up")));
+            return done.future().onComplete(x -> vertx.cancelTimer(timer));
         });
         return run.eventually(() -> client.close().eventually(server::close));
     }
