@@ -332,7 +332,12 @@ class VmFabricTest {
             if (Linux.missing("tshark") == null) {
                 capture = Linux.capture(rig.ns(), rig.tap(), pcap);
             }
-            String out = guest.run(guestTool, 280_000);
+            String out;
+            try {
+                out = guest.run(guestTool, 280_000);
+            } catch (AssertionError e) { // a guest tool that never ended: what our side saw meanwhile, in the report
+                throw new AssertionError(e.getMessage() + "\nthe fabric node's side:\n" + ours.output(), e);
+            }
             System.out.println("VmFabricTest: the guest's console:\n" + out);
             boolean captured = capture != null;
             if (captured) {
