@@ -45,6 +45,7 @@ public final class FabricStack implements AutoCloseable {
      * io_uring transport submits a turn's writes together, and Linux's autocorking holds small writes back).
      */
     private final java.util.ArrayDeque<NupaSocketChannel> sendsDue = new java.util.ArrayDeque<>();
+    private long turn; // written by the loop only
 
     /** File regions (Vert.x's sendFile) this loop's channels sent whole; written by the loop only. */
     private volatile long regionsSent;
@@ -158,16 +159,22 @@ public final class FabricStack implements AutoCloseable {
         return n;
     }
 
-    /** {@code channel} queued bytes: its connection sends them at the end of this turn ({@link #sendDue}); on the loop. */
+    /** {@code channel} flushed again in this turn: its connection sends at the turn's end ({@link #sendDue}); on the loop. */
     void sendAtTurnEnd(NupaSocketChannel channel) {
         sendsDue.addLast(channel);
     }
 
+    /** The turn of the loop (as {@link #sendDue} ends them): a channel's first flush in a turn sends at once. */
+    long turn() {
+        return turn;
+    }
+
     /**
-     * The connections of the channels that queued bytes since the last call send them (those that moved to another
-     * loop meanwhile excepted: none can, as they move before their first write). Returns how many sent.
+     * Ends the turn: the connections of the channels that flushed again in it send (those that moved to another loop
+     * meanwhile excepted: none can, as they move before their first write). Returns how many sent.
      */
     int sendDue() {
+        turn++;
         if (sendsDue.isEmpty()) {
             return 0;
         }

@@ -479,10 +479,12 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
             waitForMemory(in);
         } finally {
             if (queued) {
-                if (!sendDue) {
+                if (flushTurn != stack.turn()) {
+                    flushTurn = stack.turn();
                     c.poll(System.nanoTime()); // the turn's first flush to this connection leaves at once
+                } else {
+                    sendAtTurnEnd();
                 }
-                sendAtTurnEnd();
             }
         }
     }
@@ -645,14 +647,16 @@ public final class NupaSocketChannel extends AbstractChannel implements SocketCh
     }
 
     /**
-     * Set once the channel flushed in this turn of the loop, until the turn's end: its later flushes in the turn wait
-     * in its stack's list of sends due then, so a burst of small writes leaves as full segments (as Linux's autocorking
+     * The stack's turn of the channel's last flush that sent at once: its later flushes in that turn wait in its stack's
+     * list of sends due at the turn's end, so a burst of small writes leaves as full segments (as Linux's autocorking
      * holds small writes while the socket's last segment is still queued), while a connection written once a turn (a
-     * response to a request) sends at once and requests and answers of many connections still overlap.
+     * response to a request) sends at once, nothing more, and requests and answers of many connections still overlap.
      */
+    private long flushTurn = -1;
+    /** Set while the channel waits in its stack's list of sends due at the end of the turn. */
     private boolean sendDue;
 
-    /** Bytes were queued: later flushes of this turn go with the turn's end. */
+    /** Bytes were queued by a second flush in the turn: they go with the turn's end. */
     private void sendAtTurnEnd() {
         if (!sendDue) {
             sendDue = true;
