@@ -649,6 +649,11 @@ public final class RdmaCm implements AutoCloseable {
                 continue;
             }
             if (now - s.deadline >= 0) {
+                if (s.state == REP_SENT && received(s)) {
+                    // IBA 12.9.6: the QP's first packet stands for a lost RTU (COMM_EST; Linux's ib_cm_notify).
+                    established(s);
+                    continue;
+                }
                 if (++s.tries > resends(s) && (s.state != REQ_SENT || now - s.giveUpAt >= 0)) {
                     (expired == null ? expired = new ArrayList<>() : expired).add(s);
                     continue;
@@ -677,6 +682,11 @@ public final class RdmaCm implements AutoCloseable {
         }
         nextDeadline = next;
         return next;
+    }
+
+    /** Whether the session's QP has taken a request from the peer: its expected PSN has moved past our first. */
+    private static boolean received(Session s) {
+        return !s.qp.isDestroyed() && s.qp.query(new QpAttr()).rqPsn != s.psn;
     }
 
     private void forget(Session s) {

@@ -80,6 +80,11 @@ class RdmaCmResourcesTest {
             }
             throw new AssertionError("no " + CmMad.name(id) + " arrived");
         }
+
+        /** How many messages of {@code id} arrived. */
+        long count(int id) {
+            return received.stream().filter(m -> CmMad.attribute(m, 0) == id).count();
+        }
     }
 
     private static ScriptedPeer scripted(RdmaContext ctx) {
@@ -97,7 +102,8 @@ class RdmaCmResourcesTest {
     }
 
     /** What the passive CM made of a crafted REQ: its REP, and the QP it accepted with (in RTS). */
-    private record Accepted(MemorySegment rep, QueuePair qp, QueuePair scriptedQp, ProtectionDomain pd, CompletionQueue scriptedCq) {
+    private record Accepted(MemorySegment rep, QueuePair qp, QueuePair scriptedQp, ProtectionDomain pd, CompletionQueue scriptedCq,
+            Future<RdmaCm.Connection> done, ScriptedPeer peer) {
     }
 
     /**
@@ -105,6 +111,11 @@ class RdmaCmResourcesTest {
      * REP and answers with the RTU; its QP is then connected by hand as the two messages say, to talk to the accepted one.
      */
     private static Accepted acceptScripted(RdmaFixture fx, int resources, int depth) {
+        return acceptScripted(fx, resources, depth, true);
+    }
+
+    /** As above; with {@code rtu} false the RTU is never sent (as if lost every time) and the accept is left pending. */
+    private static Accepted acceptScripted(RdmaFixture fx, int resources, int depth, boolean rtu) {
         RdmaContext ca = fx.node(1);
         RdmaContext cb = fx.node(2);
         publish(cb, IP_B);
@@ -128,16 +139,18 @@ class RdmaCmResourcesTest {
         fx.pump();
         MemorySegment rep = peer.last(CmMad.REP);
         assertEquals(comm, CmMad.remoteComm(rep, 0));
-        peer.send(2, (m, p) -> CmMad.writeShort(m, p, CmMad.RTU, tid, comm, CmMad.localComm(rep, 0)));
-        fx.pump();
         assertNotNull(done.get(), "the listener accepted");
-        assertTrue(done.get().succeeded(), "the RTU completed the accept: " + done.get().cause());
+        if (rtu) {
+            peer.send(2, (m, p) -> CmMad.writeShort(m, p, CmMad.RTU, tid, comm, CmMad.localComm(rep, 0)));
+            fx.pump();
+            assertTrue(done.get().succeeded(), "the RTU completed the accept: " + done.get().cause());
+        }
         assertEquals(QpState.RTS, accepted.get().state());
         // The scripted side's QP, by hand: it receives from the PSN its REQ named and sends from the REP's.
         RdmaCm.toInit(qa);
         RdmaFixture.rtr(qa, accepted.get(), 4096, psnA);
         RdmaFixture.rts(qa, CmMad.repPsn(rep, 0), 8, 7, 7);
-        return new Accepted(rep, accepted.get(), qa, pdB, cqA);
+        return new Accepted(rep, accepted.get(), qa, pdB, cqA, done.get(), peer);
     }
 
     @Test
@@ -222,6 +235,37 @@ class RdmaCmResourcesTest {
             QpAttr attr = qa.query(new QpAttr());
             assertEquals(1, attr.maxRdAtomic, "no more READs outstanding than the REP's responder resources");
             assertEquals(0, attr.maxDestRdAtomic, "no more answered than the REP's initiator depth");
+        }
+    }
+
+    /**
+     * IBA 12.9.6: with every RTU lost, the first packet on the accepted QP establishes the connection (COMM_EST, as
+     * Linux's ib_cm_notify): the accept completes at the next resend time instead of resending the REP until it gives up.
+     */
+    @Test
+    void theFirstPacketOnTheQpStandsForALostRtu() {
+        try (RdmaFixture fx = new RdmaFixture()) {
+            Accepted a = acceptScripted(fx, OWN, OWN, false);
+            assertTrue(!a.done.isComplete(), "no RTU yet");
+            fx.advance(11 * MS);
+            fx.pump();
+            assertTrue(!a.done.isComplete(), "nothing received: the REP is resent, the accept still waits");
+            assertEquals(2, a.peer.count(CmMad.REP), "the REP and one resend");
+            MemoryRegion mb = a.pd.allocMr(4096, RcPair.ALL);
+            MemoryRegion ma = a.scriptedQp.pd().allocMr(4096, RcPair.ALL);
+            ma.memory().set(ValueLayout.JAVA_LONG, 0, 7L);
+            a.scriptedQp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).sendFlags(SendFlags.SIGNALED)
+                    .local(ma, 0, 8).remote(mb.addr(), mb.rkey()));
+            fx.pump();
+            assertStatus(WcStatus.SUCCESS, poll(a.scriptedCq));
+            fx.advance(11 * MS);
+            fx.pump();
+            assertTrue(a.done.succeeded(), "the WRITE stood for the RTU: " + a.done.cause());
+            assertEquals(a.scriptedQp.qpNum(), a.done.result().peerQpn());
+            fx.advance(100 * MS);
+            fx.pump();
+            assertEquals(2, a.peer.count(CmMad.REP), "no REP resent once established");
+            assertEquals(7L, mb.memory().get(ValueLayout.JAVA_LONG, 0));
         }
     }
 }
