@@ -21,25 +21,30 @@ final class PerfNode implements AutoCloseable {
     final Ipv4Stack ip;
 
     PerfNode(PerfOptions o, boolean server, boolean checksums) {
-        this(o, o.fabric, server, checksums);
+        this(o, o.fabric, server, checksums, Link.DEFAULT_MTU);
+    }
+
+    /** As above, with a link MTU of {@code mtu}. */
+    PerfNode(PerfOptions o, boolean server, boolean checksums, int mtu) {
+        this(o, o.fabric, server, checksums, mtu);
     }
 
     /** As above, on {@code fabric} rather than --fabric (a tool that makes its own fresh fabric). */
-    PerfNode(PerfOptions o, Path fabric, boolean server, boolean checksums) {
+    PerfNode(PerfOptions o, Path fabric, boolean server, boolean checksums, int mtu) {
         if (o.cpu >= 0 && !Affinity.pin(o.cpu)) {
             System.err.println("nupa: could not pin to CPU " + o.cpu + "; running unpinned");
         }
-        this(server ? ShmFabric.attach(fabric, o.serverAddress, null) : joined(fabric, o.clientAddress), checksums);
+        this(server ? ShmFabric.attach(fabric, o.serverAddress, null) : joined(fabric, o.clientAddress), checksums, mtu);
     }
 
     /** A second node of a client, at {@code address} of --fabric, for a thread of its own (not pinned). */
     PerfNode(PerfOptions o, int address) {
-        this(joined(o.fabric, address), true);
+        this(joined(o.fabric, address), true, Link.DEFAULT_MTU);
     }
 
-    private PerfNode(FabricNode node, boolean checksums) {
+    private PerfNode(FabricNode node, boolean checksums, int mtu) {
         this.node = node;
-        link = new Link(node);
+        link = new Link(node, mtu);
         IpConfig cfg = IpConfig.fabricPlan(node.address()).withSendWait(1_000_000_000L).withChecksums(checksums, checksums);
         ip = new Ipv4Stack(link, new NeighborDirectory(node), cfg);
     }

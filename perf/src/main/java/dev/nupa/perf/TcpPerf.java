@@ -3,6 +3,7 @@ package dev.nupa.perf;
 import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.IpConfig;
 import dev.nupa.ip.wire.Ipv4Address;
+import dev.nupa.l2.Link;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -108,6 +109,11 @@ abstract class TcpPerf implements Callable<Integer> {
                     + " The loopback interface carries none either way.")
     String checksums;
 
+    @Option(names = "--mtu", paramLabel = "BYTES", defaultValue = "9000",
+            description = "The nodes' link MTU, " + Link.MIN_MTU + ".." + Link.MAX_MTU + "; the fresh fabric's slots"
+                    + " are made to hold it (default: ${DEFAULT-VALUE}).")
+    int mtu;
+
     @Option(names = "--loopback", description = "tcp-lat, tcp-bw: one process; ours over one node's loopback interface"
             + " (127.0.0.1, driven in line on one thread), the peer Linux TCP over 127.0.0.1 between two threads.")
     boolean loopback;
@@ -149,6 +155,7 @@ abstract class TcpPerf implements Callable<Integer> {
         if (!checksums.equals("on") && !checksums.equals("off")) {
             throw new IllegalArgumentException("--checksums must be on or off, not " + checksums);
         }
+        Link.checkMtu(mtu, Link.frameFor(mtu));
         if (seconds != null && seconds <= 0) {
             throw new IllegalArgumentException("-t must be positive, not " + seconds);
         }
@@ -184,19 +191,20 @@ abstract class TcpPerf implements Callable<Integer> {
         if (o.client) {
             return client();
         }
-        List<String> extra = new java.util.ArrayList<>(List.of("--checksums", checksums));
+        List<String> extra = new java.util.ArrayList<>(List.of("--checksums", checksums, "--mtu", Integer.toString(mtu)));
         if (seconds != null) {
             extra.addAll(List.of("-t", Double.toString(seconds)));
         }
-        return PerfRunner.runBoth(o, name, o.freshGeometry(9216, 256), extra);
+        return PerfRunner.runBoth(o, name, o.freshGeometry(Link.frameFor(mtu), 256), extra);
     }
 
     private TcpConfig config;
 
+
     /** The connections' settings, made once: opening a connection allocates nothing of the tool's either. */
     private TcpConfig config() {
         if (config == null) {
-            TcpConfig c = TcpConfig.defaults(9000).withTimeWait(1_000_000_000L);
+            TcpConfig c = TcpConfig.defaults(mtu).withTimeWait(1_000_000_000L);
             config = mode == Mode.BW ? c.withBuffers(4 << 20, 4 << 20) : c.withNoDelay(true).withDelayedAck(0);
         }
         return config;
@@ -220,7 +228,7 @@ abstract class TcpPerf implements Callable<Integer> {
     /** What ours measures over, for the printed lines. */
     private String ourPath() {
         return loopback ? "over the loopback interface of one node (127.0.0.1), one thread"
-                : "checksums " + checksums + ", fabric " + o.fabric;
+                : "checksums " + checksums + ", MTU " + mtu + ", fabric " + o.fabric;
     }
 
     /** Where the Linux peer runs, for the printed lines. */
@@ -230,7 +238,7 @@ abstract class TcpPerf implements Callable<Integer> {
 
     /** The JSON object's first fields. */
     private String jsonTest() {
-        return "\"test\":\"" + name + "\"" + (loopback ? ",\"loopback\":true" : "");
+        return "\"test\":\"" + name + "\"" + (loopback ? ",\"loopback\":true" : "") + (mtu != Link.DEFAULT_MTU ? ",\"mtu\":" + mtu : "");
     }
 
     // ---- loopback: one process --------------------------------------------------------------
@@ -242,10 +250,10 @@ abstract class TcpPerf implements Callable<Integer> {
      */
     private int loopback() throws Exception {
         Path path = PerfRunner.freshFabricPath("perf");
-        ShmFabric.create(path, o.freshGeometry(9216, 256)).close();
+        ShmFabric.create(path, o.freshGeometry(Link.frameFor(mtu), 256)).close();
         Thread cleanup = new Thread(() -> PerfRunner.deleteQuietly(path));
         Runtime.getRuntime().addShutdownHook(cleanup);
-        try (PerfNode node = new PerfNode(o, path, true, checksums.equals("on"));
+        try (PerfNode node = new PerfNode(o, path, true, checksums.equals("on"), mtu);
              ServerSocketChannel linux = ServerSocketChannel.open()) {
             pn = node;
             tcp = new TcpLayer(node.ip, config());
@@ -291,7 +299,7 @@ abstract class TcpPerf implements Callable<Integer> {
     // ---- server ---------------------------------------------------------------------------
 
     private int server() throws IOException {
-        try (PerfNode node = new PerfNode(o, true, checksums.equals("on"));
+        try (PerfNode node = new PerfNode(o, true, checksums.equals("on"), mtu);
              ServerSocketChannel linux = ServerSocketChannel.open()) {
             pn = node;
             tcp = new TcpLayer(node.ip, config());
@@ -425,7 +433,7 @@ abstract class TcpPerf implements Callable<Integer> {
     // ---- client ---------------------------------------------------------------------------
 
     private int client() throws IOException {
-        try (PerfNode node = new PerfNode(o, false, checksums.equals("on"))) {
+        try (PerfNode node = new PerfNode(o, false, checksums.equals("on"), mtu)) {
             pn = node;
             tcp = new TcpLayer(node.ip, config());
             int server = IpConfig.fabricPlan(o.serverAddress).address();

@@ -45,6 +45,8 @@ public final class Link implements AutoCloseable {
     public static final int DEFAULT_MTU = 9000;
     /** Smallest MTU: every IPv4 host must accept 576-byte datagrams (RFC 791). */
     public static final int MIN_MTU = 576;
+    /** The largest IPv4 packet: its total length is a 16-bit field (RFC 791). */
+    public static final int MAX_MTU = 65535;
     /** Protocols one link tracks (handlers and counters); sends of further protocols count as {@link LinkCounters#OTHER}. */
     public static final int MAX_PROTOCOLS = 16;
 
@@ -108,12 +110,21 @@ public final class Link implements AutoCloseable {
         setRingPolicy(RingPolicy.defaults(rings));
     }
 
+    /** The slot size a fabric needs for links of {@code mtu}: the packet and the link header, in whole cache lines. */
+    public static int frameFor(int mtu) {
+        return (mtu + LinkHeader.LENGTH + 63) & ~63;
+    }
+
     /** Returns {@code mtu} if a link may use it on a device whose slots hold {@code maxFrame} bytes, else throws IllegalArgumentException naming the problem. */
     public static int checkMtu(int mtu, int maxFrame) {
         int ceiling = maxFrame - LinkHeader.LENGTH;
         if (mtu < MIN_MTU) {
             throw new IllegalArgumentException("MTU " + mtu + " is below the IPv4 minimum of " + MIN_MTU
                     + " bytes (RFC 791); choose an MTU of at least " + MIN_MTU);
+        }
+        if (mtu > MAX_MTU) {
+            throw new IllegalArgumentException("MTU " + mtu + " is above the largest IPv4 packet of " + MAX_MTU
+                    + " bytes (RFC 791); choose an MTU of at most " + Math.min(MAX_MTU, ceiling));
         }
         if (mtu > ceiling) {
             throw new IllegalArgumentException("MTU " + mtu + " does not fit the fabric's " + maxFrame

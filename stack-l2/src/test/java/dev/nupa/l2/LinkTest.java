@@ -223,6 +223,10 @@ class LinkTest {
         IllegalArgumentException tiny = assertThrows(IllegalArgumentException.class, () -> Link.checkMtu(9000, 256));
         assertTrue(tiny.getMessage().contains("at least 584"), tiny.getMessage());
         assertEquals(1500, Link.checkMtu(1500, 1508));
+        assertEquals(65535, Link.checkMtu(65535, Link.frameFor(65535)));
+        assertEquals(65600, Link.frameFor(65535), "the packet and the link header in whole cache lines");
+        IllegalArgumentException huge = assertThrows(IllegalArgumentException.class, () -> Link.checkMtu(65536, 1 << 20));
+        assertTrue(huge.getMessage().contains("RFC 791") && huge.getMessage().contains("at most 65535"), huge.getMessage());
 
         Link small = new Link(nodeA, 1500);
         assertThrows(IllegalArgumentException.class, () -> small.send(1, EtherType.IPV4, MemorySegment.ofArray(new byte[1501]), 0, 1501));

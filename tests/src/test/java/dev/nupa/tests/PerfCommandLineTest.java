@@ -271,6 +271,21 @@ class PerfCommandLineTest {
         assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
     }
 
+    /** tcp-bw between two node processes with 64 KiB frames: the fresh fabric's slots are made to hold them. */
+    @Test
+    void perfTcpBwTakesAnMtuUpToIpv4sLargestPacket() throws Exception {
+        Run bw = ownFabrics("perf", "tcp-bw", "--mtu", "65535", "--checksums", "off", "-t", "0.1", "--json");
+        assertEquals(0, bw.status(), bw.out() + bw.err());
+        assertTrue(bw.out().contains("checksums off, MTU 65535, fabric "), bw.out());
+        Matcher b = Pattern.compile("^\\{\"test\":\"tcp-bw\",\"mtu\":65535,\"bytes\":65536,\"gbit_s\":([0-9.]+),"
+                + "\"peer\":\\{\"gbit_s\":([0-9.]+)\\},\"ratio\":([0-9.]+)\\}$").matcher(bw.lastLine());
+        assertTrue(b.find(), bw.out());
+        assertTrue(Double.parseDouble(b.group(1)) > 0, bw.lastLine());
+        assertOneLineError(here("perf", "tcp-bw", "--mtu", "65536"), 2, "above the largest IPv4 packet of 65535 bytes");
+        assertOneLineError(here("perf", "tcp-lat", "--mtu", "500"), 2, "below the IPv4 minimum of 576 bytes");
+        assertEquals(List.of(), leftFabrics(), "the fresh fabric file is removed afterwards");
+    }
+
     @Test
     void perfRdmaLatencyToolsKeepThePerfContract() throws Exception {
         // Both modes and every operation between them: the demo runs write-lat direct and send-lat too.
