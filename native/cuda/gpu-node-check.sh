@@ -13,6 +13,8 @@
 #     nupa-gpu-node, FLOOR=0 leaves the floor out, REDUCE=0 the reduction, CPU_REDUCE=" " the CPU's reduction;
 #     BUILD=0 takes the binaries in native/build as they are, e.g. built elsewhere with nvcc.)
 #  4. SANITIZE=1: the echo kernel under compute-sanitizer's memcheck.
+#  5. KILL=1 (the default): a GPU node's host process killed with SIGKILL while its kernel runs: a Java node
+#     (`nupa node`) reclaims its address, and a new GPU node at that address echoes again (`nupa udp-check`).
 set -u
 cd "$(dirname "$0")/../.."
 if [ -z "${NUPA:-}" ]; then
@@ -75,5 +77,20 @@ if [ "${SANITIZE:-0}" = 1 ]; then
   timeout 120 $B/nupa-cnode $F 3 10.0.0.4/24 udp 10.0.0.6 7 0 300
   kill -TERM $(pgrep -P $G || echo $G); wait $G; echo "sanitized run rc=$?"
   grep -c "Invalid" $L/cs.log; grep -A3 "Invalid" $L/cs.log | head -16; tail -3 $L/cs.log
+fi
+if [ "${KILL:-1}" = 1 ]; then
+  echo "== a GPU node killed with SIGKILL, reclaimed by a Java node"
+  state() { $NUPA fabric info --fabric $F | awk '$1 == 5 { print $2 }'; }
+  $NUPA fabric create --force --fabric $F >/dev/null || exit 1
+  taskset -c 8 $NUPA node --fabric $F --address 1 >$L/jnode.log 2>&1 & J=$!
+  rm -f $L/kill.log; taskset -c 2 $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/kill.log 2>&1 & G=$!
+  up $L/kill.log && echo "node 5: $(state)"
+  kill -KILL $G; wait $G 2>/dev/null; t0=$(date +%s%N)
+  end=$((SECONDS + 30)); while [ $SECONDS -lt $end ]; do case "$(state)" in ""|FREE) break;; esac; sleep .1; done
+  s=$(state); echo "kill: node 5 ${s:-FREE} $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kill"
+  rm -f $L/kill.log; taskset -c 2 $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/kill.log 2>&1 & G=$!
+  up $L/kill.log && timeout 120 $NUPA udp-check --fabric $F --count 200 --max-size 1472 10.0.0.6
+  echo "kill: a new GPU node at address 5 echoed, udp-check rc=$?"
+  kill -TERM $G; wait $G; kill -TERM $J; wait $J
 fi
 rm -f $F /dev/shm/gpu-probe
