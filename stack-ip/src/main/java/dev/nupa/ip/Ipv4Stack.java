@@ -270,6 +270,11 @@ public final class Ipv4Stack implements ProtocolHandler, Datapath.Timer {
         return address == config.address() || Ipv4Address.isLoopback(address) || (x != null && address == x.address());
     }
 
+    /** Whether a datagram to {@code address} goes through the loopback interface: one of the node's own, on a node of one loop. */
+    public boolean viaLoopbackInterface(int address) {
+        return group.loops() == 1 && isLocal(address);
+    }
+
     /** Largest UDP payload that leaves in one frame, without fragmentation. */
     public int maxUnfragmentedUdpPayload() {
         return link.mtu() - Ipv4Header.MIN_HEADER - UdpHeader.HEADER;

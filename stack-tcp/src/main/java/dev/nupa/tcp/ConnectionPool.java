@@ -34,12 +34,13 @@ final class ConnectionPool {
     TcpConnection open(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, TcpLayer.Listener l,
             TcpConnection.Events user) {
         TcpConnection c = free.pollFirst();
+        int mss = layer.mssTo(config, remoteIp);
         if (c == null) {
-            c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, layer.sender.output,
+            c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, mss, layer.sender.output,
                     new ConnectionHooks(layer), buffers);
         } else {
             drawn++;
-            c.reuse(localIp, localPort, remoteIp, remotePort, config, c.events());
+            c.reuse(localIp, localPort, remoteIp, remotePort, config, mss, c.events());
             layer.count(TcpCounter.CONNECTIONS_REUSED);
         }
         ((ConnectionHooks) c.events()).begin(l, user);

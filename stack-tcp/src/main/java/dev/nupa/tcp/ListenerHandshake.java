@@ -24,7 +24,8 @@ final class ListenerHandshake {
         if (l.halfOpen >= l.backlog) {
             // RFC 4987 3.6: no state; the ISN carries what the ACK must prove.
             layer.count(TcpCounter.SYN_BACKLOG_FULL);
-            int mss = Math.min(l.config.mss(), syn.mss > 0 ? syn.mss : 536);
+            int ownMss = layer.mssTo(l.config, remoteIp);
+            int mss = Math.min(ownMss, syn.mss > 0 ? syn.mss : 536);
             // Linux's cookie_init_timestamp: window scale and SACK-permitted ride in the TSval's low
             // bits; without a timestamp in the SYN the connection goes without them (tcp_conn_request).
             boolean timestamps = l.config.timestamps() && syn.timestamps;
@@ -37,7 +38,7 @@ final class ListenerHandshake {
             out.seq = cookie;
             out.ack = syn.seq + 1;
             out.window = Math.min(l.config.receiveBuffer(), 65_535); // RFC 7323 2.2: never scaled in a SYN
-            out.mss = l.config.mss();
+            out.mss = ownMss;
             if (timestamps) {
                 long base = cookies.timestampBase(localIp, l.port, remoteIp, remotePort);
                 out.timestamps = true;

@@ -90,14 +90,14 @@ public final class TcpConnection extends TcpInput {
 
     public TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Output output,
                          Events events) {
-        this(localIp, localPort, remoteIp, remotePort, config, output, events, BufferBudget.UNLIMITED);
+        this(localIp, localPort, remoteIp, remotePort, config, config.mss(), output, events, BufferBudget.UNLIMITED);
     }
 
-    /** A connection whose buffers count against {@code budget} (its layer's). */
-    TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Output output,
+    /** A connection advertising {@code mss} ({@link TcpLayer#mssTo}) whose buffers count against {@code budget} (its layer's). */
+    TcpConnection(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, int mss, Output output,
                   Events events, BufferBudget budget) {
         super(output, new ByteRing(config.sendBuffer(), budget, true), new ByteRing(config.receiveBuffer(), budget));
-        begin(localIp, localPort, remoteIp, remotePort, config, events);
+        begin(localIp, localPort, remoteIp, remotePort, config, mss, events);
     }
 
     /**
@@ -105,14 +105,14 @@ public final class TcpConnection extends TcpInput {
      * it. The generation moves on, so a holder of the old connection that checks it ({@link #generation})
      * finds out instead of acting on the new one.
      */
-    void reuse(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, Events events) {
+    void reuse(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, int mss, Events events) {
         if (state != TcpState.CLOSED || !appReleased) {
             throw new IllegalStateException("a TCP connection is reused only once closed and released, not " + this);
         }
         generation++;
         sendBuf.reset(config.sendBuffer());
         recvBuf.reset(config.receiveBuffer());
-        begin(localIp, localPort, remoteIp, remotePort, config, events);
+        begin(localIp, localPort, remoteIp, remotePort, config, mss, events);
     }
 
     public int localIp() {

@@ -63,6 +63,8 @@ abstract class TcpControlBlock {
     boolean finQueued;
     boolean finSent;
     int sendMss;
+    /** The MSS this end advertises: its config's, or the loopback interface's to the node itself ({@link TcpLayer#mssTo}). */
+    int localMss;
 
     // Receive sequence space.
     int irs;
@@ -143,7 +145,8 @@ abstract class TcpControlBlock {
     }
 
     /** Everything a new connection starts with; the constructor and {@link #reuse} share it. */
-    void begin(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, TcpConnection.Events events) {
+    void begin(int localIp, int localPort, int remoteIp, int remotePort, TcpConfig config, int mss, TcpConnection.Events events) {
+        this.localMss = mss;
         this.localIp = localIp;
         this.localPort = localPort;
         this.remoteIp = remoteIp;
@@ -166,9 +169,9 @@ abstract class TcpControlBlock {
             rtt.clear();
         }
         if (cc == null || !cc.name().equalsIgnoreCase(config.congestionControl())) {
-            cc = CongestionControls.create(config.congestionControl(), config.mss());
+            cc = CongestionControls.create(config.congestionControl(), localMss);
         } else {
-            cc.reset(config.mss(), CongestionControls.initialWindow(config.mss()));
+            cc.reset(localMss, CongestionControls.initialWindow(localMss));
         }
         tx.clear();
         state = TcpState.CLOSED;
@@ -177,7 +180,7 @@ abstract class TcpControlBlock {
         closingAt = NEVER;
         iss = sndUna = sndNxt = sndMax = sndWnd = sndWl1 = sndWl2 = sndShift = maxSndWnd = bufSeq = 0;
         finQueued = finSent = false;
-        sendMss = Math.min(536, config.mss()); // RFC 9293 3.7.1: 536 until the peer says otherwise
+        sendMss = Math.min(536, localMss); // RFC 9293 3.7.1: 536 until the peer says otherwise
         irs = rcvNxt = rcvShift = rcvAdvertised = 0;
         finReceived = false;
         tsOk = sackOk = scalingOk = false;

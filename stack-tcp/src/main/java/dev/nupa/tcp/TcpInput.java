@@ -431,7 +431,7 @@ abstract class TcpInput extends TcpOutput {
 
     /** Options of the peer's SYN: MSS, and the ones that count only if both ends offer them. */
     void negotiate(Segment syn, long now) {
-        sendMss = Math.min(config.mss(), syn.mss > 0 ? syn.mss : 536);
+        sendMss = Math.min(localMss, syn.mss > 0 ? syn.mss : 536);
         scalingOk = config.windowScaling() && syn.windowScale >= 0;
         if (scalingOk) {
             sndShift = Math.min(14, syn.windowScale); // RFC 7323 2.3: larger shifts are used as 14

@@ -8,6 +8,7 @@ import java.util.Map;
 import dev.nupa.ip.IpProtocolHandler;
 import dev.nupa.ip.Ipv4Stack;
 import dev.nupa.ip.LoopGroup;
+import dev.nupa.ip.LoopbackInterface;
 import dev.nupa.ip.SendStatus;
 import dev.nupa.ip.wire.Ipv4Address;
 import dev.nupa.ip.wire.Ipv4Header;
@@ -270,6 +271,21 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * (ENETUNREACH, EHOSTUNREACH): an {@link UncheckedIOException} around the {@link NoRouteToHostException} and
      * message Java's sockets give.
      */
+    /**
+     * The MSS a connection to {@code remoteIp} advertises. Linux derives it from the route's interface: to the node's
+     * own addresses that is the loopback interface (MTU 65,535), so such a connection carries segments of up to 65,495
+     * bytes (as far as its buffers hold them) rather than the link's. A config whose MSS is not the link's default
+     * (MTU - 40) keeps it on every route, as Linux keeps TCP_MAXSEG. A node of several loops sends to itself through
+     * its rings, so there the link's MSS holds.
+     */
+    int mssTo(TcpConfig config, int remoteIp) {
+        int linkMss = ip.link().mtu() - 40;
+        if (config.mss() != linkMss || !ip.viaLoopbackInterface(remoteIp)) {
+            return config.mss();
+        }
+        return Math.max(linkMss, Math.min(LoopbackInterface.MTU - 40, Math.min(config.sendBuffer(), config.receiveBuffer())));
+    }
+
     public TcpConnection connect(int remoteIp, int remotePort, TcpConfig config, TcpConnection.Events events, long now) {
         return connect(0, 0, remoteIp, remotePort, config, events, now);
     }

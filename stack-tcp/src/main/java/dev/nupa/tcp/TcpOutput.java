@@ -213,7 +213,7 @@ abstract class TcpOutput extends TcpControlBlock {
     private void sendSyn(long now) {
         boolean synAck = state == TcpState.SYN_RECEIVED;
         Segment s = header(synAck ? Segment.SYN | Segment.ACK : Segment.SYN, iss);
-        s.mss = config.mss();
+        s.mss = localMss;
         if (synAck ? scalingOk : config.windowScaling()) {
             s.windowScale = rcvShift; // RFC 7323 2.2: a SYN-ACK carries it only if the SYN did
         }

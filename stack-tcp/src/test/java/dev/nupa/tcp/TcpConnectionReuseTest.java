@@ -91,7 +91,7 @@ class TcpConnectionReuseTest {
         assertEquals(TcpState.CLOSED, p.a.state());
         int generation = p.a.generation();
 
-        p.a.reuse(Wire.LOCAL, 1001, Wire.REMOTE, 2001, other, null);
+        p.a.reuse(Wire.LOCAL, 1001, Wire.REMOTE, 2001, other, other.mss(), null);
         TcpConnection fresh = new TcpConnection(Wire.LOCAL, 1001, Wire.REMOTE, 2001, other, (c, s) -> true, null);
         assertEquals(generation + 1, p.a.generation());
         assertSameState(fresh, p.a, "TcpConnection");
@@ -105,10 +105,10 @@ class TcpConnectionReuseTest {
         Pair p = new Pair(CONFIG);
         p.a.connect(100, p.now);
         IllegalStateException e = assertThrows(IllegalStateException.class,
-                () -> p.a.reuse(Wire.LOCAL, 1001, Wire.REMOTE, 2001, CONFIG, null));
+                () -> p.a.reuse(Wire.LOCAL, 1001, Wire.REMOTE, 2001, CONFIG, CONFIG.mss(), null));
         assertTrue(e.getMessage().contains("only once closed and released"), e.getMessage());
         p.a.abort(p.now); // closed and released at once
-        p.a.reuse(Wire.LOCAL, 1001, Wire.REMOTE, 2001, CONFIG, null);
+        p.a.reuse(Wire.LOCAL, 1001, Wire.REMOTE, 2001, CONFIG, CONFIG.mss(), null);
         assertEquals(TcpState.CLOSED, p.a.state());
     }
 

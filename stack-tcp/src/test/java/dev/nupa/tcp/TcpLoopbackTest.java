@@ -36,12 +36,21 @@ class TcpLoopbackTest {
         wire.close();
     }
 
+    /** The MSS each end of the last {@link #transfer} sent with: the client's and the server's. */
+    private final int[] sendMss = new int[2];
+
     private byte[] transfer(TcpLayer layer, int to) {
-        layer.listen(PORT, 8, CONFIG, accepted::add);
-        TcpConnection c = layer.connect(to, PORT, CONFIG, null, wire.now);
+        return transfer(layer, to, CONFIG);
+    }
+
+    private byte[] transfer(TcpLayer layer, int to, TcpConfig config) {
+        layer.listen(PORT, 8, config, accepted::add);
+        TcpConnection c = layer.connect(to, PORT, config, null, wire.now);
         wire.pump();
         assertSame(TcpState.ESTABLISHED, c.state());
         TcpConnection s = accepted.getFirst();
+        sendMss[0] = c.sendMss();
+        sendMss[1] = s.sendMss();
         assertEquals(to, s.localIp());
         assertEquals(to, c.remoteIp());
         byte[] data = new byte[3 << 20];
@@ -70,8 +79,29 @@ class TcpLoopbackTest {
         long framesBefore = ip.link().device().counters().framesSent();
         transfer(layer, Ipv4Address.LOCALHOST);
         assertEquals(framesBefore, ip.link().device().counters().framesSent(), "nothing went through the fabric");
-        assertTrue(ip.loopback().datagrams() > 300, "the segments went through lo: " + ip.loopback().datagrams());
+        assertTrue(ip.loopback().datagrams() > 48, "the segments went through lo: " + ip.loopback().datagrams());
         assertEquals(0, layer.counter(TcpCounter.BAD_CHECKSUMS));
+        // Linux's MSS follows the route's interface: lo's MTU of 65,536 (ours 65,535) less 40, not the link's 8,960.
+        assertArrayEquals(new int[] {65_495, 65_495}, sendMss, "both ends send with the loopback interface's MSS");
+        assertTrue(ip.loopback().datagrams() < 300, "3 MiB in segments of up to 64 KiB, not 9 KB: " + ip.loopback().datagrams());
+    }
+
+    /** An MSS set apart from the link's default holds on the loopback too, as Linux's TCP_MAXSEG does. */
+    @Test
+    void anMssSetApartFromTheLinksIsKeptOverTheLoopback() {
+        TcpLayer layer = wire.tcp(0, CONFIG);
+        TcpConfig small = TcpConfig.defaults(1500).withDelayedAck(0);
+        transfer(layer, Ipv4Address.LOCALHOST, small);
+        assertArrayEquals(new int[] {1460, 1460}, sendMss);
+        assertTrue(layer.ip().loopback().datagrams() > 2000, "3 MiB in 1,460-byte segments: " + layer.ip().loopback().datagrams());
+    }
+
+    /** Buffers smaller than 64 KiB bound the loopback MSS, so a segment always fits the peer's window. */
+    @Test
+    void theLoopbackMssStaysWithinTheBuffers() {
+        TcpLayer layer = wire.tcp(0, CONFIG);
+        transfer(layer, Ipv4Address.LOCALHOST, CONFIG.withBuffers(32 * 1024, 20_000));
+        assertArrayEquals(new int[] {20_000, 20_000}, sendMss);
     }
 
     @Test
@@ -124,7 +154,16 @@ class TcpLoopbackTest {
     void tcpToTheNodesOwnAddressIsCarriedByTheLoopbackInterfaceToo() {
         TcpLayer layer = wire.tcp(0, CONFIG);
         transfer(layer, LayerWire.ip(0));
-        assertTrue(layer.ip().loopback().datagrams() > 300);
+        assertTrue(layer.ip().loopback().datagrams() > 48);
+        assertArrayEquals(new int[] {65_495, 65_495}, sendMss, "to its own address too, as Linux routes it through lo");
+        // Between two nodes the link's MSS holds.
+        TcpLayer other = wire.tcp(1, CONFIG);
+        accepted.clear();
+        other.listen(PORT + 1, 8, CONFIG, accepted::add);
+        TcpConnection c = layer.connect(LayerWire.ip(1), PORT + 1, CONFIG, null, wire.now);
+        wire.pump();
+        assertSame(TcpState.ESTABLISHED, c.state());
+        assertEquals(8960, c.sendMss());
     }
 
     @Test
