@@ -200,7 +200,6 @@ abstract class TcpPerf implements Callable<Integer> {
 
     private TcpConfig config;
 
-
     /** The connections' settings, made once: opening a connection allocates nothing of the tool's either. */
     private TcpConfig config() {
         if (config == null) {

@@ -266,12 +266,6 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
     // ---- opening connections (the owner thread) ---------------------------------------------
 
     /**
-     * Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once.
-     * Without a route, or when the next hop's fabric node is not up, it fails at once as Linux's connect(2) does
-     * (ENETUNREACH, EHOSTUNREACH): an {@link UncheckedIOException} around the {@link NoRouteToHostException} and
-     * message Java's sockets give.
-     */
-    /**
      * The MSS a connection to {@code remoteIp} advertises. Linux derives it from the route's interface: to the node's
      * own addresses that is the loopback interface (MTU 65,535), so such a connection carries segments of up to 65,495
      * bytes (as far as its buffers hold them) rather than the link's. A config whose MSS is not the link's default
@@ -286,6 +280,12 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
         return Math.max(linkMss, Math.min(LoopbackInterface.MTU - 40, Math.min(config.sendBuffer(), config.receiveBuffer())));
     }
 
+    /**
+     * Opens a connection to {@code remoteIp}:{@code remotePort} from an ephemeral port; the SYN leaves at once.
+     * Without a route, or when the next hop's fabric node is not up, it fails at once as Linux's connect(2) does
+     * (ENETUNREACH, EHOSTUNREACH): an {@link UncheckedIOException} around the {@link NoRouteToHostException} and
+     * message Java's sockets give.
+     */
     public TcpConnection connect(int remoteIp, int remotePort, TcpConfig config, TcpConnection.Events events, long now) {
         return connect(0, 0, remoteIp, remotePort, config, events, now);
     }
