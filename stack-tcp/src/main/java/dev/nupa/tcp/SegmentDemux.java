@@ -196,7 +196,7 @@ final class SegmentDemux {
     private void toTimeWaitRecord(TcpConnection c, long now) {
         long key = ConnectionTable.key(c.remoteIp(), c.remotePort(), c.localPort());
         loopHandOff.forget(key);
-        c.moveToTimeWaitRecord(timeWaitRecords, key, now);
+        c.moveToTimeWaitRecord(timeWaitRecords, key);
         layer.count(TcpCounter.TIME_WAIT_RECORDS);
         layer.deadlineMoved(timeWaitRecords.nextExpiry());
     }

@@ -435,24 +435,23 @@ public final class TcpConnection extends TcpInput {
         return true;
     }
 
-    /** Whether it waits in TIME-WAIT and its application let go of it: its layer may keep a record instead. */
+    /**
+     * Whether it waits in TIME-WAIT, its application let go of it and no ACK is owed: its layer may keep a record
+     * instead. An ACK that met a full ring stays with the connection, which sends it again shortly; a record would not.
+     */
     boolean waitsReleased() {
-        return state == TcpState.TIME_WAIT && appReleased;
+        return state == TcpState.TIME_WAIT && appReleased && !ackNow && !timers.ackOwed();
     }
 
     /**
      * Leaves TIME-WAIT to a record in {@code table} under {@code key} (its layer's), with what an answer to a
-     * stray segment needs, and closes: the object is free for another connection. An ACK still owed leaves
-     * now. Returns the record's slot.
+     * stray segment needs, and closes: the object is free for another connection. Only once {@link #waitsReleased}:
+     * no ACK is owed. Returns the record's slot.
      */
-    int moveToTimeWaitRecord(TimeWaitTable table, long key, long now) {
+    int moveToTimeWaitRecord(TimeWaitTable table, long key) {
         int wnd = Math.min(Math.max(0, rcvAdvertised - rcvNxt) >>> rcvShift, 65_535);
         int slot = table.add(key, sndNxt, rcvNxt, wnd, tsOk, tsRecent, tsBase, timers.timeWaitEnds(),
                 config.timeWaitNs());
-        if (ackNow || timers.ackOwed()) {
-            Segment s = header(Segment.ACK, sndNxt);
-            emit(s, now);
-        }
         finish(null);
         return slot;
     }
