@@ -48,9 +48,14 @@ public record TcpConfig(int mss, int sendBuffer, int receiveBuffer, boolean wind
         check(maxOutOfOrderRanges >= 1 && maxOutOfOrderRanges <= 1024, "out-of-order ranges must be 1..1024");
     }
 
+    /** The MSS of an interface of {@code mtu}: the MTU less the IPv4 and TCP headers (RFC 9293 3.7.1). */
+    public static int mssFor(int mtu) {
+        return mtu - 40;
+    }
+
     /** Defaults for a link of {@code mtu}: 256 KiB buffers, scaling, timestamps and SACK on, Nagle on, 40 ms delayed ACK, CUBIC. */
     public static TcpConfig defaults(int mtu) {
-        return new TcpConfig(mtu - 40, 256 * 1024, 256 * 1024, true, true, true, false, 40_000_000L, 200_000_000L,
+        return new TcpConfig(mssFor(mtu), 256 * 1024, 256 * 1024, true, true, true, false, 40_000_000L, 200_000_000L,
                 120_000_000_000L, 6, 15, 60_000_000_000L, 60_000_000_000L, 0, 75_000_000_000L, 9, 0, "cubic", 64);
     }
 

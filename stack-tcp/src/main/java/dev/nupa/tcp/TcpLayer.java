@@ -273,11 +273,11 @@ public final class TcpLayer implements IpProtocolHandler, Datapath.Timer {
      * its rings, so there the link's MSS holds.
      */
     int mssTo(TcpConfig config, int remoteIp) {
-        int linkMss = ip.link().mtu() - 40;
+        int linkMss = TcpConfig.mssFor(ip.link().mtu());
         if (config.mss() != linkMss || !ip.viaLoopbackInterface(remoteIp)) {
             return config.mss();
         }
-        return Math.max(linkMss, Math.min(LoopbackInterface.MTU - 40, Math.min(config.sendBuffer(), config.receiveBuffer())));
+        return Math.max(linkMss, Math.min(TcpConfig.mssFor(LoopbackInterface.MTU), Math.min(config.sendBuffer(), config.receiveBuffer())));
     }
 
     /**

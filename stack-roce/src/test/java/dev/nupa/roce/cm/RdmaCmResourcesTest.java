@@ -4,6 +4,7 @@ import static dev.nupa.roce.RdmaFixture.MS;
 import static dev.nupa.roce.RdmaFixture.assertStatus;
 import static dev.nupa.roce.RdmaFixture.poll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -253,10 +254,10 @@ class RdmaCmResourcesTest {
     void theFirstPacketOnTheQpStandsForALostRtu() {
         try (RdmaFixture fx = new RdmaFixture()) {
             Accepted a = acceptScripted(fx, OWN, OWN, false);
-            assertTrue(!a.done.isComplete(), "no RTU yet");
+            assertFalse(a.done.isComplete(), "no RTU yet");
             fx.advance(11 * MS);
             fx.pump();
-            assertTrue(!a.done.isComplete(), "nothing received: the REP is resent, the accept still waits");
+            assertFalse(a.done.isComplete(), "nothing received: the REP is resent, the accept still waits");
             assertEquals(2, a.peer.count(CmMad.REP), "the REP and one resend");
             writeFromScripted(fx, a, 7L);
             fx.advance(11 * MS);
