@@ -90,7 +90,7 @@ if [ "${KILL:-1}" = 1 ]; then
   s=$(state); echo "kill: node 5 ${s:-FREE} $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kill"
   rm -f $L/kill.log; taskset -c 2 $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/kill.log 2>&1 & G=$!
   up $L/kill.log && timeout 120 $NUPA udp-check --fabric $F --count 200 --max-size 1472 10.0.0.6
-  echo "kill: a new GPU node at address 5 echoed, udp-check rc=$?"
+  rc=$?; [ $rc = 0 ] && echo "kill: a new GPU node at address 5 echoed" || echo "kill: FAILED: no echo from a new GPU node at address 5 (rc=$rc)"
   kill -TERM $G; wait $G; kill -TERM $J; wait $J
 fi
 rm -f $F /dev/shm/gpu-probe
