@@ -4,29 +4,36 @@
 
 #include "gpu_service.cuh"
 
+/* Words of each frame's slot the echo reads at once from offset 8: headers and the data of a datagram of up to 212 bytes. */
+#define ECHO_LOAD_WORDS 64
+
 /*
  * The UDP echo, a batch of frames at a time so that each step's PCIe round trips serve the whole batch: the block reads
- * every frame's headers at once, thread 0 checks them, each warp sums and stages the data of its frames (warp w: frames
- * w, w + warps, ...) and a thread per frame checks its checksum; thread 0 claims the replies' slots, those for one
- * sender with one CAS (nupa_gpu_claim_n); a thread per frame reads its slot's ctrl and writes the reply's headers, the
- * warps copy the data in, and after one system fence a thread per frame publishes; thread 0 rings each sender's
- * doorbell once and counts; then the batch's slots are released.
+ * the first ECHO_LOAD_WORDS words of every frame at once (a small datagram whole), thread 0 checks the headers, each warp
+ * sums the data of its frames (warp w: frames w, w + warps, ...), staging what the first read did not hold, and a thread
+ * per frame checks its checksum; thread 0 claims the replies' slots, those for one sender at once (nupa_gpu_claim_n);
+ * a thread per frame (with CASes: reads its slot's ctrl and) writes the reply's headers, the warps copy the data in,
+ * each thread that wrote fences, and a thread per frame publishes; thread 0 rings each sender's doorbell once and
+ * counts; then the batch's slots are released.
  */
 __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, struct counters *cnt,
         struct nupa_gpu_state *st, uint8_t *staging) {
     __shared__ struct rx_batch s_batch;
-    __shared__ uint32_t s_words[BATCH][NUPA_GPU_LOAD_WORDS];
+    __shared__ uint32_t s_words[BATCH][ECHO_LOAD_WORDS];
     __shared__ struct nupa_gpu_frame s_frame[BATCH];
     __shared__ struct udp_seen s_udp[BATCH];
     __shared__ struct nupa_gpu_claim s_claim[BATCH];
     __shared__ uint64_t s_part[BATCH][32];
-    __shared__ uint64_t s_pos[BATCH], s_before[BATCH], s_guess;
+    __shared__ uint64_t s_pos[BATCH], s_before[BATCH], s_guess, s_claimed_at;
     __shared__ uint32_t s_guess_dest, s_guess_n;
     __shared__ int s_ok[BATCH], s_claimed[BATCH], s_sent[BATCH];
     __shared__ uint16_t s_id[BATCH];
     const uint32_t tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = (blockDim.x + 31) / 32;
     const uint32_t lanes = min(32u, blockDim.x - 32 * warp); /* the threads of this warp (the last may be short) */
     const size_t stride = (f.max_frame + 63) & ~(size_t) 63; /* each frame's staging: BATCH of them (nupa-gpu-node.cu) */
+    /* within the slot (slot_bytes >= 16 + max_frame >= 80 holds NUPA_GPU_LOAD_WORDS; past the frame they are the slot's) */
+    const uint32_t load_words = min((uint32_t) ECHO_LOAD_WORDS, (f.slot_bytes - 8) / 4);
+    const uint32_t held = 4 * load_words - 44; /* data bytes the first read holds: after slot, link, IPv4 and UDP headers */
     uint16_t id = 0;
     if (tid == 0) {
         nupa_gpu_init(&f, st);
@@ -34,9 +41,8 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
     while (next_batch(&f, st, ctl, cnt, &s_batch)) {
         const int n = s_batch.n;
         uint64_t t0 = tid == 0 ? nupa_globaltimer() : 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0;
-        for (uint32_t x = tid; x < (uint32_t) n * NUPA_GPU_LOAD_WORDS; x += blockDim.x) { /* one round trip for the batch */
-            s_words[x / NUPA_GPU_LOAD_WORDS][x % NUPA_GPU_LOAD_WORDS] =
-                    *(const volatile uint32_t *) (s_batch.slots[x / NUPA_GPU_LOAD_WORDS] + 8 + 4 * (x % NUPA_GPU_LOAD_WORDS));
+        for (uint32_t x = tid; x < (uint32_t) n * load_words; x += blockDim.x) { /* one round trip for the batch */
+            s_words[x / load_words][x % load_words] = *(const volatile uint32_t *) (s_batch.slots[x / load_words] + 8 + 4 * (x % load_words));
         }
         __syncthreads();
         if (tid == 0) {
@@ -51,12 +57,15 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
         for (int i = warp; i < n; i += warps) {
             uint64_t part = 0;
             if (s_ok[i]) {
-                const uint8_t *src = s_frame[i].payload + 28;
-                uint8_t *dst = staging + i * stride;
                 uint32_t len = s_udp[i].len;
+                int whole = len <= held; /* in s_words already: summed there, copied from there */
+                const uint8_t *src = whole ? (const uint8_t *) (s_words[i] + 11) : s_frame[i].payload + 28;
+                uint8_t *dst = staging + i * stride;
                 for (uint32_t k = lane; k < (len + 3) / 4; k += lanes) {
                     uint32_t w = *(const volatile uint32_t *) (src + 4 * k);
-                    *(uint32_t *) (dst + 4 * k) = w;
+                    if (!whole) {
+                        *(uint32_t *) (dst + 4 * k) = w;
+                    }
                     uint32_t left = len - 4 * k;
                     if (left < 4) {
                         w &= (1u << (8 * left)) - 1; /* little-endian: the bytes past the data are the high ones */
@@ -93,11 +102,12 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             s_guess_n = min(s_guess_n, blockDim.x - 1); /* a thread each, thread 0 apart */
         }
         __syncthreads();
-        if (s_guess != UINT64_MAX && tid > 0 && tid <= s_guess_n) { /* while thread 0 claims; a wrong guess is read again */
+        if (!f.sole_producer && s_guess != UINT64_MAX && tid > 0 && tid <= s_guess_n) { /* while thread 0 claims; a wrong guess is read again */
             s_before[tid - 1] = nupa_wr_load64((const uint64_t *) nupa_g_slot(&f, nupa_g_ring(&f, s_guess_dest, 0), s_guess + tid - 1));
         }
         if (tid == 0) {
             t2 = nupa_globaltimer();
+            s_claimed_at = t2;
             for (int i = 0; i < n; i++) {
                 s_claimed[i] = 0;
                 if (s_ok[i] < 0) {
@@ -155,12 +165,14 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             t3 = nupa_globaltimer();
         }
         __syncthreads();
+        int wrote = 0; /* whether this thread wrote into a reply's slot: it fences before the publish */
         for (int i = tid; i < n; i += blockDim.x) {
             if (s_claimed[i]) {
+                wrote = 1;
                 uint32_t dest = s_frame[i].source;
                 uint64_t before = s_guess != UINT64_MAX && dest == s_guess_dest && s_pos[i] - s_guess < s_guess_n
                         ? s_before[s_pos[i] - s_guess] : UINT64_MAX;
-                nupa_gpu_claim_at(&f, dest, 0, s_pos[i], 36 + s_udp[i].len, before, &s_claim[i]);
+                nupa_gpu_claim_at(&f, dest, 0, s_pos[i], 36 + s_udp[i].len, before, s_claimed_at, &s_claim[i]);
                 reply_headers(&f, &s_claim[i], svc.ip, s_udp[i].ip.src, svc.port, s_udp[i].sport, s_udp[i].len, s_udp[i].sum, s_id[i]);
             }
         }
@@ -169,9 +181,10 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             if (!s_claimed[i]) {
                 continue;
             }
+            wrote = 1;
             /* data at frame + 36, 4-byte aligned in the slot; the last bytes alone: a slot may end right after the frame,
              * and the next slot's ctrl follows */
-            const uint8_t *from = staging + i * stride;
+            const uint8_t *from = s_udp[i].len <= held ? (const uint8_t *) (s_words[i] + 11) : staging + i * stride;
             uint8_t *to = s_claim[i].frame + 36;
             uint32_t len = s_udp[i].len;
             for (uint32_t k = lane; k < (len + 3) / 4; k += lanes) {
@@ -185,7 +198,9 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
                 }
             }
         }
-        __threadfence_system();
+        if (wrote) {
+            __threadfence_system(); /* each writer's bytes before the publish (nupa_gpu_node.cuh's rule) */
+        }
         __syncthreads();
         for (int i = tid; i < n; i += blockDim.x) {
             s_sent[i] = s_claimed[i] ? nupa_gpu_publish_slot(&f, &s_claim[i], 0) : 0;

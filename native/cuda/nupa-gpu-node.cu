@@ -2,10 +2,10 @@
  * nupa-gpu-node: a fabric node whose packets are received, processed and sent by a CUDA kernel (nupa_gpu_node.cuh,
  * native/cuda/README.md "A GPU node").
  *
- *   nupa-gpu-node FABRIC ADDRESS IP/LEN echo PORT THREADS SECONDS
+ *   nupa-gpu-node [--claim cas|sole] FABRIC ADDRESS IP/LEN echo PORT THREADS SECONDS
  *       a UDP echo server on PORT: each datagram back to its sender, byte for byte, headers and checksums built on the
  *       GPU
- *   nupa-gpu-node FABRIC ADDRESS IP/LEN reduce PORT SENDERS ELEMENTS CHUNK THREADS SECONDS
+ *   nupa-gpu-node [--claim cas|sole] FABRIC ADDRESS IP/LEN reduce PORT SENDERS ELEMENTS CHUNK THREADS SECONDS
  *       inline reduction: SENDERS senders each send a vector of ELEMENTS floats per round, in datagrams of CHUNK
  *       elements; once all have sent round r, the kernel sums the vectors and sends the sum to every sender
  *   nupa-gpu-node FABRIC -1 IP/LEN reduce-check SERVER_IP PORT SENDERS ELEMENTS CHUNK ROUNDS
@@ -17,6 +17,11 @@
  * with CUDA and launches one block of THREADS threads that serves until SECONDS pass, SIGTERM or SIGINT, or the node
  * is evicted. Meanwhile the host heartbeats (libnupa's thread) and wakes CPU peers the kernel found asleep. Prints one
  * line when it serves and one with its counters when it stops; exit 0, 1 when the run failed, 2 for bad arguments.
+ *
+ * --claim: how the kernel claims and publishes slots in its peers' rings (nupa_gpu_node.cuh): cas, the protocol's CASes,
+ * which other producers may share a ring with where the link makes the GPU's atomics atomic with the CPUs'; sole, stores
+ * alone, as the only producer of every ring it sends into (no other node may send to its peers meanwhile). By default
+ * sole where CUDA reports no native atomics on host memory (there a CAS would not guard a shared ring either), else cas.
  *
  * Reduction datagrams (UDP data, SENDERS x ELEMENTS x 4 bytes a round each way):
  *   0  u32 magic 0x4E524544 ("NRED"), big-endian      8  u32 first element, big-endian (a multiple of CHUNK)
@@ -55,9 +60,11 @@ static uint64_t now_ns(void) {
 }
 
 static void usage(FILE *out) {
-    fprintf(out, "usage: nupa-gpu-node FABRIC ADDRESS IP/LEN echo PORT THREADS SECONDS\n"
-                 "       nupa-gpu-node FABRIC ADDRESS IP/LEN reduce PORT SENDERS ELEMENTS CHUNK THREADS SECONDS\n"
-                 "       nupa-gpu-node FABRIC -1 IP/LEN reduce-check SERVER_IP PORT SENDERS ELEMENTS CHUNK ROUNDS\n");
+    fprintf(out, "usage: nupa-gpu-node [--claim cas|sole] FABRIC ADDRESS IP/LEN echo PORT THREADS SECONDS\n"
+                 "       nupa-gpu-node [--claim cas|sole] FABRIC ADDRESS IP/LEN reduce PORT SENDERS ELEMENTS CHUNK THREADS SECONDS\n"
+                 "       nupa-gpu-node FABRIC -1 IP/LEN reduce-check SERVER_IP PORT SENDERS ELEMENTS CHUNK ROUNDS\n"
+                 "--claim: cas (shared rings, where the link has native atomics) or sole (this node the only producer of its\n"
+                 "peers' rings); by default sole where CUDA reports no native atomics on host memory, else cas\n");
 }
 
 #define CUDA_OR_FAIL(x)                                                                                                   \
@@ -96,7 +103,7 @@ static long number(const char *s, long lo, long hi) {
     return *s != 0 && *end == 0 && v >= lo && v <= hi ? v : lo - 1;
 }
 
-static int serve(nupa_node *node, int reduce, struct service svc, int threads, long seconds, const char *ipname) {
+static int serve(nupa_node *node, int reduce, struct service svc, int threads, long seconds, const char *ipname, int claim) {
     size_t size;
     uint8_t *host_base = (uint8_t *) nupa_fabric_memory(node, &size), *dev_base;
     CUDA_OR_FAIL(cudaHostRegister(host_base, size, cudaHostRegisterMapped));
@@ -114,6 +121,16 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
     if (nupa_gpu_fabric_view(node, dev_base, dshared, &f, err, sizeof err) != 0) {
         fprintf(stderr, "nupa-gpu-node: %s\n", err);
         return 2;
+    }
+    int native_atomics = 0;
+    cudaDeviceGetAttribute(&native_atomics, cudaDevAttrHostNativeAtomicSupported, 0);
+    f.sole_producer = claim >= 0 ? (uint32_t) claim : !native_atomics;
+    if (!native_atomics) {
+        fprintf(stderr, "nupa-gpu-node: CUDA reports no native atomics on host memory: %s\n",
+                f.sole_producer ? "this node sends as the only producer of its peers' rings (--claim sole): no other node may send "
+                                  "to a node it answers while it does (native/cuda/README.md)"
+                                : "the GPU's CAS on a peer's ring is atomic with CPU producers only where the link makes it so "
+                                  "(PCIe AtomicOps; native/cuda/README.md)");
     }
     uint32_t max_data = f.max_frame - 36;
     if (reduce && 16 + 4ull * svc.chunk > max_data) {
@@ -154,18 +171,13 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
 #else
     const char *where = "GPU";
 #endif
-    int native_atomics = 0;
-    cudaDeviceGetAttribute(&native_atomics, cudaDevAttrHostNativeAtomicSupported, 0);
-    if (!native_atomics) { /* nupa_gpu_node.cuh: the claim's CAS is atomic among this GPU's threads, not with CPU producers */
-        fprintf(stderr, "nupa-gpu-node: CUDA reports no native atomics on host memory: the GPU's CAS on a peer's ring is atomic "
-                        "with CPU producers only where the link makes it so (PCIe AtomicOps; native/cuda/README.md)\n");
-    }
+    const char *claims = f.sole_producer ? "claims by store, the only producer" : "claims by CAS";
     if (reduce) {
-        printf("nupa-gpu-node: node %d serving reduction on UDP port %u at %s: %u senders x %u floats in chunks of %u (%s, %d threads)\n",
-               nupa_address(node), svc.port, ipname, svc.senders, svc.elements, svc.chunk, where, threads);
+        printf("nupa-gpu-node: node %d serving reduction on UDP port %u at %s: %u senders x %u floats in chunks of %u (%s, %d threads, %s)\n",
+               nupa_address(node), svc.port, ipname, svc.senders, svc.elements, svc.chunk, where, threads, claims);
     } else {
-        printf("nupa-gpu-node: node %d serving UDP echo on port %u at %s (%s, %d threads)\n", nupa_address(node), svc.port, ipname, where,
-               threads);
+        printf("nupa-gpu-node: node %d serving UDP echo on port %u at %s (%s, %d threads, %s)\n", nupa_address(node), svc.port, ipname,
+               where, threads, claims);
     }
     fflush(stdout);
     /* The host's part while the kernel serves: wake CPU peers it found asleep; stop on a signal, the deadline or eviction. */
@@ -197,6 +209,10 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
         return 1;
     }
     struct counters c = ctl->c; /* the kernel stored them last on its way out */
+    if (added.tails_moved > 0) {
+        fprintf(stderr, "nupa-gpu-node: %llu times a peer's ring had a tail this node had not put there: another producer shared "
+                        "a ring with it (--claim sole allows none), or the consumer repaired its ring\n", (unsigned long long) added.tails_moved);
+    }
     if (reduce) {
         printf("nupa-gpu-node: %llu rounds reduced from %llu datagrams, %llu result datagrams sent; dropped: %llu not UDP, %llu bad "
                "checksums, %llu to other ports, %llu bad requests, %llu sends failed; %llu wakes\n",
@@ -389,6 +405,17 @@ int main(int argc, char **argv) {
         usage(stdout);
         return 0;
     }
+    int claim = -1; /* by default: as the link's atomics allow */
+    if (argc >= 2 && strcmp(argv[1], "--claim") == 0) {
+        if (argc < 3 || (strcmp(argv[2], "cas") != 0 && strcmp(argv[2], "sole") != 0)) {
+            fprintf(stderr, "nupa-gpu-node: --claim takes cas or sole\n");
+            return 2;
+        }
+        claim = strcmp(argv[2], "sole") == 0;
+        argv[2] = argv[0];
+        argv += 2;
+        argc -= 2;
+    }
     if (argc == 11 && strcmp(argv[4], "reduce-check") == 0) {
         return reduce_check(argv[1], argv + 5);
     }
@@ -443,7 +470,7 @@ int main(int argc, char **argv) {
     stop.sa_handler = on_stop;
     sigaction(SIGTERM, &stop, NULL);
     sigaction(SIGINT, &stop, NULL);
-    int rc = serve(node, reduce, svc, (int) threads, seconds, argv[3]);
+    int rc = serve(node, reduce, svc, (int) threads, seconds, argv[3], claim);
     nupa_leave(node);
     return rc;
 }

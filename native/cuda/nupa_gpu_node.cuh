@@ -21,12 +21,14 @@
  *    write frame bytes it hands them. Frames taken stay valid until it releases them.
  *  - A frame is published after every thread that wrote its bytes fenced at system scope (__threadfence_system(), then
  *    __syncthreads()).
- *  - The GPU makes two read-modify-writes on fabric memory per frame sent, the protocol's CAS on the peer's tail and on
- *    the slot's ctrl (and, on damaged rings only, the consumer's repairs). CPU producers CAS the same tail. Where the
- *    link does not perform the GPU's system-scope atomics atomically with the CPUs' (cudaDevAttrHostNativeAtomicSupported
- *    is 0 on PCIe hosts, and compute-sanitizer's memcheck reports each such atomic), a ring the GPU sends into must
- *    have no other producer at the same time (as nupa_cuda.cuh says of work rings). Everything else here is loads and
- *    stores: the counts and the doorbell go through the host (nupa_gpu_host_poll).
+ *  - Sending, the GPU either claims and publishes with the protocol's two CASes (on the peer's tail and on the slot's
+ *    ctrl; f.sole_producer 0), atomic with CPU producers only where the link performs the GPU's system-scope atomics so
+ *    (cudaDevAttrHostNativeAtomicSupported; PCIe hosts usually do not, and compute-sanitizer's memcheck reports each
+ *    such atomic), or, as the only producer of every ring it sends into (f.sole_producer 1; fabric-layout.md 6.3,
+ *    "A ring's only producer"), with stores alone: the tail from its own count, the ctrl word by a release store, a
+ *    claim older than half the stall timeout given up as late. Either way a ring the GPU sends into must have no other
+ *    producer at the same time where the link has no such atomics. The consumer's repairs of a damaged ring of its own
+ *    are its only other read-modify-writes; the counts and the doorbell go through the host (nupa_gpu_host_poll).
  *  - The host keeps the node alive: its heartbeat thread runs while the kernel does; if the host process dies the
  *    kernel dies with its CUDA context and the fabric reclaims the address as any node's (section 8). If the node is
  *    evicted, the host tells the kernel to stop.
@@ -74,6 +76,7 @@ struct nupa_gpu_counts {
     uint64_t frames_sent, bytes_sent, back_pressured, peer_down, late_drops;
     uint64_t frames_received, bytes_received, stall_skips, corrupt;
     uint64_t wakes_lost; /* wakes that found the mailbox full (the peer then wakes at its sleep's end) */
+    uint64_t tails_moved; /* sole producer: a peer's tail found where this GPU had not put it (another producer, or a repair) */
 };
 
 /*
@@ -87,7 +90,7 @@ struct nupa_gpu_shared {
     uint32_t head; /* host: mailbox entries taken */
     uint32_t pad0[15];
     struct nupa_gpu_counts counts; /* GPU: stored after every batch */
-    uint32_t pad1[12];
+    uint32_t pad1[10];
     uint32_t entry[NUPA_GPU_WAKES]; /* GPU: address + 1; the host zeroes what it took */
 };
 
@@ -97,6 +100,7 @@ struct nupa_gpu_fabric {
     uint64_t size, node_table, rings, ring_bytes, stall_timeout_ns;
     uint32_t max_nodes, rings_per_node, ring_slots, slot_bytes, max_frame;
     uint32_t address, generation;
+    uint32_t sole_producer; /* 1: this GPU is the only producer of every ring it sends into (claims and publishes by stores) */
     struct nupa_gpu_shared *shared; /* the device's view */
 };
 
@@ -110,6 +114,7 @@ struct nupa_gpu_peer {
 /* The device's own state (one thread's): the consumer's heads and stall timers (6.4, 6.5), the counts, the mailbox. */
 struct nupa_gpu_state {
     uint64_t head[NUPA_G_MAX_RINGS];
+    uint32_t look[NUPA_G_MAX_RINGS]; /* ctrl words nupa_gpu_rx_ready reads at once: twice what the last look found, 1 when idle */
     uint64_t stall_position[NUPA_G_MAX_RINGS], stall_since[NUPA_G_MAX_RINGS], stall_tail[NUPA_G_MAX_RINGS];
     struct nupa_gpu_counts counts;
     uint64_t dropped;              /* frames the link checks refused (another destination, a forged source, a bad length) */
@@ -199,8 +204,8 @@ static inline int nupa_gpu_host_poll(nupa_node *node, struct nupa_gpu_shared *sh
     const volatile uint64_t *now = (const volatile uint64_t *) &sh->counts;
     uint64_t *was = (uint64_t *) last;
     static const uint32_t added[] = {NUPA_G_E_FRAMES_SENT, NUPA_G_E_BYTES_SENT, NUPA_G_E_BACK_PRESSURED, NUPA_G_E_PEER_DOWN,
-                                     NUPA_G_E_LATE_DROPS, 0, 0, NUPA_G_E_STALL_SKIPS, NUPA_G_E_CORRUPT, 0};
-    for (int k = 0; k < 10; k++) {
+                                     NUPA_G_E_LATE_DROPS, 0, 0, NUPA_G_E_STALL_SKIPS, NUPA_G_E_CORRUPT, 0, 0};
+    for (int k = 0; k < (int) (sizeof added / sizeof added[0]); k++) {
         uint64_t v = now[k];
         if (v != was[k]) {
             if (added[k] != 0) {
@@ -377,37 +382,53 @@ static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, co
     }
 }
 
+/* The most ctrl words one look of nupa_gpu_rx_ready reads at once. */
+#define NUPA_GPU_LOOK_MAX 32
+
 /*
  * Thread 0: up to max slots of ring r, from its head on, that hold published frames (6.4 step 1: laps no producer
- * wrote are skipped and counted; PADDING and SKIPPED passed over). Reads ctrl alone, with acquire; the block then reads
- * each slot (nupa_gpu_rx_load) and thread 0 checks it (nupa_gpu_rx_frame). Returns how many slots went into slots;
- * *next is where the head goes when they are done with (nupa_gpu_rx_release).
+ * wrote are skipped and counted; PADDING and SKIPPED passed over). Reads ctrl alone; the block then reads each slot
+ * (nupa_gpu_rx_load) and thread 0 checks it (nupa_gpu_rx_frame). Returns how many slots went into slots; *next is
+ * where the head goes when they are done with (nupa_gpu_rx_release).
+ *
+ * Each read is a PCIe round trip, so a look reads the ctrl words of several slots from the head on at once (relaxed
+ * loads in flight together, then one acquire fence before anything of the slots is read): one while the ring is idle
+ * (the lone frame's latency), twice as many as the last look found while frames come (up to NUPA_GPU_LOOK_MAX), so a
+ * batch costs one round trip rather than one a frame. Slots past the look wait for the next one.
  */
 static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r,
         const uint8_t **slots, int max, uint64_t *next) {
     uint8_t *ring = nupa_g_ring(f, f->address, r);
     uint64_t h = st->head[r];
-    int n = 0, skips = 0;
-    while (n < max) {
+    uint32_t k = st->look[r] < 1 ? 1 : st->look[r];
+    k = k > (uint32_t) max ? (uint32_t) max : k;
+    k = k > NUPA_GPU_LOOK_MAX ? NUPA_GPU_LOOK_MAX : k;
+    k = k > f->ring_slots ? f->ring_slots : k;
+    uint64_t c[NUPA_GPU_LOOK_MAX];
+    for (uint32_t j = 0; j < k; j++) {
+        c[j] = nupa_wr_load64_relaxed((const uint64_t *) nupa_g_slot(f, ring, h + j));
+    }
+    nupa_wr_fence_acquire(); /* the ctrl words before the slots' bytes (6.4 step 1.1's acquire) */
+    int n = 0;
+    uint32_t j = 0;
+    for (; j < k; j++, h++) {
         uint8_t *s = nupa_g_slot(f, ring, h);
-        uint64_t c = nupa_wr_load64((const uint64_t *) s);
-        if ((c >> 2) > h + 1 && skips < (int) f->ring_slots) {
-            /* a lap no producer wrote yet (6.4 step 1.2) */
-            if (nupa_wr_cas64((uint64_t *) s, c, ((h + 1) << 2) | NUPA_G_SKIPPED) == c) {
-                st->counts.corrupt++;
-                skips++;
-                h++;
+        if ((c[j] >> 2) > h + 1) {
+            /* a lap no producer wrote yet (6.4 step 1.2); at most k such skips a look */
+            if (nupa_wr_cas64((uint64_t *) s, c[j], ((h + 1) << 2) | NUPA_G_SKIPPED) != c[j]) {
+                break; /* it changed meanwhile: the next look reads it again */
             }
+            st->counts.corrupt++;
             continue;
         }
-        if ((c >> 2) != h + 1) {
+        if ((c[j] >> 2) != h + 1) {
             break;
         }
-        h++;
-        if ((c & 3) == 0) {
+        if ((c[j] & 3) == 0) {
             slots[n++] = s; /* PADDING or SKIPPED: passed over */
         }
     }
+    st->look[r] = j == 0 ? 1 : 2 * j;
     *next = h;
     return n;
 }
@@ -525,13 +546,16 @@ struct nupa_gpu_claim {
     uint8_t *slot;
     uint8_t *frame; /* slot + 16: the link header goes here, the payload after it */
     uint64_t position;
-    uint64_t before; /* the slot's ctrl, read with the claim (6.3 step 4) */
+    uint64_t before;     /* the slot's ctrl, read with the claim (6.3 step 4; a CAS claim's alone) */
+    uint64_t claimed_at; /* nupa_globaltimer() at the claim (a sole producer's publish gives up past half the stall timeout) */
     uint32_t dest, length;
 };
 
 /*
  * What this GPU knows of ring r of dest (the direct-mapped cache), once dest's state word says UP (6.3 step 1, read at
- * most once a millisecond); NULL, counted, when it is not.
+ * most once a millisecond); NULL, counted, when it is not. A sole producer reads the ring's tail and head with the state
+ * word (one round trip): the tail it then keeps itself, so a tail it did not put there (another producer, the consumer's
+ * repair, a new peer at that address) is taken over and counted.
  */
 static __device__ inline struct nupa_gpu_peer *nupa_gpu_peer_up(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest,
         uint32_t r) {
@@ -545,10 +569,21 @@ static __device__ inline struct nupa_gpu_peer *nupa_gpu_peer_up(const struct nup
         pc->up_at = 0;
     }
     if (pc->up_at == 0 || now - pc->up_at > 1000000) {
+        uint8_t *ring = nupa_g_ring(f, dest, r);
+        uint64_t t = 0, h = 0;
+        if (f->sole_producer) { /* in flight with the state word's load */
+            t = *(const volatile uint64_t *) (ring + NUPA_G_R_TAIL);
+            h = *(const volatile uint64_t *) (ring + NUPA_G_R_HEAD);
+        }
         if ((uint32_t) nupa_wr_load64((const uint64_t *) (nupa_g_entry(f, dest) + NUPA_G_E_STATE)) != NUPA_G_STATE_UP) {
             pc->up_at = 0;
             st->counts.peer_down++;
             return NULL;
+        }
+        if (f->sole_producer && t != pc->tail && t - h <= f->ring_slots) { /* a tail out of range: the consumer repairs it */
+            st->counts.tails_moved += pc->up_at != 0;
+            pc->tail = t;
+            pc->head = h;
         }
         pc->up_at = now;
     }
@@ -556,15 +591,73 @@ static __device__ inline struct nupa_gpu_peer *nupa_gpu_peer_up(const struct nup
 }
 
 /*
+ * Thread 0: claims up to k consecutive positions in ring r of dest, whose cache entry pc says UP, as many as the ring
+ * has room for (6.3 step 2; k at once, 2.3): *first is the first, the return value how many (0 with *rc
+ * NUPA_BACK_PRESSURED). Every read here is a PCIe round trip, so pc keeps what this GPU last learned: the head is read
+ * again only when the cached one says full (6.3 step 2.2 allows it). With CASes the tail is CASed from its guess (the
+ * end of this GPU's last claim there; a wrong guess costs one more try, with the value the CAS returned): one round
+ * trip when the guess holds. A sole producer stores the tail it keeps (no round trip), ordered before its publishes.
+ */
+static __device__ inline int nupa_gpu_claim_in(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, struct nupa_gpu_peer *pc,
+        uint32_t dest, uint32_t r, uint32_t k, uint64_t *first, int *rc) {
+    uint8_t *ring = nupa_g_ring(f, dest, r);
+    uint64_t *tail = (uint64_t *) (ring + NUPA_G_R_TAIL);
+    uint64_t p = pc->tail;
+    for (;;) {
+        uint64_t room = f->ring_slots - (p - pc->head);
+        if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots || room < k) {
+            pc->head = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD));
+            if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots) {
+                pc->tail = p; /* the tail as last seen: the next try starts there */
+                st->counts.back_pressured++;
+                *rc = NUPA_BACK_PRESSURED;
+                return 0;
+            }
+            room = f->ring_slots - (p - pc->head);
+        }
+        if (f->sole_producer && (int64_t) (p - pc->head) < 0) { /* a head past this GPU's tail: only a foreign store */
+            st->counts.tails_moved++;
+            p = pc->head;
+            continue;
+        }
+        uint32_t n = room < k ? (uint32_t) room : k;
+        if (f->sole_producer) {
+            *(volatile uint64_t *) tail = p + n;
+        } else {
+            uint64_t seen = nupa_wr_cas64(tail, p, p + n);
+            if (seen != p) {
+                p = seen;
+                continue;
+            }
+        }
+        pc->tail = p + n;
+        *first = p;
+        *rc = NUPA_OK;
+        return (int) n;
+    }
+}
+
+/*
+ * Position p of ring r of dest, claimed at time at (nupa_globaltimer()), as a claim of length bytes. With CASes, its ctrl
+ * as read at or after the claim's guess (6.3 step 4; a value read before the claim only costs the publish one more CAS),
+ * or read now when before is UINT64_MAX; a sole producer reads nothing (its publish is a store).
+ */
+static __device__ inline void nupa_gpu_claim_at(const struct nupa_gpu_fabric *f, uint32_t dest, uint32_t r, uint64_t p, uint32_t length,
+        uint64_t before, uint64_t at, struct nupa_gpu_claim *c) {
+    c->slot = nupa_g_slot(f, nupa_g_ring(f, dest, r), p);
+    c->frame = c->slot + 16;
+    c->position = p;
+    c->dest = dest;
+    c->length = length;
+    c->claimed_at = at;
+    c->before = f->sole_producer || before != UINT64_MAX ? before : nupa_wr_load64((const uint64_t *) c->slot);
+}
+
+/*
  * Claims a slot for a frame of length bytes (link header included) in ring r of node dest: NUPA_OK, NUPA_PEER_DOWN,
  * NUPA_BACK_PRESSURED (full: try again later), NUPA_TOO_BIG or NUPA_BAD_ADDRESS; each refusal counted as a CPU
- * producer counts it. A claim must be published or aborted within the stall timeout.
- *
- * Every read here is a PCIe round trip, so the state keeps per peer (nupa_gpu_peer) what it last learned: the tail is
- * CASed from its guess (the end of this GPU's last claim there; a wrong guess costs one more try, with the value the
- * CAS returned), the head is read again only when the cached one says full (6.3 step 2.2 allows it), and the state
- * word (step 1) at most once a millisecond: a peer that died meanwhile gets a frame its reclaim drains. The slot's ctrl
- * is read together with the CAS, so a claim costs one round trip when the guesses hold.
+ * producer counts it. A claim must be published or aborted within the stall timeout. The peer's state word (step 1) is
+ * read at most once a millisecond: a peer that died meanwhile gets a frame its reclaim drains.
  */
 static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t r,
         uint32_t length, struct nupa_gpu_claim *c) {
@@ -578,39 +671,19 @@ static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, str
     if (pc == NULL) {
         return NUPA_PEER_DOWN;
     }
-    uint8_t *ring = nupa_g_ring(f, dest, r);
-    uint64_t *tail = (uint64_t *) (ring + NUPA_G_R_TAIL);
-    uint64_t p = pc->tail;
-    for (;;) {
-        if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots) {
-            pc->head = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD));
-            if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots) {
-                pc->tail = p; /* the tail as last seen: the next try starts there */
-                st->counts.back_pressured++;
-                return NUPA_BACK_PRESSURED;
-            }
-        }
-        uint64_t before = *(const volatile uint64_t *) nupa_g_slot(f, ring, p); /* in flight with the CAS */
-        uint64_t seen = nupa_wr_cas64(tail, p, p + 1);
-        if (seen == p) {
-            c->before = before;
-            break;
-        }
-        p = seen;
+    uint64_t first = 0;
+    int rc = NUPA_OK;
+    if (nupa_gpu_claim_in(f, st, pc, dest, r, 1, &first, &rc) == 0) {
+        return rc;
     }
-    pc->tail = p + 1;
-    c->slot = nupa_g_slot(f, ring, p);
-    c->frame = c->slot + 16;
-    c->position = p;
-    c->dest = dest;
-    c->length = length;
+    nupa_gpu_claim_at(f, dest, r, first, length, UINT64_MAX, nupa_globaltimer(), c);
     return NUPA_OK;
 }
 
 /*
- * Thread 0: claims up to k consecutive positions in ring r of dest with one CAS (6.3 step 2.3, k at once), as many as
- * the ring has room for: *first is the first, the return value how many (0 with *rc NUPA_BACK_PRESSURED or
- * NUPA_PEER_DOWN). Each position is then a claim of its own: written, its ctrl read (nupa_gpu_claim_at) and published.
+ * Thread 0: claims up to k consecutive positions in ring r of dest at once (nupa_gpu_claim_in): *first is the first,
+ * the return value how many (0 with *rc NUPA_BACK_PRESSURED, NUPA_PEER_DOWN or NUPA_BAD_ADDRESS). Each position is then a
+ * claim of its own: written, made a claim by nupa_gpu_claim_at and published.
  */
 static __device__ inline int nupa_gpu_claim_n(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t r,
         uint32_t k, uint64_t *first, int *rc) {
@@ -619,31 +692,7 @@ static __device__ inline int nupa_gpu_claim_n(const struct nupa_gpu_fabric *f, s
         *rc = dest < f->max_nodes && r < f->rings_per_node ? NUPA_PEER_DOWN : NUPA_BAD_ADDRESS;
         return 0;
     }
-    uint8_t *ring = nupa_g_ring(f, dest, r);
-    uint64_t *tail = (uint64_t *) (ring + NUPA_G_R_TAIL);
-    uint64_t p = pc->tail;
-    for (;;) {
-        uint64_t room = f->ring_slots - (p - pc->head);
-        if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots || room < k) {
-            pc->head = nupa_wr_load64((const uint64_t *) (ring + NUPA_G_R_HEAD));
-            if ((int64_t) (p - pc->head) >= (int64_t) f->ring_slots) {
-                pc->tail = p;
-                st->counts.back_pressured++;
-                *rc = NUPA_BACK_PRESSURED;
-                return 0;
-            }
-            room = f->ring_slots - (p - pc->head);
-        }
-        uint32_t n = room < k ? (uint32_t) room : k;
-        uint64_t seen = nupa_wr_cas64(tail, p, p + n);
-        if (seen == p) {
-            pc->tail = p + n;
-            *first = p;
-            *rc = NUPA_OK;
-            return (int) n;
-        }
-        p = seen;
-    }
+    return nupa_gpu_claim_in(f, st, pc, dest, r, k, first, rc);
 }
 
 /*
@@ -653,21 +702,6 @@ static __device__ inline int nupa_gpu_claim_n(const struct nupa_gpu_fabric *f, s
 static __device__ inline uint64_t nupa_gpu_claim_guess(const struct nupa_gpu_state *st, uint32_t dest, uint32_t r) {
     const struct nupa_gpu_peer *pc = &st->peers[(dest * NUPA_G_MAX_RINGS + r) % NUPA_GPU_PEERS];
     return pc->dest == dest + 1 && pc->ring == r && pc->up_at != 0 ? pc->tail : UINT64_MAX;
-}
-
-/*
- * Position p of ring r of dest, claimed by nupa_gpu_claim_n, as a claim of length bytes, with its ctrl as read at or
- * after the claim's guess (6.3 step 4; a value read before the claim only costs the publish one more CAS), or read now
- * when before is UINT64_MAX.
- */
-static __device__ inline void nupa_gpu_claim_at(const struct nupa_gpu_fabric *f, uint32_t dest, uint32_t r, uint64_t p, uint32_t length,
-        uint64_t before, struct nupa_gpu_claim *c) {
-    c->slot = nupa_g_slot(f, nupa_g_ring(f, dest, r), p);
-    c->frame = c->slot + 16;
-    c->position = p;
-    c->dest = dest;
-    c->length = length;
-    c->before = before != UINT64_MAX ? before : nupa_wr_load64((const uint64_t *) c->slot);
 }
 
 /* Leaves dest's address in the host's wake mailbox (nupa_gpu_host_poll does the rest of the doorbell). */
@@ -688,14 +722,27 @@ static __device__ inline void nupa_gpu_wake(const struct nupa_gpu_fabric *f, str
  * Any thread: the publish of a claimed frame whose bytes every thread that wrote them fenced (6.3 steps 4-5): the check
  * of ctrl (as the claim read it), the slot header, the CAS on ctrl (to PADDING with abort). 1, or 0 when the consumer had
  * skipped the claim (late). Touches no state: several threads may publish their claims at once.
+ *
+ * A sole producer (fabric-layout.md 6.3, "A ring's only producer") stores ctrl instead: a consumer skips only a claim it
+ * has seen pending for the stall timeout, so one published within half of it cannot have been skipped; an older one
+ * is given up as late, its slot published as PADDING (harmless if the consumer has passed it, and it lets the consumer
+ * pass at once if not).
  */
 static __device__ inline int nupa_gpu_publish_slot(const struct nupa_gpu_fabric *f, const struct nupa_gpu_claim *c, int abort) {
     uint64_t *ctrl = (uint64_t *) c->slot;
+    uint64_t word = (uint64_t) c->length | ((uint64_t) (uint16_t) f->address << 32) | ((uint64_t) (uint16_t) f->generation << 48);
+    if (f->sole_producer) {
+        int late = nupa_globaltimer() - c->claimed_at >= f->stall_timeout_ns / 2;
+        if (!late) {
+            *(volatile uint64_t *) (c->slot + 8) = word;
+        }
+        nupa_wr_store64(ctrl, ((c->position + 1) << 2) | (abort || late ? NUPA_G_PADDING : 0)); /* release: after the header */
+        return !late;
+    }
     uint64_t before = c->before;
     if ((before >> 2) >= c->position + 1) {
         return 0;
     }
-    uint64_t word = (uint64_t) c->length | ((uint64_t) (uint16_t) f->address << 32) | ((uint64_t) (uint16_t) f->generation << 48);
     *(volatile uint64_t *) (c->slot + 8) = word;
     __threadfence_system(); /* the frame and the slot header before the publish (a CAS is relaxed on the GPU) */
     uint64_t v = ((c->position + 1) << 2) | (abort ? NUPA_G_PADDING : 0);

@@ -154,6 +154,11 @@ NUPA_HD uint32_t nupa_wr_load32_relaxed(const uint32_t *p) {
     asm volatile("ld.relaxed.sys.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+NUPA_HD uint64_t nupa_wr_load64_relaxed(const uint64_t *p) {
+    uint64_t v;
+    asm volatile("ld.relaxed.sys.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
 NUPA_HD void nupa_wr_fence_acquire(void) { asm volatile("fence.acq_rel.sys;" : : : "memory"); }
 NUPA_HD void nupa_wr_store32(uint32_t *p, uint32_t v) { asm volatile("st.release.sys.u32 [%0], %1;" : : "l"(p), "r"(v) : "memory"); }
 NUPA_HD void nupa_wr_store64(uint64_t *p, uint64_t v) { asm volatile("st.release.sys.u64 [%0], %1;" : : "l"(p), "l"(v) : "memory"); }
@@ -165,6 +170,7 @@ NUPA_HD uint64_t nupa_wr_cas64(uint64_t *p, uint64_t expect, uint64_t v) {
 NUPA_HD uint64_t nupa_wr_load64(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 NUPA_HD uint32_t nupa_wr_load32(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
 NUPA_HD uint32_t nupa_wr_load32_relaxed(const uint32_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+NUPA_HD uint64_t nupa_wr_load64_relaxed(const uint64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 NUPA_HD void nupa_wr_fence_acquire(void) { __atomic_thread_fence(__ATOMIC_ACQUIRE); }
 NUPA_HD void nupa_wr_store32(uint32_t *p, uint32_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }
 NUPA_HD void nupa_wr_store64(uint64_t *p, uint64_t v) { __atomic_store_n(p, v, __ATOMIC_RELEASE); }

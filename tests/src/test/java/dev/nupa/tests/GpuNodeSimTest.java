@@ -29,6 +29,8 @@ import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The GPU node's kernels (native/cuda/nupa-gpu-node.cu, nupa_gpu_node.cuh) run on CPU threads through
@@ -57,8 +59,8 @@ class GpuNodeSimTest {
 
     /** The simulated GPU node, serving as node 5; its first line read. */
     private record Served(Process process, BufferedReader lines, String first) implements AutoCloseable {
-        static Served start(Path fabric, String... service) throws IOException {
-            List<String> cmd = new ArrayList<>(List.of(SIM.toString(), fabric.toString(), Integer.toString(GPU), GPU_IP + "/24"));
+        static Served start(Path fabric, String claim, String... service) throws IOException {
+            List<String> cmd = new ArrayList<>(List.of(SIM.toString(), "--claim", claim, fabric.toString(), Integer.toString(GPU), GPU_IP + "/24"));
             cmd.addAll(List.of(service));
             Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
             p.getOutputStream().close();
@@ -84,11 +86,14 @@ class GpuNodeSimTest {
         }
     }
 
-    @Test
-    void theEchoKernelAnswersJavaAndCNodesByteForByteAndDropsWhatIsWrong() throws Exception {
+    /** Both ways of sending into a peer's ring: the protocol's CASes, and stores as the ring's only producer. */
+    @ParameterizedTest
+    @ValueSource(strings = {"cas", "sole"})
+    void theEchoKernelAnswersJavaAndCNodesByteForByteAndDropsWhatIsWrong(String claim) throws Exception {
         Path fabric = createdFabric();
-        try (Served gpu = Served.start(fabric, "echo", "7", "32", "120")) {
-            assertTrue(gpu.first() != null && gpu.first().startsWith("nupa-gpu-node: node 5 serving UDP echo on port 7 at 10.0.0.6/24 (CPU simulation"),
+        try (Served gpu = Served.start(fabric, claim, "echo", "7", "32", "120")) {
+            assertTrue(gpu.first() != null && gpu.first().startsWith("nupa-gpu-node: node 5 serving UDP echo on port 7 at 10.0.0.6/24 (CPU simulation")
+                    && gpu.first().endsWith(claim.equals("sole") ? "claims by store, the only producer)" : "claims by CAS)"),
                     "the simulated GPU node serves: " + gpu.first());
             NupaCli.Run check = NupaCli.nupa("udp-check", "--fabric", fabric.toString(), "--count", "300", "--max-size", "8972", GPU_IP);
             assertEquals(0, check.status(), check.out() + check.err());
@@ -136,7 +141,7 @@ class GpuNodeSimTest {
         int elements = 4096;
         int chunk = 1000; // the last chunk short
         int rounds = 3;
-        try (Served gpu = Served.start(fabric, "reduce", "9000", Integer.toString(senders), Integer.toString(elements),
+        try (Served gpu = Served.start(fabric, "sole", "reduce", "9000", Integer.toString(senders), Integer.toString(elements),
                 Integer.toString(chunk), "32", "120")) {
             assertTrue(gpu.first() != null && gpu.first().contains("serving reduction on UDP port 9000"), "serves: " + gpu.first());
             List<Sender> all = new ArrayList<>();
@@ -201,7 +206,7 @@ class GpuNodeSimTest {
     void aKilledGpuNodeIsReclaimedByAJavaNode() throws Exception {
         Path fabric = createdFabric();
         try (ChildJvm java = ChildJvm.start("java-node", Main.class, "node", "--fabric", fabric, "--address", "1");
-                Served gpu = Served.start(fabric, "echo", "7", "4", "120")) {
+                Served gpu = Served.start(fabric, "cas", "echo", "7", "4", "120")) {
             java.awaitLine("nupa node:", 60_000);
             assertTrue(gpu.first() != null && gpu.first().contains("serving UDP echo"), "serves: " + gpu.first());
             ChildJvm.waitUntil("the GPU node to be up", 30_000, () -> nodeState(fabric, GPU).equals("UP"));
