@@ -16,8 +16,7 @@
  * each thread that wrote fences, and a thread per frame publishes; thread 0 rings each sender's doorbell once and
  * counts; then the batch's slots are released.
  */
-__global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, struct counters *cnt,
-        struct nupa_gpu_state *st, uint8_t *staging) {
+__global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, uint8_t *staging) {
     __shared__ struct rx_batch s_batch;
     __shared__ uint32_t s_words[BATCH][ECHO_LOAD_WORDS];
     __shared__ struct nupa_gpu_frame s_frame[BATCH];
@@ -35,8 +34,15 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
     const uint32_t load_words = min((uint32_t) ECHO_LOAD_WORDS, (f.slot_bytes - 8) / 4);
     const uint32_t held = 4 * load_words - 44; /* data bytes the first read holds: after slot, link, IPv4 and UDP headers */
     uint16_t id = 0;
+    /* thread 0's state and counts in shared memory: its steps touch them per frame, a few cycles an access where device
+     * memory costs hundreds, in chains that set the batch's time */
+    __shared__ struct nupa_gpu_state s_state;
+    __shared__ struct counters s_counts;
+    struct nupa_gpu_state *st = &s_state;
+    struct counters *cnt = &s_counts;
     if (tid == 0) {
         nupa_gpu_init(&f, st);
+        memset(cnt, 0, sizeof *cnt);
     }
     while (next_batch(&f, st, ctl, cnt, &s_batch)) {
         const int n = s_batch.n;

@@ -59,8 +59,7 @@ static __device__ int sender_of(struct reduce_state *st, uint32_t limit, uint32_
  * come; when every sender's every chunk of the round is in, the block sums the vectors and sends each sender the sum,
  * chunk by chunk, then the round moves on.
  */
-__global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, struct counters *cnt,
-        struct nupa_gpu_state *st, uint8_t *staging, struct reduce_state *rs) {
+__global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, uint8_t *staging, struct reduce_state *rs) {
     __shared__ struct rx_batch s_batch;
     __shared__ uint32_t s_words[NUPA_GPU_LOAD_WORDS];
     __shared__ struct nupa_gpu_frame s_frame;
@@ -72,8 +71,15 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
     __shared__ uint64_t s_scratch[1024];
     const uint32_t chunks = (svc.elements + svc.chunk - 1) / svc.chunk;
     uint16_t id = 0;
+    /* thread 0's state and counts in shared memory: its steps touch them per frame, a few cycles an access where device
+     * memory costs hundreds, in chains that set the batch's time */
+    __shared__ struct nupa_gpu_state s_state;
+    __shared__ struct counters s_counts;
+    struct nupa_gpu_state *st = &s_state;
+    struct counters *cnt = &s_counts;
     if (threadIdx.x == 0) {
         nupa_gpu_init(&f, st);
+        memset(cnt, 0, sizeof *cnt);
     }
     while (next_batch(&f, st, ctl, cnt, &s_batch)) {
         for (int i = 0; i < s_batch.n; i++) {

@@ -138,12 +138,7 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
                 (max_data - 16) / 4);
         return 2;
     }
-    struct nupa_gpu_state *gst;
-    struct counters *dcnt;
     uint8_t *staging;
-    CUDA_OR_FAIL(cudaMalloc((void **) &gst, sizeof *gst));
-    CUDA_OR_FAIL(cudaMalloc((void **) &dcnt, sizeof *dcnt));
-    CUDA_OR_FAIL(cudaMemset(dcnt, 0, sizeof *dcnt));
     CUDA_OR_FAIL(cudaMalloc((void **) &staging, BATCH * (size_t) ((f.max_frame + 63) & ~63u))); /* a frame of a batch each (echo) */
     struct reduce_state *rs = NULL;
     if (reduce) {
@@ -160,10 +155,10 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
     cudaStream_t stream;
     CUDA_OR_FAIL(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     if (reduce) {
-        void *args[] = {&f, &svc, &dctl, &dcnt, &gst, &staging, &rs};
+        void *args[] = {&f, &svc, &dctl, &staging, &rs};
         CUDA_OR_FAIL(cudaLaunchKernel(reduce_kernel, dim3(1), dim3(threads), args, 0, stream)); /* not <<<>>>: sim/ runs it too */
     } else {
-        void *args[] = {&f, &svc, &dctl, &dcnt, &gst, &staging};
+        void *args[] = {&f, &svc, &dctl, &staging};
         CUDA_OR_FAIL(cudaLaunchKernel(echo_kernel, dim3(1), dim3(threads), args, 0, stream));
     }
 #ifdef NUPA_CUDA_SIM
