@@ -32,6 +32,10 @@ up $L/echo.log
 timeout 120 taskset -c 4 $B/nupa-cnode $F 3 10.0.0.4/24 udp 10.0.0.6 7 0 8972
 timeout 120 $NUPA udp-check --fabric $F --count 2000 --max-size 8972 10.0.0.6
 if [ "${FIG:-0}" = 1 ]; then
+  # a fresh echo for the round trips, so that the time per step it prints at the end is theirs (64 B) alone
+  kill -TERM $G; wait $G; cat $L/echo.log
+  rm -f $L/echo.log; taskset -c 2 $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/echo.log 2>&1 & G=$!
+  up $L/echo.log
   taskset -c 6 $B/nupa-cnode $F 7 10.0.0.8/24 serve 600 >$L/cnode.log 2>&1 & C=$!
   for peer in ${PEERS:-10.0.0.6 10.0.0.8}; do echo "== udp-lat 64 B to $peer, 5 runs"
     for i in 1 2 3 4 5; do timeout 60 taskset -c 4 $NUPA perf udp-lat --peer $peer --fabric $F --client-address 2 -n 20000 --warmup 5000 --json | tail -1; done

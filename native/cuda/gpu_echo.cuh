@@ -9,12 +9,12 @@
 
 /*
  * The UDP echo, a batch of frames at a time so that each step's PCIe round trips serve the whole batch: the block reads
- * the first ECHO_LOAD_WORDS words of every frame at once (a small datagram whole), thread 0 checks the headers, each warp
+ * the first ECHO_LOAD_WORDS words of every frame at once (a small datagram whole), a thread a frame checks the headers, each warp
  * sums the data of its frames (warp w: frames w, w + warps, ...), staging what the first read did not hold, and a thread
  * per frame checks its checksum; thread 0 claims the replies' slots, those for one sender at once (nupa_gpu_claim_n);
  * a thread per frame (with CASes: reads its slot's ctrl and) writes the reply's headers, the warps copy the data in,
- * each thread that wrote fences, and a thread per frame publishes; thread 0 rings each sender's doorbell once and
- * counts; then the batch's slots are released.
+ * and after a barrier a thread per frame publishes; thread 0 rings each sender's doorbell once and counts; then the
+ * batch's slots are released.
  */
 __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, uint8_t *staging) {
     __shared__ struct rx_batch s_batch;
@@ -51,15 +51,17 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             s_words[x / load_words][x % load_words] = *(const volatile uint32_t *) (s_batch.slots[x / load_words] + 8 + 4 * (x % load_words));
         }
         __syncthreads();
+        for (int i = tid; i < n; i += blockDim.x) { /* a thread a frame: one thread's checks cost about 0.3 us a frame */
+            s_ok[i] = nupa_gpu_rx_frame(&f, st, s_batch.slots[i], s_words[i], &s_frame[i])
+                    && check_udp(&s_frame[i], (const uint8_t *) (s_words[i] + 4), svc.ip, svc.port, &s_udp[i], cnt);
+        }
+        __syncthreads();
         if (tid == 0) {
             for (int i = 0; i < n; i++) {
-                s_ok[i] = nupa_gpu_rx_frame(&f, st, s_batch.slots[i], s_words[i], &s_frame[i])
-                        && check_udp(&s_frame[i], (const uint8_t *) (s_words[i] + 4), svc.ip, svc.port, &s_udp[i], cnt);
                 s_batch.accepted += s_ok[i];
             }
             t1 = nupa_globaltimer();
         }
-        __syncthreads();
         for (int i = warp; i < n; i += warps) {
             uint64_t part = 0;
             if (s_ok[i]) {
@@ -171,10 +173,8 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             t3 = nupa_globaltimer();
         }
         __syncthreads();
-        int wrote = 0; /* whether this thread wrote into a reply's slot: it fences before the publish */
         for (int i = tid; i < n; i += blockDim.x) {
             if (s_claimed[i]) {
-                wrote = 1;
                 uint32_t dest = s_frame[i].source;
                 uint64_t before = s_guess != UINT64_MAX && dest == s_guess_dest && s_pos[i] - s_guess < s_guess_n
                         ? s_before[s_pos[i] - s_guess] : UINT64_MAX;
@@ -187,7 +187,6 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             if (!s_claimed[i]) {
                 continue;
             }
-            wrote = 1;
             /* data at frame + 36, 4-byte aligned in the slot; the last bytes alone: a slot may end right after the frame,
              * and the next slot's ctrl follows */
             const uint8_t *from = s_udp[i].len <= held ? (const uint8_t *) (s_words[i] + 11) : staging + i * stride;
@@ -204,10 +203,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
                 }
             }
         }
-        if (wrote) {
-            __threadfence_system(); /* each writer's bytes before the publish (nupa_gpu_node.cuh's rule) */
-        }
-        __syncthreads();
+        __syncthreads(); /* every write before the publishes, which release them (nupa_gpu_node.cuh's rule) */
         for (int i = tid; i < n; i += blockDim.x) {
             s_sent[i] = s_claimed[i] ? nupa_gpu_publish_slot(&f, &s_claim[i], 0) : 0;
         }

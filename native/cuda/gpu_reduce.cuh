@@ -180,8 +180,7 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                     if (threadIdx.x == 0) {
                         reply_headers(&f, &s_claim, svc.ip, rs->senders[s].ip, svc.port, rs->senders[s].port, len, rsum, ++id);
                     }
-                    __threadfence_system();
-                    __syncthreads();
+                    __syncthreads(); /* every write before the publish, which releases them (nupa_gpu_node.cuh's rule) */
                     if (threadIdx.x == 0) {
                         if (nupa_gpu_publish(&f, st, &s_claim, 0) == NUPA_OK) {
                             cnt->results++;

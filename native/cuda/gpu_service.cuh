@@ -62,8 +62,12 @@ static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_g
         const uint8_t **slots, uint32_t *ring, uint64_t *next, int *stop) {
     uint64_t idle_since = nupa_globaltimer(), last_look = idle_since;
     for (uint32_t turn = 0;; turn++) {
+        uint64_t peek[NUPA_G_MAX_RINGS]; /* the idle rings' heads read at once: one round trip for all */
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
-            int n = nupa_gpu_rx_ready(f, st, r, slots, BATCH, next);
+            peek[r] = st->look[r] > 1 ? UINT64_MAX : nupa_gpu_rx_peek(f, st, r);
+        }
+        for (uint32_t r = 0; r < f->rings_per_node; r++) {
+            int n = nupa_gpu_rx_ready(f, st, r, peek[r], slots, BATCH, next);
             if (n > 0 || *next != st->head[r]) {
                 *ring = r;
                 return n;
@@ -152,21 +156,21 @@ struct udp_seen {
     uint64_t sum; /* the data's ones'-complement sum, as take_datagram found it */
 };
 
-/* Thread 0: whether the datagram in hdr (its first 28 bytes at least) is UDP to port for this node (counted if not). */
+/* Any thread: whether the datagram in hdr (its first 28 bytes at least) is UDP to port for this node (counted atomically if not). */
 static __device__ int check_udp(const struct nupa_gpu_frame *fr, const uint8_t *hdr, uint32_t my_ip, uint16_t port,
         struct udp_seen *u, struct counters *cnt) {
     if (fr->protocol != NUPA_PROTO_IPV4 || fr->length < 28 || nupa_g_ipv4_parse(hdr, fr->length, my_ip, &u->ip) != NUPA_G_IP_OK
             || u->ip.proto != 17) {
-        cnt->not_udp++;
+        nupa_g_add(&cnt->not_udp, 1);
         return 0;
     }
     uint32_t ulen = nupa_g_get16(hdr + 24);
     if (ulen < 8 || ulen > u->ip.total - 20) {
-        cnt->not_udp++;
+        nupa_g_add(&cnt->not_udp, 1);
         return 0;
     }
     if (nupa_g_get16(hdr + 22) != port) {
-        cnt->no_port++;
+        nupa_g_add(&cnt->no_port, 1);
         return 0;
     }
     u->sport = nupa_g_get16(hdr + 20);

@@ -19,8 +19,10 @@
  * Rules for callers:
  *  - One thread of the grid touches the fabric (the kernels here: thread 0 of their one block); the others read and
  *    write frame bytes it hands them. Frames taken stay valid until it releases them.
- *  - A frame is published after every thread that wrote its bytes fenced at system scope (__threadfence_system(), then
- *    __syncthreads()).
+ *  - A frame is published after a __syncthreads() that follows every write of its bytes. The publish is a release at
+ *    system scope (a fence, then the CAS or the store of ctrl), and by the PTX memory model's causality order (the
+ *    barrier synchronizes the block, the release the CPU's acquire) it covers the writes of every thread of the block
+ *    made before the barrier: writers need no fence of their own (each costs about half a microsecond).
  *  - Sending, the GPU either claims and publishes with the protocol's two CASes (on the peer's tail and on the slot's
  *    ctrl; f.sole_producer 0), atomic with CPU producers only where the link performs the GPU's system-scope atomics so
  *    (cudaDevAttrHostNativeAtomicSupported; PCIe hosts usually do not, and compute-sanitizer's memcheck reports each
@@ -392,11 +394,13 @@ static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, co
  * where the head goes when they are done with (nupa_gpu_rx_release).
  *
  * Each read is a PCIe round trip, so a look reads the ctrl words of several slots from the head on at once (relaxed
- * loads in flight together, then one acquire fence before anything of the slots is read): one while the ring is idle
- * (the lone frame's latency), twice as many as the last look found while frames come (up to NUPA_GPU_LOOK_MAX), so a
- * batch costs one round trip rather than one a frame. Slots past the look wait for the next one.
+ * loads in flight together, then, if the first holds anything, one acquire fence before anything of the slots is read):
+ * one while the ring is idle (the lone frame's latency), twice as many as the last look found while frames come (up to
+ * NUPA_GPU_LOOK_MAX), so a batch costs one round trip rather than one a frame. Slots past the look wait for the next
+ * one. first: the head's ctrl word as nupa_gpu_rx_peek read it (several rings peeked at once cost one round trip), or
+ * UINT64_MAX to read it here.
  */
-static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r,
+static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r, uint64_t first,
         const uint8_t **slots, int max, uint64_t *next) {
     uint8_t *ring = nupa_g_ring(f, f->address, r);
     uint64_t h = st->head[r];
@@ -405,8 +409,16 @@ static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, 
     k = k > NUPA_GPU_LOOK_MAX ? NUPA_GPU_LOOK_MAX : k;
     k = k > f->ring_slots ? f->ring_slots : k;
     uint64_t c[NUPA_GPU_LOOK_MAX];
-    for (uint32_t j = 0; j < k; j++) {
+    for (uint32_t j = first == UINT64_MAX ? 0 : 1; j < k; j++) {
         c[j] = nupa_wr_load64_relaxed((const uint64_t *) nupa_g_slot(f, ring, h + j));
+    }
+    if (first != UINT64_MAX) {
+        c[0] = first;
+    }
+    *next = h;
+    if (k == 0 || (c[0] >> 2) < h + 1) { /* nothing published at the head: no fence (it costs about half a microsecond) */
+        st->look[r] = 1;
+        return 0;
     }
     nupa_wr_fence_acquire(); /* the ctrl words before the slots' bytes (6.4 step 1.1's acquire) */
     int n = 0;
@@ -433,6 +445,20 @@ static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, 
     return n;
 }
 
+/* Thread 0: the ctrl word at ring r's head, a relaxed load for nupa_gpu_rx_ready's first (no fence: nothing is read after it). */
+static __device__ inline uint64_t nupa_gpu_rx_peek(const struct nupa_gpu_fabric *f, const struct nupa_gpu_state *st, uint32_t r) {
+    return nupa_wr_load64_relaxed((const uint64_t *) nupa_g_slot(f, nupa_g_ring(f, f->address, r), st->head[r]));
+}
+
+/* Adds v to a count that several threads of the block may add to at once (in shared memory: an atomic there is cheap). */
+static __device__ inline void nupa_g_add(uint64_t *count, uint64_t v) {
+#if defined(__CUDA_ARCH__)
+    atomicAdd((unsigned long long *) count, (unsigned long long) v);
+#else
+    __atomic_fetch_add(count, v, __ATOMIC_RELAXED);
+#endif
+}
+
 /*
  * The whole block: reads NUPA_GPU_LOAD_WORDS words of a ready slot from offset 8 into words (shared memory), a word a
  * thread, so that the slot's header, the link header and the first 44 bytes of the payload cost one round trip
@@ -446,30 +472,31 @@ static __device__ inline void nupa_gpu_rx_load(const uint8_t *slot, uint32_t *wo
 }
 
 /*
- * Thread 0: the checks of a loaded slot (6.4 step 1.6; docs/link-layer.md 1): a length past max_frame or a source
+ * Any thread: the checks of a loaded slot (6.4 step 1.6; docs/link-layer.md 1): a length past max_frame or a source
  * outside the fabric is corrupt; a truncated frame, another destination, a link source other than the slot's, or a
- * payload past the frame is dropped. 1 with *out filled (the IPv4 datagram's first bytes at words + 4), else 0.
+ * payload past the frame is dropped. 1 with *out filled (the IPv4 datagram's first bytes at words + 4), else 0. The
+ * counts are added atomically: a thread per frame checks a batch at once.
  */
 static __device__ inline int nupa_gpu_rx_frame(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const uint8_t *slot,
         const uint32_t *words, struct nupa_gpu_frame *out) {
     int32_t len = (int32_t) words[0];
     uint32_t source = words[1] & 0xFFFF;
     if (len < 0 || (uint32_t) len > f->max_frame || source >= f->max_nodes) {
-        st->counts.corrupt++;
+        nupa_g_add(&st->counts.corrupt, 1);
         return 0;
     }
     const uint8_t *l = (const uint8_t *) (words + 2);
     uint32_t payload = nupa_g_get16(l + 6);
     if (len < NUPA_LINK_HEADER || nupa_g_get16(l) != (uint16_t) f->address || nupa_g_get16(l + 2) != source
             || NUPA_LINK_HEADER + payload > (uint32_t) len) {
-        st->dropped++;
+        nupa_g_add(&st->dropped, 1);
         return 0;
     }
     out->payload = slot + 16 + NUPA_LINK_HEADER;
     out->length = payload;
     out->source = source;
     out->protocol = nupa_g_get16(l + 4);
-    st->counts.bytes_received += (uint64_t) len;
+    nupa_g_add(&st->counts.bytes_received, (uint64_t) len);
     return 1;
 }
 
