@@ -6,6 +6,13 @@
 
 /* Words of each frame's slot the echo reads at once from offset 8: headers and the data of a datagram of up to 212 bytes. */
 #define ECHO_LOAD_WORDS 64
+/* Words each lane of a warp loads before it sums them (the rest of a larger datagram). */
+#define ECHO_LOADS 32
+#if defined(__CUDACC__)
+#define ECHO_UNROLL _Pragma("unroll") /* the loads in registers: a loop over local memory would wait for each */
+#else
+#define ECHO_UNROLL
+#endif
 
 /*
  * The UDP echo, a batch of frames at a time so that each step's PCIe round trips serve the whole batch: the block reads
@@ -69,16 +76,30 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
                 int whole = len <= held; /* in s_words already: summed there, copied from there */
                 const uint8_t *src = whole ? (const uint8_t *) (s_words[i] + 11) : s_frame[i].payload + 28;
                 uint8_t *dst = staging + i * stride;
-                for (uint32_t k = lane; k < (len + 3) / 4; k += lanes) {
-                    uint32_t w = *(const volatile uint32_t *) (src + 4 * k);
-                    if (!whole) {
-                        *(uint32_t *) (dst + 4 * k) = w;
+                const uint32_t words = (len + 3) / 4;
+                /* ECHO_LOADS loads a lane in flight before any is used: one round trip for each 4 KiB, not each 128 bytes */
+                for (uint32_t base = 0; base < words; base += ECHO_LOADS * lanes) {
+                    uint32_t w[ECHO_LOADS];
+ECHO_UNROLL
+                    for (uint32_t u = 0; u < ECHO_LOADS; u++) {
+                        uint32_t k = base + u * lanes + lane;
+                        w[u] = k < words ? *(const volatile uint32_t *) (src + 4 * k) : 0;
                     }
-                    uint32_t left = len - 4 * k;
-                    if (left < 4) {
-                        w &= (1u << (8 * left)) - 1; /* little-endian: the bytes past the data are the high ones */
+ECHO_UNROLL
+                    for (uint32_t u = 0; u < ECHO_LOADS; u++) {
+                        uint32_t k = base + u * lanes + lane;
+                        if (k >= words) {
+                            break;
+                        }
+                        if (!whole) {
+                            *(uint32_t *) (dst + 4 * k) = w[u];
+                        }
+                        uint32_t left = len - 4 * k;
+                        if (left < 4) {
+                            w[u] &= (1u << (8 * left)) - 1; /* little-endian: the bytes past the data are the high ones */
+                        }
+                        part += nupa_g_sum_word(w[u]);
                     }
-                    part += nupa_g_sum_word(w);
                 }
             }
             s_part[i][lane] = part;
