@@ -698,12 +698,15 @@ static __device__ inline int nupa_gpu_claim(const struct nupa_gpu_fabric *f, str
     if (pc == NULL) {
         return NUPA_PEER_DOWN;
     }
-    uint64_t first = 0;
+    uint64_t guess = pc->tail, before = UINT64_MAX, first = 0;
+    if (!f->sole_producer) { /* the slot's ctrl in flight with the CAS: read again only if the guess was wrong */
+        before = *(const volatile uint64_t *) nupa_g_slot(f, nupa_g_ring(f, dest, r), guess);
+    }
     int rc = NUPA_OK;
     if (nupa_gpu_claim_in(f, st, pc, dest, r, 1, &first, &rc) == 0) {
         return rc;
     }
-    nupa_gpu_claim_at(f, dest, r, first, length, UINT64_MAX, nupa_globaltimer(), c);
+    nupa_gpu_claim_at(f, dest, r, first, length, first == guess ? before : UINT64_MAX, nupa_globaltimer(), c);
     return NUPA_OK;
 }
 
