@@ -281,12 +281,18 @@ final class NodeAdmin extends AdminService {
                 c.stall(false);
             }
             c.flush();
-            // A cancelled call is not always reported to the response's exception handler: a quiet tick writes an
-            // answer with no bytes, which fails on a stream that is gone and so ends the capture.
-            if (!ended[0] && sent[2] == 0) {
-                send.accept(CaptureChunk.newBuilder().setRecords(sent[0]).setDropped(sent[1]).build());
-            }
-            sent[2] = 0;
+            // Behind the chunk the flush may have queued (so sent[0] counts its records): an answer with no bytes that
+            // reports the frames dropped since the last chunk with bytes (once no frame is captured after them, no such
+            // chunk would ever carry them), and on a quiet tick one anyway: a cancelled call is not always reported to
+            // the response's exception handler, and a write to a stream that is gone fails and so ends the capture.
+            endpoint.runOnContext(w -> {
+                long d = c.dropped();
+                if (!ended[0] && (sent[2] == 0 || d != sent[1])) {
+                    sent[1] = d;
+                    send.accept(CaptureChunk.newBuilder().setRecords(sent[0]).setDropped(d).build());
+                }
+                sent[2] = 0;
+            });
         }));
         liveTimer = timer[0];
     }

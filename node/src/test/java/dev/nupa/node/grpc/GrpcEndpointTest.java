@@ -627,4 +627,38 @@ class GrpcEndpointTest {
         sender.send(io.vertx.core.buffer.Buffer.buffer("any"), 4444, "10.0.0.1").await(10, TimeUnit.SECONDS);
         assertEquals(GrpcStatus.OK, again.status.get(10, TimeUnit.SECONDS));
     }
+
+    /**
+     * A client that stops reading makes the capture drop frames; the drops after the last chunk with bytes still reach
+     * it once it reads again (no frame is captured after them to carry them).
+     */
+    @Test
+    void framesDroppedWhileTheReaderLagsAreReportedOnceItReadsAgain() throws Exception {
+        endpoint = GrpcEndpoint.start(node, fabric.toString(), "127.0.0.1", 0, null).await(10, TimeUnit.SECONDS);
+        ServiceMethod<dev.nupa.node.admin.CaptureChunk, dev.nupa.node.admin.CaptureRequest> m = ServiceMethod.client(ADMIN, "Capture",
+                GrpcMessageEncoder.encoder(), GrpcMessageDecoder.decoder(dev.nupa.node.admin.CaptureChunk.newBuilder()));
+        var s = new Stream<>(grpc.request(at(), m).await(10, TimeUnit.SECONDS), true); // the client reads nothing yet
+        s.request.end(dev.nupa.node.admin.CaptureRequest.newBuilder().setProtocol("udp").setPort(4445).build());
+        s.response.get(10, TimeUnit.SECONDS);
+        int sent = 20_000; // 20 MB of pcap: far past what a paused stream's flow-control window and write queue hold
+        io.vertx.core.datagram.DatagramSocket sender = peer.vertx().createDatagramSocket();
+        io.vertx.core.buffer.Buffer payload = io.vertx.core.buffer.Buffer.buffer(new byte[1000]);
+        for (int i = 0; i < sent; i++) {
+            sender.send(payload, 4445, "10.0.0.1").await(10, TimeUnit.SECONDS);
+        }
+        s.resume();
+        long records = 0;
+        long dropped = 0;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (records + dropped < sent && System.nanoTime() < deadline) {
+            dev.nupa.node.admin.CaptureChunk c = s.answers.poll(100, TimeUnit.MILLISECONDS);
+            if (c != null) {
+                records = c.getRecords();
+                dropped = c.getDropped();
+            }
+        }
+        assertTrue(dropped > 0, "the paused reader made the capture drop frames (" + records + " captured)");
+        assertEquals(sent, records + dropped, "each frame sent is captured or counted dropped (" + records + " + " + dropped + ")");
+        s.context.runOnContext(v -> s.request.cancel());
+    }
 }
