@@ -6,8 +6,8 @@
 
 /* Words of each frame's slot the echo reads at once from offset 8: headers and the data of a datagram of up to 212 bytes. */
 #define ECHO_LOAD_WORDS 64
-/* Words each lane of a warp loads before it sums them (the rest of a larger datagram). */
-#define ECHO_LOADS 32
+/* Words each lane of a warp loads before it sums them (the rest of a larger datagram): in registers, which 1,024 threads a block leave 64 of. */
+#define ECHO_LOADS 16
 #if defined(__CUDACC__)
 #define ECHO_UNROLL _Pragma("unroll") /* the loads in registers: a loop over local memory would wait for each */
 #else
@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
                 const uint8_t *src = whole ? (const uint8_t *) (s_words[i] + 11) : s_frame[i].payload + 28;
                 uint8_t *dst = staging + i * stride;
                 const uint32_t words = (len + 3) / 4;
-                /* ECHO_LOADS loads a lane in flight before any is used: one round trip for each 4 KiB, not each 128 bytes */
+                /* ECHO_LOADS loads a lane in flight before any is used: one round trip for each 2 KiB, not each 128 bytes */
                 for (uint32_t base = 0; base < words; base += ECHO_LOADS * lanes) {
                     uint32_t w[ECHO_LOADS];
 ECHO_UNROLL
@@ -255,7 +255,7 @@ ECHO_UNROLL
             cnt->step_ns[3] += (t4 - t3) * served;
             cnt->step_ns[4] += (t5 - t4) * served;
         }
-        end_batch(&f, st, ctl, cnt, &s_batch);
+        end_batch(&f, st, &s_batch);
     }
 }
 

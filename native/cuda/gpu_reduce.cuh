@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
             }
             __syncthreads();
         }
-        end_batch(&f, st, ctl, cnt, &s_batch);
+        end_batch(&f, st, &s_batch);
     }
 }
 

@@ -32,7 +32,7 @@ struct counters {
 
 struct control {
     uint32_t stop; /* set by the host */
-    /* ... and the kernel's counters (store_counts): stores only, so that a count costs no read across PCIe */
+    /* ... and the kernel's counters (store_counts, when it stops): stores only, so that a count costs no read across PCIe */
     uint32_t pad[15];
     struct counters c;
 };
@@ -45,7 +45,7 @@ struct service {
 
 static __device__ int stop_asked(const struct control *ctl) { return *(const volatile uint32_t *) &ctl->stop != 0; }
 
-/* Thread 0: the counters into the host's control block (posted writes). */
+/* Thread 0: the counters into the host's control block, which the host reads once the kernel has ended (posted writes). */
 static __device__ void store_counts(struct control *ctl, const struct counters *cnt) {
     volatile uint64_t *to = (volatile uint64_t *) &ctl->c;
     for (unsigned k = 0; k < sizeof *cnt / 8; k++) {
@@ -54,17 +54,17 @@ static __device__ void store_counts(struct control *ctl, const struct counters *
 }
 
 /*
- * Thread 0: waits for frames in any of the node's rings. Returns how many slots it took (0 when asked to stop), with
- * their ring and where its head goes once they are done with. Spins for SPIN_NS after the last frame, then naps; looks at
- * the stop flag and runs the stall check every millisecond while idle.
+ * Thread 0: waits for frames in any of the node's idle rings, looking at every ring's head at once. Returns how many
+ * slots it took (0 when asked to stop), with their ring and where its head goes once they are done with. Spins for
+ * SPIN_NS after the last frame, then naps; looks at the stop flag and runs the stall check every millisecond while idle.
  */
 static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct control *ctl,
         const uint8_t **slots, uint32_t *ring, uint64_t *next, int *stop) {
     uint64_t idle_since = nupa_globaltimer(), last_look = idle_since;
     for (uint32_t turn = 0;; turn++) {
-        uint64_t peek[NUPA_G_MAX_RINGS]; /* the idle rings' heads read at once: one round trip for all */
+        uint64_t peek[NUPA_G_MAX_RINGS]; /* the rings' heads read at once: one round trip for all */
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
-            peek[r] = st->look[r] > 1 ? UINT64_MAX : nupa_gpu_rx_peek(f, st, r);
+            peek[r] = nupa_gpu_rx_peek(f, st, r);
         }
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
             int n = nupa_gpu_rx_ready(f, st, r, peek[r], slots, BATCH, next);
@@ -96,22 +96,58 @@ struct rx_batch {
     const uint8_t *slots[BATCH];
     uint32_t ring;
     uint64_t next;
-    int n, stop;
+    int n, stop, found;
     uint32_t accepted; /* frames taken for the service; the others were counted as dropped */
+    uint64_t ctrl[NUPA_GPU_LOOK_MAX]; /* a busy ring's look: the ctrl words from look_h on, a thread a word */
+    uint64_t look_h;
+    uint32_t look_k;
 };
 
-/* The whole block: thread 0 waits for the next batch of frames. 0 once the host asked the kernel to stop (counters stored). */
+/*
+ * The whole block: the next batch of frames. A ring that had frames at the last look (st->look > 1) is looked at by the
+ * block, a thread a ctrl word (nupa_gpu_rx_look, nupa_gpu_rx_take); when none has, thread 0 waits on every ring
+ * (wait_frames). 0 once the host asked the kernel to stop (counters stored).
+ */
 static __device__ int next_batch(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, struct control *ctl,
         const struct counters *cnt, struct rx_batch *b) {
-    if (threadIdx.x == 0) {
-        int stop = 0;
-        b->n = wait_frames(f, st, ctl, b->slots, &b->ring, &b->next, &stop);
-        b->accepted = 0;
-        b->stop = stop;
+    for (;;) {
+        if (threadIdx.x == 0) {
+            b->look_k = 0;
+            for (uint32_t r = 0; r < f->rings_per_node && b->look_k == 0; r++) {
+                if (st->look[r] > 1) {
+                    b->ring = r;
+                    b->look_h = st->head[r];
+                    b->look_k = st->look[r] < BATCH ? st->look[r] : BATCH;
+                }
+            }
+            if (b->look_k == 0) {
+                int stop = 0;
+                b->n = wait_frames(f, st, ctl, b->slots, &b->ring, &b->next, &stop);
+                b->stop = stop;
+            }
+            b->accepted = 0;
+        }
+        __syncthreads();
+        if (b->look_k == 0) {
+            break;
+        }
+        for (uint32_t j = threadIdx.x; j < b->look_k; j += blockDim.x) {
+            b->ctrl[j] = nupa_gpu_rx_look(f, b->ring, b->look_h, j);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            b->n = nupa_gpu_rx_take(f, st, b->ring, b->ctrl, b->look_k, 1, b->slots, BATCH, &b->next);
+            b->stop = 0;
+            b->found = b->n > 0 || b->next != st->head[b->ring];
+        }
+        __syncthreads();
+        if (b->found) {
+            break; /* else the ring's look is 1 again: thread 0 waits on every ring */
+        }
     }
-    __syncthreads();
     if (b->stop) {
         if (threadIdx.x == 0) {
+            nupa_gpu_flush(f, st);
             store_counts(ctl, cnt);
         }
         return 0;
@@ -119,12 +155,15 @@ static __device__ int next_batch(const struct nupa_gpu_fabric *f, struct nupa_gp
     return 1;
 }
 
-/* The whole block: the batch's slots go back to their ring, the counters to the host. */
-static __device__ void end_batch(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, struct control *ctl,
-        const struct counters *cnt, const struct rx_batch *b) {
+/* The whole block: the batch's slots go back to their ring; the node's counts to the host once a millisecond (nupa_gpu_flush). */
+static __device__ void end_batch(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct rx_batch *b) {
     if (threadIdx.x == 0) {
         nupa_gpu_rx_release(f, st, b->ring, b->next, b->accepted);
-        store_counts(ctl, cnt);
+        uint64_t now = nupa_globaltimer();
+        if (now - st->flushed_at >= 1000000) {
+            st->flushed_at = now;
+            nupa_gpu_flush(f, st);
+        }
     }
     __syncthreads();
 }

@@ -116,11 +116,12 @@ struct nupa_gpu_peer {
 /* The device's own state (one thread's): the consumer's heads and stall timers (6.4, 6.5), the counts, the mailbox. */
 struct nupa_gpu_state {
     uint64_t head[NUPA_G_MAX_RINGS];
-    uint32_t look[NUPA_G_MAX_RINGS]; /* ctrl words nupa_gpu_rx_ready reads at once: twice what the last look found, 1 when idle */
+    uint32_t look[NUPA_G_MAX_RINGS]; /* ctrl words the next look reads at once: twice what the last found, 1 when idle */
     uint64_t stall_position[NUPA_G_MAX_RINGS], stall_since[NUPA_G_MAX_RINGS], stall_tail[NUPA_G_MAX_RINGS];
     struct nupa_gpu_counts counts;
     uint64_t dropped;              /* frames the link checks refused (another destination, a forged source, a bad length) */
     uint32_t wake_tail, wake_room; /* entries written; the host's head + NUPA_GPU_WAKES as last read */
+    uint64_t flushed_at;           /* when the counts last went to the host (nupa_globaltimer()) */
     struct nupa_gpu_peer peers[NUPA_GPU_PEERS]; /* what the sender knows of the rings it sent to: a direct-mapped cache */
 };
 
@@ -375,7 +376,10 @@ static __device__ inline void nupa_gpu_init(const struct nupa_gpu_fabric *f, str
 /* Words of a slot nupa_gpu_rx_load reads: the slot's header after ctrl, the link header, 44 bytes of payload. */
 #define NUPA_GPU_LOAD_WORDS 15
 
-/* Stores the counts in the shared block for the host to add to the node's entry (posted writes: nothing waits). */
+/*
+ * Stores the counts in the shared block for the host to add to the node's entry. Posted writes, but not free to
+ * issue: the kernels flush once a millisecond and when they stop, not after every batch.
+ */
 static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, const struct nupa_gpu_state *st) {
     volatile uint64_t *to = (volatile uint64_t *) &f->shared->counts;
     const uint64_t *from = (const uint64_t *) &st->counts;
@@ -384,46 +388,36 @@ static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, co
     }
 }
 
-/* The most ctrl words one look of nupa_gpu_rx_ready reads at once. */
+/* The most ctrl words one look reads at once (nupa_gpu_rx_take). */
 #define NUPA_GPU_LOOK_MAX 32
 
 /*
  * Thread 0: up to max slots of ring r, from its head on, that hold published frames (6.4 step 1: laps no producer
- * wrote are skipped and counted; PADDING and SKIPPED passed over). Reads ctrl alone; the block then reads each slot
- * (nupa_gpu_rx_load) and thread 0 checks it (nupa_gpu_rx_frame). Returns how many slots went into slots; *next is
- * where the head goes when they are done with (nupa_gpu_rx_release).
+ * wrote are skipped and counted; PADDING and SKIPPED passed over), from c[0..k-1], the ctrl words of the k slots from
+ * the head on, read beforehand; acquired: whether each was read with acquire (else, when the head's holds anything, an
+ * acquire fence comes first). The block then reads each slot (nupa_gpu_rx_load) and checks it (nupa_gpu_rx_frame).
+ * Returns how many slots went into slots; *next is where the head goes when they are done with (nupa_gpu_rx_release).
  *
- * Each read is a PCIe round trip, so a look reads the ctrl words of several slots from the head on at once (relaxed
- * loads in flight together, then, if the first holds anything, one acquire fence before anything of the slots is read):
- * one while the ring is idle (the lone frame's latency), twice as many as the last look found while frames come (up to
- * NUPA_GPU_LOOK_MAX), so a batch costs one round trip rather than one a frame. Slots past the look wait for the next
- * one. first: the head's ctrl word as nupa_gpu_rx_peek read it (several rings peeked at once cost one round trip), or
- * UINT64_MAX to read it here.
+ * Each read is a PCIe round trip, so the ctrl words of a look are read at once: one while the ring is idle (the lone
+ * frame's latency; nupa_gpu_rx_ready), and while frames come (st->look[r] > 1) twice as many as the last look found, up
+ * to NUPA_GPU_LOOK_MAX, a thread a word (one thread's loads into an array would wait for each other: the array lives
+ * in local memory), so a batch costs one round trip rather than one a frame. Slots past the look wait for the next.
  */
-static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r, uint64_t first,
-        const uint8_t **slots, int max, uint64_t *next) {
+static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r, const uint64_t *c,
+        uint32_t k, int acquired, const uint8_t **slots, int max, uint64_t *next) {
     uint8_t *ring = nupa_g_ring(f, f->address, r);
     uint64_t h = st->head[r];
-    uint32_t k = st->look[r] < 1 ? 1 : st->look[r];
-    k = k > (uint32_t) max ? (uint32_t) max : k;
-    k = k > NUPA_GPU_LOOK_MAX ? NUPA_GPU_LOOK_MAX : k;
-    k = k > f->ring_slots ? f->ring_slots : k;
-    uint64_t c[NUPA_GPU_LOOK_MAX];
-    for (uint32_t j = first == UINT64_MAX ? 0 : 1; j < k; j++) {
-        c[j] = nupa_wr_load64_relaxed((const uint64_t *) nupa_g_slot(f, ring, h + j));
-    }
-    if (first != UINT64_MAX) {
-        c[0] = first;
-    }
     *next = h;
     if (k == 0 || (c[0] >> 2) < h + 1) { /* nothing published at the head: no fence (it costs about half a microsecond) */
         st->look[r] = 1;
         return 0;
     }
-    nupa_wr_fence_acquire(); /* the ctrl words before the slots' bytes (6.4 step 1.1's acquire) */
+    if (!acquired) {
+        nupa_wr_fence_acquire(); /* the ctrl word before the slot's bytes (6.4 step 1.1's acquire) */
+    }
     int n = 0;
     uint32_t j = 0;
-    for (; j < k; j++, h++) {
+    for (; j < k && n < max; j++, h++) {
         uint8_t *s = nupa_g_slot(f, ring, h);
         if ((c[j] >> 2) > h + 1) {
             /* a lap no producer wrote yet (6.4 step 1.2); at most k such skips a look */
@@ -440,9 +434,28 @@ static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, 
             slots[n++] = s; /* PADDING or SKIPPED: passed over */
         }
     }
-    st->look[r] = j == 0 ? 1 : 2 * j;
+    st->look[r] = j == 0 ? 1 : (2 * j > NUPA_GPU_LOOK_MAX ? NUPA_GPU_LOOK_MAX : 2 * j);
     *next = h;
     return n;
+}
+
+/*
+ * Thread 0: the idle ring's look, one slot (nupa_gpu_rx_take): first, the head's ctrl word as nupa_gpu_rx_peek read it
+ * (several rings peeked at once cost one round trip), or UINT64_MAX to read it here.
+ */
+static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r, uint64_t first,
+        const uint8_t **slots, int max, uint64_t *next) {
+    uint64_t c = first != UINT64_MAX ? first
+                                      : nupa_wr_load64_relaxed((const uint64_t *) nupa_g_slot(f, nupa_g_ring(f, f->address, r), st->head[r]));
+    return nupa_gpu_rx_take(f, st, r, &c, 1, 0, slots, max, next);
+}
+
+/*
+ * Any thread: ctrl word j of ring r's look from position h (nupa_gpu_rx_take), read with acquire: a thread a word, the
+ * block's loads in flight together.
+ */
+static __device__ inline uint64_t nupa_gpu_rx_look(const struct nupa_gpu_fabric *f, uint32_t r, uint64_t h, uint32_t j) {
+    return nupa_wr_load64((const uint64_t *) nupa_g_slot(f, nupa_g_ring(f, f->address, r), h + j));
 }
 
 /* Thread 0: the ctrl word at ring r's head, a relaxed load for nupa_gpu_rx_ready's first (no fence: nothing is read after it). */
@@ -500,7 +513,7 @@ static __device__ inline int nupa_gpu_rx_frame(const struct nupa_gpu_fabric *f, 
     return 1;
 }
 
-/* Hands ring r's slots up to next back to the producers (6.4 step 2), and publishes the counts to the host. */
+/* Hands ring r's slots up to next back to the producers (6.4 step 2). The counts go to the host by nupa_gpu_flush. */
 static __device__ inline void nupa_gpu_rx_release(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r, uint64_t next,
         uint32_t frames) {
     if (next != st->head[r]) {
@@ -510,7 +523,6 @@ static __device__ inline void nupa_gpu_rx_release(const struct nupa_gpu_fabric *
         st->stall_position[r] = UINT64_MAX;
         st->counts.frames_received += frames;
     }
-    nupa_gpu_flush(f, st);
 }
 
 /*
