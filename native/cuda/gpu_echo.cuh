@@ -36,7 +36,8 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
     __shared__ uint32_t s_rank[BATCH], s_segs, s_claimed_n, s_good, s_id_base;
     __shared__ int s_mixed, s_first_good;
     __shared__ uint32_t s_guess_dest, s_guess_n;
-    __shared__ int s_ok[BATCH], s_claimed[BATCH], s_sent[BATCH];
+    __shared__ int s_ok[BATCH], s_claimed[BATCH];
+    __shared__ uint64_t s_served; /* this batch's replies published */
     __shared__ uint16_t s_id[BATCH];
     const uint32_t tid = threadIdx.x, lane = tid % 32, warp = tid / 32, warps = (blockDim.x + 31) / 32;
     const uint32_t lanes = min(32u, blockDim.x - 32 * warp); /* the threads of this warp (the last may be short) */
@@ -54,12 +55,19 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
     if (tid == 0) {
         nupa_gpu_init(&f, st);
         memset(cnt, 0, sizeof *cnt);
+        s_served = 0;
     }
     while (next_batch(&f, st, ctl, cnt, &s_batch)) {
         const int n = s_batch.n;
         uint64_t t0 = tid == 0 ? nupa_globaltimer() : 0, t1 = 0, t2 = 0, t3 = 0, t4 = 0;
-        for (uint32_t x = tid; x < (uint32_t) n * load_words; x += blockDim.x) { /* one round trip for the batch */
-            s_words[x / load_words][x % load_words] = *(const volatile uint32_t *) (s_batch.slots[x / load_words] + 8 + 4 * (x % load_words));
+        for (uint32_t x = tid; x < (uint32_t) n * load_words; x += 2 * blockDim.x) { /* one round trip for the batch */
+            uint32_t y = x + blockDim.x; /* two loads in flight before either is stored */
+            uint32_t a = *(const volatile uint32_t *) (s_batch.slots[x / load_words] + 8 + 4 * (x % load_words));
+            uint32_t b = y < (uint32_t) n * load_words ? *(const volatile uint32_t *) (s_batch.slots[y / load_words] + 8 + 4 * (y % load_words)) : 0;
+            s_words[x / load_words][x % load_words] = a;
+            if (y < (uint32_t) n * load_words) {
+                s_words[y / load_words][y % load_words] = b;
+            }
         }
         __syncthreads();
         for (int i = tid; i < n; i += blockDim.x) { /* a thread a frame: one thread's checks cost about 0.3 us a frame */
@@ -293,28 +301,34 @@ ECHO_UNROLL
             }
         }
         __syncthreads(); /* every write before the publishes, which release them (nupa_gpu_node.cuh's rule) */
-        for (int i = tid; i < n; i += blockDim.x) {
-            s_sent[i] = s_claimed[i] ? nupa_gpu_publish_slot(&f, &s_claim[i], 0) : 0;
+        for (int i = tid; i < n; i += blockDim.x) { /* a thread a frame publishes and counts */
+            if (s_claimed[i]) {
+                if (nupa_gpu_published(st, &s_claim[i], nupa_gpu_publish_slot(&f, &s_claim[i], 0), 0) == NUPA_OK) {
+                    nupa_g_add(&s_served, 1);
+                } else {
+                    nupa_g_add(&cnt->send_failed, 1);
+                }
+            }
         }
         __syncthreads();
         if (tid == 0) {
             t4 = nupa_globaltimer();
-            uint32_t rung = UINT32_MAX, served = 0;
-            for (int i = 0; i < n; i++) {
-                if (!s_claimed[i]) {
-                    continue;
+            if (!s_mixed) { /* one sender: one doorbell */
+                if (s_claimed_n > 0) {
+                    nupa_gpu_ring_doorbell(&f, st, s_frame[s_first_good].source);
                 }
-                if (s_claim[i].dest != rung) {
-                    rung = s_claim[i].dest;
-                    nupa_gpu_ring_doorbell(&f, st, rung);
-                }
-                if (nupa_gpu_published(st, &s_claim[i], s_sent[i], 0) == NUPA_OK) {
-                    served++;
-                } else {
-                    cnt->send_failed++;
+            } else {
+                uint32_t rung = UINT32_MAX;
+                for (int i = 0; i < n; i++) {
+                    if (s_claimed[i] && s_claim[i].dest != rung) {
+                        rung = s_claim[i].dest;
+                        nupa_gpu_ring_doorbell(&f, st, rung);
+                    }
                 }
             }
             uint64_t t5 = nupa_globaltimer();
+            uint64_t served = s_served;
+            s_served = 0; /* for the next batch, whose publishes come after several barriers */
             cnt->served += served;
             /* the batch's steps, once for each datagram echoed (each spent them all) */
             cnt->step_ns[0] += (t1 - t0) * served;

@@ -808,15 +808,15 @@ static __device__ inline void nupa_gpu_ring_doorbell(const struct nupa_gpu_fabri
     }
 }
 
-/* Thread 0: counts a publish's outcome (6.3 step 7; a late one as late_drops). NUPA_OK or NUPA_LATE. */
+/* Any thread: counts a publish's outcome (6.3 step 7; a late one as late_drops), atomically. NUPA_OK or NUPA_LATE. */
 static __device__ inline int nupa_gpu_published(struct nupa_gpu_state *st, const struct nupa_gpu_claim *c, int ok, int abort) {
     if (!ok) {
-        st->counts.late_drops++;
+        nupa_g_add(&st->counts.late_drops, 1);
         return NUPA_LATE;
     }
     if (!abort) {
-        st->counts.frames_sent++;
-        st->counts.bytes_sent += c->length;
+        nupa_g_add(&st->counts.frames_sent, 1);
+        nupa_g_add(&st->counts.bytes_sent, c->length);
     }
     return NUPA_OK;
 }
