@@ -6,7 +6,8 @@
 
 /* Words of each frame's slot the echo reads at once from offset 8: headers and the data of a datagram of up to 212 bytes. */
 #define ECHO_LOAD_WORDS 64
-/* Words each lane of a warp loads before it sums them (the rest of a larger datagram): in registers, which 1,024 threads a block leave 64 of. */
+/* Words each lane of a warp loads before it sums them (the rest of a larger datagram): in registers, of which
+ * 1,024 threads a block have 64 each. */
 #define ECHO_LOADS 16
 #if defined(__CUDACC__)
 #define ECHO_UNROLL _Pragma("unroll") /* the loads in registers: a loop over local memory would wait for each */
@@ -16,12 +17,13 @@
 
 /*
  * The UDP echo, a batch of frames at a time so that each step's PCIe round trips serve the whole batch: the block reads
- * the first ECHO_LOAD_WORDS words of every frame at once (a small datagram whole), a thread a frame checks the headers, each warp
- * sums the data of its frames (warp w: frames w, w + warps, ...), staging what the first read did not hold, and a thread
- * per frame checks its checksum; thread 0 claims the replies' slots, those for one sender at once (nupa_gpu_claim_n);
- * a thread per frame (with CASes: reads its slot's ctrl and) writes the reply's headers, the warps copy the data in,
- * and after a barrier a thread per frame publishes; thread 0 rings each sender's doorbell once and counts; then the
- * batch's slots are released.
+ * the first ECHO_LOAD_WORDS words of every frame at once (a small datagram whole), a thread a frame checks the headers,
+ * each warp sums the data of its frames (warp w: frames w, w + warps, ...), staging what the first read did not hold,
+ * and a thread a frame checks its checksum and finds its rank; thread 0 claims the replies' slots, those for one sender
+ * at once (nupa_gpu_claim_n); a thread a frame takes its position (by rank when the batch answers one sender), writes
+ * its reply's headers (with CASes: after reading its slot's ctrl), the warps copy the data in, and after a barrier a
+ * thread a frame publishes and counts; thread 0 rings each sender's doorbell once; then the batch's slots are released.
+ * One thread's loop over a batch costs about 0.3 us a frame, so no step has one but the claim's.
  */
 __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, struct service svc, struct control *ctl, uint8_t *staging) {
     __shared__ struct rx_batch s_batch;
@@ -46,8 +48,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
     const uint32_t load_words = min((uint32_t) ECHO_LOAD_WORDS, (f.slot_bytes - 8) / 4);
     const uint32_t held = 4 * load_words - 44; /* data bytes the first read holds: after slot, link, IPv4 and UDP headers */
     uint16_t id = 0;
-    /* thread 0's state and counts in shared memory: its steps touch them per frame, a few cycles an access where device
-     * memory costs hundreds, in chains that set the batch's time */
+    /* the node's state and the counts in shared memory: the block's threads add to the counts at once (atomics) */
     __shared__ struct nupa_gpu_state s_state;
     __shared__ struct counters s_counts;
     struct nupa_gpu_state *st = &s_state;
@@ -184,16 +185,7 @@ ECHO_UNROLL
                 uint64_t waited = 0;
                 while (want > 0) {
                     uint64_t first = 0;
-                    int rc = NUPA_OK;
-                    int got = nupa_gpu_claim_n(&f, st, dest, 0, want, &first, &rc);
-                    if (got == 0 && rc == NUPA_BACK_PRESSURED) {
-                        uint64_t now = nupa_globaltimer();
-                        waited = waited == 0 ? now : waited;
-                        if (now - waited < SEND_WAIT_NS && !stop_asked(ctl)) {
-                            __nanosleep(500);
-                            continue;
-                        }
-                    }
+                    int got = claim_replies(&f, st, ctl, dest, want, &first, &waited);
                     if (got == 0) {
                         break; /* the sender down, or its ring full for SEND_WAIT_NS: the rest fail */
                     }
@@ -222,18 +214,7 @@ ECHO_UNROLL
                 uint64_t waited = 0;
                 while (want > 0) {
                     uint64_t first = 0;
-                    int rc = NUPA_OK;
-                    int got = nupa_gpu_claim_n(&f, st, dest, 0, want, &first, &rc);
-                    if (got == 0 && rc == NUPA_BACK_PRESSURED) {
-                        uint64_t now = nupa_globaltimer();
-                        if (waited == 0) {
-                            waited = now;
-                        }
-                        if (now - waited < SEND_WAIT_NS && !stop_asked(ctl)) {
-                            __nanosleep(500);
-                            continue;
-                        }
-                    }
+                    int got = claim_replies(&f, st, ctl, dest, want, &first, &waited);
                     int failed = got == 0; /* the sender down, or its ring full for SEND_WAIT_NS */
                     for (uint32_t j = 0; j < k && want > 0 && (got > 0 || failed); j++) {
                         if (s_ok[i + j] != 1 || s_claimed[i + j]) {

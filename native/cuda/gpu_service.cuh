@@ -187,6 +187,28 @@ static __device__ int claim_reply(const struct nupa_gpu_fabric *f, struct nupa_g
     }
 }
 
+/*
+ * Thread 0: claims up to want positions for replies in ring 0 of dest at once (nupa_gpu_claim_n), waiting while it is
+ * full, up to SEND_WAIT_NS from *waited (0: from now on; kept across calls for one batch's replies). How many, the
+ * first in *first; 0 when the sender is down or its ring stayed full.
+ */
+static __device__ int claim_replies(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct control *ctl, uint32_t dest,
+        uint32_t want, uint64_t *first, uint64_t *waited) {
+    for (;;) {
+        int rc = NUPA_OK;
+        int got = nupa_gpu_claim_n(f, st, dest, 0, want, first, &rc);
+        if (got > 0 || rc != NUPA_BACK_PRESSURED) {
+            return got;
+        }
+        uint64_t now = nupa_globaltimer();
+        *waited = *waited == 0 ? now : *waited;
+        if (now - *waited >= SEND_WAIT_NS || stop_asked(ctl)) {
+            return 0;
+        }
+        __nanosleep(500);
+    }
+}
+
 /* A datagram's IPv4 header and UDP ports and length, as check_udp found them. */
 struct udp_seen {
     struct nupa_g_ip ip;
