@@ -123,24 +123,9 @@ class GpuNodeSimTest {
                 NupaCli.Run after = NupaCli.nupa("udp-check", "--fabric", fabric.toString(), "--count", "5", "--max-size", "100", GPU_IP);
                 assertEquals(0, after.status(), after.out() + after.err());
             }
-            // Two C senders at once, 16 datagrams in flight each: batches of several frames, from one sender and from two.
-            List<Process> senders = new ArrayList<>();
-            for (int a : new int[] {11, 12}) {
-                senders.add(new ProcessBuilder(CNodeConformanceTest.CNODE.toString(), fabric.toString(), Integer.toString(a),
-                        "10.0.0." + (a + 1) + "/24", "rate", GPU_IP, "7", a == 11 ? "64" : "1472", "1", "16").redirectErrorStream(true).start());
-            }
-            long rateSent = 0;
-            for (Process r : senders) {
-                assertTrue(r.waitFor(60, TimeUnit.SECONDS), "a rate sender ends");
-                String out = new String(r.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-                assertEquals(0, r.exitValue(), out);
-                var m = java.util.regex.Pattern.compile(" 0 corrupt, 0 lost, (\\d+) sent").matcher(out);
-                assertTrue(m.find(), "every echo intact, none lost: " + out);
-                rateSent += Long.parseLong(m.group(1));
-            }
             String last = gpu.stop();
-            assertTrue(last.contains("nupa-gpu-node: " + (4006 + rateSent)
-                    + " datagrams echoed; dropped: 1 not UDP, 1 bad checksums, 1 to other ports, 0 sends failed"), last);
+            assertTrue(last.contains("nupa-gpu-node: 4006 datagrams echoed; dropped: 1 not UDP, 1 bad checksums, 1 to other ports, 0 sends failed"),
+                    last);
             System.out.println("GpuNodeSimTest: " + check.lastLine() + "; " + c.output().strip() + "; " + lat.out().lines().skip(2).findFirst().orElse("")
                     + "; " + last.strip());
             assertNodeFree(fabric);
