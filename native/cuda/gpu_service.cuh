@@ -14,7 +14,7 @@ static constexpr uint64_t SEND_WAIT_NS = 1000ull * 1000 * 1000;
 /* After this long without frames the kernel naps between polls (fewer PCIe reads when idle). */
 static constexpr uint64_t SPIN_NS = 1000ull * 1000;
 
-/* What the kernel counts: thread 0's, in shared memory, stored after every batch into the control block the host reads. */
+/* What the kernel counts, in shared memory; stored into the control block the host reads when the kernel stops. */
 struct counters {
     uint64_t served;       /* echoes sent, or reduction datagrams accepted */
     uint64_t rounds;       /* reduction rounds completed */
