@@ -384,8 +384,8 @@ final class EventBusPerf implements Callable<Integer> {
             double latency = ratio(us, s, 1);
             double p99 = ratio(us, s, 2);
             double pub = ratio(us, s, 3);
-            System.out.printf(Locale.ROOT, "  against %s: %s; request-reply ratio %.2f, p50 ratio %.2f, p99 ratio %.2f, publish ratio %.2f%n",
-                    s.label, show(p), ratio, latency, p99, pub);
+            System.out.printf(Locale.ROOT, "  against %s: %s; request-reply ratio %s, p50 ratio %s, p99 ratio %s, publish ratio %s%n",
+                    s.label, show(p), text(ratio), text(latency), text(p99), text(pub));
             if (best == null || p.rate() > median(best.results).rate()) {
                 best = s;
                 bestRatio = ratio;
@@ -399,30 +399,44 @@ final class EventBusPerf implements Callable<Integer> {
                 bestPublishRatio = pub;
             }
             peers.append(peers.isEmpty() ? "" : ",").append(String.format(Locale.ROOT,
-                    "\"%s\":{\"msgs_s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"publish_msgs_s\":%.3f,\"ratio\":%.4f,"
-                            + "\"latency_ratio\":%.4f,\"p99_ratio\":%.4f,\"publish_ratio\":%.4f}",
-                    s.key, p.rate(), p.p50Ns(), p.p99Ns(), p.publishRate(), ratio, latency, p99, pub));
+                    "\"%s\":{\"msgs_s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"publish_msgs_s\":%.3f,\"ratio\":%s,"
+                            + "\"latency_ratio\":%s,\"p99_ratio\":%s,\"publish_ratio\":%s}",
+                    s.key, p.rate(), p.p50Ns(), p.p99Ns(), p.publishRate(), json(ratio), json(latency), json(p99), json(pub)));
         }
-        System.out.printf(Locale.ROOT, "  best peer %s: request-reply ratio %.2f; lowest p50 %s: p50 ratio %.2f; best publish %s:"
-                + " publish ratio %.2f (medians of the turns' ratios)%n", best.key, bestRatio, bestLatency.key, bestLatencyRatio,
-                bestPublish.key, bestPublishRatio);
+        System.out.printf(Locale.ROOT, "  best peer %s: request-reply ratio %s; lowest p50 %s: p50 ratio %s; best publish %s:"
+                + " publish ratio %s (medians of the turns' ratios)%n", best.key, text(bestRatio), bestLatency.key, text(bestLatencyRatio),
+                bestPublish.key, text(bestPublishRatio));
         if (json) {
             System.out.printf(Locale.ROOT, "{\"test\":\"vertx-eventbus\",\"size\":%d,\"outstanding\":%d,\"subscribers\":%d,\"turns\":%d,"
                             + "\"ours\":{\"msgs_s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"publish_msgs_s\":%.3f},\"peers\":{%s},"
-                            + "\"best_peer\":\"%s\",\"best_ratio\":%.4f,\"best_latency_peer\":\"%s\",\"best_latency_ratio\":%.4f,"
-                            + "\"best_publish_peer\":\"%s\",\"best_publish_ratio\":%.4f}%n",
-                    size, outstanding, subscribers, turns, o.rate(), o.p50Ns(), o.p99Ns(), o.publishRate(), peers, best.key, bestRatio,
-                    bestLatency.key, bestLatencyRatio, bestPublish.key, bestPublishRatio);
+                            + "\"best_peer\":\"%s\",\"best_ratio\":%s,\"best_latency_peer\":\"%s\",\"best_latency_ratio\":%s,"
+                            + "\"best_publish_peer\":\"%s\",\"best_publish_ratio\":%s}%n",
+                    size, outstanding, subscribers, turns, o.rate(), o.p50Ns(), o.p99Ns(), o.publishRate(), peers, best.key, json(bestRatio),
+                    bestLatency.key, json(bestLatencyRatio), bestPublish.key, json(bestPublishRatio));
         }
     }
 
     /** The median over the turns of ours/peer: 0 request rate, 1 p50, 2 p99, 3 publish rate. */
     private static double ratio(Side us, Side peer, int what) {
         double[] r = new double[us.results.size()];
+        int n = 0;
         for (int i = 0; i < r.length; i++) {
-            r[i] = value(us.results.get(i), what) / value(peer.results.get(i), what);
+            double p = value(peer.results.get(i), what);
+            if (p > 0) { // a turn in which the peer measured nothing (a short turn on a loaded machine) has no ratio
+                r[n++] = value(us.results.get(i), what) / p;
+            }
         }
-        return Turns.median(r);
+        return n == 0 ? Double.NaN : Turns.median(java.util.Arrays.copyOf(r, n));
+    }
+
+    /** A ratio in the JSON line: null where no turn had one (JSON has no NaN). */
+    private static String json(double ratio) {
+        return Double.isFinite(ratio) ? String.format(Locale.ROOT, "%.4f", ratio) : "null";
+    }
+
+    /** A ratio in the report: "n/a" where no turn had one. */
+    private static String text(double ratio) {
+        return Double.isFinite(ratio) ? String.format(Locale.ROOT, "%.2f", ratio) : "n/a";
     }
 
     private static double value(Result r, int what) {
