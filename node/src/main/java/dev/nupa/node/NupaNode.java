@@ -127,12 +127,17 @@ public final class NupaNode {
 
     /**
      * The node's TCP as spans and histograms ({@link TcpTelemetry}): started, and made the TCP layer's observer, on
-     * first use (a traced node, or {@link NodeMetrics}); until then the layer calls nothing.
+     * first use (a traced node, or {@link NodeMetrics}); until then the layer calls nothing. The loop has the observer
+     * when this returns: a connection opened afterwards is observed from its first event (a handed-over task would
+     * run after the loop's next poll of the ring, which may already establish it).
      */
     synchronized TcpTelemetry tcpTelemetry() {
         if (tcpTelemetry == null) {
             TcpTelemetry t = new TcpTelemetry();
-            link.execute(() -> tcp.setObserver(t));
+            link.call(() -> {
+                tcp.setObserver(t);
+                return null;
+            });
             tcpTelemetry = t;
         }
         return tcpTelemetry;
@@ -145,7 +150,10 @@ public final class NupaNode {
     synchronized RdmaTelemetry rdmaTelemetry() {
         if (rdmaTelemetry == null) {
             RdmaTelemetry t = new RdmaTelemetry();
-            rdma.execute(ctx -> ctx.setObserver(t));
+            link.call(() -> { // in place when this returns, as the TCP observer
+                rdma.context().setObserver(t);
+                return null;
+            });
             rdmaTelemetry = t;
         }
         return rdmaTelemetry;
