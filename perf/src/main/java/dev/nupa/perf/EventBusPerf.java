@@ -385,7 +385,8 @@ final class EventBusPerf implements Callable<Integer> {
             double p99 = ratio(us, s, 2);
             double pub = ratio(us, s, 3);
             System.out.printf(Locale.ROOT, "  against %s: %s; request-reply ratio %s, p50 ratio %s, p99 ratio %s, publish ratio %s%n",
-                    s.label, show(p), text(ratio), text(latency), text(p99), text(pub));
+                    s.label, show(p), JsonNumber.orNa(ratio, 2), JsonNumber.orNa(latency, 2), JsonNumber.orNa(p99, 2),
+                    JsonNumber.orNa(pub, 2));
             if (best == null || p.rate() > median(best.results).rate()) {
                 best = s;
                 bestRatio = ratio;
@@ -399,20 +400,22 @@ final class EventBusPerf implements Callable<Integer> {
                 bestPublishRatio = pub;
             }
             peers.append(peers.isEmpty() ? "" : ",").append(String.format(Locale.ROOT,
-                    "\"%s\":{\"msgs_s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"publish_msgs_s\":%.3f,\"ratio\":%s,"
+                    "\"%s\":{\"msgs_s\":%s,\"p50_ns\":%d,\"p99_ns\":%d,\"publish_msgs_s\":%s,\"ratio\":%s,"
                             + "\"latency_ratio\":%s,\"p99_ratio\":%s,\"publish_ratio\":%s}",
-                    s.key, p.rate(), p.p50Ns(), p.p99Ns(), p.publishRate(), json(ratio), json(latency), json(p99), json(pub)));
+                    s.key, JsonNumber.of(p.rate(), 3), p.p50Ns(), p.p99Ns(), JsonNumber.of(p.publishRate(), 3), JsonNumber.of(ratio, 4),
+                    JsonNumber.of(latency, 4), JsonNumber.of(p99, 4), JsonNumber.of(pub, 4)));
         }
         System.out.printf(Locale.ROOT, "  best peer %s: request-reply ratio %s; lowest p50 %s: p50 ratio %s; best publish %s:"
-                + " publish ratio %s (medians of the turns' ratios)%n", best.key, text(bestRatio), bestLatency.key, text(bestLatencyRatio),
-                bestPublish.key, text(bestPublishRatio));
+                + " publish ratio %s (medians of the turns' ratios)%n", best.key, JsonNumber.orNa(bestRatio, 2), bestLatency.key,
+                JsonNumber.orNa(bestLatencyRatio, 2), bestPublish.key, JsonNumber.orNa(bestPublishRatio, 2));
         if (json) {
             System.out.printf(Locale.ROOT, "{\"test\":\"vertx-eventbus\",\"size\":%d,\"outstanding\":%d,\"subscribers\":%d,\"turns\":%d,"
-                            + "\"ours\":{\"msgs_s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"publish_msgs_s\":%.3f},\"peers\":{%s},"
+                            + "\"ours\":{\"msgs_s\":%s,\"p50_ns\":%d,\"p99_ns\":%d,\"publish_msgs_s\":%s},\"peers\":{%s},"
                             + "\"best_peer\":\"%s\",\"best_ratio\":%s,\"best_latency_peer\":\"%s\",\"best_latency_ratio\":%s,"
                             + "\"best_publish_peer\":\"%s\",\"best_publish_ratio\":%s}%n",
-                    size, outstanding, subscribers, turns, o.rate(), o.p50Ns(), o.p99Ns(), o.publishRate(), peers, best.key, json(bestRatio),
-                    bestLatency.key, json(bestLatencyRatio), bestPublish.key, json(bestPublishRatio));
+                    size, outstanding, subscribers, turns, JsonNumber.of(o.rate(), 3), o.p50Ns(), o.p99Ns(),
+                    JsonNumber.of(o.publishRate(), 3), peers, best.key, JsonNumber.of(bestRatio, 4), bestLatency.key,
+                    JsonNumber.of(bestLatencyRatio, 4), bestPublish.key, JsonNumber.of(bestPublishRatio, 4));
         }
     }
 
@@ -427,16 +430,6 @@ final class EventBusPerf implements Callable<Integer> {
             }
         }
         return n == 0 ? Double.NaN : Turns.median(java.util.Arrays.copyOf(r, n));
-    }
-
-    /** A ratio in the JSON line: null where no turn had one (JSON has no NaN). */
-    private static String json(double ratio) {
-        return Double.isFinite(ratio) ? String.format(Locale.ROOT, "%.4f", ratio) : "null";
-    }
-
-    /** A ratio in the report: "n/a" where no turn had one. */
-    private static String text(double ratio) {
-        return Double.isFinite(ratio) ? String.format(Locale.ROOT, "%.2f", ratio) : "n/a";
     }
 
     private static double value(Result r, int what) {

@@ -202,10 +202,11 @@ final class FabricBandwidth implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "ratio (ours / floor): %.2f; ours / cross-core floor: %.2f%n", ratio, crossRatio);
             if (o.json) {
                 System.out.printf(Locale.ROOT, "{\"test\":\"fabric-bw\",\"bytes\":%d,\"iterations\":%d,\"receive\":\"%s\","
-                                + "\"gbit_s\":%.3f,\"msgs_s\":%.1f,\"floor\":{\"gbit_s\":%.3f,\"msgs_s\":%.1f},\"ratio\":%.3f,"
-                                + "\"cross_floor\":{\"gbit_s\":%.3f},\"cross_ratio\":%.3f}%n",
-                        size, total, receive, oursGbit, total * 1e9 / ours, floorGbit, total * 1e9 / floor, ratio, crossGbit,
-                        crossRatio);
+                                + "\"gbit_s\":%s,\"msgs_s\":%s,\"floor\":{\"gbit_s\":%s,\"msgs_s\":%s},\"ratio\":%s,"
+                                + "\"cross_floor\":{\"gbit_s\":%s},\"cross_ratio\":%s}%n",
+                        size, total, receive, JsonNumber.of(oursGbit, 3), JsonNumber.of(total * 1e9 / ours, 1), JsonNumber.of(floorGbit, 3),
+                        JsonNumber.of(total * 1e9 / floor, 1), JsonNumber.of(ratio, 3), JsonNumber.of(crossGbit, 3),
+                        JsonNumber.of(crossRatio, 3));
             }
         }
         return 0;

@@ -154,8 +154,8 @@ final class FabricLatency implements Callable<Integer> {
                 System.out.println(mf.row(size));
                 System.out.printf(java.util.Locale.ROOT, "ratio (p50 message floor / p50 floor): %.2f; (p50 ours / p50 message floor): %.2f"
                         + " (medians over turns)%n", turns.ratio(2, 1), turns.ratio(0, 2));
-                messageJson = String.format(java.util.Locale.ROOT, ",\"message_floor\":{\"bytes\":%d,%s},\"message_ratio\":%.3f",
-                        size, mf.json(), turns.ratio(0, 2));
+                messageJson = String.format(java.util.Locale.ROOT, ",\"message_floor\":{\"bytes\":%d,%s},\"message_ratio\":%s",
+                        size, mf.json(), JsonNumber.of(turns.ratio(0, 2), 3));
             }
             if (withRing) {
                 LatencyStats rf = LatencyStats.ofRoundTrips(turns.pooled(3));
@@ -164,13 +164,13 @@ final class FabricLatency implements Callable<Integer> {
                 System.out.println(rf.row(size));
                 System.out.printf(java.util.Locale.ROOT, "ratio (p50 ring floor / p50 floor): %.2f; (p50 ours / p50 ring floor): %.2f"
                         + " (medians over turns)%n", turns.ratio(3, 1), turns.ratio(0, 3));
-                messageJson += String.format(java.util.Locale.ROOT, ",\"ring_floor\":{\"bytes\":%d,%s},\"ring_floor_ratio\":%.3f,"
-                        + "\"ring_ratio\":%.3f", size, rf.json(), turns.ratio(3, 1), turns.ratio(0, 3));
+                messageJson += String.format(java.util.Locale.ROOT, ",\"ring_floor\":{\"bytes\":%d,%s},\"ring_floor_ratio\":%s,"
+                        + "\"ring_ratio\":%s", size, rf.json(), JsonNumber.of(turns.ratio(3, 1), 3), JsonNumber.of(turns.ratio(0, 3), 3));
             }
             if (o.json) {
                 System.out.printf(java.util.Locale.ROOT, "{\"test\":\"fabric-lat\",\"bytes\":%d,\"wait\":\"%s\",%s,"
-                        + "\"floor\":{\"bytes\":8,%s},\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d%s}%n",
-                        size, wait, a.json(), f.json(), ratio, pooledRatio, turns.count(), messageJson);
+                        + "\"floor\":{\"bytes\":8,%s},\"ratio\":%s,\"pooled_ratio\":%s,\"turns\":%d%s}%n",
+                        size, wait, a.json(), f.json(), JsonNumber.of(ratio, 3), JsonNumber.of(pooledRatio, 3), turns.count(), messageJson);
             }
         }
         return 0;

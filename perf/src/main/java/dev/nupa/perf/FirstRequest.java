@@ -124,8 +124,9 @@ final class FirstRequest implements Callable<Integer> {
         }
         System.out.printf(Locale.ROOT, "  %s: first %.1f us, %dth %.1f us (medians); first / %dth %.1f (%.1f-%.1f)%n", what,
                 Turns.median(first) / 1e3, requests, Turns.median(last) / 1e3, requests, Turns.median(ratio), lo, hi);
-        return String.format(Locale.ROOT, "{\"first_ns\":%.0f,\"last_ns\":%.0f,\"ratio\":%.3f,\"ratio_min\":%.3f,\"ratio_max\":%.3f}",
-                Turns.median(first), Turns.median(last), Turns.median(ratio), lo, hi);
+        return String.format(Locale.ROOT, "{\"first_ns\":%s,\"last_ns\":%s,\"ratio\":%s,\"ratio_min\":%s,\"ratio_max\":%s}",
+                JsonNumber.of(Turns.median(first), 0), JsonNumber.of(Turns.median(last), 0), JsonNumber.of(Turns.median(ratio), 3),
+                JsonNumber.of(lo, 3), JsonNumber.of(hi, 3));
     }
 
     private static final Pattern RESULT = Pattern.compile("^first-request-result (\\d+) (\\d+) (\\d+) (\\d+) (\\d+)$");

@@ -273,16 +273,16 @@ abstract class IpLatency implements Callable<Integer> {
                 System.out.println(p.row(size));
                 System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 peer, median over %d turns): %.3f; pooled p50 ratio: %.3f%n",
                         turns.count(), ratio, turns.pooledRatio(0, 2));
-                peerJson = String.format(Locale.ROOT, ",\"peer\":{\"bytes\":%d,%s},\"ratio\":%.3f,\"pooled_ratio\":%.3f",
-                        size, p.json(), ratio, turns.pooledRatio(0, 2));
+                peerJson = String.format(Locale.ROOT, ",\"peer\":{\"bytes\":%d,%s},\"ratio\":%s,\"pooled_ratio\":%s",
+                        size, p.json(), JsonNumber.of(ratio, 3), JsonNumber.of(turns.pooledRatio(0, 2), 3));
             }
             System.out.println("floor: one cache line bounced between the same two processes (round trip)");
             System.out.println(fl.row(8));
             System.out.printf(Locale.ROOT, "ratio (p50 ours / p50 floor, median over turns): %.2f%n", floorRatio);
             if (o.json) {
                 System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"bytes\":%d,\"round_trip\":true,\"checksums\":\"%s\",%s%s,"
-                        + "\"floor\":{\"bytes\":8,%s},\"floor_ratio\":%.3f,\"turns\":%d}%n", name, size, checksums, a.json(), peerJson,
-                        fl.json(), floorRatio, turns.count());
+                        + "\"floor\":{\"bytes\":8,%s},\"floor_ratio\":%s,\"turns\":%d}%n", name, size, checksums, a.json(), peerJson,
+                        fl.json(), JsonNumber.of(floorRatio, 3), turns.count());
             }
         }
         return 0;

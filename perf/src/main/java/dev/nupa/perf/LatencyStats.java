@@ -48,8 +48,9 @@ public record LatencyStats(long iterations, double min, double p50, double p99, 
 
     public String json() {
         return String.format(java.util.Locale.ROOT,
-                "\"iterations\":%d,\"min_ns\":%.1f,\"p50_ns\":%.1f,\"p99_ns\":%.1f,\"p999_ns\":%.1f,\"max_ns\":%.1f,"
-                        + "\"avg_ns\":%.1f,\"stdev_ns\":%.1f",
-                iterations, min, p50, p99, p999, max, avg, stdev);
+                "\"iterations\":%d,\"min_ns\":%s,\"p50_ns\":%s,\"p99_ns\":%s,\"p999_ns\":%s,\"max_ns\":%s,"
+                        + "\"avg_ns\":%s,\"stdev_ns\":%s",
+                iterations, JsonNumber.of(min, 1), JsonNumber.of(p50, 1), JsonNumber.of(p99, 1), JsonNumber.of(p999, 1),
+                JsonNumber.of(max, 1), JsonNumber.of(avg, 1), JsonNumber.of(stdev, 1));
     }
 }

@@ -197,12 +197,13 @@ final class OpenLoopLatency {
             System.out.printf(Locale.ROOT, "  turn %d: ours %s; linux %s%n", i + 1, show(ours.get(i)), show(peer.get(i)));
         }
         System.out.printf(Locale.ROOT, "  median: ours %s; linux %s%n", show(o), show(p));
-        System.out.printf(Locale.ROOT, "  against linux: p50 ratio %.2f, p99 ratio %.2f, CPU ratio %.2f (medians of the turns' ratios)%n",
-                Turns.median(p50), Turns.median(p99), Turns.median(cpu));
+        System.out.printf(Locale.ROOT, "  against linux: p50 ratio %s, p99 ratio %s, CPU ratio %s (medians of the turns' ratios)%n",
+                JsonNumber.orNa(Turns.median(p50), 2), JsonNumber.orNa(Turns.median(p99), 2), JsonNumber.orNa(Turns.median(cpu), 2));
         if (json) {
-            System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"open_loop\":true,\"rate\":%.1f,\"bytes\":%d,\"turns\":%d,\"ours\":%s,"
-                            + "\"peer\":%s,\"latency_ratio\":%.4f,\"p99_ratio\":%.4f,\"cpu_ratio\":%.4f}%n", test, rate, size, n,
-                    json(o), json(p), Turns.median(p50), Turns.median(p99), Turns.median(cpu));
+            System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"open_loop\":true,\"rate\":%s,\"bytes\":%d,\"turns\":%d,\"ours\":%s,"
+                            + "\"peer\":%s,\"latency_ratio\":%s,\"p99_ratio\":%s,\"cpu_ratio\":%s}%n", test, JsonNumber.of(rate, 1), size,
+                    n, json(o), json(p), JsonNumber.of(Turns.median(p50), 4), JsonNumber.of(Turns.median(p99), 4),
+                    JsonNumber.of(Turns.median(cpu), 4));
         }
     }
 
@@ -217,8 +218,9 @@ final class OpenLoopLatency {
     }
 
     private static String json(Result r) {
-        return String.format(Locale.ROOT, "{\"msgs_s\":%.1f,\"p50_ns\":%d,\"p99_ns\":%d,\"cpu\":%.4f,\"cpu_client\":%.4f,\"cpu_server\":%.4f,"
-                + "\"lost\":%d}", r.rate(), r.p50(), r.p99(), r.cpu(), r.cpuClient(), r.cpuServer(), r.lost());
+        return String.format(Locale.ROOT, "{\"msgs_s\":%s,\"p50_ns\":%d,\"p99_ns\":%d,\"cpu\":%s,\"cpu_client\":%s,\"cpu_server\":%s,"
+                + "\"lost\":%d}", JsonNumber.of(r.rate(), 1), r.p50(), r.p99(), JsonNumber.of(r.cpu(), 4), JsonNumber.of(r.cpuClient(), 4),
+                JsonNumber.of(r.cpuServer(), 4), r.lost());
     }
 
     private static Result median(List<Result> rs) {

@@ -190,8 +190,9 @@ public final class PerfReport {
                     csv.append(String.format(Locale.ROOT, "%s,%.4f,%.6g%n", names[s], p[0], p[1]));
                 }
                 json.append(s > 0 ? "," : "").append(String.format(Locale.ROOT, "{\"name\":\"%s\",\"rounds\":%d,\"median\":%s,"
-                        + "\"min\":%s,\"max\":%s}", names[s], v.length, num(Turns.median(v)),
-                        num(java.util.Arrays.stream(v).min().orElse(Double.NaN)), num(java.util.Arrays.stream(v).max().orElse(Double.NaN))));
+                        + "\"min\":%s,\"max\":%s}", names[s], v.length,
+                        JsonNumber.of(Turns.median(v), 3), JsonNumber.of(java.util.Arrays.stream(v).min().orElse(Double.NaN), 3),
+                        JsonNumber.of(java.util.Arrays.stream(v).max().orElse(Double.NaN), 3)));
             }
             Files.writeString(dir.resolve("timeline.csv"), csv);
             Files.writeString(dir.resolve("summary.json"), json.append("]}\n"));
@@ -199,10 +200,6 @@ public final class PerfReport {
         } catch (IOException e) {
             throw new UncheckedIOException("cannot write the report in " + dir + ": " + e.getMessage(), e);
         }
-    }
-
-    private static String num(double v) {
-        return Double.isNaN(v) ? "null" : String.format(Locale.ROOT, "%.6g", v);
     }
 
     private void writeTimeline() throws IOException {
@@ -228,8 +225,8 @@ public final class PerfReport {
             first = false;
             b.append(String.format(Locale.ROOT, "{\"name\":\"%s\",%s", names[s], LatencyStats.of(pooled[s]).json()));
             double ratio = turns.ratio(0, s);
-            if (s > 0 && !Double.isNaN(ratio)) {
-                b.append(String.format(Locale.ROOT, ",\"ratio_of_ours\":%.3f", ratio));
+            if (s > 0 && Double.isFinite(ratio)) {
+                b.append(",\"ratio_of_ours\":").append(JsonNumber.of(ratio, 3));
             }
             b.append('}');
         }

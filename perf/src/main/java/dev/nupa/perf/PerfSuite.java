@@ -198,7 +198,8 @@ final class PerfSuite implements Callable<Integer> {
             double max = Arrays.stream(v).max().orElse(Double.NaN);
             String verdict = verdict(f, median, min, max);
             rows.add(new JsonObject().put("what", f.what()).put("command", f.command(quick)).put("field", f.field())
-                    .put("goal", f.goalText()).put("median", median).put("min", min).put("max", max).put("runs", v.length)
+                    .put("goal", f.goalText()).put("median", JsonNumber.orNull(median))
+                    .put("min", JsonNumber.orNull(min)).put("max", JsonNumber.orNull(max)).put("runs", v.length)
                     .put("verdict", verdict).put("results", new JsonArray(results.get(f.runKey()))));
             md.append(String.format(Locale.ROOT, "| %s | `%s`%s | %s | %.3gx (%.3g-%.3gx, %d %s)%s; %s |%n", f.what(),
                     f.command(quick), f.field().equals("ratio") ? "" : " (`" + f.field() + "`)", f.goalText(), median, min, max,

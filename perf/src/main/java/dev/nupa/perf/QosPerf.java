@@ -330,9 +330,9 @@ final class QosPerf implements Callable<Integer> {
                 double ratio = turns.ratio(phase, 0);
                 double mdgps = phaseNs[phase] == 0 ? 0 : bulkCount[phase] * 1000.0 / phaseNs[phase];
                 System.out.printf(Locale.ROOT, "%-15s %s %10.2f %12.2f%n", PHASES[phase], s.row(size), ratio, mdgps);
-                json.append(String.format(Locale.ROOT, "%s\"%s\":{%s,\"p50_ratio_to_idle\":%.3f,\"bulk_million_%s_per_s\":%.3f}",
-                        phase == 0 ? "" : ",", new String[] {"idle", "shared", "separate"}[phase], s.json(), ratio,
-                        rdma ? "writes" : "datagrams", mdgps));
+                json.append(String.format(Locale.ROOT, "%s\"%s\":{%s,\"p50_ratio_to_idle\":%s,\"bulk_million_%s_per_s\":%s}",
+                        phase == 0 ? "" : ",", new String[] {"idle", "shared", "separate"}[phase], s.json(), JsonNumber.of(ratio, 3),
+                        rdma ? "writes" : "datagrams", JsonNumber.of(mdgps, 3)));
             }
             if (rdma) {
                 System.out.printf(Locale.ROOT, "bulk WRITEs posted by %d senders (nodes %s, %d kept outstanding each): %d%n",
@@ -347,8 +347,9 @@ final class QosPerf implements Callable<Integer> {
                 String levels = rdma ? String.format(Locale.ROOT, "\"transport\":\"rdma\",\"sl\":%d,\"bulk_sl\":%d", sl, bulkSl)
                         : String.format(Locale.ROOT, "\"transport\":\"udp\",\"dscp\":%d,\"bulk_dscp\":%d", dscp, bulkDscp);
                 System.out.printf(Locale.ROOT, "{\"test\":\"qos\",\"bytes\":%d,\"bulk_bytes\":%d,%s,%s,\"turns\":%d,"
-                        + "\"separate_ratio\":%.4f,\"shared_ratio\":%.4f}%n",
-                        size, bulkSize, levels, json, turns.count(), turns.ratio(2, 0), turns.ratio(1, 0));
+                        + "\"separate_ratio\":%s,\"shared_ratio\":%s}%n",
+                        size, bulkSize, levels, json, turns.count(), JsonNumber.of(turns.ratio(2, 0), 4),
+                        JsonNumber.of(turns.ratio(1, 0), 4));
             }
         }
         return 0;

@@ -175,7 +175,7 @@ final class RdmaPerfClient extends RdmaPerfEnd {
             if (i > 0) {
                 json.append(',');
             }
-            json.append(String.format(Locale.ROOT, "{\"bytes\":%d,%s,\"ratio\":%.3f}", sizes[i], a.json(), ratios[i]));
+            json.append(String.format(Locale.ROOT, "{\"bytes\":%d,%s,\"ratio\":%s}", sizes[i], a.json(), JsonNumber.of(ratios[i], 3)));
         }
         LatencyStats last = rows.get(rows.size() - 1);
         double ratio = ratios[sizes.length - 1];
@@ -184,8 +184,9 @@ final class RdmaPerfClient extends RdmaPerfEnd {
                 f.p50() / 1000, ratio, halved ? ", one way" : ", round trip", Turns.TURN);
         if (o.json) {
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"mode\":\"%s\",\"bytes\":%d,\"round_trip\":%b,%s,\"floor\":{\"bytes\":8,%s},"
-                            + "\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d%s}%n", name, mode, sizes[sizes.length - 1], !halved,
-                    last.json(), f.json(), ratio, turns.pooledRatio(0, 1), turns.count(), all ? ",\"rows\":[" + json + "]" : "");
+                            + "\"ratio\":%s,\"pooled_ratio\":%s,\"turns\":%d%s}%n", name, mode, sizes[sizes.length - 1], !halved,
+                    last.json(), f.json(), JsonNumber.of(ratio, 3), JsonNumber.of(turns.pooledRatio(0, 1), 3), turns.count(),
+                    all ? ",\"rows\":[" + json + "]" : "");
         }
     }
 
@@ -373,9 +374,11 @@ final class RdmaPerfClient extends RdmaPerfEnd {
             if (all) {
                 System.out.println("  " + floorLine);
             }
-            lastJson = String.format(Locale.ROOT, "\"bytes\":%d,\"iterations\":%d,\"peak_mb_s\":%.2f,\"avg_mb_s\":%.2f,\"gbit_s\":%.3f,"
-                    + "\"msgs_s\":%.1f,\"floor\":{\"mb_s\":%.2f,\"gbit_s\":%.3f,\"msgs_s\":%.1f},\"ratio\":%.3f", size, total, peak, avgMBs,
-                    gbit, total * 1e9 / ours, floorMBs, floorGbit, total * 1e9 / floor, lastRatio);
+            lastJson = String.format(Locale.ROOT, "\"bytes\":%d,\"iterations\":%d,\"peak_mb_s\":%s,\"avg_mb_s\":%s,\"gbit_s\":%s,"
+                    + "\"msgs_s\":%s,\"floor\":{\"mb_s\":%s,\"gbit_s\":%s,\"msgs_s\":%s},\"ratio\":%s", size, total,
+                    JsonNumber.of(peak, 2), JsonNumber.of(avgMBs, 2), JsonNumber.of(gbit, 3), JsonNumber.of(total * 1e9 / ours, 1),
+                    JsonNumber.of(floorMBs, 2), JsonNumber.of(floorGbit, 3), JsonNumber.of(total * 1e9 / floor, 1),
+                    JsonNumber.of(lastRatio, 3));
             if (rowsJson.length() > 0) {
                 rowsJson.append(',');
             }

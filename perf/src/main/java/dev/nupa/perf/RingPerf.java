@@ -155,10 +155,11 @@ final class RingPerf implements Callable<Integer> {
         System.out.printf(Locale.ROOT, "%-32s %12.2f %12.2f %8.2f%n", "WRITE 8 B rate, M/s", verbs.rate / 1e6, ring.rate / 1e6, rateRatio);
         System.out.printf(Locale.ROOT, "%-32s %12.2f %12.2f %8.2f%n", "WRITE 64 KiB, Gbit/s", verbs.gbps, ring.gbps, bwRatio);
         if (json) {
-            System.out.printf(Locale.ROOT, "{\"tool\":\"ring\",\"verbs_lat_p50_ns\":%.1f,\"ring_lat_p50_ns\":%.1f,\"lat_ratio\":%.4f,"
-                    + "\"verbs_rate\":%.0f,\"ring_rate\":%.0f,\"rate_ratio\":%.4f,\"verbs_gbps\":%.3f,\"ring_gbps\":%.3f,\"bw_ratio\":%.4f,"
-                    + "\"cpus\":%d}%n", verbs.latP50, ring.latP50, latRatio, verbs.rate, ring.rate, rateRatio, verbs.gbps, ring.gbps, bwRatio,
-                    cpus);
+            System.out.printf(Locale.ROOT, "{\"tool\":\"ring\",\"verbs_lat_p50_ns\":%s,\"ring_lat_p50_ns\":%s,\"lat_ratio\":%s,"
+                    + "\"verbs_rate\":%s,\"ring_rate\":%s,\"rate_ratio\":%s,\"verbs_gbps\":%s,\"ring_gbps\":%s,\"bw_ratio\":%s,"
+                    + "\"cpus\":%d}%n", JsonNumber.of(verbs.latP50, 1), JsonNumber.of(ring.latP50, 1), JsonNumber.of(latRatio, 4),
+                    JsonNumber.of(verbs.rate, 0), JsonNumber.of(ring.rate, 0), JsonNumber.of(rateRatio, 4), JsonNumber.of(verbs.gbps, 3),
+                    JsonNumber.of(ring.gbps, 3), JsonNumber.of(bwRatio, 4), cpus);
         }
     }
 

@@ -547,8 +547,8 @@ abstract class TcpPerf implements Callable<Integer> {
         System.out.printf(Locale.ROOT, "allocated per round trip of ours (%s): %.1f B%n", loopback ? "both ends" : "client",
                 alloc);
         return String.format(Locale.ROOT, "{%s,\"bytes\":%d,\"round_trip\":true,%s,\"peer\":{\"bytes\":%d,%s},"
-                + "\"alloc_b\":%.1f,\"ratio\":%.3f,\"pooled_ratio\":%.3f,\"turns\":%d}", jsonTest(), size, a.json(), size,
-                p.json(), alloc, ratio, turns.pooledRatio(0, 1), turns.count());
+                + "\"alloc_b\":%s,\"ratio\":%s,\"pooled_ratio\":%s,\"turns\":%d}", jsonTest(), size, a.json(), size,
+                p.json(), JsonNumber.of(alloc, 1), JsonNumber.of(ratio, 3), JsonNumber.of(turns.pooledRatio(0, 1), 3), turns.count());
     }
 
     /** One turn of tcp-lat: {@code n} round trips of ours, then of Linux's (recorded where not null). */
@@ -660,8 +660,8 @@ abstract class TcpPerf implements Callable<Integer> {
                 + " s, " + ourPath());
         System.out.printf(Locale.ROOT, "ours: %.2f Gbit/s%npeer: Linux TCP over loopback, %s: %.2f Gbit/s%n"
                 + "ratio (ours / peer): %.2f%n", ours, peerPlace(), peer, ours / peer);
-        return String.format(Locale.ROOT, "{%s,\"bytes\":%d,\"gbit_s\":%.3f,\"peer\":{\"gbit_s\":%.3f},\"ratio\":%.3f}",
-                jsonTest(), size, ours, peer, ours / peer);
+        return String.format(Locale.ROOT, "{%s,\"bytes\":%d,\"gbit_s\":%s,\"peer\":{\"gbit_s\":%s},\"ratio\":%s}",
+                jsonTest(), size, JsonNumber.of(ours, 3), JsonNumber.of(peer, 3), JsonNumber.of(ours / peer, 3));
     }
 
     /**
@@ -745,12 +745,13 @@ abstract class TcpPerf implements Callable<Integer> {
         System.out.printf(Locale.ROOT, "garbage collections that began in ours' turns: client %d (longest %d ms), server %d (longest"
                 + " %d ms); in all turns, Linux's included: client %d (longest %d ms), server %d (longest %d ms)%n", mine[0], mine[1],
                 st[4], st[5], gc.collections(), gc.longestMs(), st[2], st[3]);
-        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"iterations\":%d,\"msgs_s\":%.1f,\"peer\":{\"msgs_s\":%.1f},"
-                + "\"ratio\":%.3f,\"ratio_min\":%.3f,\"ratio_max\":%.3f,\"turns\":%d,\"alloc_b\":%.1f,\"server_alloc_b\":%.1f,"
+        return String.format(Locale.ROOT, "{\"test\":\"%s\",\"iterations\":%d,\"msgs_s\":%s,\"peer\":{\"msgs_s\":%s},"
+                + "\"ratio\":%s,\"ratio_min\":%s,\"ratio_max\":%s,\"turns\":%d,\"alloc_b\":%s,\"server_alloc_b\":%s,"
                 + "\"gc\":{\"client\":%d,\"client_longest_ms\":%d,\"server\":%d,\"server_longest_ms\":%d},"
                 + "\"gc_all\":{\"client\":%d,\"client_longest_ms\":%d,\"server\":%d,\"server_longest_ms\":%d}}",
-                name, oursCount, ours, peer, median, min, max, r.length, clientAlloc, serverAlloc, mine[0], mine[1], st[4], st[5],
-                gc.collections(), gc.longestMs(), st[2], st[3]);
+                name, oursCount, JsonNumber.of(ours, 1), JsonNumber.of(peer, 1), JsonNumber.of(median, 3), JsonNumber.of(min, 3),
+                JsonNumber.of(max, 3), r.length, JsonNumber.of(clientAlloc, 1), JsonNumber.of(serverAlloc, 1), mine[0], mine[1], st[4],
+                st[5], gc.collections(), gc.longestMs(), st[2], st[3]);
     }
 
     static final int CRR_TURN = 2_000;

@@ -362,34 +362,34 @@ abstract class VertxPerf implements Callable<Integer> {
         boolean latency = kind != Kind.ECHO && kind != Kind.UDP;
         System.out.printf(Locale.ROOT, "  median: ours %s (%s)%n", show(o), unit);
         for (Against x : against) {
-            System.out.printf(Locale.ROOT, "  against %s: %s; ratio %.2f%s, CPU ratio %.2f%n", x.peer().label, show(x.median()), x.ratio(),
-                    latency ? String.format(Locale.ROOT, ", p50 ratio %.2f, p99 ratio %.2f", x.latencyRatio(), x.p99Ratio()) : "",
-                    x.cpuRatio());
+            System.out.printf(Locale.ROOT, "  against %s: %s; ratio %s%s, CPU ratio %s%n", x.peer().label, show(x.median()),
+                    JsonNumber.orNa(x.ratio(), 2), latency ? String.format(Locale.ROOT, ", p50 ratio %s, p99 ratio %s",
+                            JsonNumber.orNa(x.latencyRatio(), 2), JsonNumber.orNa(x.p99Ratio(), 2)) : "",
+                    JsonNumber.orNa(x.cpuRatio(), 2));
         }
-        System.out.printf(Locale.ROOT, "  best peer %s: ratio %.2f (median of the turns' ratios)%s%n", best.peer().key, best.ratio(),
-                latency ? String.format(Locale.ROOT, "; lowest p50 %s: p50 ratio %.2f", bestLatency.peer().key, bestLatency.latencyRatio()) : "");
+        System.out.printf(Locale.ROOT, "  best peer %s: ratio %s (median of the turns' ratios)%s%n", best.peer().key,
+                JsonNumber.orNa(best.ratio(), 2), latency ? String.format(Locale.ROOT, "; lowest p50 %s: p50 ratio %s",
+                        bestLatency.peer().key, JsonNumber.orNa(bestLatency.latencyRatio(), 2)) : "");
         if (json) {
             String rateKey = kind == Kind.ECHO ? "gbit_s" : "msgs_s";
             StringBuilder peers = new StringBuilder();
             for (Against x : against) {
                 Result p = x.median();
                 peers.append(peers.isEmpty() ? "" : ",").append(String.format(Locale.ROOT,
-                        "\"%s\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f,\"cpu\":%.3f,\"ratio\":%.4f,"
+                        "\"%s\":{\"%s\":%s,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%s,\"cpu\":%s,\"ratio\":%s,"
                                 + "\"latency_ratio\":%s,\"p99_ratio\":%s,\"cpu_ratio\":%s}",
-                        x.peer().key, rateKey, p.rate(), p.p50Ns(), p.p99Ns(), p.allocPerMessage(), p.cpu(), x.ratio(),
-                        number(x.latencyRatio()), number(x.p99Ratio()), number(x.cpuRatio())));
+                        x.peer().key, rateKey, JsonNumber.of(p.rate(), 3), p.p50Ns(), p.p99Ns(), JsonNumber.of(p.allocPerMessage(), 0),
+                        JsonNumber.of(p.cpu(), 3), JsonNumber.of(x.ratio(), 4), JsonNumber.of(x.latencyRatio(), 4),
+                        JsonNumber.of(x.p99Ratio(), 4), JsonNumber.of(x.cpuRatio(), 4)));
             }
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"size\":%d,\"connections\":%d,\"loops\":%d,\"turns\":%d,"
-                            + "\"ours\":{\"%s\":%.3f,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%.0f,\"cpu\":%.3f},\"peers\":{%s},"
-                            + "\"best_peer\":\"%s\",\"best_ratio\":%.4f,\"best_latency_peer\":%s,\"best_latency_ratio\":%s}%n",
-                    name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, loops, turns, rateKey, o.rate(), o.p50Ns(), o.p99Ns(),
-                    o.allocPerMessage(), o.cpu(), peers, best.peer().key, best.ratio(), latency ? "\"" + bestLatency.peer().key + "\"" : "null",
-                    latency ? number(bestLatency.latencyRatio()) : "null");
+                            + "\"ours\":{\"%s\":%s,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%s,\"cpu\":%s},\"peers\":{%s},"
+                            + "\"best_peer\":\"%s\",\"best_ratio\":%s,\"best_latency_peer\":%s,\"best_latency_ratio\":%s}%n",
+                    name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, loops, turns, rateKey, JsonNumber.of(o.rate(), 3),
+                    o.p50Ns(), o.p99Ns(), JsonNumber.of(o.allocPerMessage(), 0), JsonNumber.of(o.cpu(), 3), peers, best.peer().key,
+                    JsonNumber.of(best.ratio(), 4), latency ? "\"" + bestLatency.peer().key + "\"" : "null",
+                    latency ? JsonNumber.of(bestLatency.latencyRatio(), 4) : "null");
         }
-    }
-
-    private static String number(double v) {
-        return Double.isNaN(v) ? "null" : String.format(Locale.ROOT, "%.4f", v);
     }
 
     private String show(Result r) {

@@ -59,10 +59,10 @@ final class VertxScaling implements Callable<Integer> {
                     "-t", Double.toString(seconds), "--turns", Integer.toString(turns), "--peers", peers, "--json");
             System.out.printf(Locale.ROOT, "vertx-scaling: %d loop(s) a side: nupa %s%n", n, String.join(" ", args));
             JsonObject r = Children.runJson(args);
-            rates.computeIfAbsent("ours", k -> new ArrayList<>()).add(r.getJsonObject("ours").getDouble("msgs_s"));
+            rates.computeIfAbsent("ours", k -> new ArrayList<>()).add(rate(r.getJsonObject("ours")));
             JsonObject ps = r.getJsonObject("peers");
             for (String p : ps.fieldNames()) {
-                rates.computeIfAbsent(p, k -> new ArrayList<>()).add(ps.getJsonObject(p).getDouble("msgs_s"));
+                rates.computeIfAbsent(p, k -> new ArrayList<>()).add(rate(ps.getJsonObject(p)));
             }
         }
         int first = loops.getFirst();
@@ -95,12 +95,20 @@ final class VertxScaling implements Callable<Integer> {
         if (json) {
             JsonObject sides = new JsonObject();
             for (Map.Entry<String, Double> e : efficiency.entrySet()) {
-                sides.put(e.getKey(), new JsonObject().put("rates", new JsonArray(rates.get(e.getKey()))).put("efficiency", e.getValue()));
+                List<Double> r = rates.get(e.getKey()).stream().map(JsonNumber::orNull).toList();
+                sides.put(e.getKey(), new JsonObject().put("rates", new JsonArray(r)).put("efficiency", JsonNumber.orNull(e.getValue())));
             }
             System.out.println(new JsonObject().put("test", "vertx-scaling").put("connections", connections)
                     .put("loops", new JsonArray(loops)).put("sides", sides).put("best_peer", best)
-                    .put("best_ratio_at_most_loops", rateRatio).put("efficiency_ratio", effRatio).encode());
+                    .put("best_ratio_at_most_loops", JsonNumber.orNull(rateRatio)).put("efficiency_ratio", JsonNumber.orNull(effRatio))
+                    .encode());
         }
         return 0;
+    }
+
+    /** A side's rate in the child's JSON line; null there (it measured nothing) is NaN here. */
+    private static double rate(JsonObject side) {
+        Double r = side.getDouble("msgs_s");
+        return r != null ? r : Double.NaN;
     }
 }
