@@ -168,22 +168,29 @@ static __device__ void end_batch(const struct nupa_gpu_fabric *f, struct nupa_gp
     __syncthreads();
 }
 
+/*
+ * Thread 0, after a claim in dest's ring found it full: 1 to try again (after a nap), 0 to give up (SEND_WAIT_NS since
+ * *waited, or the host asked to stop). *waited: when the waiting began (0: now).
+ */
+static __device__ int wait_for_room(const struct control *ctl, uint64_t *waited) {
+    uint64_t now = nupa_globaltimer();
+    *waited = *waited == 0 ? now : *waited;
+    if (now - *waited >= SEND_WAIT_NS || stop_asked(ctl)) {
+        return 0;
+    }
+    __nanosleep(500);
+    return 1;
+}
+
 /* Thread 0: claims room for a frame of length bytes in ring 0 of dest, waiting while it is full. NUPA_OK or why not. */
 static __device__ int claim_reply(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest, uint32_t length, struct nupa_gpu_claim *c,
         const struct control *ctl) {
-    uint64_t start = 0;
+    uint64_t waited = 0;
     for (;;) {
         int rc = nupa_gpu_claim(f, st, dest, 0, length, c);
-        if (rc != NUPA_BACK_PRESSURED) {
+        if (rc != NUPA_BACK_PRESSURED || !wait_for_room(ctl, &waited)) {
             return rc;
         }
-        uint64_t now = nupa_globaltimer();
-        if (start == 0) {
-            start = now;
-        } else if (now - start >= SEND_WAIT_NS || stop_asked(ctl)) {
-            return rc;
-        }
-        __nanosleep(500);
     }
 }
 
@@ -197,15 +204,9 @@ static __device__ int claim_replies(const struct nupa_gpu_fabric *f, struct nupa
     for (;;) {
         int rc = NUPA_OK;
         int got = nupa_gpu_claim_n(f, st, dest, 0, want, first, &rc);
-        if (got > 0 || rc != NUPA_BACK_PRESSURED) {
+        if (got > 0 || rc != NUPA_BACK_PRESSURED || !wait_for_room(ctl, waited)) {
             return got;
         }
-        uint64_t now = nupa_globaltimer();
-        *waited = *waited == 0 ? now : *waited;
-        if (now - *waited >= SEND_WAIT_NS || stop_asked(ctl)) {
-            return 0;
-        }
-        __nanosleep(500);
     }
 }
 
