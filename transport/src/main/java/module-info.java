@@ -5,6 +5,7 @@ module dev.nupa.transport {
     requires transitive io.netty.transport;
     requires transitive io.netty.buffer;
     requires transitive io.netty.common;
+    requires java.management; // the warm-up waits for the JIT compilers to settle (Warmup)
 
     exports dev.nupa.transport;
 

@@ -54,7 +54,7 @@ final class FirstRequest implements Callable<Integer> {
     int gapMs;
 
     @Option(names = "--warmup", paramLabel = "ROUNDS", defaultValue = "0",
-            description = "Each process warms up with ROUNDS loopback round trips (NupaVertx.warmUp) as it starts (default: ${DEFAULT-VALUE}, none).")
+            description = "Each process warms up with NupaVertx.warmUp of ROUNDS rounds as it starts (default: ${DEFAULT-VALUE}, none).")
     int warmup;
 
     @Option(names = "--json", description = "Print one JSON object on the last line.")
@@ -84,7 +84,7 @@ final class FirstRequest implements Callable<Integer> {
         double[][] http = measure("http");
         System.out.printf(Locale.ROOT, "first-request: fresh server and client processes (Vert.x over the NUPA transport), %d runs of"
                 + " %d requests each, %d ms apart; round trips from the client's event loop; %s%n", runs, requests, gapMs,
-                warmup == 0 ? "no warm-up" : "each process warmed up with " + warmup + " loopback round trips at start");
+                warmup == 0 ? "no warm-up" : "each process warmed up with " + warmup + " rounds of NupaVertx.warmUp at start");
         String u = summary("UDP echo", udp);
         String h = summary("HTTP GET", http);
         if (json) {

@@ -123,11 +123,12 @@ public final class NupaVertx {
     }
 
     /**
-     * Runs {@code vertx}'s UDP and HTTP paths {@code rounds} times each over its own loopback (127.0.0.1: a UDP echo,
-     * then HTTP GETs over one connection, one after another) and closes what it opened. A fresh JVM loads a path's
-     * classes and interprets its code the first times it runs: a service that calls this before it starts listening
-     * pays that at start (about a second for 500 rounds on 2 vCPUs), not with its first requests (see
-     * docs/vertx-transport.md). Call it off the event loop, e.g. {@code NupaVertx.warmUp(vertx, 500).await()}.
+     * Runs {@code vertx}'s UDP and HTTP paths {@code rounds} times each over its own loopback (127.0.0.1), then as
+     * many times between two throwaway nodes on a private fabric file, waits for the JIT compilers to settle, and
+     * closes what it opened. A fresh JVM loads a path's classes and interprets its code the first times it runs: a
+     * service that calls this before it starts listening pays that at start (about 3 s for 500 rounds on 2 vCPUs), not
+     * with its first requests (see docs/vertx-transport.md). Call it off the event loop, e.g.
+     * {@code NupaVertx.warmUp(vertx, 500).await()}.
      */
     public static Future<Void> warmUp(Vertx vertx, int rounds) {
         if (rounds < 1) {

@@ -20,7 +20,9 @@ import io.vertx.core.net.NetClient;
 import io.vertx.core.net.NetServer;
 import io.vertx.core.net.NetClientOptions;
 import io.vertx.core.net.NetSocket;
+import java.io.IOException;
 import java.net.ConnectException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Random;
@@ -88,9 +90,21 @@ class NupaVertxTest {
     }
 
     @Test
-    void aWarmUpRunsOverLoopbackAndLeavesNothingOpen() throws Exception {
+    void aWarmUpRunsOverLoopbackAndBetweenTwoNodesOfItsOwnAndLeavesNothingOpen() throws Exception {
         long udpIn = NupaVertx.stack(server).ip().counter(IpCounter.UDP_IN_DATAGRAMS);
-        NupaVertx.warmUp(server, 50).await(60, TimeUnit.SECONDS);
+        String pairFabric = "nupa-warmup-" + ProcessHandle.current().pid() + "-";
+        java.util.List<Path> dirs = java.util.List.of(Path.of("/dev/shm"),
+                Path.of(System.getProperty("java.io.tmpdir")));
+        Future<Void> warmUp = NupaVertx.warmUp(server, 50);
+        boolean pairSeen = false;
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!warmUp.isComplete() && System.nanoTime() < end) {
+            pairSeen |= countFiles(dirs, pairFabric) > 0; // the two nodes' private fabric, while they run
+            Thread.sleep(1);
+        }
+        warmUp.await(1, TimeUnit.SECONDS);
+        assertTrue(pairSeen, "the warm-up ran two nodes on a fabric file of their own");
+        assertEquals(0, countFiles(dirs, pairFabric), "their fabric file is deleted");
         assertEquals(udpIn + 100, NupaVertx.stack(server).ip().counter(IpCounter.UDP_IN_DATAGRAMS),
                 "50 datagrams each way over the loopback");
         // The client's ends wait in TIME-WAIT (it closed first), as on Linux; nothing else is left.
@@ -331,5 +345,17 @@ class NupaVertxTest {
         Future<NetSocket> f = client.createNetClient().connect(4444, "10.0.0.1");
         Exception e = assertThrows(Exception.class, () -> f.await(10, TimeUnit.SECONDS));
         assertInstanceOf(ConnectException.class, e, e.toString());
+    }
+
+    private static long countFiles(java.util.List<Path> dirs, String prefix) throws IOException {
+        long n = 0;
+        for (java.nio.file.Path d : dirs) {
+            if (Files.isDirectory(d)) {
+                try (var files = Files.list(d)) {
+                    n += files.filter(f -> f.getFileName().toString().startsWith(prefix)).count();
+                }
+            }
+        }
+        return n;
     }
 }
