@@ -119,6 +119,20 @@ public final class ShmFabric {
         return map(path, true, access);
     }
 
+    /**
+     * A fresh fabric file's path for a program that makes its own (the perf tools, the demo, the soak, a node's warm-up):
+     * in $NUPA_FABRIC_DIR where set (a tmpfs or hugetlbfs directory; tests give each run its own), else /dev/shm. The
+     * pid and clock keep names apart; {@code what} says whose it is.
+     */
+    public static Path freshPath(String what) {
+        String dir = System.getenv("NUPA_FABRIC_DIR");
+        if (dir != null && !dir.isEmpty() && !Files.isDirectory(Path.of(dir))) {
+            throw new IllegalArgumentException("NUPA_FABRIC_DIR=" + dir + " is not a directory; create it or unset NUPA_FABRIC_DIR");
+        }
+        return Path.of(dir != null && !dir.isEmpty() ? dir : "/dev/shm",
+                "nupa-" + what + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+    }
+
     /** Maps an existing fabric file read-only, for tools that only look. */
     public static Fabric inspect(Path path) {
         return map(path, false, FabricAccess.PRIVATE);

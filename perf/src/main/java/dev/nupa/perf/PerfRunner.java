@@ -14,17 +14,9 @@ public final class PerfRunner {
     private PerfRunner() {
     }
 
-    /**
-     * A fresh fabric file's path for the tools that make their own (perf, demo, soak): in $NUPA_FABRIC_DIR where set (a
-     * tmpfs or hugetlbfs directory; tests give each run its own), else /dev/shm. The pid and clock keep names apart.
-     */
+    /** A fresh fabric file's path for the tools that make their own ({@link ShmFabric#freshPath}). */
     public static Path freshFabricPath(String what) {
-        String dir = System.getenv("NUPA_FABRIC_DIR");
-        if (dir != null && !dir.isEmpty() && !Files.isDirectory(Path.of(dir))) {
-            throw new IllegalArgumentException("NUPA_FABRIC_DIR=" + dir + " is not a directory; create it or unset NUPA_FABRIC_DIR");
-        }
-        return Path.of(dir != null && !dir.isEmpty() ? dir : "/dev/shm",
-                "nupa-" + what + "-" + ProcessHandle.current().pid() + "-" + System.nanoTime());
+        return ShmFabric.freshPath(what);
     }
 
     static int runBoth(PerfOptions o, String command, FabricGeometry geometry, List<String> extra) throws Exception {

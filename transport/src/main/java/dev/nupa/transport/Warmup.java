@@ -1,5 +1,6 @@
 package dev.nupa.transport;
 
+import dev.nupa.device.ShmFabric;
 import dev.nupa.ip.wire.Ipv4Address;
 import io.vertx.core.Future;
 import io.vertx.core.Promise;
@@ -17,7 +18,6 @@ import java.lang.management.CompilationMXBean;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -109,9 +109,7 @@ final class Warmup {
     /** Two nodes of their own on a fabric file of their own, in this process. */
     private record Pair(Path fabric, Vertx server, Vertx client) {
         static Pair open() {
-            Path dir = Path.of("/dev/shm");
-            Path fabric = (Files.isDirectory(dir) && Files.isWritable(dir) ? dir : Path.of(System.getProperty("java.io.tmpdir")))
-                    .resolve("nupa-warmup-" + ProcessHandle.current().pid() + "-" + UUID.randomUUID());
+            Path fabric = ShmFabric.freshPath("warmup");
             Vertx server = null;
             try {
                 server = NupaVertx.create(StackConfig.defaults(fabric, 0));
@@ -138,7 +136,7 @@ final class Warmup {
             try {
                 Files.deleteIfExists(fabric);
             } catch (IOException e) {
-                fabric.toFile().deleteOnExit(); // a file in /dev/shm or the temp directory: gone with the process at worst
+                fabric.toFile().deleteOnExit(); // at worst as the process ends
             }
         }
     }
