@@ -126,9 +126,12 @@ final class Warmup {
         void close() throws Exception {
             try {
                 client.close().await(PAIR_TIMEOUT_S, TimeUnit.SECONDS);
-                server.close().await(PAIR_TIMEOUT_S, TimeUnit.SECONDS);
             } finally {
-                delete(fabric);
+                try {
+                    server.close().await(PAIR_TIMEOUT_S, TimeUnit.SECONDS);
+                } finally {
+                    delete(fabric);
+                }
             }
         }
 
