@@ -156,8 +156,11 @@ final class Liveness implements Runnable {
             }
             boolean dead = (state != FabricLayout.STATE_RECLAIMING && fabric.provablyDead(a))
                     || (still > timeout && !fabric.provablyAlive(a));
-            if (dead && fabric.reclaim(a, w)) {
-                reclaimed = true;
+            if (dead) {
+                // An entry that went UP and died between two scans (its join's epoch bump never made, or a full
+                // scan not yet due) is reported UP before its reclaim's DOWN: no held address goes unreported.
+                observe(a, w);
+                reclaimed |= fabric.reclaim(a, w);
             }
         }
         lastWalkReads = reads;
@@ -167,22 +170,25 @@ final class Liveness implements Runnable {
     /** Reads every entry's state word and turns its changes into this node's peer events (UP, DOWN, RESTARTED). */
     private void scanStates() {
         for (int a = 0; a < lastWord.length; a++) {
-            if (a == self) {
-                continue;
+            if (a != self) {
+                observe(a, fabric.stateWord(a));
             }
-            long w = fabric.stateWord(a);
-            long prev = lastWord[a];
-            boolean wasUp = Fabric.state(prev) == STATE_UP;
-            if (Fabric.state(w) == STATE_UP) {
-                if (!wasUp) {
-                    node.fire(new PeerEvent(PeerEvent.Kind.UP, a, Fabric.generation(w)));
-                } else if (Fabric.generation(w) != Fabric.generation(prev)) {
-                    node.fire(new PeerEvent(PeerEvent.Kind.RESTARTED, a, Fabric.generation(w)));
-                }
-            } else if (wasUp) {
-                node.fire(new PeerEvent(PeerEvent.Kind.DOWN, a, Fabric.generation(prev)));
-            }
-            lastWord[a] = w;
         }
+    }
+
+    /** Turns the change of entry {@code a}'s state word since this node last looked into its peer event, if any. */
+    private void observe(int a, long w) {
+        long prev = lastWord[a];
+        boolean wasUp = Fabric.state(prev) == STATE_UP;
+        if (Fabric.state(w) == STATE_UP) {
+            if (!wasUp) {
+                node.fire(new PeerEvent(PeerEvent.Kind.UP, a, Fabric.generation(w)));
+            } else if (Fabric.generation(w) != Fabric.generation(prev)) {
+                node.fire(new PeerEvent(PeerEvent.Kind.RESTARTED, a, Fabric.generation(w)));
+            }
+        } else if (wasUp) {
+            node.fire(new PeerEvent(PeerEvent.Kind.DOWN, a, Fabric.generation(prev)));
+        }
+        lastWord[a] = w;
     }
 }
