@@ -34,6 +34,13 @@ final class BufferBudget {
     /** No bound and no pool (a connection made outside a layer, as in tests). */
     static final BufferBudget UNLIMITED = new BufferBudget(Long.MAX_VALUE, 0);
     static final int MAX_POOLED = 64;
+    /**
+     * The newest empty buffers the pool keeps however long it goes unused (at most {@link #KEEP_BYTES} of them): a
+     * connection pair's worth at the default sizes, so that the next connection after a quiet spell takes its
+     * buffers from the pool ({@link ConnectionPool#KEEP}).
+     */
+    static final int KEEP_BUFFERS = 4;
+    static final long KEEP_BYTES = 1L << 20;
     /** The default bound's ceiling: however large the JVM's bound, the connections' buffers hold at most this. */
     static final long DEFAULT_CEILING = 256L << 20;
 
@@ -43,8 +50,9 @@ final class BufferBudget {
     private final ArrayList<MemorySegment> pool = new ArrayList<>();
     /** Bytes connections hold (rings not yet released). */
     private long used;
-    /** Bytes waiting in the pool; written under the lock, read without it by {@link #hasPooled}. */
+    /** Bytes waiting in the pool, and how many buffers; written under the lock, read without it by {@link #pooledAboveFloor}. */
     private volatile long pooled;
+    private volatile int pooledBuffers;
     /** Whether a buffer was taken from the pool since the last {@link #trimUnused}. */
     private boolean drawn;
     /** Whether {@link #used} is past the pressure mark; read on the datapath without the lock. */
@@ -84,6 +92,7 @@ final class BufferBudget {
             if (m.byteSize() == capacity) {
                 pool.remove(i);
                 pooled -= capacity;
+                pooledBuffers = pool.size();
                 drawn = true;
                 counted(capacity);
                 return m;
@@ -141,6 +150,7 @@ final class BufferBudget {
     private void dropOldest() {
         MemorySegment m = pool.remove(pool.size() - 1);
         pooled -= m.byteSize();
+        pooledBuffers = pool.size();
         free(m);
     }
 
@@ -170,27 +180,29 @@ final class BufferBudget {
         if (size <= limit - used - pooled) {
             pool.add(0, memory);
             pooled += size;
+            pooledBuffers = pool.size();
         } else {
             free(memory);
         }
     }
 
     /**
-     * Frees the whole pool when no buffer was taken from it since the last call: a layer calls this about once a
-     * second while the pool holds memory, so memory kept for churn goes back to the system once the churn stops.
+     * Frees the pool down to its floor ({@link #KEEP_BUFFERS}, {@link #KEEP_BYTES}; the oldest go first) when no
+     * buffer was taken from it since the last call: a layer calls this about once a second while the pool holds more,
+     * so memory kept for churn goes back to the system once the churn stops.
      */
     synchronized void trimUnused() {
         if (!drawn) {
-            while (!pool.isEmpty()) {
+            while (pooledAboveFloor()) {
                 dropOldest();
             }
         }
         drawn = false;
     }
 
-    /** Whether the pool holds memory now (no lock: a hint for the datapath). */
-    boolean hasPooled() {
-        return pooled > 0;
+    /** Whether the pool holds more than its floor now (no lock: a hint for the datapath). */
+    boolean pooledAboveFloor() {
+        return pooledBuffers > KEEP_BUFFERS || pooled > KEEP_BYTES;
     }
 
     synchronized long used() {

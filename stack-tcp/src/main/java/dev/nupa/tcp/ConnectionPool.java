@@ -7,12 +7,18 @@ import java.util.function.IntConsumer;
  * A layer's closed and released connections, ready for reuse (object, arrays, hooks), so that opening one allocates
  * nothing and churn leaves the collector nothing to copy. A connection released during the layer's own processing
  * waits in {@link #released} until the layer's next entry ({@link #recycleReleased}), so no frame still running in it
- * sees it become another connection. A pool no connection drew from for {@link #IDLE_NS} is let go
- * ({@link #trimIdle}), with the budget's empty buffers. Owner thread.
+ * sees it become another connection. A pool no connection drew from for {@link #IDLE_NS} is let go down to
+ * {@link #KEEP} connections ({@link #trimIdle}), with the budget's empty buffers down to its floor. Owner thread.
  */
 final class ConnectionPool {
     /** A pool no connection drew from for this long is let go, its memory back to the system. */
     static final long IDLE_NS = 1_000_000_000L;
+    /**
+     * Closed connections kept however long the pool goes unused, as a kernel's slab caches keep a few sockets: a
+     * service that gets a connection every few seconds opens each one from the pool, not from fresh memory (on a
+     * VM whose fresh pages fault in from the host, the buffers of a connection opened from nothing took 5 ms).
+     */
+    static final int KEEP = 2;
 
     private final TcpLayer layer;
     private final BufferBudget buffers;
@@ -76,7 +82,7 @@ final class ConnectionPool {
 
     /** Whether {@link #trimIdle} is due at {@code now}. */
     boolean checkDue(long now) {
-        return checkAt != 0 ? now >= checkAt : !free.isEmpty() || buffers.hasPooled();
+        return checkAt != 0 ? now >= checkAt : aboveFloor();
     }
 
     /** When the pools are checked next; 0 while they hold nothing. */
@@ -85,23 +91,31 @@ final class ConnectionPool {
     }
 
     /**
-     * Lets the pools go that no connection drew from for {@link #IDLE_NS}: closed connections kept for reuse
-     * and the budget's empty buffers. Kept, they serve churn; once the churn stops (a client that held thousands of
-     * connections died) their memory goes back to the system, as a kernel's would when its sockets close. Returns
-     * when to check next (0: never, the pools are empty).
+     * Lets the pools go that no connection drew from for {@link #IDLE_NS}, down to their floors: closed connections
+     * kept for reuse and the budget's empty buffers. Kept, they serve churn; once the churn stops (a client that held
+     * thousands of connections died) their memory goes back to the system, as a kernel's would when its sockets
+     * close, all but what the next connection or two need. Returns when to check next (0: never, the pools are at
+     * their floors).
      */
     long trimIdle(long now) {
         if (checkAt != 0) {
-            if (drawn == 0 && !free.isEmpty()) {
-                int n = free.size();
-                free.clear();
+            if (drawn == 0 && free.size() > KEEP) {
+                int n = free.size() - KEEP;
+                for (int i = 0; i < n; i++) {
+                    free.pollLast(); // the oldest: the newest stay, as the budget keeps its newest buffers
+                }
                 releaseHandler.accept(n);
             }
             drawn = 0;
             buffers.trimUnused();
         }
-        checkAt = !free.isEmpty() || buffers.hasPooled() ? now + IDLE_NS : 0;
+        checkAt = aboveFloor() ? now + IDLE_NS : 0;
         return checkAt;
+    }
+
+    /** Whether either pool holds more than it keeps however long it goes unused. */
+    private boolean aboveFloor() {
+        return free.size() > KEEP || buffers.pooledAboveFloor();
     }
 
     /** See {@link TcpLayer#setPoolReleaseHandler}. */

@@ -61,7 +61,7 @@ class TcpMassCloseTest {
     }
 
     @Test
-    void poolsNoConnectionDrewFromForASecondAreLetGo() {
+    void poolsNoConnectionDrewFromForASecondAreLetGoAllButWhatTheNextConnectionNeeds() {
         TcpLayer server = wire.tcp(0, CONFIG, 64L << 20);
         AtomicInteger released = new AtomicInteger();
         server.setPoolReleaseHandler(released::addAndGet);
@@ -91,7 +91,23 @@ class TcpMassCloseTest {
         for (int i = 0; i < 5; i++) {
             wire.advance(ConnectionPool.IDLE_NS);
         }
-        assertEquals(0, server.bufferMemoryPooled(), "unused for a second and more: the buffers went back to the system");
-        assertEquals(50, released.get(), "the 50 closed connections kept for reuse were let go");
+        assertEquals(BufferBudget.KEEP_BUFFERS * 16 * 1024L, server.bufferMemoryPooled(),
+                "unused for a second and more: the buffers went back to the system, all but the newest few");
+        assertEquals(50 - ConnectionPool.KEEP, released.get(), "the closed connections kept for reuse were let go, all but a few");
+        for (int i = 0; i < 5; i++) {
+            wire.advance(ConnectionPool.IDLE_NS);
+        }
+        assertEquals(50 - ConnectionPool.KEEP, released.get(), "what the floor keeps stays");
+
+        // The next connection after the quiet spell opens from what was kept, not from fresh memory.
+        long reused = server.counter(TcpCounter.CONNECTIONS_REUSED);
+        TcpConnection c = client.connect(LayerWire.ip(0), PORT, CONFIG, null, wire.now);
+        wire.pump();
+        assertEquals(100, c.write(request, 0, 100, wire.now));
+        wire.pump();
+        assertEquals(reused + 1, server.counter(TcpCounter.CONNECTIONS_REUSED));
+        TcpConnection s = accepted.get(accepted.size() - 1);
+        assertEquals(100, s.read(MemorySegment.ofArray(sink), 0, 100, wire.now));
+        assertTrue(server.bufferMemoryPooled() < BufferBudget.KEEP_BUFFERS * 16 * 1024L, "its receive buffer came from the pool");
     }
 }
