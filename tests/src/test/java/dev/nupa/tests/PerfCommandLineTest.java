@@ -234,14 +234,18 @@ class PerfCommandLineTest {
 
     @Test
     void perfFirstRequestTimesTheFirstRequestsOfFreshProcessesAgainstTheirLast() throws Exception {
-        Run r = ownFabrics("perf", "first-request", "--runs", "1", "-n", "5", "--gap-ms", "0", "--warmup", "20", "--json");
+        Run r = ownFabrics("perf", "first-request", "--runs", "1", "-n", "5", "--gap-ms", "0", "--pause-ms", "10", "--warmup", "20",
+                "--json");
         assertEquals(0, r.status(), r.out() + r.err());
         assertTrue(r.out().contains("  udp run 1: first ") && r.out().contains("  http run 1: first "), r.out());
+        assertTrue(r.out().contains(", warm first "), r.out());
         String kind = "\\{\"first_ns\":[1-9][0-9]*,\"last_ns\":[1-9][0-9]*,\"ratio\":[0-9.]+,\"ratio_min\":[0-9.]+,"
-                + "\"ratio_max\":[0-9.]+\\}";
+                + "\"ratio_max\":[0-9.]+,\"steady_ns\":[1-9][0-9]*,\"ratio_steady\":[0-9.]+,\"again_ns\":[1-9][0-9]*,"
+                + "\"ratio_again\":[0-9.]+\\}";
         assertTrue(Pattern.compile("^\\{\"test\":\"first-request\",\"runs\":1,\"requests\":5,\"warmup\":20,\"udp\":" + kind + ",\"http\":"
                 + kind + "\\}$").matcher(r.lastLine()).find(), r.out());
         assertOneLineError(here("perf", "first-request", "-n", "1"), 2, "need --runs >= 1, -n >= 2");
+        assertOneLineError(here("perf", "first-request", "--pause-ms", "-1"), 2, "--pause-ms takes 0..");
         assertOneLineError(here("perf", "first-request", "--warmup", "-1"), 2, "--warmup takes 0..");
         assertEquals(List.of(), leftFabrics(), "the fresh fabric files are removed afterwards");
     }
