@@ -112,7 +112,7 @@ final class FirstRequest implements Callable<Integer> {
         return 0;
     }
 
-    /** Per run, in nanoseconds: the figures of {@link #sequence}'s result, each run with fresh processes. */
+    /** Per run, each with fresh processes: the figures its client prints ({@link #request}), indexed as below. */
     private double[][] measure(String kind) throws Exception {
         double[][] r = new double[runs][];
         for (int i = 0; i < runs; i++) {
