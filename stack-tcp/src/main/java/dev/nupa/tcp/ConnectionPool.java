@@ -24,9 +24,9 @@ final class ConnectionPool {
     private final BufferBudget buffers;
     private final ArrayDeque<TcpConnection> free = new ArrayDeque<>();
     private final ArrayDeque<TcpConnection> released = new ArrayDeque<>();
-    /** Connections taken from {@link #free} since the last check. */
-    private int drawn;
-    /** When the pools are checked next ({@link #trimIdle}); 0 while they hold nothing. */
+    /** Whether a connection was taken from {@link #free} since the last check. */
+    private boolean drawn;
+    /** When the pools are checked next ({@link #trimIdle}); 0 while they hold no more than their floors. */
     private long checkAt;
     private int limit = TcpLayer.DEFAULT_CONNECTION_POOL_LIMIT;
     private IntConsumer releaseHandler = n -> { };
@@ -45,7 +45,7 @@ final class ConnectionPool {
             c = new TcpConnection(localIp, localPort, remoteIp, remotePort, config, mss, layer.sender.output,
                     new ConnectionHooks(layer), buffers);
         } else {
-            drawn++;
+            drawn = true;
             c.reuse(localIp, localPort, remoteIp, remotePort, config, mss, c.events());
             layer.count(TcpCounter.CONNECTIONS_REUSED);
         }
@@ -99,14 +99,14 @@ final class ConnectionPool {
      */
     long trimIdle(long now) {
         if (checkAt != 0) {
-            if (drawn == 0 && free.size() > KEEP) {
+            if (!drawn && free.size() > KEEP) {
                 int n = free.size() - KEEP;
                 for (int i = 0; i < n; i++) {
                     free.pollLast(); // the oldest: the newest stay, as the budget keeps its newest buffers
                 }
                 releaseHandler.accept(n);
             }
-            drawn = 0;
+            drawn = false;
             buffers.trimUnused();
         }
         checkAt = aboveFloor() ? now + IDLE_NS : 0;
