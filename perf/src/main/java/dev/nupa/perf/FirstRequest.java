@@ -133,9 +133,9 @@ final class FirstRequest implements Callable<Integer> {
         double[] last = column(r, LAST);
         double[] steady = column(r, STEADY);
         double[] again = column(r, AGAIN);
-        Ratio toLast = new Ratio(first, last);
-        Ratio toSteady = new Ratio(first, steady);
-        Ratio toAgain = new Ratio(first, again);
+        Ratio toLast = Ratio.of(first, last);
+        Ratio toSteady = Ratio.of(first, steady);
+        Ratio toAgain = Ratio.of(first, again);
         System.out.printf(Locale.ROOT, "  %s: first %.1f us, %dth %.1f us, steady %.1f us, warm first %.1f us (medians);"
                         + " first / %dth %s, / steady %s, / warm first %s%n", what, Turns.median(first) / 1e3, requests,
                 Turns.median(last) / 1e3, Turns.median(steady) / 1e3, Turns.median(again) / 1e3, requests, toLast, toSteady, toAgain);
@@ -156,17 +156,12 @@ final class FirstRequest implements Callable<Integer> {
 
     /** The run-by-run ratios of two figures: median and range. */
     private record Ratio(double median, double min, double max) {
-        Ratio(double[] a, double[] b) {
-            this(Turns.median(ratios(a, b)), Arrays.stream(ratios(a, b)).min().orElse(Double.NaN),
-                    Arrays.stream(ratios(a, b)).max().orElse(Double.NaN));
-        }
-
-        private static double[] ratios(double[] a, double[] b) {
+        static Ratio of(double[] a, double[] b) {
             double[] q = new double[a.length];
             for (int i = 0; i < a.length; i++) {
                 q[i] = a[i] / b[i];
             }
-            return q;
+            return new Ratio(Turns.median(q), Arrays.stream(q).min().orElse(Double.NaN), Arrays.stream(q).max().orElse(Double.NaN));
         }
 
         @Override

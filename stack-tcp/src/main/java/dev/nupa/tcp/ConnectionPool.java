@@ -85,7 +85,7 @@ final class ConnectionPool {
         return checkAt != 0 ? now >= checkAt : aboveFloor();
     }
 
-    /** When the pools are checked next; 0 while they hold nothing. */
+    /** When the pools are checked next; 0 while they hold no more than their floors. */
     long checkAt() {
         return checkAt;
     }
