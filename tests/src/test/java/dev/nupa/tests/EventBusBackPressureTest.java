@@ -25,7 +25,8 @@ import org.junit.jupiter.api.Timeout;
  * sender throttles itself with a request every 1,000 messages, which the consumer's event loop answers in order.
  * The same run with the event bus on the fabric and on Linux loopback ends the same way: every message delivered or
  * discarded (none lost otherwise, none twice), messages discarded, no OutOfMemoryError, both heaps small after the
- * stream, the consumer's event loop answering throughout and never reported blocked by Vert.x.
+ * stream, the consumer's event loop answering throughout and neither member's reported blocked by Vert.x while the
+ * stream runs.
  */
 @Tag("process")
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
@@ -69,11 +70,16 @@ class EventBusBackPressureTest {
                 // 600 MB went through each 256 MB heap; what stays is a small part of it.
                 assertTrue(ChildJvm.num(r, "senderHeap") < maxHeap / 4, mode + ": the sender holds " + r);
                 assertTrue(ChildJvm.num(r, "consumerHeap") < maxHeap / 4, mode + ": the consumer holds " + r);
-                for (ChildJvm child : run.getValue()) {
+                String[] streamStarts = {"READY", SlowConsumerMain.STREAM};
+                for (int i = 0; i < 2; i++) {
+                    ChildJvm child = run.getValue()[i];
                     String out = child.output();
                     assertFalse(out.contains("OutOfMemoryError"), child.name + ":\n" + out);
-                    // Vert.x's blocked-thread checker warns of an event loop held beyond 2 s.
-                    assertFalse(out.contains("has been blocked for"), child.name + ":\n" + out);
+                    // Vert.x's blocked-thread checker warns of an event loop held beyond 2 s. Only the stream is this
+                    // test's concern: a loop held while Hazelcast forms the cluster on a loaded machine (a full GC
+                    // and no free CPU) is not.
+                    String stream = out.substring(Math.max(0, out.indexOf(streamStarts[i])));
+                    assertFalse(stream.contains("has been blocked for"), child.name + ":\n" + out);
                 }
             }
         } finally {

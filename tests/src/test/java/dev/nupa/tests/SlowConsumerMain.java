@@ -40,6 +40,9 @@ import io.vertx.core.eventbus.impl.MessageConsumerImpl;
  */
 public final class SlowConsumerMain {
     static final int BUFFERED = 100;
+    /** What the sender prints when its stream starts. */
+    static final String STREAM = "STREAM";
+    private static final int TURN = 100;
 
     private SlowConsumerMain() {
     }
@@ -103,6 +106,7 @@ public final class SlowConsumerMain {
         while (System.in.read() >= 0) {
             // the test closes stdin to start the stream
         }
+        System.out.println(STREAM);
         EventBus bus = vertx.eventBus();
         // The consumer's registration reaches this member through Hazelcast: ask until it answers.
         ClusterRequests.requestOnceKnown(vertx, "ctl", "sync", Duration.ofSeconds(30)).await(35, TimeUnit.SECONDS);
@@ -113,15 +117,20 @@ public final class SlowConsumerMain {
         while (sent < messages) {
             long end = Math.min(messages, sent + window);
             long from = sent;
-            // One window per event-loop turn, then a request that the consumer's event loop answers only after it has
+            // A window in event-loop turns of TURN messages (a short task each: a long one is what Vert.x's
+            // blocked-thread checker reports), then a request that the consumer's event loop answers only after it has
             // read every message before it (one TCP connection per pair of members, in order).
             Promise<Void> synced = Promise.promise();
-            context.runOnContext(v -> {
-                for (long i = from; i < end; i++) {
-                    bus.send("slow", body);
-                }
-                bus.request("ctl", "sync", syncWait).<Void>mapEmpty().onComplete(synced);
-            });
+            for (long turn = from; turn < end; turn += TURN) {
+                long first = turn;
+                long last = Math.min(end, turn + TURN);
+                context.runOnContext(v -> {
+                    for (long i = first; i < last; i++) {
+                        bus.send("slow", body);
+                    }
+                });
+            }
+            context.runOnContext(v -> bus.request("ctl", "sync", syncWait).<Void>mapEmpty().onComplete(synced));
             try {
                 synced.future().await(60, TimeUnit.SECONDS);
             } catch (Exception e) {
