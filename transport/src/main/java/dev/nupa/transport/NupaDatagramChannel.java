@@ -2,6 +2,7 @@ package dev.nupa.transport;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.net.BindException;
 import java.net.InetSocketAddress;
@@ -44,6 +45,7 @@ public final class NupaDatagramChannel extends NupaChannel implements DatagramCh
     private final Runnable retry = this::retryFlush;
     private final BufMemory sendMemory = new BufMemory();
     private final BufMemory receiveMemory = new BufMemory();
+    private final SenderAddresses senders = new SenderAddresses();
     private int port = -1;
     private int waitingBytes;
     private boolean readRequested;
@@ -235,10 +237,16 @@ public final class NupaDatagramChannel extends NupaChannel implements DatagramCh
                 return;
             }
             ByteBuf buf = alloc().buffer(length);
-            receiveMemory.of(buf, 0, length);
-            MemorySegment.copy(data, offset, receiveMemory.segment(), receiveMemory.offset(), length); // the one copy, out of the ring
+            // The one copy, out of the ring; into a heap buffer's array as it is (a fresh array each datagram: a segment
+            // over it would be one more object each).
+            if (buf.hasArray()) {
+                MemorySegment.copy(data, ValueLayout.JAVA_BYTE, offset, buf.array(), buf.arrayOffset(), length);
+            } else {
+                receiveMemory.of(buf, 0, length);
+                MemorySegment.copy(data, offset, receiveMemory.segment(), receiveMemory.offset(), length);
+            }
             buf.writerIndex(length);
-            DatagramPacket p = new DatagramPacket(buf, local, Addresses.inet(sourceAddress, sourcePort));
+            DatagramPacket p = new DatagramPacket(buf, local, senders.of(sourceAddress, sourcePort));
             if (readRequested) {
                 deliver(p);
                 if (!config.isAutoRead()) {
