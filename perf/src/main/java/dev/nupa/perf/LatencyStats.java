@@ -5,7 +5,8 @@ import org.HdrHistogram.Histogram;
 /**
  * Percentiles of one-way latencies (half round trips), in nanoseconds, in perftest's spirit; with the stalls: how many
  * round trips took over {@link #STALL_NS} (whatever held them: a GC pause, a safepoint, a descheduled thread), and the
- * seconds the round trips add up to, the time over which they were counted.
+ * seconds the round trips add up to, the time over which they were counted. In JSON also the tail's ratio to the middle,
+ * p99 / p50 ({@code tail_ratio}).
  */
 public record LatencyStats(long iterations, double min, double p50, double p99, double p999, double max, double avg,
                     double stdev, long stalls, double seconds) {
@@ -62,11 +63,17 @@ public record LatencyStats(long iterations, double min, double p50, double p99, 
                 min / 1000, max / 1000, p50 / 1000, avg / 1000, stdev / 1000, p99 / 1000, p999 / 1000);
     }
 
+    /** The tail over the middle: p99 / p50 (NaN with no round trips). */
+    public double tailRatio() {
+        return p99 / p50;
+    }
+
     public String json() {
         return String.format(java.util.Locale.ROOT,
                 "\"iterations\":%d,\"min_ns\":%s,\"p50_ns\":%s,\"p99_ns\":%s,\"p999_ns\":%s,\"max_ns\":%s,"
-                        + "\"avg_ns\":%s,\"stdev_ns\":%s,\"stalls_over_1ms\":%d,\"seconds\":%s",
+                        + "\"avg_ns\":%s,\"stdev_ns\":%s,\"tail_ratio\":%s,\"stalls_over_1ms\":%d,\"seconds\":%s",
                 iterations, JsonNumber.of(min, 1), JsonNumber.of(p50, 1), JsonNumber.of(p99, 1), JsonNumber.of(p999, 1),
-                JsonNumber.of(max, 1), JsonNumber.of(avg, 1), JsonNumber.of(stdev, 1), stalls, JsonNumber.of(seconds, 3));
+                JsonNumber.of(max, 1), JsonNumber.of(avg, 1), JsonNumber.of(stdev, 1), JsonNumber.of(tailRatio(), 3), stalls,
+                JsonNumber.of(seconds, 3));
     }
 }

@@ -22,6 +22,8 @@ class LatencyStatsTest {
         assertEquals(3, halved.stalls());
         assertEquals(whole.seconds(), halved.seconds(), 1e-12);
         assertEquals(whole.p50() / 2, halved.p50(), 1e-9);
+        assertEquals(whole.tailRatio(), halved.tailRatio(), 1e-12);
+        assertTrue(whole.json().contains("\"tail_ratio\":" + JsonNumber.of(whole.p99() / whole.p50(), 3) + ","), whole.json());
     }
 
     @Test

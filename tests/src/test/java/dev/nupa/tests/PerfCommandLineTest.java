@@ -300,7 +300,7 @@ class PerfCommandLineTest {
             int bytes = t[0].equals("atomic-lat") ? 8 : 2;
             assertTrue(Pattern.compile("^\\{\"test\":\"" + t[0] + "\",\"mode\":\"" + t[1] + "\",\"bytes\":" + bytes
                     + ",\"round_trip\":" + t[2] + ",\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\"stdev_ns\":[0-9.]+,"
-                    + "\"floor\":\\{\"bytes\":8,\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\\},\"ratio\":[0-9.]+,"
+                    + "\"tail_ratio\":[0-9.]+,\"stalls_over_1ms\":[0-9]+,\"seconds\":[0-9.]+,\"floor\":\\{\"bytes\":8,\"iterations\":2000,\"min_ns\":[0-9.]+,\"p50_ns\":[0-9.]+,.*\\},\"ratio\":[0-9.]+,"
                     + "\"pooled_ratio\":[0-9.]+,\"turns\":1\\}$")
                     .matcher(r.lastLine()).find(), r.out());
             assertTrue(r.out().contains("#bytes  #iterations   t_min[usec]   t_max[usec]   t_typical[usec]"), r.out());
@@ -341,10 +341,15 @@ class PerfCommandLineTest {
             for (String command : List.of("./nupa perf udp-lat -n 2000 --warmup 1000", "./nupa perf tcp-crr -n 200")) {
                 assertTrue(json.contains("\"command\" : \"" + command + "\""), command + " in " + json);
             }
-            assertEquals(2, Pattern.compile("\"test\" : \"udp-lat\"").matcher(json).results().count(), "two runs of udp-lat");
+            // Two runs of udp-lat, not one per figure, whose JSON both of its figures (the p50 ratio, the tail) hold.
+            assertEquals(2, Pattern.compile("run [12]/2: nupa perf udp-lat ").matcher(r.out()).results().count(), r.out());
+            assertEquals(4, Pattern.compile("\"test\" : \"udp-lat\"").matcher(json).results().count(), "two runs of udp-lat, twice");
             String md = Files.readString(dir.resolve("suite.md"));
             assertTrue(Pattern.compile("\\| TCP connect, 1-byte exchange, close \\| `./nupa perf tcp-crr -n 200` \\| >= 1.0x Linux \\| "
                     + "[0-9.]+x \\([0-9.]+-[0-9.]+x, 2 runs\\)").matcher(md).find(), md);
+            // The tail row comes from the same udp-lat runs as its p50 row, read from our series' tail_ratio.
+            assertTrue(Pattern.compile("\\| the same, tail: p99 over our p50 \\| `./nupa perf udp-lat -n 2000 --warmup 1000` \\(`tail_ratio`\\) \\| "
+                    + "p99 <= 2x p50 \\| [0-9.]+x \\([0-9.]+-[0-9.]+x, 2 runs\\)").matcher(md).find(), md);
             assertTrue(md.startsWith("Machine: ") && md.contains("CPUs"), md);
         } finally {
             try (Stream<Path> files = Files.list(dir)) {
