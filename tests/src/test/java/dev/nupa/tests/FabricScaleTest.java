@@ -51,6 +51,7 @@ import io.vertx.core.net.NetSocket;
  * figures, not pass/fail conditions (docs/figures.md says how they were taken).
  */
 @Tag("process")
+@RunsAlone // its thousand processes take both CPUs of a small machine: a test beside it starves
 class FabricScaleTest {
     private static final int NODES = 1024;
     private static final int DRIVER = 0;

@@ -35,25 +35,35 @@ record GatewayRig(Path fabric, String tap, String ns, List<ChildJvm> children) {
         String id = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt()).substring(0, 6);
         GatewayRig r = new GatewayRig(ChildJvm.newFabricPath(), "nupagw" + id, "nupa-gw-" + id, new ArrayList<>());
         Linux.ok("ip", "netns", "add", r.ns);
-        List<Object> args = new ArrayList<>(List.of("node", "--fabric", r.fabric, "--address", "0", "--mtu", fabricMtu,
-                "--tap", r.tap, "--tap-addr", GATEWAY + "/24", "--tap-mtu", tapMtu));
+        try {
+            r.setUp(tapMtu, fabricMtu, exampleServices, serverOptions, gatewayOptions);
+        } catch (Exception | AssertionError e) {
+            r.stop(); // what started before the failure (a gateway that did not say it was ready, the namespace)
+            throw e;
+        }
+        return r;
+    }
+
+    private void setUp(int tapMtu, int fabricMtu, boolean exampleServices, List<String> serverOptions, String... gatewayOptions)
+            throws Exception {
+        List<Object> args = new ArrayList<>(List.of("node", "--fabric", fabric, "--address", "0", "--mtu", fabricMtu,
+                "--tap", tap, "--tap-addr", GATEWAY + "/24", "--tap-mtu", tapMtu));
         args.addAll(List.of(gatewayOptions));
-        r.child("gateway", Main.class, args.toArray()).awaitLine("nupa node:", 60_000);
+        child("gateway", Main.class, args.toArray()).awaitLine("nupa node:", 60_000);
         if (exampleServices) {
-            r.child("server", HelloServer.class, r.fabric, 1, "192.168.77.0/24 via 10.0.0.1").awaitLine("READY", 60_000);
+            child("server", HelloServer.class, fabric, 1, "192.168.77.0/24 via 10.0.0.1").awaitLine("READY", 60_000);
         } else {
-            List<Object> server = new ArrayList<>(List.of("node", "--fabric", r.fabric, "--address", "1", "--mtu", fabricMtu,
+            List<Object> server = new ArrayList<>(List.of("node", "--fabric", fabric, "--address", "1", "--mtu", fabricMtu,
                     "--route", "192.168.77.0/24 via 10.0.0.1"));
             server.addAll(serverOptions);
-            r.child("server", Main.class, server.toArray()).awaitLine("nupa node:", 60_000);
+            child("server", Main.class, server.toArray()).awaitLine("nupa node:", 60_000);
         }
         // Linux's side of the wire: the TAP device in the namespace, with an address and a route to the fabric.
-        Linux.ok("ip", "link", "set", r.tap, "netns", r.ns);
-        Linux.ok("ip", "-n", r.ns, "link", "set", "lo", "up");
-        Linux.ok("ip", "-n", r.ns, "link", "set", r.tap, "up");
-        Linux.ok("ip", "-n", r.ns, "addr", "add", LINUX + "/24", "dev", r.tap);
-        Linux.ok("ip", "-n", r.ns, "route", "add", "10.0.0.0/24", "via", GATEWAY);
-        return r;
+        Linux.ok("ip", "link", "set", tap, "netns", ns);
+        Linux.ok("ip", "-n", ns, "link", "set", "lo", "up");
+        Linux.ok("ip", "-n", ns, "link", "set", tap, "up");
+        Linux.ok("ip", "-n", ns, "addr", "add", LINUX + "/24", "dev", tap);
+        Linux.ok("ip", "-n", ns, "route", "add", "10.0.0.0/24", "via", GATEWAY);
     }
 
     private ChildJvm child(String name, Class<?> main, Object... args) {
