@@ -38,7 +38,11 @@ record GatewayRig(Path fabric, String tap, String ns, List<ChildJvm> children) {
         try {
             r.setUp(tapMtu, fabricMtu, exampleServices, serverOptions, gatewayOptions);
         } catch (Exception | AssertionError e) {
-            r.stop(); // what started before the failure (a gateway that did not say it was ready, the namespace)
+            try {
+                r.stop(); // what started before the failure (a gateway that did not say it was ready, the namespace)
+            } catch (Exception cleanup) {
+                e.addSuppressed(cleanup); // the failure that stopped the start is the one to report
+            }
             throw e;
         }
         return r;

@@ -16,8 +16,8 @@ import org.junit.jupiter.api.extension.ExtensionContext;
  * classes running in the other JVM to end and none starts beside it. Without it, the 1,024 nodes of
  * {@code FabricScaleTest} starved a test in the other JVM of CPU on a 2-CPU machine (a node there took over 30 s to
  * notice its fabric file was removed; a gateway over 60 s to start). Registered for every class through JUnit's
- * extension autodetection (junit-platform.properties). A class runs with nothing held when the lock cannot be taken
- * (no temporary directory to write): as before, side by side.
+ * extension autodetection (junit-platform.properties). A class runs with nothing held when the file cannot be opened
+ * or locked (no temporary directory to write): as before, side by side.
  */
 public final class MachineShare implements BeforeAllCallback, AfterAllCallback {
     /** In the temporary directory, so that test runs of several checkouts on one machine share it too. */
@@ -30,16 +30,21 @@ public final class MachineShare implements BeforeAllCallback, AfterAllCallback {
             return; // a nested class: its enclosing class holds the lock (this JVM cannot lock the file twice)
         }
         boolean alone = context.getRequiredTestClass().isAnnotationPresent(RunsAlone.class);
-        FileChannel channel;
+        long t0 = System.nanoTime();
+        FileLock lock;
         try {
-            channel = FileChannel.open(LOCK, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.READ);
+            FileChannel channel = FileChannel.open(LOCK, StandardOpenOption.CREATE, StandardOpenOption.WRITE, StandardOpenOption.READ);
+            try {
+                lock = channel.lock(0, Long.MAX_VALUE, !alone); // waits for the other JVM's classes (or its lone class)
+            } catch (IOException e) {
+                channel.close();
+                throw e;
+            }
         } catch (IOException e) {
-            System.err.println("MachineShare: cannot open " + LOCK + " (" + e.getMessage() + "); " + context.getDisplayName()
+            System.err.println("MachineShare: cannot lock " + LOCK + " (" + e.getMessage() + "); " + context.getDisplayName()
                     + " runs without it");
             return;
         }
-        long t0 = System.nanoTime();
-        FileLock lock = channel.lock(0, Long.MAX_VALUE, !alone); // waits for the other JVM's classes (or its lone class)
         long waitedMs = (System.nanoTime() - t0) / 1_000_000;
         if (alone || waitedMs > 1000) {
             System.out.println("MachineShare: " + context.getDisplayName() + (alone ? " runs alone" : " ran after a class"
