@@ -15,7 +15,9 @@ import picocli.CommandLine.Option;
  * `nupa perf vertx-scaling`: Vert.x HTTP/1.1 at {@code -c} connections with 1, 2, 4 and 8 event loops a side (each
  * count a `vertx-http --loops N` run of its own, ours and the Linux peers given the same loops), the requests/s of
  * every side at every count, and each side's scaling efficiency: the rate at the most loops over that many times the
- * rate at the fewest (1 when the loops scale perfectly). The figure is ours against the best peer's.
+ * rate at the fewest (1 when the loops scale perfectly). The figure is ours against the best peer's. Each count's
+ * own ratios against its best peers (the child's {@code best_ratio} and {@code best_latency_ratio}) are kept too, and
+ * the least rate ratio and the highest p50 ratio over the counts: the goals hold "at every loop count".
  */
 @Command(name = "vertx-scaling", mixinStandardHelpOptions = true,
         description = {"Vert.x HTTP/1.1 requests/s at 1, 2, 4 and 8 event loops a side, ours and each Linux peer's, and the",
@@ -54,16 +56,26 @@ final class VertxScaling implements Callable<Integer> {
             }
         }
         Map<String, List<Double>> rates = new LinkedHashMap<>(); // side -> rate per loop count
+        Map<String, List<Long>> p50s = new LinkedHashMap<>(); // side -> p50 (ns) per loop count
+        JsonArray atEachCount = new JsonArray();
+        double leastRateRatio = Double.NaN;
+        double mostLatencyRatio = Double.NaN;
         for (int n : loops) {
             List<String> args = List.of("perf", "vertx-http", "-c", Integer.toString(connections), "--loops", Integer.toString(n),
                     "-t", Double.toString(seconds), "--turns", Integer.toString(turns), "--peers", peers, "--json");
             System.out.printf(Locale.ROOT, "vertx-scaling: %d loop(s) a side: nupa %s%n", n, String.join(" ", args));
             JsonObject r = Children.runJson(args);
-            rates.computeIfAbsent("ours", k -> new ArrayList<>()).add(rate(r.getJsonObject("ours")));
+            add(rates, p50s, "ours", r.getJsonObject("ours"));
             JsonObject ps = r.getJsonObject("peers");
             for (String p : ps.fieldNames()) {
-                rates.computeIfAbsent(p, k -> new ArrayList<>()).add(rate(ps.getJsonObject(p)));
+                add(rates, p50s, p, ps.getJsonObject(p));
             }
+            double rr = number(r, "best_ratio");
+            double lr = number(r, "best_latency_ratio");
+            leastRateRatio = Double.isNaN(leastRateRatio) || rr < leastRateRatio ? rr : leastRateRatio;
+            mostLatencyRatio = Double.isNaN(mostLatencyRatio) || lr > mostLatencyRatio ? lr : mostLatencyRatio;
+            atEachCount.add(new JsonObject().put("loops", n).put("best_peer", r.getString("best_peer")).put("best_ratio", JsonNumber.orNull(rr))
+                    .put("best_latency_peer", r.getString("best_latency_peer")).put("best_latency_ratio", JsonNumber.orNull(lr)));
         }
         int first = loops.getFirst();
         int last = loops.getLast();
@@ -92,23 +104,39 @@ final class VertxScaling implements Callable<Integer> {
         double rateRatio = rates.get("ours").getLast() / rates.get(best).getLast();
         System.out.printf(Locale.ROOT, "at %d loops: ours %.2fx the best peer's rate (%s); efficiency %.3f against its %.3f (%.2fx)%n",
                 last, rateRatio, best, efficiency.get("ours"), efficiency.get(best), effRatio);
+        for (int i = 0; i < atEachCount.size(); i++) {
+            JsonObject c = atEachCount.getJsonObject(i);
+            System.out.printf(Locale.ROOT, "at %d loop(s): ours %sx the best peer's rate (%s), p50 %sx the lowest (%s)%n", c.getInteger("loops"),
+                    JsonNumber.orNa(number(c, "best_ratio"), 2), c.getString("best_peer"), JsonNumber.orNa(number(c, "best_latency_ratio"), 3),
+                    c.getString("best_latency_peer"));
+        }
+        System.out.printf(Locale.ROOT, "over the counts: the least rate ratio %s, the highest p50 ratio %s%n", JsonNumber.orNa(leastRateRatio, 2),
+                JsonNumber.orNa(mostLatencyRatio, 3));
         if (json) {
             JsonObject sides = new JsonObject();
             for (Map.Entry<String, Double> e : efficiency.entrySet()) {
                 List<Double> r = rates.get(e.getKey()).stream().map(JsonNumber::orNull).toList();
-                sides.put(e.getKey(), new JsonObject().put("rates", new JsonArray(r)).put("efficiency", JsonNumber.orNull(e.getValue())));
+                sides.put(e.getKey(), new JsonObject().put("rates", new JsonArray(r)).put("p50_ns", new JsonArray(p50s.get(e.getKey())))
+                        .put("efficiency", JsonNumber.orNull(e.getValue())));
             }
             System.out.println(new JsonObject().put("test", "vertx-scaling").put("connections", connections)
                     .put("loops", new JsonArray(loops)).put("sides", sides).put("best_peer", best)
                     .put("best_ratio_at_most_loops", JsonNumber.orNull(rateRatio)).put("efficiency_ratio", JsonNumber.orNull(effRatio))
-                    .encode());
+                    .put("at_each_count", atEachCount).put("least_best_ratio", JsonNumber.orNull(leastRateRatio))
+                    .put("most_best_latency_ratio", JsonNumber.orNull(mostLatencyRatio)).encode());
         }
         return 0;
     }
 
-    /** A side's rate in the child's JSON line; null there (it measured nothing) is NaN here. */
-    private static double rate(JsonObject side) {
-        Double r = side.getDouble("msgs_s");
+    /** A side's rate and p50 from the child's JSON line, added to that side's lists. */
+    private static void add(Map<String, List<Double>> rates, Map<String, List<Long>> p50s, String side, JsonObject r) {
+        rates.computeIfAbsent(side, k -> new ArrayList<>()).add(number(r, "msgs_s"));
+        p50s.computeIfAbsent(side, k -> new ArrayList<>()).add(r.getLong("p50_ns", 0L));
+    }
+
+    /** A number in a JSON object; null or absent there (nothing measured) is NaN here. */
+    private static double number(JsonObject o, String field) {
+        Double r = o.getDouble(field);
         return r != null ? r : Double.NaN;
     }
 }

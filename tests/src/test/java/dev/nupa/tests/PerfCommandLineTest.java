@@ -141,9 +141,13 @@ class PerfCommandLineTest {
     void perfVertxScalingReportsEachSidesRatesAndEfficiency() throws Exception {
         Run r = ownFabrics("perf", "vertx-scaling", "-c", "4", "--loops", "1,2", "-t", "0.2", "--turns", "1", "--peers", "epoll", "--json");
         assertEquals(0, r.status(), r.out() + r.err());
-        String side = "\\{\"rates\":\\[[0-9.]+,[0-9.]+\\],\"efficiency\":[0-9.E-]+\\}";
+        String side = "\\{\"rates\":\\[[0-9.]+,[0-9.]+\\],\"p50_ns\":\\[[1-9][0-9]*,[1-9][0-9]*\\],\"efficiency\":[0-9.E-]+\\}";
+        String count = "\\{\"loops\":%d,\"best_peer\":\"epoll\",\"best_ratio\":[0-9.E-]+,\"best_latency_peer\":\"epoll\","
+                + "\"best_latency_ratio\":[0-9.E-]+\\}";
         assertTrue(Pattern.compile("^\\{\"test\":\"vertx-scaling\",\"connections\":4,\"loops\":\\[1,2\\],\"sides\":\\{\"ours\":" + side
-                + ",\"epoll\":" + side + "\\},\"best_peer\":\"epoll\",\"best_ratio_at_most_loops\":[0-9.E-]+,\"efficiency_ratio\":[0-9.E-]+\\}$")
+                + ",\"epoll\":" + side + "\\},\"best_peer\":\"epoll\",\"best_ratio_at_most_loops\":[0-9.E-]+,\"efficiency_ratio\":[0-9.E-]+,"
+                + "\"at_each_count\":\\[" + count.formatted(1) + "," + count.formatted(2) + "\\],\"least_best_ratio\":[0-9.E-]+,"
+                + "\"most_best_latency_ratio\":[0-9.E-]+\\}$")
                 .matcher(r.lastLine()).find(), r.out());
         Run bad = ownFabrics("perf", "vertx-scaling", "--loops", "2,1");
         assertEquals(2, bad.status(), bad.out() + bad.err());
