@@ -124,6 +124,13 @@ final class PerfSuite implements Callable<Integer> {
                     "<= 0.4x the best Linux peer", List.of("-c", "16", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
             new Figure("Vert.x NetSocket bulk echo (pipeTo), 64 KiB buffers", "vertx-echo", List.of("-t", "2", "--turns", "5"),
                     "best_ratio", Goal.AT_LEAST, 1.5, ">= 1.5x the best Linux peer", List.of("-t", "0.2", "--turns", "1")),
+            new Figure("Vert.x NetSocket bulk echo, 8 connections, scaling efficiency from 1 to 8 event loops a side, over the best"
+                    + " Linux peer's", "vertx-scaling", List.of("--workload", "echo", "-c", "8", "-t", "2", "--turns", "3"), "efficiency_ratio",
+                    Goal.AT_LEAST, 1.0, ">= 1x the best Linux peer's",
+                    List.of("--workload", "echo", "-c", "2", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
+            new Figure("the same, Gbit/s at the loop count where it is least against the best Linux peer", "vertx-scaling",
+                    List.of("--workload", "echo", "-c", "8", "-t", "2", "--turns", "3"), "least_best_ratio", Goal.AT_LEAST, 2.0,
+                    ">= 2x the best Linux peer", List.of("--workload", "echo", "-c", "2", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
             new Figure("Vert.x DatagramSocket echo, 64 B, 16 in flight", "vertx-udp", List.of("-t", "2", "--turns", "5"), "best_ratio",
                     Goal.AT_LEAST, 2.0, ">= 2x the best Linux peer", List.of("-t", "0.2", "--turns", "1")),
             new Figure("Vert.x gRPC unary call, p50", "vertx-grpc", List.of("-t", "2", "--turns", "5"), "best_latency_ratio",

@@ -39,12 +39,12 @@ import picocli.CommandLine.Option;
 
 /**
  * `nupa perf vertx-http | vertx-echo | vertx-udp | vertx-grpc`: one Vert.x application (a server instance and a
- * client instance, one event loop each, or {@code --loops} for vertx-http) run over the NUPA transport, two fabric nodes on a fresh
+ * client instance, one event loop each, or {@code --loops} for vertx-http and vertx-echo) run over the NUPA transport, two fabric nodes on a fresh
  * fabric file, and over each Linux peer ({@code --peers}: Vert.x on epoll and on io_uring over TCP loopback, Vert.x on
  * epoll over a Unix domain socket), in turns within one process.
  * vertx-http: HTTP/1.1 keep-alive request/response, {@code -c} connections each with one request
- * outstanding (requests/s, p50, p99); vertx-echo: one NetSocket streaming {@code -s}-byte buffers
- * through a pipeTo echo (Gbit/s echoed); vertx-udp: {@code -s}-byte datagrams echoed by a
+ * outstanding (requests/s, p50, p99); vertx-echo: {@code -c} NetSockets each streaming {@code -s}-byte buffers
+ * through a pipeTo echo (Gbit/s echoed, all together); vertx-udp: {@code -s}-byte datagrams echoed by a
  * DatagramSocket with a window of {@code -w} outstanding (datagrams/s); vertx-grpc: unary calls of the
  * examples' Greeter ({@code -s}-byte payload, {@code -c} calls outstanding; calls/s, p50, p99). Each ratio is
  * the median over the turns of each turn's ours/peer; the best peer is the one of highest rate (of lowest p50 for
@@ -96,11 +96,12 @@ abstract class VertxPerf implements Callable<Integer> {
     double warmupSeconds;
 
     @Option(names = {"-c", "--connections"}, paramLabel = "N", defaultValue = "1",
-            description = "vertx-http: connections, one request outstanding on each (default: ${DEFAULT-VALUE}).")
+            description = "vertx-http: connections, one request outstanding on each; vertx-echo: connections, each streaming;"
+                    + " vertx-grpc: calls outstanding on one connection (default: ${DEFAULT-VALUE}).")
     int connections;
 
     @Option(names = "--loops", paramLabel = "N", defaultValue = "1",
-            description = "vertx-http: event loops of each instance, ours and the peer's; the server runs as N verticle"
+            description = "vertx-http, vertx-echo: event loops of each instance, ours and the peer's; the server runs as N verticle"
                     + " instances and the -c connections are spread over the client's N loops (default: ${DEFAULT-VALUE}).")
     int loops;
 
@@ -184,8 +185,8 @@ abstract class VertxPerf implements Callable<Integer> {
         if (rate != null && (!(rate > 0) || (kind != Kind.HTTP && kind != Kind.GRPC))) {
             throw new IllegalArgumentException("--rate takes requests per second above 0, for vertx-http and vertx-grpc only; got " + rate);
         }
-        if (loops < 1 || loops > StackConfig.MAX_LOOPS || (loops > 1 && kind != Kind.HTTP) || connections < loops) {
-            throw new IllegalArgumentException("--loops takes 1.." + StackConfig.MAX_LOOPS + ", more than 1 for vertx-http only,"
+        if (loops < 1 || loops > StackConfig.MAX_LOOPS || (loops > 1 && kind != Kind.HTTP && kind != Kind.ECHO) || connections < loops) {
+            throw new IllegalArgumentException("--loops takes 1.." + StackConfig.MAX_LOOPS + ", more than 1 for vertx-http and vertx-echo only,"
                     + " and at most as many as -c connections; got " + loops);
         }
         Path f = fabric != null ? fabric : PerfRunner.freshFabricPath("perf-vertx");
@@ -349,8 +350,8 @@ abstract class VertxPerf implements Callable<Integer> {
         Result o = median(ours);
         String unit = kind == Kind.HTTP ? "requests/s" : kind == Kind.GRPC ? "calls/s" : kind == Kind.ECHO ? "Gbit/s echoed" : "datagrams/s";
         System.out.printf(Locale.ROOT, "%s: %d B, %s, %d turns of %.1f s each; peers: %s%n", name, sz,
-                kind == Kind.HTTP ? connections + " connection(s)" + (loops > 1 ? " over " + loops + " event loops a side" : ""): kind == Kind.GRPC ? connections + " call(s) outstanding"
-                        : kind == Kind.UDP ? "window " + window : "1 connection",
+                kind == Kind.GRPC ? connections + " call(s) outstanding" : kind == Kind.UDP ? "window " + window
+                        : connections + " connection(s)" + (loops > 1 ? " over " + loops + " event loops a side" : ""),
                 turns, seconds, String.join("; ", sides.subList(1, sides.size()).stream().map(side -> side.label).toList()));
         for (int i = 0; i < ours.size(); i++) {
             StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "  turn %d: ours %s", i + 1, show(ours.get(i))));
@@ -385,7 +386,7 @@ abstract class VertxPerf implements Callable<Integer> {
             System.out.printf(Locale.ROOT, "{\"test\":\"%s\",\"size\":%d,\"connections\":%d,\"loops\":%d,\"turns\":%d,"
                             + "\"ours\":{\"%s\":%s,\"p50_ns\":%d,\"p99_ns\":%d,\"alloc_b\":%s,\"cpu\":%s},\"peers\":{%s},"
                             + "\"best_peer\":\"%s\",\"best_ratio\":%s,\"best_latency_peer\":%s,\"best_latency_ratio\":%s}%n",
-                    name, sz, kind == Kind.HTTP || kind == Kind.GRPC ? connections : 1, loops, turns, rateKey, JsonNumber.of(o.rate(), 3),
+                    name, sz, kind != Kind.UDP ? connections : 1, loops, turns, rateKey, JsonNumber.of(o.rate(), 3),
                     o.p50Ns(), o.p99Ns(), JsonNumber.of(o.allocPerMessage(), 0), JsonNumber.of(o.cpu(), 3), peers, best.peer().key,
                     JsonNumber.of(best.ratio(), 4), latency ? "\"" + bestLatency.peer().key + "\"" : "null",
                     latency ? JsonNumber.of(bestLatency.latencyRatio(), 4) : "null");
@@ -440,14 +441,7 @@ abstract class VertxPerf implements Callable<Integer> {
 
     private Workload http(Vertx server, Vertx client, VertxEndpoint e, int sz) throws Exception {
         Buffer body = Buffer.buffer(new byte[sz]);
-        // One server verticle instance per event loop (Vert.x spreads the connections over them).
-        server.deployVerticle(() -> new io.vertx.core.AbstractVerticle() {
-            @Override
-            public void start(io.vertx.core.Promise<Void> started) {
-                vertx.createHttpServer().requestHandler(req -> req.response().end(body)).listen(e.listen(0))
-                        .<Void>mapEmpty().onComplete(started);
-            }
-        }, new io.vertx.core.DeploymentOptions().setInstances(loops)).await(10, TimeUnit.SECONDS);
+        serveOnEachLoop(server, v -> v.createHttpServer().requestHandler(req -> req.response().end(body)).listen(e.listen(0)));
         // A client per loop, used from its own context only, so its connections live on that loop.
         List<Context> lanes = lanes(client);
         List<HttpClient> clients = new ArrayList<>();
@@ -461,6 +455,16 @@ abstract class VertxPerf implements Callable<Integer> {
             calls.add(() -> hc.request(get).compose(req -> req.send().compose(HttpClientResponse::body)));
         }
         return closedLoop(lanes, () -> Future.all(clients.stream().map(HttpClient::close).toList()), calls);
+    }
+
+    /** A server on each of {@code server}'s loops: one verticle instance per loop, each listening (Vert.x spreads the connections). */
+    private void serveOnEachLoop(Vertx server, java.util.function.Function<Vertx, Future<?>> listen) throws Exception {
+        server.deployVerticle(() -> new io.vertx.core.AbstractVerticle() {
+            @Override
+            public void start(io.vertx.core.Promise<Void> started) {
+                listen.apply(vertx).<Void>mapEmpty().onComplete(started);
+            }
+        }, new io.vertx.core.DeploymentOptions().setInstances(loops)).await(10, TimeUnit.SECONDS);
     }
 
     /** One event-loop context of {@code client} per loop ({@code --loops}). */
@@ -580,52 +584,94 @@ abstract class VertxPerf implements Callable<Integer> {
     }
 
     private Workload echo(Vertx server, Vertx client, VertxEndpoint e, int sz) throws Exception {
-        server.createNetServer().connectHandler(s -> s.pipeTo(s)).listen(e.listen(1)).await(10, TimeUnit.SECONDS);
+        serveOnEachLoop(server, v -> v.createNetServer().connectHandler(s -> s.pipeTo(s)).listen(e.listen(1)));
+        // -c connections dealt over the client's loops: each connected from its lane's context, so it lives on that loop
         NetClient nc = client.createNetClient();
-        NetSocket socket = nc.connect(e.connect(1)).await(10, TimeUnit.SECONDS);
+        List<Context> lanes = lanes(client);
+        List<List<NetSocket>> sockets = new ArrayList<>();
+        for (int k = 0; k < lanes.size(); k++) {
+            List<NetSocket> mine = new ArrayList<>();
+            for (int i = 0; i < share(k); i++) {
+                CompletableFuture<NetSocket> connected = new CompletableFuture<>();
+                lanes.get(k).runOnContext(v -> nc.connect(e.connect(1)).onComplete(ar -> {
+                    if (ar.succeeded()) {
+                        connected.complete(ar.result());
+                    } else {
+                        connected.completeExceptionally(ar.cause());
+                    }
+                }));
+                mine.add(connected.get(10, TimeUnit.SECONDS));
+            }
+            sockets.add(mine);
+        }
         Buffer chunk = Buffer.buffer(new byte[sz]);
         return new Workload() {
             @Override
             public Future<?> close() {
-                return socket.close().eventually(() -> nc.close());
+                return Future.all(sockets.stream().flatMap(List::stream).map(NetSocket::close).toList()).eventually(() -> nc.close());
             }
 
             @Override
             public Result run(double secs) throws Exception {
-            CompletableFuture<Double> done = new CompletableFuture<>();
-            client.runOnContext(v -> {
-                long[] received = {0};
-                long[] sent = {0};
+                CompletableFuture<Void> done = new CompletableFuture<>();
                 long start = System.nanoTime();
                 long end = start + (long) (secs * 1e9);
-                boolean[] stopping = {false};
-                Runnable[] pump = new Runnable[1];
-                socket.handler(b -> {
-                    received[0] += b.length();
-                    if (stopping[0] && received[0] == sent[0]) {
-                        done.complete(received[0] * 8 / ((System.nanoTime() - start) / 1e9) / 1e9);
+                java.util.concurrent.atomic.AtomicInteger running = new java.util.concurrent.atomic.AtomicInteger(connections);
+                java.util.concurrent.atomic.AtomicLong echoed = new java.util.concurrent.atomic.AtomicLong();
+                for (int k = 0; k < lanes.size(); k++) {
+                    for (NetSocket socket : sockets.get(k)) {
+                        lanes.get(k).runOnContext(v -> stream(socket, chunk, end, echoed, running, done));
                     }
-                });
-                pump[0] = () -> {
-                    while (!socket.writeQueueFull()) {
-                        if (System.nanoTime() >= end) {
-                            stopping[0] = true; // everything sent comes back before the turn ends
-                            if (received[0] == sent[0]) {
-                                done.complete(received[0] * 8 / ((System.nanoTime() - start) / 1e9) / 1e9);
-                            }
-                            return;
-                        }
-                        socket.write(chunk);
-                        sent[0] += sz;
-                    }
-                    socket.drainHandler(x -> pump[0].run());
-                };
-                pump[0].run();
-            });
-            double gbit = done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
-            return new Result(gbit, 0, 0, (long) (gbit * 1e9 / 8 * secs / sz));
+                }
+                done.get((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
+                double gbit = echoed.get() * 8 / ((System.nanoTime() - start) / 1e9) / 1e9;
+                return new Result(gbit, 0, 0, echoed.get() / sz);
             }
         };
+    }
+
+    /**
+     * One connection's part of a vertx-echo turn, on its loop: writes {@code chunk} while the write queue has room
+     * until {@code end}, then waits for every byte sent to come back (nothing is left in flight for the next turn),
+     * adds the bytes echoed to {@code echoed}, and completes {@code done} when it is the last connection to finish.
+     */
+    private static void stream(NetSocket socket, Buffer chunk, long end, java.util.concurrent.atomic.AtomicLong echoed,
+                               java.util.concurrent.atomic.AtomicInteger running, CompletableFuture<Void> done) {
+        long[] received = {0};
+        long[] sent = {0};
+        boolean[] stopping = {false};
+        boolean[] finished = {false};
+        Runnable finish = () -> {
+            if (!finished[0]) {
+                finished[0] = true;
+                echoed.addAndGet(received[0]);
+                if (running.decrementAndGet() == 0) {
+                    done.complete(null);
+                }
+            }
+        };
+        socket.handler(b -> {
+            received[0] += b.length();
+            if (stopping[0] && received[0] == sent[0]) {
+                finish.run();
+            }
+        });
+        Runnable[] pump = new Runnable[1];
+        pump[0] = () -> {
+            while (!socket.writeQueueFull()) {
+                if (System.nanoTime() >= end) {
+                    stopping[0] = true;
+                    if (received[0] == sent[0]) {
+                        finish.run();
+                    }
+                    return;
+                }
+                socket.write(chunk);
+                sent[0] += chunk.length();
+            }
+            socket.drainHandler(x -> pump[0].run());
+        };
+        pump[0].run();
     }
 
     private Workload udp(Vertx server, Vertx client, VertxEndpoint e, int sz) throws Exception {

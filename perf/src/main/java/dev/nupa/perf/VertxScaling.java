@@ -12,16 +12,17 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * `nupa perf vertx-scaling`: Vert.x HTTP/1.1 at {@code -c} connections with 1, 2, 4 and 8 event loops a side (each
- * count a `vertx-http --loops N` run of its own, ours and the Linux peers given the same loops), the requests/s of
+ * `nupa perf vertx-scaling`: Vert.x HTTP/1.1 (or, with {@code --workload echo}, NetSocket bulk echo) at {@code -c}
+ * connections with 1, 2, 4 and 8 event loops a side (each count a `vertx-http --loops N` or `vertx-echo --loops N` run
+ * of its own, ours and the Linux peers given the same loops), the requests/s (Gbit/s) of
  * every side at every count, and each side's scaling efficiency: the rate at the most loops over that many times the
  * rate at the fewest (1 when the loops scale perfectly). The figure is ours against the best peer's. Each count's
  * own ratios against its best peers (the child's {@code best_ratio} and {@code best_latency_ratio}) are kept too, and
  * the least rate ratio and the highest p50 ratio over the counts: the goals hold "at every loop count".
  */
 @Command(name = "vertx-scaling", mixinStandardHelpOptions = true,
-        description = {"Vert.x HTTP/1.1 requests/s at 1, 2, 4 and 8 event loops a side, ours and each Linux peer's, and the",
-                "scaling efficiency (rate at the most loops / (loops x rate at the fewest)) of each."})
+        description = {"Vert.x HTTP/1.1 requests/s (or NetSocket echo Gbit/s) at 1, 2, 4 and 8 event loops a side, ours and each",
+                "Linux peer's, and the scaling efficiency (rate at the most loops / (loops x rate at the fewest)) of each."})
 final class VertxScaling implements Callable<Integer> {
     @Option(names = {"-c", "--connections"}, paramLabel = "N", defaultValue = "64", description = "Connections (default: ${DEFAULT-VALUE}).")
     int connections;
@@ -39,11 +40,18 @@ final class VertxScaling implements Callable<Integer> {
     @Option(names = "--peers", paramLabel = "LIST", defaultValue = "epoll,io_uring,uds", description = "Linux peers, as vertx-http's (default: ${DEFAULT-VALUE}).")
     String peers;
 
+    @Option(names = "--workload", paramLabel = "http|echo", defaultValue = "http",
+            description = "What each count runs: vertx-http (requests/s, p50) or vertx-echo (Gbit/s) (default: ${DEFAULT-VALUE}).")
+    String workload;
+
     @Option(names = "--json", description = "Print one JSON line at the end.")
     boolean json;
 
     @Override
     public Integer call() throws Exception {
+        if (!workload.equals("http") && !workload.equals("echo")) {
+            throw new IllegalArgumentException("--workload takes http or echo, not " + workload);
+        }
         if (loops.isEmpty() || loops.getFirst() < 1 || connections < 1 || turns < 1 || !(seconds > 0)) {
             throw new IllegalArgumentException("need --loops of counts >= 1, -c >= 1, --turns >= 1 and -t > 0");
         }
@@ -61,7 +69,7 @@ final class VertxScaling implements Callable<Integer> {
         double leastRateRatio = Double.NaN;
         double mostLatencyRatio = Double.NaN;
         for (int n : loops) {
-            List<String> args = List.of("perf", "vertx-http", "-c", Integer.toString(connections), "--loops", Integer.toString(n),
+            List<String> args = List.of("perf", "vertx-" + workload, "-c", Integer.toString(connections), "--loops", Integer.toString(n),
                     "-t", Double.toString(seconds), "--turns", Integer.toString(turns), "--peers", peers, "--json");
             System.out.printf(Locale.ROOT, "vertx-scaling: %d loop(s) a side: nupa %s%n", n, String.join(" ", args));
             JsonObject r = Children.runJson(args);
@@ -79,7 +87,8 @@ final class VertxScaling implements Callable<Integer> {
         }
         int first = loops.getFirst();
         int last = loops.getLast();
-        System.out.printf(Locale.ROOT, "vertx-scaling: HTTP/1.1, %d connections; requests/s per event loop count a side%n", connections);
+        System.out.printf(Locale.ROOT, "vertx-scaling: %s, %d connections; %s per event loop count a side%n",
+                workload.equals("http") ? "HTTP/1.1" : "NetSocket echo", connections, workload.equals("http") ? "requests/s" : "Gbit/s");
         System.out.printf(Locale.ROOT, "%-10s%s %12s%n", "side", loops.stream().map(n -> String.format(Locale.ROOT, " %12s", n + " loop(s)"))
                 .reduce("", String::concat), "efficiency");
         Map<String, Double> efficiency = new LinkedHashMap<>();
@@ -91,7 +100,7 @@ final class VertxScaling implements Callable<Integer> {
             }
             double eff = v.getLast() * first / (last * v.getFirst());
             efficiency.put(e.getKey(), eff);
-            System.out.printf(Locale.ROOT, "%-10s%s %12.3f%n", e.getKey(), v.stream().map(x -> String.format(Locale.ROOT, " %12.0f", x))
+            System.out.printf(Locale.ROOT, "%-10s%s %12.3f%n", e.getKey(), v.stream().map(x -> String.format(Locale.ROOT, " %12.2f", x))
                     .reduce("", String::concat), eff);
             if (!e.getKey().equals("ours") && (best == null || v.getLast() > rates.get(best).getLast())) {
                 best = e.getKey();
@@ -106,9 +115,9 @@ final class VertxScaling implements Callable<Integer> {
                 last, rateRatio, best, efficiency.get("ours"), efficiency.get(best), effRatio);
         for (int i = 0; i < atEachCount.size(); i++) {
             JsonObject c = atEachCount.getJsonObject(i);
-            System.out.printf(Locale.ROOT, "at %d loop(s): ours %sx the best peer's rate (%s), p50 %sx the lowest (%s)%n", c.getInteger("loops"),
-                    JsonNumber.orNa(number(c, "best_ratio"), 2), c.getString("best_peer"), JsonNumber.orNa(number(c, "best_latency_ratio"), 3),
-                    c.getString("best_latency_peer"));
+            System.out.printf(Locale.ROOT, "at %d loop(s): ours %sx the best peer's rate (%s)%s%n", c.getInteger("loops"),
+                    JsonNumber.orNa(number(c, "best_ratio"), 2), c.getString("best_peer"), c.getString("best_latency_peer") == null ? ""
+                            : ", p50 " + JsonNumber.orNa(number(c, "best_latency_ratio"), 3) + "x the lowest (" + c.getString("best_latency_peer") + ")");
         }
         System.out.printf(Locale.ROOT, "over the counts: the least rate ratio %s, the highest p50 ratio %s%n", JsonNumber.orNa(leastRateRatio, 2),
                 JsonNumber.orNa(mostLatencyRatio, 3));
@@ -119,7 +128,7 @@ final class VertxScaling implements Callable<Integer> {
                 sides.put(e.getKey(), new JsonObject().put("rates", new JsonArray(r)).put("p50_ns", new JsonArray(p50s.get(e.getKey())))
                         .put("efficiency", JsonNumber.orNull(e.getValue())));
             }
-            System.out.println(new JsonObject().put("test", "vertx-scaling").put("connections", connections)
+            System.out.println(new JsonObject().put("test", "vertx-scaling").put("workload", workload).put("connections", connections)
                     .put("loops", new JsonArray(loops)).put("sides", sides).put("best_peer", best)
                     .put("best_ratio_at_most_loops", JsonNumber.orNull(rateRatio)).put("efficiency_ratio", JsonNumber.orNull(effRatio))
                     .put("at_each_count", atEachCount).put("least_best_ratio", JsonNumber.orNull(leastRateRatio))
@@ -130,7 +139,7 @@ final class VertxScaling implements Callable<Integer> {
 
     /** A side's rate and p50 from the child's JSON line, added to that side's lists. */
     private static void add(Map<String, List<Double>> rates, Map<String, List<Long>> p50s, String side, JsonObject r) {
-        rates.computeIfAbsent(side, k -> new ArrayList<>()).add(number(r, "msgs_s"));
+        rates.computeIfAbsent(side, k -> new ArrayList<>()).add(number(r, r.containsKey("gbit_s") ? "gbit_s" : "msgs_s"));
         p50s.computeIfAbsent(side, k -> new ArrayList<>()).add(r.getLong("p50_ns", 0L));
     }
 

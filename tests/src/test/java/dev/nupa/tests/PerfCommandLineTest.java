@@ -144,7 +144,7 @@ class PerfCommandLineTest {
         String side = "\\{\"rates\":\\[[0-9.]+,[0-9.]+\\],\"p50_ns\":\\[[1-9][0-9]*,[1-9][0-9]*\\],\"efficiency\":[0-9.E-]+\\}";
         String count = "\\{\"loops\":%d,\"best_peer\":\"epoll\",\"best_ratio\":[0-9.E-]+,\"best_latency_peer\":\"epoll\","
                 + "\"best_latency_ratio\":[0-9.E-]+\\}";
-        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-scaling\",\"connections\":4,\"loops\":\\[1,2\\],\"sides\":\\{\"ours\":" + side
+        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-scaling\",\"workload\":\"http\",\"connections\":4,\"loops\":\\[1,2\\],\"sides\":\\{\"ours\":" + side
                 + ",\"epoll\":" + side + "\\},\"best_peer\":\"epoll\",\"best_ratio_at_most_loops\":[0-9.E-]+,\"efficiency_ratio\":[0-9.E-]+,"
                 + "\"at_each_count\":\\[" + count.formatted(1) + "," + count.formatted(2) + "\\],\"least_best_ratio\":[0-9.E-]+,"
                 + "\"most_best_latency_ratio\":[0-9.E-]+\\}$")
@@ -152,6 +152,28 @@ class PerfCommandLineTest {
         Run bad = ownFabrics("perf", "vertx-scaling", "--loops", "2,1");
         assertEquals(2, bad.status(), bad.out() + bad.err());
         assertTrue(bad.err().contains("--loops must ascend: [2, 1]"), bad.err());
+    }
+
+    @Test
+    void perfVertxEchoStreamsOverSeveralConnectionsAndLoops() throws Exception {
+        // vertx-scaling runs vertx-echo -c 2 at 1 and at 2 loops a side
+        Run r = ownFabrics("perf", "vertx-scaling", "--workload", "echo", "-c", "2", "--loops", "1,2", "-t", "0.2", "--turns", "1",
+                "--peers", "epoll", "--json");
+        assertEquals(0, r.status(), r.out() + r.err());
+        String side = "\\{\"rates\":\\[[0-9.]*[1-9][0-9.]*,[0-9.]*[1-9][0-9.]*\\],\"p50_ns\":\\[0,0\\],\"efficiency\":[0-9.E-]+\\}";
+        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-scaling\",\"workload\":\"echo\",\"connections\":2,\"loops\":\\[1,2\\],"
+                + "\"sides\":\\{\"ours\":" + side + ",\"epoll\":" + side + "\\},\"best_peer\":\"epoll\",").matcher(r.lastLine()).find(), r.out());
+        Run echo = ownFabrics("perf", "vertx-echo", "-c", "3", "--loops", "2", "-t", "0.2", "--turns", "1", "--peers", "epoll", "--json");
+        assertEquals(0, echo.status(), echo.out() + echo.err());
+        assertTrue(echo.out().contains("vertx-echo: 65536 B, 3 connection(s) over 2 event loops a side"), echo.out());
+        assertTrue(Pattern.compile("^\\{\"test\":\"vertx-echo\",\"size\":65536,\"connections\":3,\"loops\":2,\"turns\":1,"
+                + "\"ours\":\\{\"gbit_s\":[0-9.]*[1-9]").matcher(echo.lastLine()).find(), echo.out());
+        Run bad = ownFabrics("perf", "vertx-scaling", "--workload", "udp");
+        assertEquals(2, bad.status(), bad.out() + bad.err());
+        assertTrue(bad.err().contains("--workload takes http or echo, not udp"), bad.err());
+        Run loops = ownFabrics("perf", "vertx-udp", "--loops", "2", "-c", "2");
+        assertEquals(2, loops.status(), loops.out() + loops.err());
+        assertTrue(loops.err().contains("more than 1 for vertx-http and vertx-echo only"), loops.err());
     }
 
     @Test
