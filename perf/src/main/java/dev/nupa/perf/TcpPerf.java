@@ -525,7 +525,9 @@ abstract class TcpPerf implements Callable<Integer> {
             linux.configureBlocking(false);
             ByteBuffer buf = ByteBuffer.allocateDirect(size);
             long warm = Math.min(20_000, iterations);
-            latencyTurn(c, msg, size, linux, buf, server, port, warm, null, null);
+            for (long done = 0; done < warm; done += Turns.PEER_TURN) { // in turns, as IpLatency's warm-up says why
+                latencyTurn(c, msg, size, linux, buf, server, port, Math.min(Turns.PEER_TURN, warm - done), null, null);
+            }
             for (int t = 0; t < turns.count(); t++) {
                 latencyTurn(c, msg, size, linux, buf, server, port, turns.length(t), turns.turn(0), turns.turn(1));
                 turns.endTurn();
