@@ -49,10 +49,26 @@ final class PerfSuite implements Callable<Integer> {
             return tool + " " + String.join(" ", args);
         }
 
+        /** Another figure of the same runs. */
+        Figure same(String what, String field, Goal goal, double bound, String goalText) {
+            return new Figure(what, tool, args, field, goal, bound, goalText, quickArgs);
+        }
+
         /** The tail of a latency figure: our series' p99 over its p50, from the same runs. */
         Figure tail() {
-            return new Figure("the same, tail: p99 over our p50", tool, args, "tail_ratio", Goal.AT_MOST, 2.0, "p99 <= 2x p50",
-                    quickArgs);
+            return same("the same, tail: p99 over our p50", "tail_ratio", Goal.AT_MOST, 2.0, "p99 <= 2x p50");
+        }
+
+        /** Of a vertx-scaling figure: the rate against the best peer at the loop count where it is least. */
+        Figure leastRate(String unit) {
+            return same("the same, " + unit + " at the loop count where it is least against the best Linux peer", "least_best_ratio",
+                    Goal.AT_LEAST, 2.0, ">= 2x the best Linux peer");
+        }
+
+        /** Of a vertx-scaling figure: the p50 against the lowest peer's at the loop count where it is highest. */
+        Figure highestP50() {
+            return same("the same, p50 latency at the loop count where it is highest against the best Linux peer",
+                    "most_best_latency_ratio", Goal.AT_MOST, 0.4, "<= 0.4x the best Linux peer");
         }
     }
 
@@ -64,6 +80,19 @@ final class PerfSuite implements Callable<Integer> {
             List.of("-n", "2000", "--warmup", "1000"));
     private static final Figure TCP_LAT = new Figure("TCP 1-byte request/response", "tcp-lat", List.of(), "ratio", Goal.AT_MOST,
             0.2, "p50 <= 0.2x Linux", List.of("-n", "2000"));
+
+    private static Figure scaling(String what, List<String> args, List<String> quickArgs) {
+        return new Figure(what + ", scaling efficiency from 1 to 8 event loops a side, over the best Linux peer's", "vertx-scaling",
+                args, "efficiency_ratio", Goal.AT_LEAST, 1.0, ">= 1x the best Linux peer's", quickArgs);
+    }
+
+    private static final Figure HTTP_SCALING_64 = scaling("Vert.x HTTP/1.1, 64 connections", List.of("-c", "64", "-t", "2", "--turns", "3"),
+            List.of("-c", "8", "--loops", "1,2", "-t", "0.2", "--turns", "1"));
+    private static final Figure HTTP_SCALING_256 = scaling("Vert.x HTTP/1.1, 256 connections", List.of("-c", "256", "-t", "2", "--turns", "3"),
+            List.of("-c", "16", "--loops", "1,2", "-t", "0.2", "--turns", "1"));
+    private static final Figure ECHO_SCALING = scaling("Vert.x NetSocket bulk echo, 8 connections",
+            List.of("--workload", "echo", "-c", "8", "-t", "2", "--turns", "3"),
+            List.of("--workload", "echo", "-c", "2", "--loops", "1,2", "-t", "0.2", "--turns", "1"));
 
     static final List<Figure> FIGURES = List.of(
             FABRIC_LAT,
@@ -101,36 +130,18 @@ final class PerfSuite implements Callable<Integer> {
             new Figure("the same, p50 latency", "vertx-http", List.of("-c", "64", "--loops", "2", "-t", "2", "--turns", "5"),
                     "best_latency_ratio", Goal.AT_MOST, 0.3, "<= 0.3x the best Linux peer",
                     List.of("-c", "64", "--loops", "2", "-t", "0.2", "--turns", "1")),
-            new Figure("Vert.x HTTP/1.1, 64 connections, scaling efficiency from 1 to 8 event loops a side, over the best Linux peer's",
-                    "vertx-scaling", List.of("-c", "64", "-t", "2", "--turns", "3"), "efficiency_ratio", Goal.AT_LEAST, 1.0,
-                    ">= 1x the best Linux peer's", List.of("-c", "8", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
-            new Figure("the same, requests/s at 8 event loops a side", "vertx-scaling", List.of("-c", "64", "-t", "2", "--turns", "3"),
-                    "best_ratio_at_most_loops", Goal.AT_LEAST, 2.0, ">= 2x the best Linux peer",
-                    List.of("-c", "8", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
-            new Figure("the same, requests/s at the loop count where it is least against the best Linux peer", "vertx-scaling",
-                    List.of("-c", "64", "-t", "2", "--turns", "3"), "least_best_ratio", Goal.AT_LEAST, 2.0, ">= 2x the best Linux peer",
-                    List.of("-c", "8", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
-            new Figure("the same, p50 latency at the loop count where it is highest against the best Linux peer", "vertx-scaling",
-                    List.of("-c", "64", "-t", "2", "--turns", "3"), "most_best_latency_ratio", Goal.AT_MOST, 0.4,
-                    "<= 0.4x the best Linux peer", List.of("-c", "8", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
-            new Figure("Vert.x HTTP/1.1, 256 connections, scaling efficiency from 1 to 8 event loops a side, over the best Linux peer's",
-                    "vertx-scaling", List.of("-c", "256", "-t", "2", "--turns", "3"), "efficiency_ratio", Goal.AT_LEAST, 1.0,
-                    ">= 1x the best Linux peer's", List.of("-c", "16", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
-            new Figure("the same, requests/s at the loop count where it is least against the best Linux peer", "vertx-scaling",
-                    List.of("-c", "256", "-t", "2", "--turns", "3"), "least_best_ratio", Goal.AT_LEAST, 2.0, ">= 2x the best Linux peer",
-                    List.of("-c", "16", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
-            new Figure("the same, p50 latency at the loop count where it is highest against the best Linux peer", "vertx-scaling",
-                    List.of("-c", "256", "-t", "2", "--turns", "3"), "most_best_latency_ratio", Goal.AT_MOST, 0.4,
-                    "<= 0.4x the best Linux peer", List.of("-c", "16", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
+            HTTP_SCALING_64,
+            HTTP_SCALING_64.same("the same, requests/s at 8 event loops a side", "best_ratio_at_most_loops", Goal.AT_LEAST, 2.0,
+                    ">= 2x the best Linux peer"),
+            HTTP_SCALING_64.leastRate("requests/s"),
+            HTTP_SCALING_64.highestP50(),
+            HTTP_SCALING_256,
+            HTTP_SCALING_256.leastRate("requests/s"),
+            HTTP_SCALING_256.highestP50(),
             new Figure("Vert.x NetSocket bulk echo (pipeTo), 64 KiB buffers", "vertx-echo", List.of("-t", "2", "--turns", "5"),
                     "best_ratio", Goal.AT_LEAST, 1.5, ">= 1.5x the best Linux peer", List.of("-t", "0.2", "--turns", "1")),
-            new Figure("Vert.x NetSocket bulk echo, 8 connections, scaling efficiency from 1 to 8 event loops a side, over the best"
-                    + " Linux peer's", "vertx-scaling", List.of("--workload", "echo", "-c", "8", "-t", "2", "--turns", "3"), "efficiency_ratio",
-                    Goal.AT_LEAST, 1.0, ">= 1x the best Linux peer's",
-                    List.of("--workload", "echo", "-c", "2", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
-            new Figure("the same, Gbit/s at the loop count where it is least against the best Linux peer", "vertx-scaling",
-                    List.of("--workload", "echo", "-c", "8", "-t", "2", "--turns", "3"), "least_best_ratio", Goal.AT_LEAST, 2.0,
-                    ">= 2x the best Linux peer", List.of("--workload", "echo", "-c", "2", "--loops", "1,2", "-t", "0.2", "--turns", "1")),
+            ECHO_SCALING,
+            ECHO_SCALING.leastRate("Gbit/s"),
             new Figure("Vert.x DatagramSocket echo, 64 B, 16 in flight", "vertx-udp", List.of("-t", "2", "--turns", "5"), "best_ratio",
                     Goal.AT_LEAST, 2.0, ">= 2x the best Linux peer", List.of("-t", "0.2", "--turns", "1")),
             new Figure("Vert.x gRPC unary call, p50", "vertx-grpc", List.of("-t", "2", "--turns", "5"), "best_latency_ratio",
