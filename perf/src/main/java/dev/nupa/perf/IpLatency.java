@@ -71,7 +71,8 @@ abstract class IpLatency implements Callable<Integer> {
     @Mixin
     PerfOptions o;
 
-    @Option(names = "--warmup", paramLabel = "N", defaultValue = "20000", description = "Unmeasured round trips of each kind first, in turns as the measured ones (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--warmup", paramLabel = "N", defaultValue = "20000",
+            description = "Unmeasured round trips of each kind first, in turns as the measured ones (default: ${DEFAULT-VALUE}).")
     long warmup;
 
     @Option(names = "--checksums", paramLabel = "on|off", defaultValue = "on",
