@@ -236,12 +236,7 @@ abstract class IpLatency implements Callable<Integer> {
             floorWindow = node.openWindow(windowId, windowKey);
             long seq = 0;
             long counter = 0;
-            // The warm-up goes in turns as the measured run does, so that the switches between the three paths are
-            // compiled before it: after one long warm-up of each, our first measured turns ran 2-5x slower, getting
-            // faster over about ten turns while the JIT compiled the switches, and made most of the run's p99.
-            long warm = Math.min(warmup, iterations);
-            for (long done = 0; done < warm; done += Turns.PEER_TURN) {
-                long n = Math.min(Turns.PEER_TURN, warm - done);
+            for (long n : Turns.warmUp(Math.min(warmup, iterations))) { // in turns, as the measured run goes
                 seq = fabric(server, port, payload, size, seq, n, null);
                 if (!icmp) {
                     linuxRounds(server, port, linux, out, in, size, n, null);

@@ -524,9 +524,8 @@ abstract class TcpPerf implements Callable<Integer> {
             linux.setOption(StandardSocketOptions.TCP_NODELAY, true);
             linux.configureBlocking(false);
             ByteBuffer buf = ByteBuffer.allocateDirect(size);
-            long warm = Math.min(20_000, iterations);
-            for (long done = 0; done < warm; done += Turns.PEER_TURN) { // in turns, as IpLatency's warm-up says why
-                latencyTurn(c, msg, size, linux, buf, server, port, Math.min(Turns.PEER_TURN, warm - done), null, null);
+            for (long n : Turns.warmUp(Math.min(20_000, iterations))) { // in turns, as the measured run goes
+                latencyTurn(c, msg, size, linux, buf, server, port, n, null, null);
             }
             for (int t = 0; t < turns.count(); t++) {
                 latencyTurn(c, msg, size, linux, buf, server, port, turns.length(t), turns.turn(0), turns.turn(1));

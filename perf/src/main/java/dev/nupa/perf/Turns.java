@@ -18,6 +18,20 @@ public final class Turns {
     /** Iterations per turn beside a Linux peer, whose round trips take several microseconds each. */
     public static final int PEER_TURN = 1000;
 
+    /**
+     * The lengths of a warm-up's turns: {@code total} iterations in turns of {@link #PEER_TURN}, as the measured run
+     * goes, so that the switches between the paths are compiled before it. After one long warm-up of each path, our
+     * first measured turns ran 2-5x slower, getting faster over about ten turns while the JIT compiled the switches,
+     * and made most of the run's p99.
+     */
+    public static long[] warmUp(long total) {
+        long[] turns = new long[(int) ((total + PEER_TURN - 1) / PEER_TURN)];
+        for (int i = 0; i < turns.length; i++) {
+            turns[i] = Math.min(PEER_TURN, total - (long) i * PEER_TURN);
+        }
+        return turns;
+    }
+
     private final long iterations;
     private final int turnLength;
     private final Histogram[] turn;

@@ -8,6 +8,9 @@ import java.util.Locale;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import java.util.function.Supplier;
 
 import org.HdrHistogram.Histogram;
@@ -458,7 +461,7 @@ abstract class VertxPerf implements Callable<Integer> {
     }
 
     /** A server on each of {@code server}'s loops: one verticle instance per loop, each listening (Vert.x spreads the connections). */
-    private void serveOnEachLoop(Vertx server, java.util.function.Function<Vertx, Future<?>> listen) throws Exception {
+    private void serveOnEachLoop(Vertx server, Function<Vertx, Future<?>> listen) throws Exception {
         server.deployVerticle(() -> new io.vertx.core.AbstractVerticle() {
             @Override
             public void start(io.vertx.core.Promise<Void> started) {
@@ -508,7 +511,7 @@ abstract class VertxPerf implements Callable<Integer> {
             public Result run(double secs) throws Exception {
                 CompletableFuture<Void> done = new CompletableFuture<>();
                 long end = System.nanoTime() + (long) (secs * 1e9);
-                java.util.concurrent.atomic.AtomicInteger running = new java.util.concurrent.atomic.AtomicInteger(connections);
+                AtomicInteger running = new AtomicInteger(connections);
                 Histogram[] hs = new Histogram[lanes.size()];
                 long[][] counts = new long[lanes.size()][1];
                 for (int k = 0; k < lanes.size(); k++) {
@@ -565,7 +568,7 @@ abstract class VertxPerf implements Callable<Integer> {
     }
 
     private static void next(Supplier<Future<?>> call, Histogram h, long[] count, long end,
-                             java.util.concurrent.atomic.AtomicInteger running, CompletableFuture<Void> done) {
+                             AtomicInteger running, CompletableFuture<Void> done) {
         long t0 = System.nanoTime();
         call.get().onComplete(ar -> {
             long now = System.nanoTime();
@@ -616,8 +619,8 @@ abstract class VertxPerf implements Callable<Integer> {
                 CompletableFuture<Void> done = new CompletableFuture<>();
                 long start = System.nanoTime();
                 long end = start + (long) (secs * 1e9);
-                java.util.concurrent.atomic.AtomicInteger running = new java.util.concurrent.atomic.AtomicInteger(connections);
-                java.util.concurrent.atomic.AtomicLong echoed = new java.util.concurrent.atomic.AtomicLong();
+                AtomicInteger running = new AtomicInteger(connections);
+                AtomicLong echoed = new AtomicLong();
                 for (int k = 0; k < lanes.size(); k++) {
                     for (NetSocket socket : sockets.get(k)) {
                         lanes.get(k).runOnContext(v -> stream(socket, chunk, end, echoed, running, done));
@@ -635,8 +638,8 @@ abstract class VertxPerf implements Callable<Integer> {
      * until {@code end}, then waits for every byte sent to come back (nothing is left in flight for the next turn),
      * adds the bytes echoed to {@code echoed}, and completes {@code done} when it is the last connection to finish.
      */
-    private static void stream(NetSocket socket, Buffer chunk, long end, java.util.concurrent.atomic.AtomicLong echoed,
-                               java.util.concurrent.atomic.AtomicInteger running, CompletableFuture<Void> done) {
+    private static void stream(NetSocket socket, Buffer chunk, long end, AtomicLong echoed,
+                               AtomicInteger running, CompletableFuture<Void> done) {
         long[] received = {0};
         long[] sent = {0};
         boolean[] stopping = {false};

@@ -1,5 +1,6 @@
 package dev.nupa.perf;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -7,6 +8,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import org.junit.jupiter.api.Test;
 
 class TurnsTest {
+
+    @Test
+    void aWarmUpGoesInTurnsOfAPeerTurnThatAddUpToItsLength() {
+        assertArrayEquals(new long[] {1000, 1000, 500}, Turns.warmUp(2500));
+        assertArrayEquals(new long[] {1000, 1000}, Turns.warmUp(2000));
+        assertArrayEquals(new long[] {7}, Turns.warmUp(7));
+        assertArrayEquals(new long[0], Turns.warmUp(0));
+    }
 
     @Test
     void iterationsSplitIntoTurnsWithAShorterLastOne() {
