@@ -161,8 +161,10 @@ build_java() {
   local root="$dir/javaroot"
   rm -rf "$root" && mkdir -p "$root/opt/nupa/node"
   "$jdk/bin/jlink" --add-modules java.base,java.management,jdk.unsupported,java.logging,java.naming,jdk.management,java.net.http,java.xml \
-    --strip-debug --no-man-pages --no-header-files --compress=zip-6 --output "$root/opt/nupa/jrt"
+    --strip-debug --no-man-pages --no-header-files --compress=zip-6 --generate-cds-archive --output "$root/opt/nupa/jrt"
+  rm -f "$root/opt/nupa/jrt/lib/server/classes_nocoops.jsa" # a guest's heap is small: compressed oops
   cp "$jar" "$root/opt/nupa/node/" && cp -r "$here/../node/target/lib" "$root/opt/nupa/node/lib"
+  aot_cache "$dir" "$root/opt/nupa"
   # The C libraries the runtime loads (the first initramfs may carry none).
   local f lib
   for f in "$root/opt/nupa/jrt/bin/java" "$root"/opt/nupa/jrt/lib/*.so "$root"/opt/nupa/jrt/lib/server/*.so; do
@@ -172,6 +174,31 @@ build_java() {
   done
   (cd "$root" && find . | cpio -o -H newc --quiet | gzip -1 > "$dir/java.cpio.gz")
   rm -rf "$root"
+}
+
+# The guests' JVM flags, one argument file (java @FILE) for the training run here and the runs in a guest. Under
+# software emulation a JVM spends about a minute of each command loading and linking classes; an AOT cache (JEP 483)
+# made here by a training run of the same runtime, flags and jars (a TCP check against a node) makes that a file to
+# map. Where the cache does not fit the JVM says so and runs without it; where training fails the guests go without.
+aot_cache() {
+  local dir=$1 opt=$2 fabric pid i
+  local java="$opt/jrt/bin/java" node="$opt/node"
+  printf '%s\n' --enable-native-access=ALL-UNNAMED -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData -Xmx256m \
+    > "$node/jvm.args"
+  fabric=$(mktemp -u "/dev/shm/nupa-aot-XXXXXX")
+  "$java" @"$node/jvm.args" -jar "$node/nupa-node.jar" node --fabric "$fabric" --address 3 --tcp-echo 7 \
+    > "$dir/aot-node.log" 2>&1 &
+  pid=$!
+  for i in $(seq 120); do grep -q "nupa node:" "$dir/aot-node.log" && break; sleep 0.5; done
+  if "$java" @"$node/jvm.args" -XX:AOTCacheOutput="$node/nupa.aot" -jar "$node/nupa-node.jar" tcp-check --fabric "$fabric" \
+      --address 5 --connections 2 --bytes 100000 10.0.0.4 > "$dir/aot-train.log" 2>&1 && [ -f "$node/nupa.aot" ]; then
+    echo "-XX:AOTCache=/opt/nupa/node/nupa.aot" >> "$node/jvm.args"
+  else
+    rm -f "$node/nupa.aot"
+    echo "vms/guest.sh: no AOT cache for the guests' JVM (training failed: $dir/aot-train.log); they load classes as usual" >&2
+  fi
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  rm -f "$fabric"
 }
 
 run() {

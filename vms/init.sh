@@ -75,8 +75,8 @@ if [ -n "$np" ]; then
     set -f; set -- $(echo "$run" | tr ',' ' '); set +f # split on the commas alone, no globbing
     if [ -f /tmp/nupa.stop ]; then echo "nupa-guest: nupa $1 not run: stopped"; continue; fi
     echo "nupa-guest: nupa $*"
-    /opt/nupa/jrt/bin/java --enable-native-access=ALL-UNNAMED -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:-UsePerfData \
-      -Xmx256m -jar /opt/nupa/node/nupa-node.jar "$@" < /dev/null & # the loop's stdin is its list of runs
+    # jvm.args: the flags and the AOT cache vms/guest.sh made for them
+    /opt/nupa/jrt/bin/java @/opt/nupa/node/jvm.args -jar /opt/nupa/node/nupa-node.jar "$@" < /dev/null & # the loop's stdin is its list of runs
     echo $! > /tmp/nupa.pid
     [ -f /tmp/nupa.stop ] && kill -TERM $! # a stop that came just before the pid was written
     wait $!

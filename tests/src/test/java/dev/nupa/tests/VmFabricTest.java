@@ -83,7 +83,7 @@ class VmFabricTest {
                 // uio_pci_generic holds in it.
                 String device0 = ",--device,pci:IVSHMEM,--address,10";
                 String device = ",--device,uio:UIO,--address,11";
-                Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
+                Linux.Result guests = Linux.run(900, "env", "GUEST_TIMEOUT=840", SCRIPT.toString(), "many", GUEST.toString(),
                         fabric.toString(), "2", "--java",
                         "0:nupa=node" + device0 + ",--udp-echo,7,--tcp-echo,7", "0:serve=1",
                         "1:uio=1",
@@ -127,7 +127,7 @@ class VmFabricTest {
         Path fabric = slowFabric();
         try {
             String device = ",--device,vfio:IVSHMEM,--address,1GUEST"; // guest 0 at address 10 (10.0.0.11), guest 1 at 11
-            Linux.Result guests = Linux.run(600, "env", "GUEST_TIMEOUT=560", SCRIPT.toString(), "many", GUEST.toString(),
+            Linux.Result guests = Linux.run(900, "env", "GUEST_TIMEOUT=840", SCRIPT.toString(), "many", GUEST.toString(),
                     fabric.toString(), "2", "--doorbells", "--java",
                     "0:nupa=rping" + device + ",-s,-v,--timeout,300;node" + device + ",--udp-echo,7", "0:serve=1",
                     "1:nupa=rping" + device + ",-c,-a,10.0.0.11,-C,10,-V,--wait,150"
