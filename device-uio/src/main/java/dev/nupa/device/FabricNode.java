@@ -595,6 +595,9 @@ public final class FabricNode implements FabricDevice {
 
     private void requireAttached() {
         if (!attached || evicted) {
+            if (lost != null) {
+                throw new FabricException("node " + address + " lost its fabric: " + lost);
+            }
             throw new FabricException("node " + address + " is " + (evicted ? "evicted from" : "detached from")
                     + " fabric " + fabric.name() + "; attach again");
         }

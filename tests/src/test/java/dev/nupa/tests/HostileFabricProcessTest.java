@@ -91,6 +91,10 @@ class HostileFabricProcessTest {
         assertTrue(n.process.waitFor(30, TimeUnit.SECONDS), "the node did not stop:\n" + n.output());
         assertEquals(1, n.process.exitValue(), n.output());
         assertTrue(n.output().contains("nupa node: " + line + "; stopping"), n.output());
+        assertNoStackTrace(n);
+    }
+
+    private static void assertNoStackTrace(ChildJvm n) {
         assertFalse(n.output().contains("Exception") || n.output().contains("InternalError") || n.output().contains("\tat "),
                 "no stack trace:\n" + n.output());
     }
@@ -103,6 +107,33 @@ class HostileFabricProcessTest {
             f.setLength(8192);
         }
         assertStopsWithOneLine(n, "fabric file " + fabric + " shrank from " + size + " to 8192 bytes");
+    }
+
+    /**
+     * The file removed as soon as the node holds its table entry, before it says it is ready (while it deploys its
+     * echoes): the loss may come before the node watches for it, and the node must still see it and leave.
+     */
+    @Test
+    void aNodeWhoseFabricFileIsRemovedWhileItStartsSaysSoAndExits() throws Exception {
+        ChildJvm n = node("node0", "node", "--fabric", fabric.toString(), "--address", "0", "--udp-echo", "7", "--tcp-echo", "7");
+        ChildJvm.waitUntil("node 0 holds its entry", 60_000, this::nodeZeroIsUp);
+        Files.delete(fabric);
+        // Seen by the watch ("nupa node: ...; stopping") or by a step of the start that needs the fabric ("nupa: ...").
+        assertTrue(n.process.waitFor(30, TimeUnit.SECONDS), "the node did not stop:\n" + n.output());
+        assertEquals(1, n.process.exitValue(), n.output());
+        assertTrue(n.output().contains("fabric file " + fabric + " was removed"), n.output());
+        assertNoStackTrace(n);
+    }
+
+    private boolean nodeZeroIsUp() {
+        if (!Files.exists(fabric)) {
+            return false;
+        }
+        try (Fabric f = ShmFabric.inspect(fabric)) {
+            return f.nodes().stream().anyMatch(i -> i.address() == 0 && i.state().equals("UP"));
+        } catch (RuntimeException e) {
+            return false; // the node is still writing the file's header
+        }
     }
 
     @Test

@@ -13,6 +13,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.TimeUnit;
 
 import dev.nupa.device.FabricNode;
@@ -277,22 +278,6 @@ final class NodeCommand implements Callable<Integer> {
             node.closeAndWait();
             throw e;
         }
-        System.out.println("nupa node: " + node + " on " + config.fabric()
-                + (node.link().device() instanceof FabricNode fn && fn.fabric().polled() ? " (doorbells: " + fn.fabric().doorbells() + ")"
-                        : "")
-                + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")
-                + (tcpEcho != null ? ", TCP echo on port " + tcpEcho + " (" + sockets.describe(echoConfig) + ")" : "")
-                + (gateway != null ? ", gateway to " + node.gateway().iface() + (gateway.queues() > 1 ? " (" + gateway.queues()
-                        + " queues, an event loop each)" : "") + (gateway.offloads() ? " with offloads" : "") : "")
-                + (capture != null ? ", capturing to " + capture : "")
-                + (nodeMetrics != null ? ", metrics to " + metrics + " every " + metricsInterval + " s" : "")
-                + (tracing != null ? ", spans to " + traceExport + " (" + traceSample + " of new traces)" : "")
-                + (endpoint != null ? ", gRPC on " + grpcAt[0] + ":" + endpoint.port()
-                        + (grpcFabricPort >= 0 ? " and " + Ipv4Address.toString(node.ip().address()) + ":" + grpcFabricPort : "")
-                        + (token != null ? " (bearer token)" : "") + (tls != null ? " (mutual TLS)" : "") : "")
-                + "; Ctrl-C to stop");
-        ringLines.forEach(l -> System.out.println("nupa node: " + l));
-        System.out.flush();
         CountDownLatch stopped = new CountDownLatch(1);
         GrpcEndpoint ep = endpoint;
         io.opentelemetry.sdk.OpenTelemetrySdk spans = tracing;
@@ -318,6 +303,23 @@ final class NodeCommand implements Callable<Integer> {
         });
         Runtime.getRuntime().addShutdownHook(hook);
         leaveWhenLost(node);
+        // Ready only once the hook and the watch for a lost fabric are in place: whoever waits for this line may act.
+        System.out.println("nupa node: " + node + " on " + config.fabric()
+                + (node.link().device() instanceof FabricNode fn && fn.fabric().polled() ? " (doorbells: " + fn.fabric().doorbells() + ")"
+                        : "")
+                + (udpEcho != null ? ", UDP echo on port " + udpEcho : "")
+                + (tcpEcho != null ? ", TCP echo on port " + tcpEcho + " (" + sockets.describe(echoConfig) + ")" : "")
+                + (gateway != null ? ", gateway to " + node.gateway().iface() + (gateway.queues() > 1 ? " (" + gateway.queues()
+                        + " queues, an event loop each)" : "") + (gateway.offloads() ? " with offloads" : "") : "")
+                + (capture != null ? ", capturing to " + capture : "")
+                + (nodeMetrics != null ? ", metrics to " + metrics + " every " + metricsInterval + " s" : "")
+                + (tracing != null ? ", spans to " + traceExport + " (" + traceSample + " of new traces)" : "")
+                + (endpoint != null ? ", gRPC on " + grpcAt[0] + ":" + endpoint.port()
+                        + (grpcFabricPort >= 0 ? " and " + Ipv4Address.toString(node.ip().address()) + ":" + grpcFabricPort : "")
+                        + (token != null ? " (bearer token)" : "") + (tls != null ? " (mutual TLS)" : "") : "")
+                + "; Ctrl-C to stop");
+        ringLines.forEach(l -> System.out.println("nupa node: " + l));
+        System.out.flush();
         if (runFor != null) {
             Thread.sleep((long) (runFor * 1000));
             Runtime.getRuntime().removeShutdownHook(hook);
@@ -415,8 +417,9 @@ final class NodeCommand implements Callable<Integer> {
      */
     private static void leaveWhenLost(NupaNode node) {
         if (node.link().device() instanceof FabricNode fn) {
-            fn.addPeerListener(e -> {
-                if (e.kind() == dev.nupa.device.PeerEvent.Kind.EVICTED && e.address() == fn.address()) {
+            AtomicBoolean leaving = new AtomicBoolean();
+            Runnable leave = () -> {
+                if (leaving.compareAndSet(false, true)) {
                     // Not on the liveness thread: exit waits for the hook, which waits for that thread.
                     Thread.ofPlatform().name("nupa-node-lost").start(() -> {
                         System.out.println("nupa node: " + fn.lostReason() + "; stopping");
@@ -424,7 +427,16 @@ final class NodeCommand implements Callable<Integer> {
                         System.exit(1);
                     });
                 }
+            };
+            fn.addPeerListener(e -> {
+                if (e.kind() == dev.nupa.device.PeerEvent.Kind.EVICTED && e.address() == fn.address()) {
+                    leave.run();
+                }
             });
+            // Liveness says it once: a fabric lost while the node started, before the listener was there, is seen here.
+            if (fn.lostReason() != null) {
+                leave.run();
+            }
         }
     }
 
