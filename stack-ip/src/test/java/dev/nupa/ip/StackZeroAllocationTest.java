@@ -11,8 +11,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Nothing allocated, for the whole stack: in steady state, a UDP echo (sent, received, echoed in
- * place, received back), a fragmented one, and an ICMP echo allocate nothing. Everything runs on
- * the test thread (no datapath threads), so its allocation counter sees all of it.
+ * place, received back), one sent from a heap segment, a fragmented one, and an ICMP echo allocate
+ * nothing. Everything runs on the test thread (no datapath threads), so its allocation counter sees
+ * all of it.
  */
 class StackZeroAllocationTest {
 
@@ -28,6 +29,7 @@ class StackZeroAllocationTest {
             a.addEchoListener(9, (from, seq, ttl, mem, off, len, now) -> echoes[0]++);
             MemorySegment small = Arena.ofAuto().allocate(64);
             MemorySegment big = Arena.ofAuto().allocate(20_000);
+            MemorySegment heap = MemorySegment.ofArray(new byte[1_472]); // a Vert.x buffer's bytes, summed in place
             long expected = 0;
             long allocated = -1;
             // Steady state: some round of 5,000 echoes allocates nothing at all. Early rounds run before
@@ -37,6 +39,8 @@ class StackZeroAllocationTest {
                 for (int i = 0; i < 5_000; i++) {
                     a.sendUdp(5000, ip(1), 7, small, 0, 64);
                     a.sendEchoRequest(ip(1), 9, i, small, 0, 56);
+                    a.sendUdp(5000, ip(1), 7, heap, 0, 1_472);
+                    expected++;
                     if (i % 10 == 0) {
                         a.sendUdp(5000, ip(1), 7, big, 0, 20_000);
                         expected++;

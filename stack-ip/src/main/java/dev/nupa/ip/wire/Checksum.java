@@ -1,8 +1,6 @@
 package dev.nupa.ip.wire;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
 import java.util.Objects;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -31,6 +29,8 @@ public final class Checksum {
     private static final ValueLayout.OfShort NATIVE_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED;
     /** 32-bit words summed between folds: each adds below 2^32, so 2^30 of them stay far below 2^63. */
     private static final int CHUNK_WORDS = 1 << 30;
+    /** Words of the largest byte[]: more (a heap segment over a long[] past 2 GiB) take the chunked loop. */
+    private static final int HEAP_WORDS = 1 << 29;
 
     /**
      * The folded one's complement sum of {@code length} bytes at {@code offset}. Adds the data as 32-bit words
@@ -38,29 +38,18 @@ public final class Checksum {
      * carries").
      */
     public static int sum(MemorySegment seg, long offset, long length) {
-        // Heap segments (byte[] from Vert.x buffers) take their own loop: one call site that sees
-        // heap, native and mapped segments is megamorphic, and the JIT then neither inlines the
-        // accessors nor hoists their checks (profiled: the sum ran several times slower).
-        if (!seg.isNative() && seg.heapBase().orElse(null) instanceof byte[] array) {
-            Objects.checkFromIndexSize(offset, length, seg.byteSize());
-            return sumArray(array, (int) (seg.address() + offset), (int) length);
-        }
+        Objects.checkFromIndexSize(offset, length, seg.byteSize());
         // Native-order loads (no byte swap per load), one 32-bit word a step in an int-counted loop, which C2
         // vectorizes (twice the rate of the same sum unrolled by hand over longs); the folded sum is swapped to
         // network order at the end when the host is little-endian (RFC 1071 2(B): the sum is byte-order
-        // independent up to that swap).
-        long acc = 0;
-        long i = offset;
+        // independent up to that swap). Heap segments (byte[] from Vert.x buffers) take a copy of the loop in a
+        // method of their own: one loop that sees heap, native and mapped segments is megamorphic, and the JIT then
+        // neither inlines the accessors nor hoists their checks (profiled: the sum ran several times slower). Not
+        // through heapBase(): its Optional is not always removed, and the sum must not allocate.
+        long words = length >>> 2;
+        long acc = seg.isNative() || words > HEAP_WORDS ? nativeWords(seg, offset, words) : heapWords(seg, offset, (int) words);
+        long i = offset + 4 * words;
         long end = offset + length;
-        while (end - i >= 4) {
-            // Each word adds below 2^32, so a long takes 2^31 of them; fold between chunks of that many.
-            int words = (int) Math.min((end - i) >>> 2, CHUNK_WORDS);
-            for (int k = 0; k < words; k++) {
-                acc += seg.get(NATIVE_INT, i + 4L * k) & LOW32;
-            }
-            i += 4L * words;
-            acc = (acc >>> 32) + (acc & LOW32);
-        }
         if (end - i >= 2) {
             acc += seg.get(NATIVE_SHORT, i) & 0xFFFF;
             i += 2;
@@ -75,29 +64,30 @@ public final class Checksum {
         return LITTLE ? swap(sum) : sum;
     }
 
-    private static final VarHandle ARRAY_INT = MethodHandles.byteArrayViewVarHandle(int[].class, ByteOrder.nativeOrder());
-
-    /** {@link #sum(MemorySegment, long, long)} over {@code length} bytes of {@code a} from {@code from}. */
-    private static int sumArray(byte[] a, int from, int length) {
-        // As for native memory: native-order 32-bit words in an int-counted loop, which C2 vectorizes (an array
-        // holds under 2^29 of them, so the long cannot overflow); the few bytes after them in network order.
+    /** The sum of {@code words} native-order 32-bit words from {@code offset}, folded below 2^33. */
+    private static long nativeWords(MemorySegment seg, long offset, long words) {
         long acc = 0;
-        int words = length >>> 2;
+        long i = offset;
+        while (words > 0) {
+            // Each word adds below 2^32, so a long takes 2^31 of them; fold between chunks of that many.
+            int n = (int) Math.min(words, CHUNK_WORDS);
+            for (int k = 0; k < n; k++) {
+                acc += seg.get(NATIVE_INT, i + 4L * k) & LOW32;
+            }
+            i += 4L * n;
+            words -= n;
+            acc = (acc >>> 32) + (acc & LOW32);
+        }
+        return acc;
+    }
+
+    /** {@link #nativeWords} for a heap segment of at most {@link #HEAP_WORDS} words (a byte[]'s): the long cannot overflow. */
+    private static long heapWords(MemorySegment seg, long offset, int words) {
+        long acc = 0;
         for (int k = 0; k < words; k++) {
-            acc += (int) ARRAY_INT.get(a, from + 4 * k) & LOW32;
+            acc += seg.get(NATIVE_INT, offset + 4L * k) & LOW32;
         }
-        int words16 = fold(acc);
-        long tail = LITTLE ? swap(words16) : words16;
-        int i = from + 4 * words;
-        int end = from + length;
-        if (end - i >= 2) {
-            tail += ((a[i] & 0xFF) << 8) | (a[i + 1] & 0xFF);
-            i += 2;
-        }
-        if (i < end) {
-            tail += (a[i] & 0xFF) << 8; // RFC 1071 4.1: an odd last byte is a high byte
-        }
-        return fold(tail);
+        return acc;
     }
 
     /** Continues {@code initial} (a sum of an even number of bytes, or any 16-bit sum such as a pseudo header) over more bytes. */
