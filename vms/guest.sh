@@ -197,7 +197,8 @@ aot_cache() {
     rm -f "$node/nupa.aot"
     echo "vms/guest.sh: no AOT cache for the guests' JVM (training failed: $dir/aot-train.log); they load classes as usual" >&2
   fi
-  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true
+  kill "$pid" 2>/dev/null || true # gone already where it failed to start
+  wait "$pid" 2>/dev/null || true
   rm -f "$fabric"
 }
 
