@@ -7,12 +7,12 @@
 #  3. FIG=1: 64 B UDP round trips from a Java node (`nupa perf udp-lat --peer`), 5 runs each against the GPU echo and
 #     a C node (nupa-cnode serve, one core), beside the floor (gpu-shm-probe: a kernel and a CPU process ping-ponging
 #     through one registered line), 5 runs; then the echo rate with many datagrams in flight (`nupa-cnode rate`, one
-#     C sender spinning on its own core, WINDOW 64 unanswered at most, RATE_S seconds a run), 64 B and 1,472 B, 5 runs
-#     each against the GPU echo and the C node, alternating;
+#     C sender spinning on its own core, up to each of WINDOWS (64 256) unanswered, RATE_S seconds a run), 64 B and
+#     1,472 B, 5 runs each against the GPU echo and the C node, alternating;
 #     (PEERS picks the peers, AB="BIN ..." adds 5 round-trip runs against the echo of each other build of
 #     nupa-gpu-node, FLOOR=0 leaves the floor out, REDUCE=0 the reduction, CPU_REDUCE=" " the CPU's reduction;
 #     BUILD=0 takes the binaries in native/build as they are, e.g. built elsewhere with nvcc.)
-#  4. SANITIZE=1: the echo kernel under compute-sanitizer's memcheck.
+#  4. SANITIZE=1: the echo kernel under compute-sanitizer's memcheck (lone datagrams of 0..300 bytes, then batches).
 #  5. KILL=1 (the default): a GPU node's host process killed with SIGKILL while its kernel runs: a Java node
 #     (`nupa node`) reclaims its address, and a new GPU node at that address echoes again (`nupa udp-check`).
 set -u
@@ -21,6 +21,7 @@ if [ -z "${NUPA:-}" ]; then
   if [ -x .devrun/jrt/bin/java ]; then NUPA=".devrun/jrt/bin/java --enable-native-access=ALL-UNNAMED -jar .devrun/node/nupa-node.jar"; else NUPA=./nupa; fi
 fi
 L=${OUT:-/tmp}; F=/dev/shm/nupa-gpu-node-f; B=native/build; T=${THREADS:-128}
+JCPUS=4-7 # the Java client's CPUs: its JIT and GC threads beside the one that spins (on one CPU they preempt it for ticks)
 nvidia-smi --query-gpu=name,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader
 lspci -vvv -d 10de: 2>/dev/null | grep -i "atomicop" | head -4
 if [ "${BUILD:-1}" = 1 ]; then make -C native all sim build/nupa-gpu-node >/dev/null || { echo "BUILD FAILED"; exit 1; }; fi
@@ -36,26 +37,26 @@ if [ "${FIG:-0}" = 1 ]; then
   kill -TERM $G; wait $G; cat $L/echo.log
   rm -f $L/echo.log; taskset -c 2 $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/echo.log 2>&1 & G=$!
   up $L/echo.log
-  taskset -c 6 $B/nupa-cnode $F 7 10.0.0.8/24 serve 600 >$L/cnode.log 2>&1 & C=$!
+  taskset -c 10 $B/nupa-cnode $F 7 10.0.0.8/24 serve 600 >$L/cnode.log 2>&1 & C=$!
   for peer in ${PEERS:-10.0.0.6 10.0.0.8}; do echo "== udp-lat 64 B to $peer, 5 runs"
-    for i in 1 2 3 4 5; do timeout 60 taskset -c 4 $NUPA perf udp-lat --peer $peer --fabric $F --client-address 2 -n 20000 --warmup 5000 --json | tail -1; done
+    for i in 1 2 3 4 5; do timeout 60 taskset -c $JCPUS $NUPA perf udp-lat --peer $peer --fabric $F --client-address 2 -n 20000 --warmup 5000 --json | tail -1; done
   done
   kill -TERM $G; wait $G; cat $L/echo.log # its time per step: the round trips' (and the checks')
   for X in ${AB:-}; do echo "== udp-lat 64 B to the echo of $X (AB: other builds, one after another), 5 runs"
     rm -f $L/ab.log; taskset -c 2 $X $F 5 10.0.0.6/24 echo 7 $T 300 >$L/ab.log 2>&1 & G=$!
     up $L/ab.log
-    for i in 1 2 3 4 5; do timeout 60 taskset -c 4 $NUPA perf udp-lat --peer 10.0.0.6 --fabric $F --client-address 2 -n 20000 --warmup 5000 --json | tail -1; done
+    for i in 1 2 3 4 5; do timeout 60 taskset -c $JCPUS $NUPA perf udp-lat --peer 10.0.0.6 --fabric $F --client-address 2 -n 20000 --warmup 5000 --json | tail -1; done
     kill -TERM $G; wait $G; cat $L/ab.log
   done
   rm -f $L/echo.log; taskset -c 2 $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/echo.log 2>&1 & G=$!
   up $L/echo.log
   a=9
-  for size in 64 1472; do echo "== echo rate, $size B, window ${WINDOW:-64}, 5 runs each, GPU then C node"
+  for w in ${WINDOWS:-64 256}; do for size in 64 1472; do echo "== echo rate, $size B, window $w, 5 runs each, GPU then C node"
     for i in 1 2 3 4 5; do for peer in 10.0.0.6 10.0.0.8; do
       a=$((a + 1)) # a fresh sender each run: echoes still in flight when a run ends must not reach the next one
-      timeout 60 taskset -c 4 $B/nupa-cnode $F $a 10.0.0.$((a + 1))/24 rate $peer 7 $size ${RATE_S:-2} ${WINDOW:-64}
+      timeout 60 taskset -c 12 $B/nupa-cnode $F $a 10.0.0.$((a + 1))/24 rate $peer 7 $size ${RATE_S:-2} $w
     done; done
-  done
+  done; done
   kill -TERM $C; wait $C
 fi
 kill -TERM $G; wait $G; cat $L/echo.log
@@ -79,6 +80,7 @@ if [ "${SANITIZE:-0}" = 1 ]; then
   $CS --tool memcheck $B/nupa-gpu-node $F 5 10.0.0.6/24 echo 7 $T 300 >$L/cs.log 2>&1 & G=$!
   up $L/cs.log
   timeout 120 $B/nupa-cnode $F 3 10.0.0.4/24 udp 10.0.0.6 7 0 300
+  timeout 120 $B/nupa-cnode $F 4 10.0.0.5/24 rate 10.0.0.6 7 1472 2 64 # batches, and the look read beside them
   kill -TERM $(pgrep -P $G || echo $G); wait $G; echo "sanitized run rc=$?"
   grep -c "Invalid" $L/cs.log; grep -A3 "Invalid" $L/cs.log | head -16; tail -3 $L/cs.log
 fi

@@ -80,8 +80,9 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
     if (threadIdx.x == 0) {
         nupa_gpu_init(&f, st);
         memset(cnt, 0, sizeof *cnt);
+        s_batch.pre_k = 0;
     }
-    while (next_batch(&f, st, ctl, cnt, &s_batch)) {
+    while (next_batch(&f, st, ctl, cnt, &s_batch, no_lone())) {
         for (int i = 0; i < s_batch.n; i++) {
             take_datagram(&f, st, &svc, cnt, &s_batch, i, s_words, &s_frame, &s_udp, staging, s_scratch, &s_ok, nullptr);
             if (!s_ok) {

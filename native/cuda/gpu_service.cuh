@@ -8,7 +8,7 @@
 
 #include "nupa_gpu_node.cuh"
 
-#define BATCH 32
+#define BATCH NUPA_GPU_LOOK_MAX
 /* How long a reply waits for room in its peer's ring before it is dropped and counted. */
 static constexpr uint64_t SEND_WAIT_NS = 1000ull * 1000 * 1000;
 /* After this long without frames the kernel naps between polls (fewer PCIe reads when idle). */
@@ -28,6 +28,9 @@ struct counters {
      * slot's and datagram's headers read and checked, the data read and summed, the claim, the copy and headers
      * written, the publish */
     uint64_t step_ns[5];
+    /* echo: the frames that came alone (echo_lone), the time thread 0 waited for them (from the end of the last frame's
+     * work to this one's find), and their slot's read alone (of the first step) */
+    uint64_t lone, lone_wait_ns, lone_read_ns;
 };
 
 struct control {
@@ -57,17 +60,24 @@ static __device__ void store_counts(struct control *ctl, const struct counters *
  * Thread 0: waits for frames in any of the node's idle rings, looking at every ring's head at once. Returns how many
  * slots it took (0 when asked to stop), with their ring and where its head goes once they are done with. Spins for
  * SPIN_NS after the last frame, then naps; looks at the stop flag and runs the stall check every millisecond while idle.
+ * bell: a peer (address + 1; 0 for none) whose armed word is loaded as armed (nupa_gpu_armed), woken once the first
+ * look is in flight.
  */
 static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct control *ctl,
-        const uint8_t **slots, uint32_t *ring, uint64_t *next, int *stop) {
+        const uint8_t **slots, uint32_t *ring, uint64_t *next, int *stop, uint32_t bell, uint32_t armed) {
     uint64_t idle_since = nupa_globaltimer(), last_look = idle_since;
+    const int acquire = f->rings_per_node == 1; /* nupa_gpu_rx_peek */
     for (uint32_t turn = 0;; turn++) {
         uint64_t peek[NUPA_G_MAX_RINGS]; /* the rings' heads read at once: one round trip for all */
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
-            peek[r] = nupa_gpu_rx_peek(f, st, r);
+            peek[r] = nupa_gpu_rx_peek(f, st, r, acquire);
         }
+        if (bell != 0 && armed != 0) {
+            nupa_gpu_wake(f, st, bell - 1);
+        }
+        bell = 0;
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
-            int n = nupa_gpu_rx_ready(f, st, r, peek[r], slots, BATCH, next);
+            int n = nupa_gpu_rx_ready(f, st, r, peek[r], acquire, slots, BATCH, next);
             if (n > 0 || *next != st->head[r]) {
                 *ring = r;
                 return n;
@@ -97,45 +107,106 @@ struct rx_batch {
     uint32_t ring;
     uint64_t next;
     int n, stop, found;
-    uint32_t accepted; /* frames taken for the service; the others were counted as dropped */
+    uint64_t accepted; /* frames taken for the service; the others were counted as dropped */
     uint64_t ctrl[NUPA_GPU_LOOK_MAX]; /* a busy ring's look: the ctrl words from look_h on, a thread a word */
     uint64_t look_h;
     uint32_t look_k;
+    uint64_t waited_ns; /* how long thread 0's last wait_frames took */
+    /* a look read ahead by the service while it served the last batch (pre_k ctrl words of ring pre_ring from position
+     * pre_h on, in ctrl, read with acquire; 0: none), and whether next_batch takes it instead of looking (use_pre) */
+    uint64_t pre_h;
+    uint32_t pre_k, pre_ring;
+    int use_pre;
+};
+
+/*
+ * Thread 0, after publishes to dest: its doorbell (6.3 step 6) is rung by the next look (next_batch), whose round trip
+ * its load of armed shares; one still due to another peer is rung now.
+ */
+static __device__ void ring_later(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest) {
+    if (st->bell_due != 0 && st->bell_due != dest + 1) {
+        nupa_gpu_ring_doorbell(f, st, st->bell_due - 1);
+    }
+    st->bell_due = dest + 1;
+}
+
+/* The lanes of warp 0 (the whole block when it has fewer than 32 threads). */
+static __device__ unsigned warp0_mask(void) {
+    return blockDim.x >= 32 ? 0xFFFFFFFFu : (1u << blockDim.x) - 1;
+}
+
+/* A service without a path of its own for a lone frame (next_batch): the block takes every frame. */
+struct no_lone {
+    __device__ int operator()(struct rx_batch *) const { return 0; }
 };
 
 /*
  * The whole block: the next batch of frames. A ring that had frames at the last look (st->look > 1) is looked at by the
- * block, a thread a ctrl word (nupa_gpu_rx_look, nupa_gpu_rx_take); when none has, thread 0 waits on every ring
- * (wait_frames). 0 once the host asked the kernel to stop (counters stored).
+ * block, a thread a ctrl word (nupa_gpu_rx_look, nupa_gpu_rx_take), or taken from the look the service read ahead beside
+ * its last batch's reads (b->pre_k, one round trip fewer a batch); when none has, warp 0 waits on every ring
+ * (wait_frames, its thread 0) while the other warps wait at the barrier, and hands each lone frame it finds to lone
+ * (called by every lane of warp 0 with the batch of that one frame: 1 once it served the frame and gave its slot back,
+ * 0 to have the block take it). A frame that came to an idle ring is alone by construction (the look read one ctrl
+ * word), so a service that answers it on one warp spares it the block's barriers. The doorbell of the last publishes
+ * (st->bell_due, ring_later) is rung here, its load of armed in flight with the look's. 0 once the host asked the
+ * kernel to stop (counters stored).
  */
+template <typename Lone>
 static __device__ int next_batch(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, struct control *ctl,
-        const struct counters *cnt, struct rx_batch *b) {
+        const struct counters *cnt, struct rx_batch *b, const Lone &lone) {
+    const unsigned mask = warp0_mask();
+    uint32_t bell = 0, armed = 0; /* thread 0's */
     for (;;) {
-        if (threadIdx.x == 0) {
-            b->look_k = 0;
-            for (uint32_t r = 0; r < f->rings_per_node && b->look_k == 0; r++) {
-                if (st->look[r] > 1) {
-                    b->ring = r;
-                    b->look_h = st->head[r];
-                    b->look_k = st->look[r] < BATCH ? st->look[r] : BATCH;
+        if (threadIdx.x < 32) {
+            for (;;) {
+                if (threadIdx.x == 0) {
+                    bell = st->bell_due;
+                    armed = bell != 0 ? nupa_gpu_armed(f, bell - 1) : 0;
+                    st->bell_due = 0;
+                    b->look_k = 0;
+                    for (uint32_t r = 0; r < f->rings_per_node && b->look_k == 0; r++) {
+                        if (st->look[r] > 1) {
+                            b->ring = r;
+                            b->look_h = st->head[r];
+                            b->look_k = st->look[r] < BATCH ? st->look[r] : BATCH;
+                        }
+                    }
+                    b->use_pre = b->look_k != 0 && b->pre_k != 0 && b->pre_ring == b->ring && b->pre_h == b->look_h;
+                    if (b->use_pre) {
+                        b->look_k = min(b->look_k, b->pre_k);
+                    }
+                    b->pre_k = 0;
+                    if (b->look_k == 0) {
+                        int stop = 0;
+                        uint64_t t = nupa_globaltimer();
+                        b->n = wait_frames(f, st, ctl, b->slots, &b->ring, &b->next, &stop, bell, armed);
+                        bell = 0;
+                        b->stop = stop;
+                        b->waited_ns = nupa_globaltimer() - t;
+                    }
+                    b->accepted = 0;
+                }
+                __syncwarp(mask);
+                if (b->look_k != 0 || b->stop || b->n != 1 || !lone(b)) {
+                    break;
                 }
             }
-            if (b->look_k == 0) {
-                int stop = 0;
-                b->n = wait_frames(f, st, ctl, b->slots, &b->ring, &b->next, &stop);
-                b->stop = stop;
-            }
-            b->accepted = 0;
         }
         __syncthreads();
         if (b->look_k == 0) {
             break;
         }
-        for (uint32_t j = threadIdx.x; j < b->look_k; j += blockDim.x) {
-            b->ctrl[j] = nupa_gpu_rx_look(f, b->ring, b->look_h, j);
+        if (!b->use_pre) {
+            for (uint32_t j = threadIdx.x; j < b->look_k; j += blockDim.x) {
+                b->ctrl[j] = nupa_gpu_rx_look(f, b->ring, b->look_h, j);
+            }
+            __syncthreads();
         }
-        __syncthreads();
         if (threadIdx.x == 0) {
+            if (bell != 0 && armed != 0) {
+                nupa_gpu_wake(f, st, bell - 1);
+            }
+            bell = 0;
             b->n = nupa_gpu_rx_take(f, st, b->ring, b->ctrl, b->look_k, 1, b->slots, BATCH, &b->next);
             b->stop = 0;
             b->found = b->n > 0 || b->next != st->head[b->ring];
@@ -155,15 +226,20 @@ static __device__ int next_batch(const struct nupa_gpu_fabric *f, struct nupa_gp
     return 1;
 }
 
-/* The whole block: the batch's slots go back to their ring; the node's counts to the host once a millisecond (nupa_gpu_flush). */
+/* Thread 0: the batch's slots go back to their ring; the node's counts to the host once a millisecond (nupa_gpu_flush). */
+static __device__ void release_batch(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct rx_batch *b) {
+    nupa_gpu_rx_release(f, st, b->ring, b->next, b->accepted);
+    uint64_t now = nupa_globaltimer();
+    if (now - st->flushed_at >= 1000000) {
+        st->flushed_at = now;
+        nupa_gpu_flush(f, st);
+    }
+}
+
+/* The whole block: release_batch, then a barrier. */
 static __device__ void end_batch(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct rx_batch *b) {
     if (threadIdx.x == 0) {
-        nupa_gpu_rx_release(f, st, b->ring, b->next, b->accepted);
-        uint64_t now = nupa_globaltimer();
-        if (now - st->flushed_at >= 1000000) {
-            st->flushed_at = now;
-            nupa_gpu_flush(f, st);
-        }
+        release_batch(f, st, b);
     }
     __syncthreads();
 }

@@ -223,6 +223,10 @@ static int serve(nupa_node *node, int reduce, struct service svc, int threads, l
             printf("nupa-gpu-node: per datagram echoed, ns on average: %.0f headers read and checked, %.0f data summed, %.0f claim, %.0f "
                    "copy and headers, %.0f publish\n", (double) c.step_ns[0] / c.served, (double) c.step_ns[1] / c.served,
                    (double) c.step_ns[2] / c.served, (double) c.step_ns[3] / c.served, (double) c.step_ns[4] / c.served);
+            if (c.lone > 0) {
+                printf("nupa-gpu-node: %llu frames came alone (warp 0 answered them), ns on average: %.0f waited for, %.0f slot read\n",
+                       (unsigned long long) c.lone, (double) c.lone_wait_ns / c.lone, (double) c.lone_read_ns / c.lone);
+            }
         }
     }
     return evicted ? 1 : 0;

@@ -122,6 +122,7 @@ struct nupa_gpu_state {
     uint64_t dropped;              /* frames the link checks refused (another destination, a forged source, a bad length) */
     uint32_t wake_tail, wake_room; /* entries written; the host's head + NUPA_GPU_WAKES as last read */
     uint64_t flushed_at;           /* when the counts last went to the host (nupa_globaltimer()) */
+    uint32_t bell_due;             /* a peer (address + 1) published to, whose doorbell the next look rings (0: none) */
     struct nupa_gpu_peer peers[NUPA_GPU_PEERS]; /* what the sender knows of the rings it sent to: a direct-mapped cache */
 };
 
@@ -389,7 +390,9 @@ static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, co
 }
 
 /* The most ctrl words one look reads at once (nupa_gpu_rx_take). */
-#define NUPA_GPU_LOOK_MAX 32
+#ifndef NUPA_GPU_LOOK_MAX
+#define NUPA_GPU_LOOK_MAX 64
+#endif
 
 /*
  * Thread 0: up to max slots of ring r, from its head on, that hold published frames (6.4 step 1: laps no producer
@@ -441,13 +444,17 @@ static __device__ inline int nupa_gpu_rx_take(const struct nupa_gpu_fabric *f, s
 
 /*
  * Thread 0: the idle ring's look, one slot (nupa_gpu_rx_take): first, the head's ctrl word as nupa_gpu_rx_peek read it
- * (several rings peeked at once cost one round trip), or UINT64_MAX to read it here.
+ * (several rings peeked at once cost one round trip), or UINT64_MAX to read it here; acquired: whether the peek was an
+ * acquire.
  */
 static __device__ inline int nupa_gpu_rx_ready(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t r, uint64_t first,
-        const uint8_t **slots, int max, uint64_t *next) {
-    uint64_t c = first != UINT64_MAX ? first
-                                      : nupa_wr_load64_relaxed((const uint64_t *) nupa_g_slot(f, nupa_g_ring(f, f->address, r), st->head[r]));
-    return nupa_gpu_rx_take(f, st, r, &c, 1, 0, slots, max, next);
+        int acquired, const uint8_t **slots, int max, uint64_t *next) {
+    uint64_t c = first;
+    if (first == UINT64_MAX) {
+        c = nupa_wr_load64_relaxed((const uint64_t *) nupa_g_slot(f, nupa_g_ring(f, f->address, r), st->head[r]));
+        acquired = 0;
+    }
+    return nupa_gpu_rx_take(f, st, r, &c, 1, acquired, slots, max, next);
 }
 
 /*
@@ -458,9 +465,14 @@ static __device__ inline uint64_t nupa_gpu_rx_look(const struct nupa_gpu_fabric 
     return nupa_wr_load64((const uint64_t *) nupa_g_slot(f, nupa_g_ring(f, f->address, r), h + j));
 }
 
-/* Thread 0: the ctrl word at ring r's head, a relaxed load for nupa_gpu_rx_ready's first (no fence: nothing is read after it). */
-static __device__ inline uint64_t nupa_gpu_rx_peek(const struct nupa_gpu_fabric *f, const struct nupa_gpu_state *st, uint32_t r) {
-    return nupa_wr_load64_relaxed((const uint64_t *) nupa_g_slot(f, nupa_g_ring(f, f->address, r), st->head[r]));
+/*
+ * Thread 0: the ctrl word at ring r's head for nupa_gpu_rx_ready's first. Relaxed where several rings are peeked, so
+ * that their loads are in flight together (a frame found then costs an acquire fence); an acquire where acquire says
+ * (a node of one ring: the load orders the slot's reads after it, and no fence is needed).
+ */
+static __device__ inline uint64_t nupa_gpu_rx_peek(const struct nupa_gpu_fabric *f, const struct nupa_gpu_state *st, uint32_t r, int acquire) {
+    const uint64_t *ctrl = (const uint64_t *) nupa_g_slot(f, nupa_g_ring(f, f->address, r), st->head[r]);
+    return acquire ? nupa_wr_load64(ctrl) : nupa_wr_load64_relaxed(ctrl);
 }
 
 /* Adds v to a count that several threads of the block may add to at once (in shared memory: an atomic there is cheap). */
@@ -800,10 +812,18 @@ static __device__ inline int nupa_gpu_publish_slot(const struct nupa_gpu_fabric 
     }
 }
 
+/*
+ * Thread 0: the doorbell's load of dest's armed word after publishes to dest (6.3 step 6), relaxed behind the fence, so
+ * that its round trip can overlap other loads before its value is used (nupa_gpu_ring_doorbell takes it at once).
+ */
+static __device__ inline uint32_t nupa_gpu_armed(const struct nupa_gpu_fabric *f, uint32_t dest) {
+    __threadfence_system(); /* the publish before the load of armed (Dekker with the consumer's sleep, section 7) */
+    return nupa_wr_load32_relaxed((const uint32_t *) (nupa_g_entry(f, dest) + NUPA_G_E_ARMED));
+}
+
 /* Thread 0: the doorbell's first step after publishes to dest (6.3 step 6): if dest is armed, its address goes to the host's mailbox. */
 static __device__ inline void nupa_gpu_ring_doorbell(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t dest) {
-    __threadfence_system(); /* the publish before the load of armed (Dekker with the consumer's sleep, section 7) */
-    if (nupa_wr_load32((const uint32_t *) (nupa_g_entry(f, dest) + NUPA_G_E_ARMED)) != 0) {
+    if (nupa_gpu_armed(f, dest) != 0) {
         nupa_gpu_wake(f, st, dest);
     }
 }

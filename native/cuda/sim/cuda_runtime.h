@@ -38,6 +38,7 @@
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 #define __shared__ static /* one block at a time */
+#define __align__(n) __attribute__((aligned(n)))
 
 struct dim3 {
     unsigned x, y, z;
@@ -149,6 +150,13 @@ template <typename T> static inline T __shfl_sync(unsigned mask, T v, int src) {
         w.cv.notify_all();
     }
     return r;
+}
+
+/* Every lane of mask calls it, as on a GPU: a barrier among them that orders their memory accesses. */
+static inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    (void) __shfl_sync(mask, 0, __ffs((int) mask) - 1);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 /* ---- the runtime ---- */
