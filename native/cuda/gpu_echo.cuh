@@ -49,15 +49,6 @@ ECHO_UNROLL
     return part;
 }
 
-/* A warp's lanes (mask, the first lanes of it): the sum of their v, in lane 0, by a tree of shuffles. */
-static __device__ uint64_t warp_total(uint64_t v, uint32_t lane, uint32_t lanes, unsigned mask) {
-    for (uint32_t d = 16; d > 0; d /= 2) {
-        uint64_t other = __shfl_sync(mask, v, lane + d < lanes ? lane + d : lane);
-        v += lane + d < lanes ? other : 0;
-    }
-    return v;
-}
-
 /*
  * A warp's lanes: len bytes of data from (4-byte aligned, device or shared memory) into a reply's frame at to, 4-byte
  * aligned in its slot; the last bytes alone: a slot may end right after the frame, and the next slot's ctrl follows.
@@ -133,7 +124,7 @@ struct echo_lone {
         if (*ok) {
             const uint32_t len = u->len;
             const int whole = len <= held;
-            uint64_t sum = warp_total(echo_warp_sum(whole ? (const uint8_t *) (words + 11) : fr->payload + 28, whole ? NULL : staging, len,
+            uint64_t sum = nupa_gpu_warp_total(echo_warp_sum(whole ? (const uint8_t *) (words + 11) : fr->payload + 28, whole ? NULL : staging, len,
                                                     lane, lanes), lane, lanes, mask);
             if (lane == 0) {
                 *ok = 0;
@@ -233,7 +224,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
         /* the batch's slots, 8 bytes a thread, two loads in flight before either is stored (one round trip for the batch
          * on 1,024 threads), and beside them the next look (next_batch): ctrl word j after the batch read by thread j */
         const uint32_t pairs = load_words / 2, total = (uint32_t) n * pairs; /* load_words is even: slot_bytes is a multiple of 64 */
-        const uint32_t look = st->look[s_batch.ring], pre_k = look > 1 ? min(look, (uint32_t) BATCH) : 0; /* as next_batch's */
+        const uint32_t look = st->look[s_batch.ring], pre_k = look > 1 ? min(min(look, (uint32_t) BATCH), blockDim.x) : 0; /* as next_batch's */
         const uint64_t pre_h = s_batch.next;
         uint64_t pre = 0;
         for (uint32_t x = tid, turn = 0; x < total || turn == 0; x += 2 * blockDim.x, turn++) {
@@ -253,12 +244,14 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
         if (tid < pre_k) {
             s_batch.ctrl[tid] = pre;
         }
+        /* it stands in for the next look only where every word it read was published: where it found fewer, frames
+         * published since would wait a batch more, and a fresh look is worth its round trip */
+        const int published = __syncthreads_count(tid < pre_k && (pre >> 2) == pre_h + tid + 1);
         if (tid == 0) {
-            s_batch.pre_k = pre_k;
+            s_batch.pre_k = published == (int) pre_k ? pre_k : 0;
             s_batch.pre_h = pre_h;
             s_batch.pre_ring = s_batch.ring;
         }
-        __syncthreads();
         for (int i = tid; i < n; i += blockDim.x) { /* a thread a frame: one thread's checks cost about 0.3 us a frame */
             s_ok[i] = nupa_gpu_rx_frame(&f, st, s_batch.slots[i], s_words[i], &s_frame[i])
                     && check_udp(&s_frame[i], (const uint8_t *) (s_words[i] + 4), svc.ip, svc.port, &s_udp[i], cnt);
@@ -277,7 +270,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
             if (s_ok[i]) {
                 uint32_t len = s_udp[i].len;
                 int whole = len <= held; /* in s_words already: summed there, copied from there */
-                uint64_t sum = warp_total(echo_warp_sum(whole ? (const uint8_t *) (s_words[i] + 11) : s_frame[i].payload + 28,
+                uint64_t sum = nupa_gpu_warp_total(echo_warp_sum(whole ? (const uint8_t *) (s_words[i] + 11) : s_frame[i].payload + 28,
                                                         whole ? NULL : staging + i * stride, len, lane, lanes),
                         lane, lanes, lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1);
                 if (lane == 0) {

@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
     __shared__ struct udp_seen s_udp;
     __shared__ struct nupa_gpu_claim s_claim;
     __shared__ uint32_t s_order[MAX_SENDERS];
-    __shared__ uint64_t s_scratch[1024];
+    __shared__ uint64_t s_scratch[32];
     const uint32_t chunks = (svc.elements + svc.chunk - 1) / svc.chunk;
     uint16_t id = 0;
     /* thread 0's state and counts in shared memory: its steps touch them per frame, a few cycles an access where device
@@ -183,11 +183,12 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                     }
                     __syncthreads(); /* every write before the publish, which releases them (nupa_gpu_node.cuh's rule) */
                     if (threadIdx.x == 0) {
-                        if (nupa_gpu_publish(&f, st, &s_claim, 0) == NUPA_OK) {
+                        if (nupa_gpu_published(st, &s_claim, nupa_gpu_publish_slot(&f, &s_claim, 0), 0) == NUPA_OK) {
                             cnt->results++;
                         } else {
                             cnt->send_failed++;
                         }
+                        ring_later(&f, st, s_claim.dest); /* a sender's doorbell once for its chunks, not once a chunk */
                     }
                     __syncthreads();
                 }

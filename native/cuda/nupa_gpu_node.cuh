@@ -841,22 +841,23 @@ static __device__ inline int nupa_gpu_published(struct nupa_gpu_state *st, const
     return NUPA_OK;
 }
 
-/*
- * Thread 0: publishes a claimed frame (nupa_gpu_publish_slot), rings the doorbell and counts. NUPA_OK, or NUPA_LATE when
- * the consumer had skipped the claim.
- */
-static __device__ inline int nupa_gpu_publish(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct nupa_gpu_claim *c,
-        int abort) {
-    int ok = nupa_gpu_publish_slot(f, c, abort);
-    nupa_gpu_ring_doorbell(f, st, c->dest);
-    return nupa_gpu_published(st, c, ok, abort);
+/* A warp's lanes (mask, the first lanes of it): the sum of their v, in lane 0, by a tree of shuffles. */
+static __device__ inline uint64_t nupa_gpu_warp_total(uint64_t v, uint32_t lane, uint32_t lanes, unsigned mask) {
+    for (uint32_t d = 16; d > 0; d /= 2) {
+        if (d < lanes) { /* the same for every lane: a shuffle none of them needs is left out (a block of one thread: none) */
+            uint64_t other = __shfl_sync(mask, v, lane + d < lanes ? lane + d : lane);
+            v += lane + d < lanes ? other : 0;
+        }
+    }
+    return v;
 }
 
 /*
  * The sum (nupa_g_sum) of n bytes at src, by every thread of the block, each copying the words it reads to dst (may be
  * NULL) on the way. src and dst 4-byte aligned; bytes past n within the last word are read (the caller's buffer holds
- * them) but neither summed nor, past n, copied meaningfully. scratch: blockDim.x words of shared memory. Every thread
- * of the block calls it; every thread gets the sum.
+ * them) but neither summed nor, past n, copied meaningfully. scratch: a word a warp of shared memory. Every thread of
+ * the block calls it; every thread gets the sum (each warp's added up by shuffles, then the warps' by every thread: a
+ * loop over a word a thread cost 15 us on 1,024 threads).
  */
 static __device__ inline uint64_t nupa_gpu_block_sum(const uint8_t *src, uint8_t *dst, uint32_t n, uint64_t *scratch) {
     uint64_t s = 0;
@@ -872,11 +873,16 @@ static __device__ inline uint64_t nupa_gpu_block_sum(const uint8_t *src, uint8_t
         }
         s += nupa_g_sum_word(w);
     }
-    scratch[threadIdx.x] = s;
+    const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
+    const uint32_t lanes = min(32u, blockDim.x - 32 * warp);
+    s = nupa_gpu_warp_total(s, lane, lanes, lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1);
+    if (lane == 0) {
+        scratch[warp] = s;
+    }
     __syncthreads();
     uint64_t total = 0;
-    for (uint32_t i = 0; i < blockDim.x; i++) {
-        total += scratch[i];
+    for (uint32_t w = 0; w < warps; w++) {
+        total += scratch[w];
     }
     __syncthreads(); /* scratch free again */
     return total;

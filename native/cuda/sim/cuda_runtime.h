@@ -53,6 +53,23 @@ static dim3 blockDim;
 static pthread_barrier_t sim_barrier;
 
 static inline void __syncthreads(void) { pthread_barrier_wait(&sim_barrier); }
+/* __syncthreads that counts the threads whose pred is non-zero: two counters in turn, one cleared while the other counts. */
+static std::atomic<int> sim_counts[2];
+static thread_local int sim_count_turn;
+static inline int __syncthreads_count(int pred) {
+    int t = sim_count_turn;
+    sim_count_turn ^= 1;
+    if (pred) {
+        sim_counts[t]++;
+    }
+    pthread_barrier_wait(&sim_barrier);
+    int n = sim_counts[t].load();
+    pthread_barrier_wait(&sim_barrier); /* every thread has read it */
+    if (threadIdx.x == 0) {
+        sim_counts[t] = 0; /* the other counter is the next call's */
+    }
+    return n;
+}
 static inline void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 /* A short nap yields; a long one (an idle kernel's backoff) sleeps, so an idle simulated kernel leaves the CPU alone. */
 static inline void __nanosleep(unsigned ns) {
