@@ -22,9 +22,13 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
@@ -122,10 +126,48 @@ class GpuNodeSimTest {
                 // An echo after them comes back, so the kernel has passed them.
                 NupaCli.Run after = NupaCli.nupa("udp-check", "--fabric", fabric.toString(), "--count", "5", "--max-size", "100", GPU_IP);
                 assertEquals(0, after.status(), after.out() + after.err());
+
+                // A burst that waits in the ring together: the block's batches take it (and the look read ahead beside
+                // them), every echo byte for byte; sizes whole in the slot's first read and past it.
+                List<byte[]> burst = new ArrayList<>();
+                for (int k = 0; k < BURST; k++) {
+                    byte[] data = new byte[8 + 7 * k];
+                    for (int j = 0; j < data.length; j++) {
+                        data[j] = (byte) (k * 31 + j);
+                    }
+                    MemorySegment.ofArray(data).set(BE_INT, 0, BURST_MAGIC);
+                    MemorySegment.ofArray(data).set(BE_INT, 4, k);
+                    burst.add(data);
+                    MemorySegment f = udpFrame(me, gpuIp, 7, data);
+                    assertTrue(raw.offer(GPU, 0, f, 0, (int) f.byteSize()) >= 0, "room in the GPU node's ring for the burst");
+                }
+                byte[][] echoed = new byte[BURST][];
+                int[] got = {0};
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (got[0] < BURST && System.nanoTime() < deadline) {
+                    int n = raw.poll((source, mem, off, len) -> {
+                        int ulen = len >= 36 ? (mem.get(BE_INT, off + 8 + 24) >>> 16) - 8 : -1;
+                        if (source == GPU && ulen >= 8 && 36 + ulen <= len && mem.get(BE_INT, off + 36) == BURST_MAGIC) {
+                            int k = mem.get(BE_INT, off + 40);
+                            if (k >= 0 && k < BURST && echoed[k] == null) {
+                                echoed[k] = mem.asSlice(off + 36, ulen).toArray(ValueLayout.JAVA_BYTE);
+                                got[0]++;
+                            }
+                        }
+                    }, 64);
+                    if (n == 0) {
+                        LockSupport.parkNanos(100_000);
+                    }
+                }
+                for (int k = 0; k < BURST; k++) {
+                    assertTrue(echoed[k] != null && Arrays.equals(burst.get(k), echoed[k]), "the burst's datagram " + k + " echoed intact");
+                }
             }
             String last = gpu.stop();
-            assertTrue(last.contains("nupa-gpu-node: 4006 datagrams echoed; dropped: 1 not UDP, 1 bad checksums, 1 to other ports, 0 sends failed"),
-                    last);
+            assertTrue(last.contains("nupa-gpu-node: " + (4006 + BURST) + " datagrams echoed; dropped: 1 not UDP, 1 bad checksums, 1 to other ports,"
+                    + " 0 sends failed"), last);
+            Matcher alone = Pattern.compile("(\\d+) frames came alone").matcher(last);
+            assertTrue(alone.find() && Long.parseLong(alone.group(1)) < 4006 + BURST, "some frames went through the block's batches: " + last);
             System.out.println("GpuNodeSimTest: " + check.lastLine() + "; " + c.output().strip() + "; " + lat.out().lines().skip(2).findFirst().orElse("")
                     + "; " + last.strip());
             assertNodeFree(fabric);
@@ -279,6 +321,9 @@ class GpuNodeSimTest {
     }
 
     private static final ValueLayout.OfInt BE_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    /** The echo test's burst: datagrams offered at once, tagged with this and their index. */
+    private static final int BURST = 48;
+    private static final int BURST_MAGIC = 0x42555253;
     private static final ValueLayout.OfFloat LE_FLOAT = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /** A link frame (docs/link-layer.md 1) from node 9 to the GPU node holding an IPv4/UDP datagram with good checksums. */
