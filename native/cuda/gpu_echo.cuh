@@ -125,7 +125,7 @@ struct echo_lone {
             const uint32_t len = u->len;
             const int whole = len <= held;
             uint64_t part = echo_warp_sum(whole ? (const uint8_t *) (words + 11) : fr->payload + 28, whole ? NULL : staging, len, lane, lanes);
-            uint64_t sum = nupa_gpu_warp_total(part, lane, lanes, mask);
+            uint64_t sum = nupa_gpu_warp_total(part, lane, lanes);
             if (lane == 0) {
                 *ok = 0;
                 t2 = nupa_globaltimer();
@@ -145,7 +145,7 @@ struct echo_lone {
                 __syncwarp(mask); /* every lane's writes before the publish, which releases them */
                 if (lane == 0) {
                     t4 = nupa_globaltimer();
-                    sent = nupa_gpu_published(st, c, nupa_gpu_publish_slot(f, c, 0), 0) == NUPA_OK;
+                    sent = publish_reply(f, st, c) == NUPA_OK;
                     if (!sent) {
                         cnt->send_failed++;
                     }
@@ -155,7 +155,6 @@ struct echo_lone {
         if (lane == 0) {
             release_batch(f, st, b);
             if (sent) {
-                ring_later(f, st, c->dest);
                 uint64_t t5 = nupa_globaltimer();
                 cnt->served++;
                 cnt->step_ns[0] += t1 - t0;
@@ -273,7 +272,7 @@ __global__ void __launch_bounds__(1024) echo_kernel(struct nupa_gpu_fabric f, st
                 int whole = len <= held; /* in s_words already: summed there, copied from there */
                 uint64_t part = echo_warp_sum(whole ? (const uint8_t *) (s_words[i] + 11) : s_frame[i].payload + 28,
                         whole ? NULL : staging + i * stride, len, lane, lanes);
-                uint64_t sum = nupa_gpu_warp_total(part, lane, lanes, lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1);
+                uint64_t sum = nupa_gpu_warp_total(part, lane, lanes);
                 if (lane == 0) {
                     s_udp[i].sum = sum;
                     s_ok[i] = nupa_g_udp_valid((const uint8_t *) (s_words[i] + 4) + 20, s_udp[i].ip.src, s_udp[i].ip.dst, sum) ? 1 : -1;

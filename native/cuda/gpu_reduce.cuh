@@ -183,12 +183,12 @@ __global__ void __launch_bounds__(1024) reduce_kernel(struct nupa_gpu_fabric f, 
                     }
                     __syncthreads(); /* every write before the publish, which releases them (nupa_gpu_node.cuh's rule) */
                     if (threadIdx.x == 0) {
-                        if (nupa_gpu_published(st, &s_claim, nupa_gpu_publish_slot(&f, &s_claim, 0), 0) == NUPA_OK) {
+                        /* a sender's doorbell once for its chunks, not once a chunk */
+                        if (publish_reply(&f, st, &s_claim) == NUPA_OK) {
                             cnt->results++;
                         } else {
                             cnt->send_failed++;
                         }
-                        ring_later(&f, st, s_claim.dest); /* a sender's doorbell once for its chunks, not once a chunk */
                     }
                     __syncthreads();
                 }

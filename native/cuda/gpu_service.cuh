@@ -56,6 +56,13 @@ static __device__ void store_counts(struct control *ctl, const struct counters *
     }
 }
 
+/* Thread 0: the rest of a doorbell whose load of armed was in flight (bell: the peer's address + 1, 0 for none). */
+static __device__ void wake_if_armed(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, uint32_t bell, uint32_t armed) {
+    if (bell != 0 && armed != 0) {
+        nupa_gpu_wake(f, st, bell - 1);
+    }
+}
+
 /*
  * Thread 0: waits for frames in any of the node's idle rings, looking at every ring's head at once. Returns how many
  * slots it took (0 when asked to stop), with their ring and where its head goes once they are done with. Spins for
@@ -72,9 +79,7 @@ static __device__ int wait_frames(const struct nupa_gpu_fabric *f, struct nupa_g
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
             peek[r] = nupa_gpu_rx_peek(f, st, r, acquire);
         }
-        if (bell != 0 && armed != 0) {
-            nupa_gpu_wake(f, st, bell - 1);
-        }
+        wake_if_armed(f, st, bell, armed);
         bell = 0;
         for (uint32_t r = 0; r < f->rings_per_node; r++) {
             int n = nupa_gpu_rx_ready(f, st, r, peek[r], acquire, slots, BATCH, next);
@@ -130,9 +135,19 @@ static __device__ void ring_later(const struct nupa_gpu_fabric *f, struct nupa_g
     st->bell_due = dest + 1;
 }
 
+/*
+ * Thread 0: publishes a claimed reply (nupa_gpu_publish_slot, nupa_gpu_published) and leaves its doorbell to the next
+ * look (ring_later). NUPA_OK, or NUPA_LATE when the consumer had skipped the claim.
+ */
+static __device__ int publish_reply(const struct nupa_gpu_fabric *f, struct nupa_gpu_state *st, const struct nupa_gpu_claim *c) {
+    int rc = nupa_gpu_published(st, c, nupa_gpu_publish_slot(f, c, 0), 0);
+    ring_later(f, st, c->dest);
+    return rc;
+}
+
 /* The lanes of warp 0 (the whole block when it has fewer than 32 threads). */
 static __device__ unsigned warp0_mask(void) {
-    return blockDim.x >= 32 ? 0xFFFFFFFFu : (1u << blockDim.x) - 1;
+    return nupa_gpu_lanes_mask(blockDim.x);
 }
 
 /* A service without a path of its own for a lone frame (next_batch): the block takes every frame. */
@@ -203,9 +218,7 @@ static __device__ int next_batch(const struct nupa_gpu_fabric *f, struct nupa_gp
             __syncthreads();
         }
         if (threadIdx.x == 0) {
-            if (bell != 0 && armed != 0) {
-                nupa_gpu_wake(f, st, bell - 1);
-            }
+            wake_if_armed(f, st, bell, armed);
             bell = 0;
             b->n = nupa_gpu_rx_take(f, st, b->ring, b->ctrl, b->look_k, 1, b->slots, BATCH, &b->next);
             b->stop = 0;

@@ -390,9 +390,7 @@ static __device__ inline void nupa_gpu_flush(const struct nupa_gpu_fabric *f, co
 }
 
 /* The most ctrl words one look reads at once (nupa_gpu_rx_take). */
-#ifndef NUPA_GPU_LOOK_MAX
 #define NUPA_GPU_LOOK_MAX 64
-#endif
 
 /*
  * Thread 0: up to max slots of ring r, from its head on, that hold published frames (6.4 step 1: laps no producer
@@ -841,8 +839,14 @@ static __device__ inline int nupa_gpu_published(struct nupa_gpu_state *st, const
     return NUPA_OK;
 }
 
-/* A warp's lanes (mask, the first lanes of it): the sum of their v, in lane 0, by a tree of shuffles. */
-static __device__ inline uint64_t nupa_gpu_warp_total(uint64_t v, uint32_t lane, uint32_t lanes, unsigned mask) {
+/* The mask of a warp's first lanes lanes (1..32). */
+static __device__ inline unsigned nupa_gpu_lanes_mask(uint32_t lanes) {
+    return lanes >= 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
+}
+
+/* A warp's first lanes lanes: the sum of their v, in lane 0, by a tree of shuffles. */
+static __device__ inline uint64_t nupa_gpu_warp_total(uint64_t v, uint32_t lane, uint32_t lanes) {
+    const unsigned mask = nupa_gpu_lanes_mask(lanes);
     for (uint32_t d = 16; d > 0; d /= 2) {
         if (d < lanes) { /* the same for every lane: a shuffle none of them needs is left out (a block of one thread: none) */
             uint64_t other = __shfl_sync(mask, v, lane + d < lanes ? lane + d : lane);
@@ -875,7 +879,7 @@ static __device__ inline uint64_t nupa_gpu_block_sum(const uint8_t *src, uint8_t
     }
     const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = (blockDim.x + 31) / 32;
     const uint32_t lanes = min(32u, blockDim.x - 32 * warp);
-    s = nupa_gpu_warp_total(s, lane, lanes, lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1);
+    s = nupa_gpu_warp_total(s, lane, lanes);
     if (lane == 0) {
         scratch[warp] = s;
     }
