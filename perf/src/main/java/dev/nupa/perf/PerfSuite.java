@@ -3,6 +3,8 @@ package dev.nupa.perf;
 import io.vertx.core.json.JsonArray;
 import io.vertx.core.json.JsonObject;
 import java.io.IOException;
+import java.math.BigDecimal;
+import java.math.MathContext;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalDate;
@@ -249,8 +251,9 @@ final class PerfSuite implements Callable<Integer> {
                     .put("goal", f.goalText()).put("median", JsonNumber.orNull(median))
                     .put("min", JsonNumber.orNull(min)).put("max", JsonNumber.orNull(max)).put("runs", v.length)
                     .put("verdict", verdict).put("results", new JsonArray(results.get(f.runKey()))));
-            md.append(String.format(Locale.ROOT, "| %s | `%s`%s | %s | %.3gx (%.3g-%.3gx, %d %s)%s; %s |%n", f.what(),
-                    f.command(quick), f.field().equals("ratio") ? "" : " (`" + f.field() + "`)", f.goalText(), median, min, max,
+            md.append(String.format(Locale.ROOT, "| %s | `%s`%s | %s | %sx (%s-%sx, %d %s)%s; %s |%n", f.what(),
+                    f.command(quick), f.field().equals("ratio") ? "" : " (`" + f.field() + "`)", f.goalText(),
+                    threeFigures(median), threeFigures(min), threeFigures(max),
                     v.length, v.length == 1 ? "run" : "runs", verdict.isEmpty() ? "" : ": " + verdict, date));
         }
         JsonObject suite = new JsonObject().put("date", date).put("machine", machine).put("runs", runs).put("quick", quick)
@@ -265,6 +268,14 @@ final class PerfSuite implements Callable<Integer> {
             System.out.println("replaced the " + kind + " table of " + figuresFile);
         }
         return 0;
+    }
+
+    /** Three significant figures, never in exponent form (a tail of 1,110x reads "1110", not "1.11e+03"). */
+    static String threeFigures(double x) {
+        if (!Double.isFinite(x)) {
+            return String.valueOf(x);
+        }
+        return new BigDecimal(x).round(new MathContext(3)).toPlainString();
     }
 
     /** "" when the median meets the goal; "at the noise" when the goal lies inside the range; else "not met". */
