@@ -12,6 +12,7 @@ import java.util.Locale;
 import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -107,6 +108,11 @@ final class EventBusPerf implements Callable<Integer> {
         Vertx client;
         Context context;
         long[] acked;
+        /** Which subscribers have answered a probe on "news" (their answer on "acks" reached the client). */
+        boolean[] probed;
+        /** Whether a probe request to "svc" has been answered; whether one is out. */
+        boolean svcAnswered;
+        boolean svcProbeOut;
         long published;
         Promise<Void> acksWanted;
         long acksTarget;
@@ -221,6 +227,7 @@ final class EventBusPerf implements Callable<Integer> {
         side.client = side.members.getFirst();
         side.context = side.client.getOrCreateContext();
         side.acked = new long[subscribers];
+        side.probed = new boolean[subscribers];
         List<Future<Void>> registered = new ArrayList<>();
         for (int k = 0; k < subscribers; k++) {
             EventBus bus = side.members.get(k + 1).eventBus();
@@ -230,7 +237,9 @@ final class EventBusPerf implements Callable<Integer> {
                 registered.add(bus.<Buffer>consumer("svc", m -> m.reply(m.body())).completion());
             }
             registered.add(bus.<Buffer>consumer("news", m -> {
-                if (++received[0] % ACK == 0) {
+                if (m.body().length() == 0) { // a probe (every measured body has -s >= 1 bytes): answered, not counted
+                    bus.send("acks", who + " probe");
+                } else if (++received[0] % ACK == 0) {
                     bus.send("acks", who + " " + received[0]);
                 }
             }).completion());
@@ -239,7 +248,12 @@ final class EventBusPerf implements Callable<Integer> {
         side.context.runOnContext(v -> side.client.eventBus().<String>consumer("acks", m -> {
             String s = m.body();
             int space = s.indexOf(' ');
-            side.acked[Integer.parseInt(s, 0, space, 10)] = Long.parseLong(s, space + 1, s.length(), 10);
+            int who = Integer.parseInt(s, 0, space, 10);
+            if (s.endsWith(" probe")) {
+                side.probed[who] = true;
+                return;
+            }
+            side.acked[who] = Long.parseLong(s, space + 1, s.length(), 10);
             if (side.acksWanted != null && side.slowest() >= side.acksTarget) {
                 Promise<Void> p = side.acksWanted;
                 side.acksWanted = null;
@@ -247,8 +261,9 @@ final class EventBusPerf implements Callable<Integer> {
             }
         }).completion().onComplete(ackConsumer));
         registered.add(ackConsumer.future());
-        Future.all(registered).await(60, TimeUnit.SECONDS);
-        // One batch to every subscriber: the registry has them all before anything is measured.
+        within(Future.all(registered), 60, side, "the consumers' registration");
+        probe(side);
+        // One batch to every subscriber, so the counts of what each has acknowledged start equal.
         Promise<Void> first = Promise.promise();
         side.context.runOnContext(v -> {
             for (int i = 0; i < ACK; i++) {
@@ -257,8 +272,54 @@ final class EventBusPerf implements Callable<Integer> {
             side.published += ACK;
             awaitAcks(side, side.published).onComplete(first);
         });
-        first.future().await(30, TimeUnit.SECONDS);
+        within(first.future(), 30, side, "every subscriber's acknowledgement of the first batch");
         return side;
+    }
+
+    /**
+     * Probes until the client reaches every subscriber on "news", each reaches the client on "acks", and "svc" answers.
+     * A consumer's registration completes once its own member has given it to the cluster manager, which spreads it to
+     * the others in its own time; a publish or request before the sender knows of a consumer goes to the members it
+     * knows of, or nowhere. So a probe goes out every 20 ms until every path has carried one (in the process's first
+     * cluster that takes about a second here, most of it the event bus's first use; later ones 50-250 ms).
+     */
+    private void probe(Side side) throws Exception {
+        Promise<Void> reached = Promise.promise();
+        EventBus bus = side.client.eventBus();
+        side.context.runOnContext(v -> side.client.setPeriodic(0, 20, timer -> {
+            boolean all = side.svcAnswered;
+            for (boolean p : side.probed) {
+                all &= p;
+            }
+            if (all || reached.future().isComplete()) {
+                side.client.cancelTimer(timer);
+                reached.tryComplete();
+                return;
+            }
+            bus.publish("news", Buffer.buffer());
+            if (!side.svcAnswered && !side.svcProbeOut) {
+                side.svcProbeOut = true;
+                bus.<Buffer>request("svc", Buffer.buffer()).onComplete((m, err) -> {
+                    side.svcProbeOut = false;
+                    side.svcAnswered |= err == null;
+                });
+            }
+        }));
+        try {
+            within(reached.future(), 60, side, "a probe's way to every subscriber and back");
+        } finally {
+            reached.tryFail("given up"); // the timer's next tick cancels it
+        }
+    }
+
+    /** {@code f}'s result, or an exception that says which step of which side did not finish in {@code seconds}. */
+    private static <T> T within(Future<T> f, double seconds, Side side, String what) throws Exception {
+        try {
+            return f.await((long) (seconds * 1000), TimeUnit.MILLISECONDS);
+        } catch (TimeoutException e) {
+            throw new IllegalStateException(side.label + ": " + what + " did not come within " + Math.round(seconds)
+                    + " s (a cluster member stalled or lost a message)");
+        }
     }
 
     /** Completes (on the client's loop) once every subscriber has acknowledged {@code target} messages. */
@@ -303,7 +364,7 @@ final class EventBusPerf implements Callable<Integer> {
                 fire[0].run();
             }
         });
-        long finished = done.future().await((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS);
+        long finished = within(done.future(), secs + 30, side, "the last reply of request-reply");
         return new Result(count[0] / ((finished - start) / 1e9), h.getValueAtPercentile(50), h.getValueAtPercentile(99), Double.NaN);
     }
 
@@ -343,7 +404,7 @@ final class EventBusPerf implements Callable<Integer> {
             };
             pump[0].run();
         });
-        return done.future().await((long) (secs * 1000) + 30_000, TimeUnit.MILLISECONDS)[0];
+        return within(done.future(), secs + 30, side, "the acknowledgement of every message published")[0];
     }
 
     private Datapath.Idle idle() {

@@ -82,6 +82,8 @@ abstract class TcpControlBlock {
     boolean sackOk;
     boolean scalingOk;
     long tsBase;
+    /** The last TSval sent: the next is never less (RFC 7323 5.4). */
+    int tsLastSent;
 
     /** Its timers: retransmission, delayed ACK, persist, keep-alive, TIME-WAIT, FIN-WAIT-2, user timeout. */
     final TcpTimers timers = new TcpTimers(self());
@@ -186,6 +188,7 @@ abstract class TcpControlBlock {
         tsOk = sackOk = scalingOk = false;
         tsRecent = lastAckSent = 0;
         tsRecentAt = tsBase = 0;
+        tsLastSent = 0;
         timers.clear();
         timing = false;
         timedSeq = 0;

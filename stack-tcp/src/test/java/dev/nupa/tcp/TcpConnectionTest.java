@@ -16,6 +16,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -69,6 +70,29 @@ class TcpConnectionTest {
         assertEquals(TcpState.ESTABLISHED, o.c.state());
         assertTrue(o.established);
         assertEquals(1400, o.c.sendMss(), "the least of both MSS options");
+    }
+
+    @Test
+    void rfc7323_5_4_aStaleNowNeverSendsAnOlderTimestamp() {
+        One o = new One(TcpConfig.defaults(1500).withNoDelay(true)); // each write a segment of its own
+        o.c.connect(ISS, o.now);
+        Seg syn = o.onlySent();
+        o.inject(new Seg(SYN | ACK, IRS, ISS + 1, 29_200, 1400, 7, true, true, 777, syn.tsVal(), new int[0], new int[0],
+                new byte[0]));
+        o.sent();
+        long established = o.now;
+        // What a connect's completion writes runs on a fresh clock, 70 ms on; the input that ran it then sends
+        // with the clock it came with (as NupaSocketChannel's first flush and the SYN-ACK's processing do).
+        o.c.write(MemorySegment.ofArray(bytes(100, 1)), 0, 100, established + 70 * MS);
+        Seg first = o.onlySent();
+        assertEquals(syn.tsVal() + 70, first.tsVal());
+        o.c.queue(MemorySegment.ofArray(bytes(100, 2)), 0, 100);
+        o.c.poll(established);
+        Seg second = o.onlySent();
+        assertEquals(ISS + 101, second.seq());
+        assertEquals(first.tsVal(), second.tsVal(), "not the older clock's " + syn.tsVal() + ", which PAWS drops");
+        o.c.write(MemorySegment.ofArray(bytes(100, 3)), 0, 100, established + 90 * MS);
+        assertEquals(syn.tsVal() + 90, o.onlySent().tsVal(), "the clock goes on from its own reading");
     }
 
     @Test
