@@ -355,12 +355,12 @@ abstract class TcpOutput extends TcpControlBlock {
         return true;
     }
 
-    /** RFC 7323 5.4: a clock of 1 ms per tick (the fastest allowed, as Linux), from a random-free base plus 1 so 0 never appears. */
     /**
-     * The TSval to send at {@code now}, never less than the last one sent: TSvals are monotone (RFC 7323 5.4), and a
-     * lower one is dropped by the peer's PAWS check (5.3) as an old duplicate. A caller's {@code now} can be older than
-     * an earlier segment's: application code that an input runs (a connect's completion writing its first messages)
-     * sends with a fresh clock, and the input then goes on with the one it came with.
+     * The TSval to send at {@code now}. RFC 7323 5.4: a clock of 1 ms per tick (the fastest allowed, as Linux), from a
+     * random-free base plus 1 so 0 never appears, and monotone: never less than the last one sent, as a lower one is
+     * dropped by the peer's PAWS check (5.3) as an old duplicate. A caller's {@code now} can be older than an earlier
+     * segment's: application code that an input runs (a connect's completion writing its first messages) sends with a
+     * fresh clock, and the input then goes on with the one it came with.
      */
     private int tsValue(long now) {
         int v = timestampClock(now, tsBase);
