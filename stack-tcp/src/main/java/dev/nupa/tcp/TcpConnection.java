@@ -260,6 +260,7 @@ public final class TcpConnection extends TcpInput {
         requireState(TcpState.CLOSED, "accept");
         initSend(iss, now);
         this.tsBase = tsBase;
+        tsLastSent = timestampClock(now, tsBase); // the SYN-ACK's clock, anywhere in its 32 bits: no TSval below it
         this.irs = irs;
         rcvNxt = irs + 1;
         via = ack.fromNode;
@@ -287,6 +288,7 @@ public final class TcpConnection extends TcpInput {
         recover = iss;
         rcvShift = config.windowScaling() ? config.receiveWindowShift() : 0;
         tsBase = now;
+        tsLastSent = 0; // the clock starts at 1
         lastActivity = now;
         cc.reset(sendMss, CongestionControls.initialWindow(sendMss));
     }
