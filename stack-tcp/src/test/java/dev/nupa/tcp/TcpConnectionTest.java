@@ -77,21 +77,22 @@ class TcpConnectionTest {
         One o = new One(TcpConfig.defaults(1500).withNoDelay(true)); // each write a segment of its own
         o.c.connect(ISS, o.now);
         Seg syn = o.onlySent();
+        // The application's connect handler runs from within the SYN-ACK's input, 70 ms of its own on a fresh clock
+        // (as NupaSocketChannel's connect promise and channelActive do): its first write leaves at once, its second is
+        // queued, and the input then sends it with the clock it came with.
+        long synAckAt = o.now;
+        o.whenEstablished = () -> {
+            o.c.write(MemorySegment.ofArray(bytes(100, 1)), 0, 100, synAckAt + 70 * MS);
+            o.c.queue(MemorySegment.ofArray(bytes(100, 2)), 0, 100);
+        };
         o.inject(new Seg(SYN | ACK, IRS, ISS + 1, 29_200, 1400, 7, true, true, 777, syn.tsVal(), new int[0], new int[0],
                 new byte[0]));
-        o.sent();
-        long established = o.now;
-        // What a connect's completion writes runs on a fresh clock, 70 ms on; the input that ran it then sends
-        // with the clock it came with (as NupaSocketChannel's first flush and the SYN-ACK's processing do).
-        o.c.write(MemorySegment.ofArray(bytes(100, 1)), 0, 100, established + 70 * MS);
-        Seg first = o.onlySent();
-        assertEquals(syn.tsVal() + 70, first.tsVal());
-        o.c.queue(MemorySegment.ofArray(bytes(100, 2)), 0, 100);
-        o.c.poll(established);
-        Seg second = o.onlySent();
-        assertEquals(ISS + 101, second.seq());
-        assertEquals(first.tsVal(), second.tsVal(), "not the older clock's " + syn.tsVal() + ", which PAWS drops");
-        o.c.write(MemorySegment.ofArray(bytes(100, 3)), 0, 100, established + 90 * MS);
+        List<Seg> sent = o.sent();
+        assertEquals(List.of(ISS + 1, ISS + 101), sent.stream().map(Seg::seq).toList(), "both writes: " + sent);
+        assertEquals(syn.tsVal() + 70, sent.get(0).tsVal());
+        assertEquals(sent.get(0).tsVal(), sent.get(1).tsVal(), "not the input's older clock, " + syn.tsVal()
+                + ", which the peer's PAWS check drops");
+        o.c.write(MemorySegment.ofArray(bytes(100, 3)), 0, 100, synAckAt + 90 * MS);
         assertEquals(syn.tsVal() + 90, o.onlySent().tsVal(), "the clock goes on from its own reading");
     }
 

@@ -110,6 +110,8 @@ final class Wire {
         boolean closed;
         boolean established;
         boolean peerClosed;
+        /** Runs as the connection reports it established, from within the input that did it (as a channel's connect). */
+        Runnable whenEstablished = () -> { };
 
         One(TcpConfig config) {
             c = new TcpConnection(LOCAL, 1000, REMOTE, 2000, config, (conn, s) -> out.add(Seg.of(s)), this);
@@ -165,6 +167,7 @@ final class Wire {
         @Override
         public void onEstablished(TcpConnection c) {
             established = true;
+            whenEstablished.run();
         }
 
         @Override
