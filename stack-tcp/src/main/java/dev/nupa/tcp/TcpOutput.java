@@ -360,16 +360,21 @@ abstract class TcpOutput extends TcpControlBlock {
      * random-free base plus 1 so 0 never appears, and monotone: never less than the last one sent, as a lower one is
      * dropped by the peer's PAWS check (5.3) as an old duplicate. A caller's {@code now} can be older than an earlier
      * segment's: application code that an input runs (a connect's completion writing its first messages) sends with a
-     * fresh clock, and the input then goes on with the one it came with.
+     * fresh clock, and the input then goes on with the one it came with. Only a clock a little behind is held back: one
+     * that seems far behind has gone round its 32 bits in a connection idle for weeks, and goes on (5.5).
      */
     private int tsValue(long now) {
         int v = timestampClock(now, tsBase);
-        if (v - tsLastSent < 0) {
+        int behind = tsLastSent - v;
+        if (behind > 0 && behind <= MAX_STALE_TICKS) {
             v = tsLastSent;
         }
         tsLastSent = v;
         return v;
     }
+
+    /** How far behind the last TSval sent a caller's clock may be and still be held back: a minute of 1 ms ticks. */
+    private static final int MAX_STALE_TICKS = 60_000;
 
     /** The timestamp clock at {@code now} of a clock whose base is {@code base}; SYN cookies read it too. */
     static int timestampClock(long now, long base) {

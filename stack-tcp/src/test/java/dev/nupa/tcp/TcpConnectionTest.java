@@ -94,6 +94,14 @@ class TcpConnectionTest {
                 + ", which the peer's PAWS check drops");
         o.c.write(MemorySegment.ofArray(bytes(100, 3)), 0, 100, synAckAt + 90 * MS);
         assertEquals(syn.tsVal() + 90, o.onlySent().tsVal(), "the clock goes on from its own reading");
+        // 30 days idle: past half the clock's 32 bits, so it reads as behind the last TSval, but far behind: it goes on.
+        long days30 = 30L * 24 * 3600 * 1000;
+        o.c.write(MemorySegment.ofArray(bytes(100, 4)), 0, 100, synAckAt + (90 + days30) * MS);
+        List<Seg> afterIdle = o.sent(); // the write, and the unacknowledged bytes again
+        assertFalse(afterIdle.isEmpty());
+        for (Seg late : afterIdle) {
+            assertEquals((int) (syn.tsVal() + 90 + days30), late.tsVal(), "RFC 7323 5.5: not held at the last: " + late);
+        }
     }
 
     @Test
